@@ -1,0 +1,4 @@
+module.exports = {
+  projects: ['<rootDir>/kernel-gateway'],
+  testTimeout: 60000
+};

@@ -1,0 +1,6 @@
+/**
+ * Authentication: tokens and browser origins.
+ *
+ * @packageDocumentation
+ */
+export * from './token';

@@ -1,0 +1,317 @@
+import {
+  CHANNELS,
+  type Channel,
+  type IMessageHeader,
+  type MessageParts
+} from '../wire';
+
+/** The subprotocol of the v1 binary websocket framing (jupyter_server's websocket-protocols doc). */
+export const V1_SUBPROTOCOL = 'v1.kernel.websocket.jupyter.org';
+
+/** How messages are framed on one websocket. */
+export type Framing = 'legacy' | 'v1';
+
+/** WebSocket close codes Ferry uses, with their RFC 6455 meanings. */
+export const CloseCode = {
+  /** A frame of a kind this framing does not allow (text on v1). */
+  unsupportedData: 1003,
+  /** A frame that does not decode to a valid message. */
+  invalidPayload: 1007,
+  /** Not allowed (for example a client writing to iopub). */
+  policyViolation: 1008,
+  /** The kernel went away. */
+  goingAway: 1001,
+  /** The client reads too slowly to keep up. */
+  tryAgainLater: 1013
+} as const;
+
+/** A client frame that cannot be accepted; the socket is closed with `code` and the message as reason. */
+export class FramingError extends Error {
+  constructor(
+    readonly code: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A message from a kernel on its way to clients. Its header is parsed at most once and each framing is
+ * encoded at most once, however many clients receive it.
+ */
+export class OutboundMessage {
+  constructor(
+    readonly channel: Channel,
+    readonly parts: MessageParts
+  ) {
+    let bytes = 0;
+    for (const part of parts) {
+      bytes += part.length;
+    }
+    this.byteLength = bytes;
+  }
+
+  /** The total size of the parts. */
+  readonly byteLength: number;
+
+  get header(): IMessageHeader {
+    return (this._header ??= Private.parse(this.parts[0]) as IMessageHeader);
+  }
+
+  get parentHeader(): Partial<IMessageHeader> {
+    return (this._parent ??= Private.parse(
+      this.parts[1]
+    ) as Partial<IMessageHeader>);
+  }
+
+  /** The message content, parsed on demand (only status and a few others need it). */
+  get content(): Record<string, unknown> {
+    return (this._content ??= Private.parse(this.parts[3]));
+  }
+
+  /** The bytes to send in `framing`: a string for a text frame, a Buffer for a binary frame. */
+  encode(framing: Framing): string | Buffer {
+    if (framing === 'v1') {
+      return (this._v1 ??= encodeV1(this.channel, this.parts));
+    }
+    return (this._legacy ??= encodeLegacy(
+      this.channel,
+      this.header,
+      this.parts
+    ));
+  }
+
+  private _header: IMessageHeader | undefined;
+  private _parent: Partial<IMessageHeader> | undefined;
+  private _content: Record<string, unknown> | undefined;
+  private _v1: Buffer | undefined;
+  private _legacy: string | Buffer | undefined;
+}
+
+/** A message from a client, ready for the kernel. */
+export interface IInboundMessage {
+  channel: Exclude<Channel, 'iopub'>;
+  header: IMessageHeader;
+  parts: MessageParts;
+}
+
+/**
+ * Encode in the v1 framing: uint64 LE offset count, uint64 LE offsets, channel, then the parts as they
+ * came from the kernel (not re-serialised).
+ */
+export function encodeV1(channel: string, parts: MessageParts): Buffer {
+  const channelBytes = Buffer.from(channel, 'utf8');
+  const count = parts.length + 2;
+  const headerBytes = 8 * (1 + count);
+  let total = headerBytes + channelBytes.length;
+  for (const part of parts) {
+    total += part.length;
+  }
+  const out = Buffer.allocUnsafe(total);
+  out.writeBigUInt64LE(BigInt(count), 0);
+  let offset = headerBytes;
+  out.writeBigUInt64LE(BigInt(offset), 8);
+  channelBytes.copy(out, offset);
+  offset += channelBytes.length;
+  out.writeBigUInt64LE(BigInt(offset), 16);
+  parts.forEach((part, i) => {
+    part.copy(out, offset);
+    offset += part.length;
+    out.writeBigUInt64LE(BigInt(offset), 24 + 8 * i);
+  });
+  return out;
+}
+
+/**
+ * Encode in the legacy framing: JSON text when there are no buffers, else the binary form
+ * (uint32 BE count, uint32 BE offsets, JSON, buffers). The JSON is assembled from the kernel's bytes.
+ */
+export function encodeLegacy(
+  channel: string,
+  header: IMessageHeader,
+  parts: MessageParts
+): string | Buffer {
+  const [h, p, m, c] = parts.slice(0, 4).map(part => part.toString('utf8'));
+  const fields =
+    `{"header":${h},"msg_id":${JSON.stringify(header.msg_id)},` +
+    `"msg_type":${JSON.stringify(header.msg_type)},"parent_header":${p},` +
+    `"metadata":${m},"content":${c},"channel":${JSON.stringify(channel)}`;
+  if (parts.length === 4) {
+    return `${fields},"buffers":[]}`;
+  }
+  const chunks = [Buffer.from(`${fields}}`, 'utf8'), ...parts.slice(4)];
+  const headerBytes = 4 * (chunks.length + 1);
+  let total = headerBytes;
+  for (const chunk of chunks) {
+    total += chunk.length;
+  }
+  const out = Buffer.allocUnsafe(total);
+  out.writeUInt32BE(chunks.length, 0);
+  let offset = headerBytes;
+  chunks.forEach((chunk, i) => {
+    out.writeUInt32BE(offset, 4 * (i + 1));
+    chunk.copy(out, offset);
+    offset += chunk.length;
+  });
+  return out;
+}
+
+/**
+ * Decode a client frame. Legacy sockets accept JSON and the legacy binary form in text or binary frames
+ * (jupyter_server's gateway client forwards binary messages as text); v1 sockets accept binary frames only.
+ *
+ * @throws FramingError with the close code to use.
+ */
+export function decodeClientFrame(
+  data: Buffer,
+  isBinary: boolean,
+  framing: Framing
+): IInboundMessage {
+  if (framing === 'v1') {
+    if (!isBinary) {
+      throw new FramingError(
+        CloseCode.unsupportedData,
+        `text frames are not part of ${V1_SUBPROTOCOL}`
+      );
+    }
+    return Private.fromV1(data);
+  }
+  return data[0] === 0x7b
+    ? Private.fromJson(data)
+    : Private.fromLegacyBinary(data);
+}
+
+namespace Private {
+  export function parse(part: Buffer): Record<string, unknown> {
+    const value = JSON.parse(part.toString('utf8'));
+    return value && typeof value === 'object' ? value : {};
+  }
+
+  function invalid(message: string): FramingError {
+    return new FramingError(CloseCode.invalidPayload, message);
+  }
+
+  export function fromV1(data: Buffer): IInboundMessage {
+    if (data.length < 8) {
+      throw invalid('v1 frame shorter than its offset count');
+    }
+    const count = Number(data.readBigUInt64LE(0));
+    if (count < 6 || count > 1024 || data.length < 8 * (1 + count)) {
+      throw invalid(`v1 frame with an invalid offset count ${count}`);
+    }
+    const offsets: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const offset = Number(data.readBigUInt64LE(8 * (i + 1)));
+      const previous = i === 0 ? 8 * (1 + count) : offsets[i - 1];
+      if (offset < previous || offset > data.length) {
+        throw invalid('v1 frame offsets out of order or past its end');
+      }
+      offsets.push(offset);
+    }
+    const channel = data.toString('utf8', offsets[0], offsets[1]);
+    const parts: Buffer[] = [];
+    for (let i = 1; i < count - 1; i++) {
+      parts.push(data.subarray(offsets[i], offsets[i + 1]));
+    }
+    return build(channel, parts);
+  }
+
+  export function fromJson(data: Buffer): IInboundMessage {
+    const msg = parseMessageJson(data);
+    return build(msg.channel, toParts(msg), msg.header);
+  }
+
+  export function fromLegacyBinary(data: Buffer): IInboundMessage {
+    if (data.length < 8) {
+      throw invalid('frame is neither JSON nor a legacy binary message');
+    }
+    const count = data.readUInt32BE(0);
+    if (count < 1 || count > 1024 || data.length < 4 * (count + 1)) {
+      throw invalid('frame is neither JSON nor a legacy binary message');
+    }
+    const offsets: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const offset = data.readUInt32BE(4 * (i + 1));
+      const previous = i === 0 ? 4 * (count + 1) : offsets[i - 1];
+      if (offset < previous || offset > data.length) {
+        throw invalid('legacy binary offsets out of order or past its end');
+      }
+      offsets.push(offset);
+    }
+    offsets.push(data.length);
+    const msg = parseMessageJson(data.subarray(offsets[0], offsets[1]));
+    const buffers: Buffer[] = [];
+    for (let i = 1; i < count; i++) {
+      buffers.push(data.subarray(offsets[i], offsets[i + 1]));
+    }
+    return build(msg.channel, [...toParts(msg), ...buffers], msg.header);
+  }
+
+  interface IJsonMessage {
+    channel: unknown;
+    header: IMessageHeader;
+    parent_header?: unknown;
+    metadata?: unknown;
+    content?: unknown;
+  }
+
+  function parseMessageJson(data: Buffer): IJsonMessage {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data.toString('utf8'));
+    } catch (error) {
+      throw invalid(`malformed JSON: ${(error as Error).message}`);
+    }
+    if (!msg || typeof msg !== 'object' || Array.isArray(msg)) {
+      throw invalid('a message must be a JSON object');
+    }
+    return msg as IJsonMessage;
+  }
+
+  function toParts(msg: IJsonMessage): Buffer[] {
+    return [
+      Buffer.from(JSON.stringify(msg.header ?? null)),
+      Buffer.from(JSON.stringify(msg.parent_header ?? {})),
+      Buffer.from(JSON.stringify(msg.metadata ?? {})),
+      Buffer.from(JSON.stringify(msg.content ?? {}))
+    ];
+  }
+
+  function build(
+    channel: unknown,
+    parts: Buffer[],
+    parsedHeader?: IMessageHeader
+  ): IInboundMessage {
+    if (typeof channel !== 'string' || !CHANNELS.has(channel)) {
+      throw invalid(`unknown channel ${JSON.stringify(channel)}`);
+    }
+    if (channel === 'iopub') {
+      throw new FramingError(
+        CloseCode.policyViolation,
+        'clients cannot send on iopub'
+      );
+    }
+    if (parts.length < 4) {
+      throw invalid(
+        'a message needs header, parent_header, metadata and content'
+      );
+    }
+    let header = parsedHeader;
+    if (!header) {
+      try {
+        header = JSON.parse(parts[0].toString('utf8')) as IMessageHeader;
+      } catch {
+        throw invalid('header is not valid JSON');
+      }
+    }
+    if (
+      !header ||
+      typeof header !== 'object' ||
+      typeof header.msg_id !== 'string' ||
+      typeof header.msg_type !== 'string'
+    ) {
+      throw invalid('header needs string msg_id and msg_type');
+    }
+    return { channel: channel as IInboundMessage['channel'], header, parts };
+  }
+}

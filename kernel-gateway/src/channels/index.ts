@@ -1,0 +1,10 @@
+/**
+ * The WebSocket <-> kernel bridge: framings, fan-out, replay buffer and iopub rate limits.
+ *
+ * @packageDocumentation
+ */
+export * from './framing';
+export * from './kernel-channels';
+export * from './rate-limit';
+export * from './replay-buffer';
+export * from './websocket';

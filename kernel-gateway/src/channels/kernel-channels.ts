@@ -1,0 +1,254 @@
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import { createMessage, type Channel, type MessageParts } from '../wire';
+import {
+  CloseCode,
+  decodeClientFrame,
+  FramingError,
+  OutboundMessage,
+  type Framing,
+  type IInboundMessage
+} from './framing';
+import { IopubRateLimiter, type IRateLimits } from './rate-limit';
+import { ReplayBuffer } from './replay-buffer';
+
+/** The session Ferry's own notices (status, rate-limit notices) are sent under. */
+const GATEWAY_SESSION = 'ferry-gateway';
+
+/** At most this many unanswered requests are remembered per kernel for routing replies. */
+const MAX_PENDING_REQUESTS = 10000;
+
+/**
+ * All websocket clients of one kernel. One subscription to the kernel is fanned out to every client;
+ * replies go to the client that asked; output a client missed is replayed when it reconnects.
+ */
+export class KernelChannels {
+  constructor(options: KernelChannels.IOptions) {
+    this.kernelId = options.kernelId;
+    this._options = options;
+    this._replay = new ReplayBuffer(options.replayBytes);
+    this._limiter = new IopubRateLimiter(options.rateLimits ?? {});
+    this._log = options.logger.child({ kernel: options.kernelId });
+  }
+
+  readonly kernelId: string;
+
+  /** The number of connected websockets. */
+  get connections(): number {
+    return this._clients.size;
+  }
+
+  /**
+   * Attach a websocket. A client that reconnects with its `session_id` gets the output it missed since
+   * it left; any client that connects while no other is connected gets the output produced meanwhile.
+   */
+  connect(
+    socket: WebSocket,
+    framing: Framing,
+    sessionId: string | undefined
+  ): void {
+    const client: Private.IClient = { socket, framing, sessionId };
+    const known =
+      sessionId !== undefined ? this._sessions.get(sessionId) : undefined;
+    let since: number | undefined;
+    if (known !== undefined) {
+      since = known;
+    } else if (this._clients.size === 0 && this._emptySince !== undefined) {
+      since = this._emptySince;
+    }
+    this._clients.add(client);
+    this._emptySince = undefined;
+    if (since !== undefined) {
+      let count = 0;
+      for (const message of this._replay.since(since, sessionId ?? '')) {
+        this._send(client, message);
+        count++;
+      }
+      if (this._replay.hasGap(since)) {
+        this._notice(
+          client,
+          'Some output produced while you were away exceeded the replay buffer and was dropped.\n'
+        );
+      }
+      this._log.debug({ sessionId, count }, 'replayed missed output');
+    }
+    socket.on('message', (data: Buffer, isBinary: boolean) =>
+      this._onClientFrame(client, data, isBinary)
+    );
+    socket.on('close', () => this._disconnect(client));
+    socket.on('error', error =>
+      this._log.debug({ err: error.message }, 'websocket error')
+    );
+  }
+
+  /** Relay a message from the kernel to the clients it is meant for. */
+  deliver(channel: Channel, parts: MessageParts): void {
+    const message = new OutboundMessage(channel, parts);
+    let header;
+    try {
+      header = message.header;
+    } catch {
+      this._log.warn(
+        { channel },
+        'kernel message with an unreadable header dropped'
+      );
+      return;
+    }
+    this._options.onActivity?.(message);
+    if (channel === 'iopub') {
+      const verdict = this._limiter.check(header.msg_type, message.byteLength);
+      if (verdict === 'drop' || verdict === 'start') {
+        if (verdict === 'start') {
+          this._broadcastNotice(
+            'IOPub rate limit exceeded: output is being dropped until the rate falls.\n' +
+              'Raise the limits with --iopub-msg-rate-limit / --iopub-data-rate-limit.\n'
+          );
+        }
+        return;
+      }
+      this._broadcast(message);
+      return;
+    }
+    const parentId = message.parentHeader.msg_id;
+    const requester =
+      parentId !== undefined ? this._pending.get(parentId) : undefined;
+    if (requester && header.msg_type.endsWith('_reply')) {
+      this._pending.delete(parentId!);
+    }
+    if (!requester) {
+      // A reply to a request no client of ours made (or one we forgot): everyone may see it.
+      this._broadcast(message);
+    } else if (this._clients.has(requester)) {
+      this._send(requester, message);
+    } else {
+      // Its requester is gone: keep it for when it (or the next anonymous client) comes back.
+      this._replay.push(message, requester.sessionId ?? '');
+    }
+  }
+
+  /** Tell every client the kernel's execution state changed (restarting, dead, ...). */
+  broadcastStatus(executionState: string): void {
+    const { parts } = createMessage(
+      'status',
+      { execution_state: executionState },
+      GATEWAY_SESSION
+    );
+    this._broadcast(new OutboundMessage('iopub', parts));
+  }
+
+  /** Close every client websocket (the kernel is gone). */
+  close(code: number = CloseCode.goingAway, reason = 'kernel shut down'): void {
+    for (const client of [...this._clients]) {
+      client.socket.close(code, reason);
+    }
+  }
+
+  private _onClientFrame(
+    client: Private.IClient,
+    data: Buffer,
+    isBinary: boolean
+  ): void {
+    let message: IInboundMessage;
+    try {
+      message = decodeClientFrame(data, isBinary, client.framing);
+    } catch (error) {
+      if (error instanceof FramingError) {
+        this._log.warn(
+          { reason: error.message },
+          'bad client frame; closing its websocket'
+        );
+        client.socket.close(error.code, error.message.slice(0, 120));
+        return;
+      }
+      throw error;
+    }
+    if (this._pending.size >= MAX_PENDING_REQUESTS) {
+      this._pending.delete(this._pending.keys().next().value!);
+    }
+    this._pending.set(message.header.msg_id, client);
+    this._options.onClientMessage?.(message);
+    this._options.send(message.channel, message.parts);
+  }
+
+  private _disconnect(client: Private.IClient): void {
+    if (!this._clients.delete(client)) {
+      return;
+    }
+    if (client.sessionId !== undefined) {
+      this._sessions.delete(client.sessionId);
+      this._sessions.set(client.sessionId, this._replay.seq);
+      if (this._sessions.size > 1000) {
+        this._sessions.delete(this._sessions.keys().next().value!);
+      }
+    }
+    if (this._clients.size === 0) {
+      this._emptySince = this._replay.seq;
+    }
+    this._options.onDisconnect?.();
+  }
+
+  private _broadcast(message: OutboundMessage): void {
+    this._replay.push(message);
+    for (const client of this._clients) {
+      this._send(client, message);
+    }
+  }
+
+  private _broadcastNotice(text: string): void {
+    for (const client of this._clients) {
+      this._notice(client, text);
+    }
+  }
+
+  private _notice(client: Private.IClient, text: string): void {
+    const { parts } = createMessage(
+      'stream',
+      { name: 'stderr', text },
+      GATEWAY_SESSION
+    );
+    this._send(client, new OutboundMessage('iopub', parts));
+  }
+
+  private _send(client: Private.IClient, message: OutboundMessage): void {
+    if (client.socket.readyState !== client.socket.OPEN) {
+      return;
+    }
+    client.socket.send(message.encode(client.framing));
+  }
+
+  private _options: KernelChannels.IOptions;
+  private _log: Logger;
+  private _clients = new Set<Private.IClient>();
+  private _pending = new Map<string, Private.IClient>();
+  /** Replay position of each session that left, by session id. */
+  private _sessions = new Map<string, number>();
+  /** Replay position when the last client left; undefined while clients are connected. */
+  private _emptySince: number | undefined;
+  private _replay: ReplayBuffer;
+  private _limiter: IopubRateLimiter;
+}
+
+export namespace KernelChannels {
+  export interface IOptions {
+    kernelId: string;
+    /** Deliver a client message to the kernel. */
+    send: (channel: Exclude<Channel, 'iopub'>, parts: MessageParts) => void;
+    /** Byte cap of the replay buffer (0 turns replay off). */
+    replayBytes: number;
+    rateLimits?: IRateLimits;
+    logger: Logger;
+    /** Called for every message from the kernel (activity and execution state). */
+    onActivity?: (message: OutboundMessage) => void;
+    /** Called for every message from a client. */
+    onClientMessage?: (message: IInboundMessage) => void;
+    onDisconnect?: () => void;
+  }
+}
+
+namespace Private {
+  export interface IClient {
+    socket: WebSocket;
+    framing: Framing;
+    sessionId: string | undefined;
+  }
+}

@@ -1,0 +1,53 @@
+import type { IRateLimits } from './channels';
+import type { ICullingOptions } from './kernels';
+
+/** Everything `ferry gateway` can be told; {@link resolveGatewayOptions} fills in the defaults. */
+export interface IGatewayOptions {
+  /** The token clients must present; undefined with `auth: false`. */
+  token?: string;
+  /** Require the token (default). `false` is for local use only and is logged loudly. */
+  auth: boolean;
+  /** The directory notebooks live in; kernels start in their notebook's directory under it. */
+  rootDir: string;
+  /** Browser origins allowed besides the gateway's own (`*` for any). */
+  allowOrigins: string[];
+  /** Client-supplied kernel variables passed on besides `KERNEL_*`. */
+  envAllow: string[];
+  /** Bytes of output kept per kernel for clients that reconnect. */
+  replayBytes: number;
+  /** Largest websocket message or REST body accepted, in bytes. */
+  maxMessageBytes: number;
+  rateLimits: IRateLimits;
+  culling: ICullingOptions;
+  /** Jupyter data directories to find kernelspecs in (default: the standard ones). */
+  kernelspecPaths?: string[];
+}
+
+/** The defaults, for a gateway a person runs on their own machine. */
+export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
+  auth: true,
+  rootDir: process.cwd(),
+  allowOrigins: [],
+  envAllow: [],
+  replayBytes: 16 * 1024 * 1024,
+  maxMessageBytes: 64 * 1024 * 1024,
+  rateLimits: {},
+  culling: {
+    idleTimeoutMs: 0,
+    intervalMs: 300_000,
+    cullConnected: false,
+    cullBusy: false
+  }
+};
+
+/** Complete partial options with the defaults. */
+export function resolveGatewayOptions(
+  options: Partial<IGatewayOptions> = {}
+): IGatewayOptions {
+  return {
+    ...DEFAULT_GATEWAY_OPTIONS,
+    ...options,
+    culling: { ...DEFAULT_GATEWAY_OPTIONS.culling, ...options.culling },
+    rateLimits: { ...DEFAULT_GATEWAY_OPTIONS.rateLimits, ...options.rateLimits }
+  };
+}

@@ -1,0 +1,175 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import { originAllowed, TokenAuth } from '../auth';
+import { ChannelsServer } from '../channels';
+import { resolveGatewayOptions, type IGatewayOptions } from '../config';
+import { KernelRegistry, SessionStore } from '../kernels';
+import { ApiSchemas } from '../schema';
+import type { IWorkerConnection } from '../workers';
+import type { IGatewayContext } from './context';
+import { errorBody, errorHandler, notFound } from './errors';
+import { apiRouter } from './routes/api';
+import { kernelspecsRouter } from './routes/kernelspecs';
+import { kernelsRouter } from './routes/kernels';
+import { sessionsRouter } from './routes/sessions';
+
+/**
+ * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
+ * websocket endpoint, the kernel registry and sessions over one worker.
+ */
+export class Gateway {
+  constructor(options: Gateway.IOptions) {
+    const resolved = resolveGatewayOptions(options);
+    if (resolved.auth && !resolved.token) {
+      throw new Error(
+        'a token is required unless authentication is turned off'
+      );
+    }
+    this.options = resolved;
+    this.logger = options.logger;
+    this.worker = options.worker;
+    this.auth = new TokenAuth(resolved.auth ? resolved.token : undefined);
+    this.registry = new KernelRegistry({
+      worker: options.worker,
+      logger: options.logger,
+      replayBytes: resolved.replayBytes,
+      rateLimits: resolved.rateLimits,
+      culling: resolved.culling,
+      onShutdown: id => this.sessions.dropKernel(id)
+    });
+    this.sessions = new SessionStore(this.registry, resolved.rootDir);
+    const context: IGatewayContext = {
+      options: resolved,
+      registry: this.registry,
+      sessions: this.sessions,
+      schemas: new ApiSchemas(),
+      logger: options.logger,
+      startedAt: new Date(),
+      version: options.version ?? '0.0.0'
+    };
+    this.app = Private.createApp(context, this.auth);
+    this.channels = new ChannelsServer({
+      registry: this.registry,
+      auth: this.auth,
+      allowOrigins: resolved.allowOrigins,
+      maxMessageBytes: resolved.maxMessageBytes,
+      logger: options.logger
+    });
+    this.server = createServer(this.app);
+    this.server.on('upgrade', (request, socket, head) => {
+      void this.channels.handleUpgrade(request, socket, head);
+    });
+  }
+
+  readonly options: IGatewayOptions;
+  readonly logger: Logger;
+  readonly worker: IWorkerConnection;
+  readonly auth: TokenAuth;
+  readonly registry: KernelRegistry;
+  readonly sessions: SessionStore;
+  readonly app: Express;
+  readonly channels: ChannelsServer;
+  readonly server: Server;
+
+  /** Listen on `host:port` (port 0 picks a free one) and resolve with the bound address. */
+  async listen(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  /** Shut down every kernel, close every socket and stop listening. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this._closed) {
+      return this._closed;
+    }
+    this._closed = (async () => {
+      this.registry.dispose();
+      await this.registry.shutdownAll();
+      this.channels.close();
+      await this.worker.dispose();
+      await new Promise<void>(resolve => {
+        this.server.close(() => resolve());
+        this.server.closeAllConnections();
+      });
+    })();
+    return this._closed;
+  }
+
+  private _closed: Promise<void> | undefined;
+}
+
+export namespace Gateway {
+  export interface IOptions extends Partial<IGatewayOptions> {
+    worker: IWorkerConnection;
+    logger: Logger;
+    version?: string;
+  }
+}
+
+/** Build a gateway from options (apart from `listen()`). */
+export function createGateway(options: Gateway.IOptions): Gateway {
+  return new Gateway(options);
+}
+
+namespace Private {
+  export function createApp(
+    context: IGatewayContext,
+    auth: TokenAuth
+  ): Express {
+    const app = express();
+    app.disable('x-powered-by');
+    app.set('etag', false);
+    const { allowOrigins, maxMessageBytes } = context.options;
+    app.use((request, response, next) => {
+      const origin = request.headers.origin;
+      if (!originAllowed(request, allowOrigins)) {
+        response
+          .status(403)
+          .json(errorBody(403, `Origin not allowed: ${origin}`));
+        return;
+      }
+      if (origin && allowOrigins.length > 0) {
+        response.setHeader('Access-Control-Allow-Origin', origin);
+        response.setHeader('Vary', 'Origin');
+        response.setHeader(
+          'Access-Control-Allow-Headers',
+          'Authorization, Content-Type'
+        );
+        response.setHeader(
+          'Access-Control-Allow-Methods',
+          'GET, POST, PATCH, PUT, DELETE, OPTIONS'
+        );
+        if (request.method === 'OPTIONS') {
+          response.status(204).end();
+          return;
+        }
+      }
+      if (!auth.check(request)) {
+        response.status(401).json(errorBody(401, 'A valid token is required'));
+        return;
+      }
+      next();
+    });
+    app.use(
+      express.json({
+        limit: Math.min(maxMessageBytes, 10 * 1024 * 1024),
+        type: () => true
+      })
+    );
+    app.use(apiRouter(context));
+    app.use(kernelspecsRouter(context));
+    app.use(kernelsRouter(context));
+    app.use(sessionsRouter(context));
+    app.use(notFound());
+    app.use(errorHandler(context.logger));
+    return app;
+  }
+}

@@ -1,0 +1,92 @@
+import { STATUS_CODES } from 'node:http';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import {
+  KernelEnvError,
+  KernelStartError,
+  NoSuchKernelError,
+  NoSuchKernelspecError,
+  NoSuchSessionError,
+  PathOutsideRootError
+} from '../kernels';
+
+/** An error with an HTTP status; its message is shown to the client. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+/** The `{ reason, message }` body every error response carries. */
+export function errorBody(
+  status: number,
+  message: string
+): { reason: string; message: string } {
+  return { reason: STATUS_CODES[status] ?? 'Error', message };
+}
+
+/** The status a known error maps to; undefined for unexpected errors. */
+function statusOf(error: unknown): number | undefined {
+  if (error instanceof HttpError) {
+    return error.status;
+  }
+  if (
+    error instanceof NoSuchKernelError ||
+    error instanceof NoSuchSessionError
+  ) {
+    return 404;
+  }
+  if (
+    error instanceof NoSuchKernelspecError ||
+    error instanceof PathOutsideRootError ||
+    error instanceof KernelEnvError
+  ) {
+    return 400;
+  }
+  if (error instanceof KernelStartError) {
+    return 500;
+  }
+  // body-parser's errors carry their status (400 malformed JSON, 413 too large, 415 charset).
+  const status = (error as { status?: unknown; expose?: unknown })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return status;
+  }
+  return undefined;
+}
+
+/** The last middleware: every error becomes `{ reason, message }` with the right status. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, request, response, _next) => {
+    let status = statusOf(error);
+    let message = (error as Error)?.message ?? String(error);
+    if ((error as { type?: string })?.type === 'entity.parse.failed') {
+      message = `Malformed JSON in request body: ${message}`;
+    }
+    if (status === undefined) {
+      status = 500;
+      logger.error(
+        { err: error, method: request.method, url: request.path },
+        'request failed'
+      );
+    }
+    if (response.headersSent) {
+      response.end();
+      return;
+    }
+    response.status(status).json(errorBody(status, message));
+  };
+}
+
+/** A JSON 404 for every route nobody claimed. */
+export function notFound(): RequestHandler {
+  return (request, response) => {
+    response
+      .status(404)
+      .json(
+        errorBody(404, `No such endpoint: ${request.method} ${request.path}`)
+      );
+  };
+}

@@ -1,0 +1,9 @@
+/**
+ * The HTTP side of the gateway: the app factory, one router per resource, errors and validation.
+ *
+ * @packageDocumentation
+ */
+export * from './app';
+export * from './context';
+export * from './errors';
+export * from './validation';

@@ -1,0 +1,24 @@
+import { Router } from 'express';
+import type { IGatewayContext } from '../context';
+
+/** `/api` (version) and `/api/status` (activity). */
+export function apiRouter(context: IGatewayContext): Router {
+  const router = Router();
+  router.get('/api', (_request, response) => {
+    response.json({ version: context.version });
+  });
+  router.get('/api/status', (_request, response) => {
+    const kernels = context.registry.list();
+    const lastActivity = Math.max(
+      context.startedAt.getTime(),
+      ...kernels.map(k => k.lastActivity.getTime())
+    );
+    response.json({
+      started: context.startedAt.toISOString(),
+      last_activity: new Date(lastActivity).toISOString(),
+      connections: kernels.reduce((sum, k) => sum + k.channels.connections, 0),
+      kernels: kernels.length
+    });
+  });
+  return router;
+}

@@ -1,0 +1,47 @@
+import { Router } from 'express';
+import { filterKernelEnv, kernelWorkingDir } from '../../kernels';
+import type { IGatewayContext } from '../context';
+import { validateBody } from '../validation';
+
+/** `/api/kernels` and each kernel's `interrupt` and `restart`. */
+export function kernelsRouter(context: IGatewayContext): Router {
+  const { registry, schemas, options } = context;
+  const router = Router();
+  router.get('/api/kernels', (_request, response) => {
+    response.json(registry.list().map(kernel => kernel.model));
+  });
+  router.post(
+    '/api/kernels',
+    validateBody(schemas, 'KernelStartRequest'),
+    async (request, response) => {
+      const body = request.body as {
+        name?: string;
+        path?: string | null;
+        env?: Record<string, string>;
+      };
+      const env = filterKernelEnv(body.env, options.envAllow);
+      const cwd = kernelWorkingDir(options.rootDir, body.path ?? undefined);
+      const kernel = await registry.start({ name: body.name, env, cwd });
+      response
+        .status(201)
+        .location(`/api/kernels/${encodeURIComponent(kernel.id)}`)
+        .json(kernel.model);
+    }
+  );
+  router.get('/api/kernels/:id', (request, response) => {
+    response.json(registry.require(request.params.id).model);
+  });
+  router.delete('/api/kernels/:id', async (request, response) => {
+    await registry.shutdown(request.params.id);
+    response.status(204).end();
+  });
+  router.post('/api/kernels/:id/interrupt', async (request, response) => {
+    await registry.interrupt(request.params.id);
+    response.status(204).end();
+  });
+  router.post('/api/kernels/:id/restart', async (request, response) => {
+    const kernel = await registry.restart(request.params.id);
+    response.json(kernel.model);
+  });
+  return router;
+}

@@ -1,0 +1,49 @@
+import { Router } from 'express';
+import { filterKernelEnv, type ISessionRequest } from '../../kernels';
+import type { IGatewayContext } from '../context';
+import { validateBody } from '../validation';
+
+/** `/api/sessions` CRUD. */
+export function sessionsRouter(context: IGatewayContext): Router {
+  const { sessions, schemas, options } = context;
+  const router = Router();
+  const validate = validateBody(schemas, 'SessionRequest');
+  const normalise = (body: ISessionRequest): ISessionRequest => ({
+    ...body,
+    kernel: body.kernel
+      ? {
+          id: body.kernel.id ?? undefined,
+          name: body.kernel.name ?? undefined,
+          env: filterKernelEnv(body.kernel.env, options.envAllow)
+        }
+      : undefined
+  });
+  router.get('/api/sessions', (_request, response) => {
+    response.json(sessions.list());
+  });
+  router.post('/api/sessions', validate, async (request, response) => {
+    const session = await sessions.create(
+      normalise(request.body as ISessionRequest)
+    );
+    response
+      .status(201)
+      .location(`/api/sessions/${encodeURIComponent(session.id)}`)
+      .json(session);
+  });
+  router.get('/api/sessions/:id', (request, response) => {
+    response.json(sessions.get(request.params.id));
+  });
+  router.patch('/api/sessions/:id', validate, async (request, response) => {
+    response.json(
+      await sessions.update(
+        request.params.id,
+        normalise(request.body as ISessionRequest)
+      )
+    );
+  });
+  router.delete('/api/sessions/:id', async (request, response) => {
+    await sessions.delete(request.params.id);
+    response.status(204).end();
+  });
+  return router;
+}

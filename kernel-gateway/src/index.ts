@@ -1,0 +1,16 @@
+/**
+ * Ferry's kernel gateway: the Jupyter Server REST and WebSocket API over kernels run by workers.
+ *
+ * @packageDocumentation
+ */
+export * from './auth';
+export * from './channels';
+export * from './cli';
+export * from './config';
+export * from './http';
+export * from './kernels';
+export * from './log';
+export * from './schema';
+export * from './wire';
+export * from './worker';
+export * from './workers';

@@ -1,0 +1,9 @@
+/**
+ * The kernel registry: lifecycle, activity, culling, restart in place; and the sessions over it.
+ *
+ * @packageDocumentation
+ */
+export * from './registry';
+export * from './sessions';
+export * from './working-dir';
+export * from './env-policy';

@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import type { IKernelModel, KernelRegistry } from './registry';
+import { kernelWorkingDir } from './working-dir';
+
+/** The session model of the Jupyter Server REST API. */
+export interface ISessionModel {
+  id: string;
+  path: string;
+  name: string;
+  type: string;
+  kernel: IKernelModel | null;
+}
+
+/** Raised for a session id that is not known. */
+export class NoSuchSessionError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`Session does not exist: ${sessionId}`);
+  }
+}
+
+/** What a client sends to create or change a session. */
+export interface ISessionRequest {
+  path?: string;
+  name?: string;
+  type?: string;
+  kernel?: { id?: string; name?: string; env?: Record<string, string> };
+}
+
+/**
+ * Sessions: a notebook (or console) path bound to a kernel. Kept in memory, like jupyter_server's
+ * default session manager.
+ */
+export class SessionStore {
+  constructor(
+    private _registry: KernelRegistry,
+    private _rootDir: string
+  ) {}
+
+  list(): ISessionModel[] {
+    return [...this._sessions.keys()].map(id => this.get(id));
+  }
+
+  get(id: string): ISessionModel {
+    const session = this._sessions.get(id);
+    if (!session) {
+      throw new NoSuchSessionError(id);
+    }
+    return {
+      ...session,
+      kernel: this._registry.get(session.kernelId)?.model ?? null
+    };
+  }
+
+  /** Create a session, or return the existing one for the same path (as jupyter_server does). */
+  async create(request: ISessionRequest): Promise<ISessionModel> {
+    const path = request.path ?? '';
+    for (const [id, session] of this._sessions) {
+      if (
+        path &&
+        session.path === path &&
+        this._registry.get(session.kernelId)
+      ) {
+        return this.get(id);
+      }
+    }
+    const kernelId = await this._kernelFor(request, path);
+    const id = randomUUID();
+    this._sessions.set(id, {
+      id,
+      path,
+      name: request.name ?? '',
+      type: request.type ?? 'notebook',
+      kernelId
+    });
+    return this.get(id);
+  }
+
+  /** Rename, retype, or move a session to another kernel (a new one by name, or an existing id). */
+  async update(id: string, request: ISessionRequest): Promise<ISessionModel> {
+    const session = this._sessions.get(id);
+    if (!session) {
+      throw new NoSuchSessionError(id);
+    }
+    const path = request.path ?? session.path;
+    if (
+      request.kernel &&
+      (request.kernel.id ?? request.kernel.name) !== undefined
+    ) {
+      const previous = session.kernelId;
+      const next = await this._kernelFor(request, path);
+      session.kernelId = next;
+      if (
+        previous !== next &&
+        this._registry.get(previous) &&
+        !this._isShared(previous)
+      ) {
+        await this._registry.shutdown(previous);
+      }
+    }
+    session.path = path;
+    session.name = request.name ?? session.name;
+    session.type = request.type ?? session.type;
+    return this.get(id);
+  }
+
+  /** Delete a session and shut down its kernel. */
+  async delete(id: string): Promise<void> {
+    const session = this._sessions.get(id);
+    if (!session) {
+      throw new NoSuchSessionError(id);
+    }
+    this._sessions.delete(id);
+    if (
+      this._registry.get(session.kernelId) &&
+      !this._isShared(session.kernelId)
+    ) {
+      await this._registry.shutdown(session.kernelId);
+    }
+  }
+
+  /** Forget sessions whose kernel is gone. */
+  dropKernel(kernelId: string): void {
+    for (const [id, session] of this._sessions) {
+      if (session.kernelId === kernelId) {
+        this._sessions.delete(id);
+      }
+    }
+  }
+
+  private async _kernelFor(
+    request: ISessionRequest,
+    path: string
+  ): Promise<string> {
+    if (request.kernel?.id) {
+      return this._registry.require(request.kernel.id).id;
+    }
+    const kernel = await this._registry.start({
+      name: request.kernel?.name,
+      env: request.kernel?.env,
+      cwd: kernelWorkingDir(this._rootDir, path)
+    });
+    return kernel.id;
+  }
+
+  private _isShared(kernelId: string): boolean {
+    return [...this._sessions.values()].some(s => s.kernelId === kernelId);
+  }
+
+  private _sessions = new Map<
+    string,
+    { id: string; path: string; name: string; type: string; kernelId: string }
+  >();
+}

@@ -1,0 +1,28 @@
+import * as path from 'node:path';
+
+/** Raised for a path that would leave the root directory. */
+export class PathOutsideRootError extends Error {
+  constructor(readonly requested: string) {
+    super(`Path is outside the root directory: ${JSON.stringify(requested)}`);
+  }
+}
+
+/**
+ * The working directory for a kernel of the notebook at `notebookPath` (relative to `rootDir`): the
+ * notebook's directory. Paths that climb out of the root are refused.
+ */
+export function kernelWorkingDir(
+  rootDir: string,
+  notebookPath: string | undefined
+): string {
+  const root = path.resolve(rootDir);
+  if (!notebookPath) {
+    return root;
+  }
+  const target = path.resolve(root, notebookPath.replace(/^\/+/, ''));
+  if (target !== root && !target.startsWith(root + path.sep)) {
+    throw new PathOutsideRootError(notebookPath);
+  }
+  // A notebook path names a file; a directory path (ending in /) is its own working directory.
+  return notebookPath.endsWith('/') ? target : path.dirname(target);
+}

@@ -1,0 +1,6 @@
+/**
+ * The Jupyter wire protocol: message parts, HMAC-SHA256 signing and ZeroMQ framing.
+ *
+ * @packageDocumentation
+ */
+export * from './message';

@@ -1,0 +1,527 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { promises as fs } from 'node:fs';
+import type { Logger } from 'pino';
+import * as zmq from 'zeromq';
+import {
+  createMessage,
+  decodeFrames,
+  encodeFrames,
+  MessageSigner,
+  WireError,
+  type Channel,
+  type MessageParts
+} from '../wire';
+import {
+  createConnectionInfo,
+  writeConnectionFile,
+  zmqUrl,
+  type IConnectionInfo
+} from './connection';
+import type { IKernelspec } from './kernelspecs';
+
+/**
+ * One kernel process and its ZeroMQ sockets: launch with a connection file, relay signed messages,
+ * watch the heartbeat, interrupt, restart in place and shut down leaving no process behind.
+ */
+export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
+  constructor(options: KernelProcess.IOptions) {
+    super();
+    this.id = options.id;
+    this.spec = options.spec;
+    this._options = options;
+    this._log = options.logger.child({ kernel: options.id });
+  }
+
+  /** The kernel id. */
+  readonly id: string;
+
+  /** The kernelspec this kernel was launched from. */
+  readonly spec: IKernelspec;
+
+  /** The process id, while the process runs. */
+  get pid(): number | undefined {
+    return this._child?.exitCode === null ? this._child.pid : undefined;
+  }
+
+  /** Whether the kernel is up and its sockets connected. */
+  get isRunning(): boolean {
+    return this._sockets !== undefined && this.pid !== undefined;
+  }
+
+  /**
+   * Launch the kernel and wait until it answers `kernel_info_request` and its iopub flows.
+   * Retries with fresh ports when the kernel dies during start-up (a port taken meanwhile).
+   */
+  async start(): Promise<void> {
+    const attempts = this._options.startAttempts ?? 3;
+    let lastError: Error | undefined;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        await this._launch();
+        return;
+      } catch (error) {
+        lastError = error as Error;
+        this._log.warn(
+          { attempt, err: lastError.message },
+          'kernel start failed'
+        );
+        await this._stop();
+      }
+    }
+    throw lastError ?? new Error('kernel did not start');
+  }
+
+  /** Queue a message from a client to the kernel; Ferry signs it with the kernel's key. */
+  send(channel: Exclude<Channel, 'iopub'>, parts: MessageParts): void {
+    const sockets = this._sockets;
+    if (!sockets) {
+      this._log.debug({ channel }, 'message for a stopped kernel dropped');
+      return;
+    }
+    sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
+  }
+
+  /** Interrupt the kernel: SIGINT to its process group, or `interrupt_request` by its kernelspec. */
+  async interrupt(): Promise<void> {
+    if (this.spec.interrupt_mode === 'message') {
+      await this.request('control', 'interrupt_request', {}, 5000);
+      return;
+    }
+    this._signal('SIGINT');
+  }
+
+  /** Restart in place: the same id, env and devices, a fresh process. */
+  async restart(): Promise<void> {
+    await this.shutdown(true);
+    await this.start();
+  }
+
+  /**
+   * Shut down: `shutdown_request`, then SIGTERM, then SIGKILL to the process group, waiting for each.
+   */
+  async shutdown(restart = false): Promise<void> {
+    this._expectExit = true;
+    const child = this._child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = Private.exited(child);
+      if (this._sockets) {
+        this.request(
+          'control',
+          'shutdown_request',
+          { restart },
+          this._options.shutdownWaitMs
+        ).catch(() => undefined);
+      }
+      const waitMs = this._options.shutdownWaitMs ?? 3000;
+      if (!(await Private.within(exited, waitMs))) {
+        this._signal('SIGTERM');
+        if (!(await Private.within(exited, waitMs))) {
+          this._signal('SIGKILL');
+          await exited;
+        }
+      }
+    }
+    // ipykernel may leave children in its group (subprocesses run from cells): end them too.
+    this._signal('SIGKILL');
+    await this._stop();
+  }
+
+  /**
+   * Send a request Ferry originates and wait for its reply's content; the reply is not relayed.
+   */
+  async request(
+    channel: 'shell' | 'control',
+    msgType: string,
+    content: unknown,
+    timeoutMs = 10000
+  ): Promise<Record<string, unknown>> {
+    const sockets = this._sockets;
+    if (!sockets) {
+      throw new Error('kernel is not running');
+    }
+    const { header, parts } = createMessage(msgType, content, sockets.session);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._pending.delete(header.msg_id);
+        reject(new Error(`no ${msgType} reply within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this._pending.set(header.msg_id, reply => {
+        clearTimeout(timer);
+        resolve(reply);
+      });
+      sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
+    });
+  }
+
+  private async _launch(): Promise<void> {
+    const info = await createConnectionInfo(this.spec.name, this._options.ip);
+    const file = await writeConnectionFile(
+      this._options.runtimeDir,
+      this.id,
+      info
+    );
+    this._connectionFile = file;
+    const argv = this.spec.argv.map(arg =>
+      arg
+        .replace('{connection_file}', file)
+        .replace('{resource_dir}', this.spec.resourceDir)
+    );
+    this._expectExit = false;
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: this._options.cwd,
+      env: this._options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, so interrupt and shutdown reach the children of the kernel too.
+      detached: true
+    });
+    this._child = child;
+    this._stderrTail = '';
+    const keepTail = (chunk: Buffer) => {
+      this._stderrTail = (this._stderrTail + chunk.toString('utf8')).slice(
+        -4000
+      );
+    };
+    child.stdout?.on('data', keepTail);
+    child.stderr?.on('data', keepTail);
+    const spawned = new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    child.once('exit', (code, signal) => this._onExit(child, code, signal));
+    await spawned;
+    this._log.info({ pid: child.pid, argv }, 'kernel process started');
+    this._connect(info);
+    await this._waitUntilReady(child);
+    this._startHeartbeat(info);
+  }
+
+  private _connect(info: IConnectionInfo): void {
+    const session = randomUUID();
+    const routingId = session;
+    const signer = new MessageSigner(info.key, info.signature_scheme);
+    const shell = new zmq.Dealer({ routingId, linger: 0 });
+    // stdin must share shell's identity: the kernel addresses input_request to the shell requester.
+    const stdin = new zmq.Dealer({ routingId, linger: 0 });
+    const control = new zmq.Dealer({ routingId, linger: 0 });
+    const iopub = new zmq.Subscriber({ linger: 0 });
+    shell.connect(zmqUrl(info, info.shell_port));
+    stdin.connect(zmqUrl(info, info.stdin_port));
+    control.connect(zmqUrl(info, info.control_port));
+    iopub.connect(zmqUrl(info, info.iopub_port));
+    iopub.subscribe();
+    this._sockets = {
+      session,
+      signer,
+      all: [shell, stdin, control, iopub],
+      writers: {
+        shell: new Private.Writer(shell, this._log),
+        stdin: new Private.Writer(stdin, this._log),
+        control: new Private.Writer(control, this._log)
+      }
+    };
+    const sockets = this._sockets;
+    void this._pump(sockets, shell, 'shell');
+    void this._pump(sockets, stdin, 'stdin');
+    void this._pump(sockets, control, 'control');
+    void this._pump(sockets, iopub, 'iopub');
+  }
+
+  private async _pump(
+    sockets: Private.ISockets,
+    socket: zmq.Dealer | zmq.Subscriber,
+    channel: Channel
+  ): Promise<void> {
+    try {
+      for await (const frames of socket) {
+        this._receive(sockets, channel, frames);
+      }
+    } catch (error) {
+      if (!socket.closed) {
+        this._log.error(
+          { channel, err: (error as Error).message },
+          'socket failed'
+        );
+      }
+    }
+  }
+
+  private _receive(
+    sockets: Private.ISockets,
+    channel: Channel,
+    frames: Buffer[]
+  ): void {
+    let parts: MessageParts;
+    try {
+      parts = decodeFrames(sockets.signer, frames).parts;
+    } catch (error) {
+      if (error instanceof WireError) {
+        this._log.warn(
+          { channel, reason: error.message },
+          'message from kernel dropped'
+        );
+        return;
+      }
+      throw error;
+    }
+    if (channel === 'iopub') {
+      this._iopubSeen = true;
+    } else if (this._pending.size > 0) {
+      const parent = Private.parseObject(parts[1]);
+      const settle = this._pending.get(String(parent?.msg_id));
+      if (settle) {
+        this._pending.delete(String(parent?.msg_id));
+        settle(Private.parseObject(parts[3]) ?? {});
+        return;
+      }
+    }
+    this.emit('message', channel, parts);
+  }
+
+  private async _waitUntilReady(child: ChildProcess): Promise<void> {
+    const deadline = Date.now() + (this._options.startupTimeoutMs ?? 60000);
+    const died = Private.exited(child).then(() => {
+      throw new Error(
+        `kernel exited during start-up: ${this._stderrTail.trim().slice(-800)}`
+      );
+    });
+    died.catch(() => undefined);
+    this._iopubSeen = false;
+    let answered = false;
+    // The "nudge": ask for kernel_info until the kernel answers and iopub delivers, so that no
+    // output sent right after start-up is lost to a subscription not yet in place.
+    while (!(answered && this._iopubSeen)) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        throw new Error('kernel did not answer kernel_info_request in time');
+      }
+      const reply = this.request(
+        'shell',
+        'kernel_info_request',
+        {},
+        Math.min(1000, remaining)
+      );
+      try {
+        await Promise.race([reply, died]);
+        answered = true;
+      } catch (error) {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw error;
+        }
+      }
+      if (answered && !this._iopubSeen) {
+        await Promise.race([new Promise(r => setTimeout(r, 50)), died]);
+      }
+    }
+  }
+
+  private _startHeartbeat(info: IConnectionInfo): void {
+    const intervalMs = this._options.heartbeatIntervalMs ?? 3000;
+    const allowedMisses = this._options.heartbeatMisses ?? 5;
+    let misses = 0;
+    let socket: zmq.Request | undefined;
+    const beat = async () => {
+      socket ??= Private.heartbeatSocket(
+        zmqUrl(info, info.hb_port),
+        intervalMs
+      );
+      try {
+        await socket.send('ping');
+        await socket.receive();
+        misses = 0;
+      } catch {
+        // A REQ socket that missed a reply cannot send again: start a new one.
+        socket.close();
+        socket = undefined;
+        misses++;
+        if (misses >= allowedMisses && this._child) {
+          this._log.error(
+            { misses },
+            'kernel heartbeat lost; killing the kernel'
+          );
+          this._signal('SIGKILL');
+        }
+      }
+    };
+    const timer = setInterval(() => void beat(), intervalMs);
+    timer.unref();
+    this._stopHeartbeat = () => {
+      clearInterval(timer);
+      socket?.close();
+    };
+  }
+
+  private _onExit(
+    child: ChildProcess,
+    code: number | null,
+    signal: string | null
+  ): void {
+    if (child !== this._child) {
+      return;
+    }
+    this._log.info({ code, signal }, 'kernel process exited');
+    if (!this._expectExit && this._sockets) {
+      void this._stop().then(() =>
+        this.emit('died', `kernel process exited (${signal ?? `code ${code}`})`)
+      );
+    }
+  }
+
+  private _signal(signal: NodeJS.Signals): void {
+    const pid = this._child?.pid;
+    if (pid === undefined) {
+      return;
+    }
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // The group is already gone.
+    }
+  }
+
+  private async _stop(): Promise<void> {
+    this._stopHeartbeat?.();
+    this._stopHeartbeat = undefined;
+    const sockets = this._sockets;
+    this._sockets = undefined;
+    sockets?.all.forEach(s => s.close());
+    for (const settle of this._pending.values()) {
+      settle({ status: 'error', ename: 'KernelStopped' });
+    }
+    this._pending.clear();
+    if (this._connectionFile) {
+      await fs.rm(this._connectionFile, { force: true });
+      this._connectionFile = undefined;
+    }
+  }
+
+  private _options: KernelProcess.IOptions;
+  private _log: Logger;
+  private _child: ChildProcess | undefined;
+  private _sockets: Private.ISockets | undefined;
+  private _pending = new Map<
+    string,
+    (reply: Record<string, unknown>) => void
+  >();
+  private _connectionFile: string | undefined;
+  private _stderrTail = '';
+  private _iopubSeen = false;
+  private _expectExit = false;
+  private _stopHeartbeat: (() => void) | undefined;
+}
+
+export namespace KernelProcess {
+  export interface IOptions {
+    id: string;
+    spec: IKernelspec;
+    /** The complete environment of the process (already filtered and with isolation variables). */
+    env: Record<string, string>;
+    cwd?: string;
+    /** Where connection files are written. */
+    runtimeDir: string;
+    logger: Logger;
+    ip?: string;
+    startupTimeoutMs?: number;
+    startAttempts?: number;
+    shutdownWaitMs?: number;
+    heartbeatIntervalMs?: number;
+    heartbeatMisses?: number;
+  }
+
+  export interface IEvents {
+    /** A verified message from the kernel, as parts. */
+    message: [channel: Channel, parts: MessageParts];
+    /** The process ended without being asked to. */
+    died: [reason: string];
+  }
+}
+
+namespace Private {
+  export interface ISockets {
+    session: string;
+    signer: MessageSigner;
+    all: zmq.Socket[];
+    writers: Record<'shell' | 'stdin' | 'control', Writer>;
+  }
+
+  /**
+   * Serialises sends on one socket: zeromq allows one send in flight per socket.
+   */
+  export class Writer {
+    constructor(
+      private _socket: zmq.Dealer,
+      private _log: Logger
+    ) {}
+
+    write(frames: Buffer[]): void {
+      this._queue.push(frames);
+      if (!this._flushing) {
+        void this._flush();
+      }
+    }
+
+    private async _flush(): Promise<void> {
+      this._flushing = true;
+      try {
+        while (this._queue.length > 0 && !this._socket.closed) {
+          await this._socket.send(this._queue.shift()!);
+        }
+      } catch (error) {
+        if (!this._socket.closed) {
+          this._log.error(
+            { err: (error as Error).message },
+            'send to kernel failed'
+          );
+        }
+      } finally {
+        this._queue = [];
+        this._flushing = false;
+      }
+    }
+
+    private _queue: Buffer[][] = [];
+    private _flushing = false;
+  }
+
+  export function heartbeatSocket(url: string, timeoutMs: number): zmq.Request {
+    const socket = new zmq.Request({
+      linger: 0,
+      receiveTimeout: timeoutMs,
+      sendTimeout: timeoutMs
+    });
+    socket.connect(url);
+    return socket;
+  }
+
+  export function exited(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      return Promise.resolve();
+    }
+    return new Promise(resolve => child.once('exit', () => resolve()));
+  }
+
+  export async function within(
+    promise: Promise<void>,
+    ms: number
+  ): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>(resolve => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const done = await Promise.race([promise.then(() => true), timeout]);
+    clearTimeout(timer);
+    return done;
+  }
+
+  export function parseObject(
+    part: Buffer
+  ): Record<string, unknown> | undefined {
+    try {
+      const value = JSON.parse(part.toString('utf8'));
+      return value && typeof value === 'object' ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,225 @@
+import { EventEmitter } from 'node:events';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Logger } from 'pino';
+import type {
+  IKernelLaunch,
+  IKernelspecInfo,
+  IWorkerConnection,
+  IWorkerEvents
+} from '../workers';
+import type { Channel, MessageParts } from '../wire';
+import { INHERITED_ENV, kernelEnvironment } from './environment';
+import { KernelProcess } from './kernel-process';
+import { KernelspecStore } from './kernelspecs';
+
+/**
+ * A worker: runs kernels on this host. The embedded worker is an instance of this class living in the
+ * gateway process, so it implements the worker seam directly.
+ */
+export class Worker
+  extends EventEmitter<IWorkerEvents>
+  implements IWorkerConnection
+{
+  constructor(options: Worker.IOptions) {
+    super();
+    this.id = options.id ?? 'embedded';
+    this.name = options.name ?? os.hostname();
+    this._options = options;
+    this._log = options.logger.child({ worker: this.id });
+    this._kernelspecs = new KernelspecStore({ paths: options.kernelspecPaths });
+    this._runtimeDir =
+      options.runtimeDir ??
+      path.join(os.tmpdir(), `ferry-${process.pid}-${this.id}`);
+  }
+
+  readonly id: string;
+  readonly name: string;
+
+  async listKernelspecs(): Promise<IKernelspecInfo[]> {
+    const specs = await this._kernelspecs.findAll((dir, error) =>
+      this._log.warn({ dir, err: error.message }, 'invalid kernelspec skipped')
+    );
+    return [...specs.values()].map(spec => ({
+      name: spec.name,
+      spec: {
+        argv: spec.argv,
+        display_name: spec.display_name,
+        language: spec.language,
+        interrupt_mode: spec.interrupt_mode,
+        env: spec.env,
+        metadata: spec.metadata
+      },
+      resources: spec.resources
+    }));
+  }
+
+  async readKernelspecResource(
+    name: string,
+    file: string
+  ): Promise<Buffer | undefined> {
+    const spec = await this._kernelspecs.find(name);
+    // Only names listed in the spec's directory: no separators, no `..`.
+    if (!spec || !spec.resources.includes(file)) {
+      return undefined;
+    }
+    return fs.readFile(path.join(spec.resourceDir, file));
+  }
+
+  async startKernel(launch: IKernelLaunch): Promise<void> {
+    const spec = await this._kernelspecs.find(launch.kernelName);
+    if (!spec) {
+      throw new Error(`no kernelspec named ${launch.kernelName}`);
+    }
+    const env = kernelEnvironment(
+      process.env,
+      this._options.inheritEnv ?? INHERITED_ENV,
+      spec.env,
+      launch.env
+    );
+    // ipykernel exits by itself when this process goes away (its parent poller watches this pid).
+    env.JPY_PARENT_PID = String(process.pid);
+    const kernel = new KernelProcess({
+      id: launch.kernelId,
+      spec,
+      env,
+      cwd: launch.cwd,
+      runtimeDir: this._runtimeDir,
+      logger: this._log,
+      ...this._options.kernelTimings
+    });
+    kernel.on('message', (channel, parts) =>
+      this.emit('message', kernel.id, channel, parts)
+    );
+    kernel.on('died', reason => void this._autoRestart(kernel, reason));
+    this._kernels.set(kernel.id, { kernel, restarts: [] });
+    try {
+      await kernel.start();
+    } catch (error) {
+      this._kernels.delete(kernel.id);
+      throw error;
+    }
+  }
+
+  sendToKernel(
+    kernelId: string,
+    channel: Exclude<Channel, 'iopub'>,
+    parts: MessageParts
+  ): void {
+    this._kernels.get(kernelId)?.kernel.send(channel, parts);
+  }
+
+  async interruptKernel(kernelId: string): Promise<void> {
+    await this._get(kernelId).interrupt();
+  }
+
+  async restartKernel(kernelId: string): Promise<void> {
+    await this._get(kernelId).restart();
+  }
+
+  async shutdownKernel(kernelId: string): Promise<void> {
+    const entry = this._kernels.get(kernelId);
+    if (!entry) {
+      return;
+    }
+    this._kernels.delete(kernelId);
+    await entry.kernel.shutdown();
+    entry.kernel.removeAllListeners();
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(
+      [...this._kernels.keys()].map(id => this.shutdownKernel(id))
+    );
+    await fs.rm(this._runtimeDir, { recursive: true, force: true });
+  }
+
+  /** The process id of a kernel, while it runs. */
+  kernelPid(kernelId: string): number | undefined {
+    return this._kernels.get(kernelId)?.kernel.pid;
+  }
+
+  private _get(kernelId: string): KernelProcess {
+    const entry = this._kernels.get(kernelId);
+    if (!entry) {
+      throw new Error(`kernel ${kernelId} does not run on worker ${this.id}`);
+    }
+    return entry.kernel;
+  }
+
+  /** Restart a kernel that died, unless it died too often lately; then it is dead for good. */
+  private async _autoRestart(
+    kernel: KernelProcess,
+    reason: string
+  ): Promise<void> {
+    const entry = this._kernels.get(kernel.id);
+    if (!entry) {
+      return;
+    }
+    const now = Date.now();
+    const windowMs = this._options.autoRestartWindowMs ?? 60000;
+    entry.restarts = entry.restarts.filter(t => now - t < windowMs);
+    const limit = this._options.autoRestartLimit ?? 5;
+    if (entry.restarts.length >= limit) {
+      this._log.error(
+        { kernel: kernel.id, reason },
+        'kernel died too often; giving up'
+      );
+      this._kernels.delete(kernel.id);
+      await kernel.shutdown();
+      this.emit('lifecycle', kernel.id, {
+        state: 'dead',
+        reason: `${reason}; restarted ${limit} times in ${windowMs / 1000} s`
+      });
+      return;
+    }
+    entry.restarts.push(now);
+    this._log.warn({ kernel: kernel.id, reason }, 'kernel died; restarting');
+    this.emit('lifecycle', kernel.id, { state: 'restarting', reason });
+    try {
+      await kernel.shutdown(true);
+      await kernel.start();
+      this.emit('lifecycle', kernel.id, { state: 'restarted' });
+    } catch (error) {
+      this._kernels.delete(kernel.id);
+      await kernel.shutdown();
+      this.emit('lifecycle', kernel.id, {
+        state: 'dead',
+        reason: `restart failed: ${(error as Error).message}`
+      });
+    }
+  }
+
+  private _options: Worker.IOptions;
+  private _log: Logger;
+  private _kernelspecs: KernelspecStore;
+  private _runtimeDir: string;
+  private _kernels = new Map<
+    string,
+    { kernel: KernelProcess; restarts: number[] }
+  >();
+}
+
+export namespace Worker {
+  export interface IOptions {
+    id?: string;
+    name?: string;
+    logger: Logger;
+    /** Jupyter data directories to find kernelspecs in; defaults to the standard ones. */
+    kernelspecPaths?: string[];
+    /** Names of this process's variables that kernels inherit. */
+    inheritEnv?: readonly string[];
+    runtimeDir?: string;
+    /** At most this many automatic restarts per window before a kernel is declared dead. */
+    autoRestartLimit?: number;
+    autoRestartWindowMs?: number;
+    kernelTimings?: Pick<
+      KernelProcess.IOptions,
+      | 'startupTimeoutMs'
+      | 'shutdownWaitMs'
+      | 'heartbeatIntervalMs'
+      | 'heartbeatMisses'
+    >;
+  }
+}

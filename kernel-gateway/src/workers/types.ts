@@ -1,0 +1,77 @@
+import type { EventEmitter } from 'node:events';
+import type { Channel, MessageParts } from '../wire';
+
+/** A kernelspec as the REST API shows it (jupyter_server's kernelspec model, minus resource URLs). */
+export interface IKernelspecInfo {
+  name: string;
+  spec: {
+    argv: string[];
+    display_name: string;
+    language: string;
+    interrupt_mode: 'signal' | 'message';
+    env: Record<string, string>;
+    metadata: Record<string, unknown>;
+  };
+  /** Resource file names (for example `logo-64x64.png`). */
+  resources: string[];
+}
+
+/** What the gateway asks a worker to launch. */
+export interface IKernelLaunch {
+  kernelId: string;
+  kernelName: string;
+  /** Client-supplied variables, already filtered by the gateway's allowlist. */
+  env: Record<string, string>;
+  /** Working directory on the worker's host, if any. */
+  cwd?: string;
+}
+
+/** Lifecycle changes a worker reports for a kernel it runs. */
+export type KernelLifecycleEvent =
+  | { state: 'restarting'; reason: string }
+  | { state: 'restarted' }
+  | { state: 'dead'; reason: string };
+
+/** Events every worker connection emits. */
+export interface IWorkerEvents {
+  /** A verified message from a kernel. */
+  message: [kernelId: string, channel: Channel, parts: MessageParts];
+  /** A kernel died, is being restarted automatically, came back or is gone for good. */
+  lifecycle: [kernelId: string, event: KernelLifecycleEvent];
+}
+
+/**
+ * The seam between the gateway and the hosts that run kernels. The embedded worker implements it
+ * in-process; remote workers implement it over gRPC. The HTTP and channel code only see this.
+ */
+export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
+  /** A stable id for this worker. */
+  readonly id: string;
+  /** A human-readable name (host name or `--name`). */
+  readonly name: string;
+
+  /** The kernelspecs this worker can launch. */
+  listKernelspecs(): Promise<IKernelspecInfo[]>;
+  /** A resource file of a kernelspec (a logo), or undefined when there is none by that name. */
+  readKernelspecResource(
+    name: string,
+    file: string
+  ): Promise<Buffer | undefined>;
+
+  /** Launch a kernel and resolve once it answers and its output flows. */
+  startKernel(launch: IKernelLaunch): Promise<void>;
+  /** Relay a client message to a kernel. */
+  sendToKernel(
+    kernelId: string,
+    channel: Exclude<Channel, 'iopub'>,
+    parts: MessageParts
+  ): void;
+  interruptKernel(kernelId: string): Promise<void>;
+  /** Restart in place, keeping the kernel's id, environment and devices. */
+  restartKernel(kernelId: string): Promise<void>;
+  /** Shut down, leaving no process behind. */
+  shutdownKernel(kernelId: string): Promise<void>;
+
+  /** Shut down every kernel this worker runs and let go of its resources. */
+  dispose(): Promise<void>;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install what Ferry needs, and only what is missing:
+#   - Debian packages: python3-ipykernel (a kernel to run) and, for `test`, python3-jupyter-server
+#     (the reference client). Installed with apt-get when running as root; otherwise named.
+#   - npm dependencies: `npm ci` when node_modules is missing or older than package-lock.json.
+# Usage: scripts/setup.sh [start|test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+purpose="${1:-start}"
+
+missing=()
+python_has() { /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
+python_has ipykernel || missing+=(python3-ipykernel)
+if [ "$purpose" = test ]; then
+  python_has jupyter_server || missing+=(python3-jupyter-server)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing Debian packages: ${missing[*]} (run: sudo apt-get install ${missing[*]})" >&2
+    [ "$purpose" = test ] && exit 1
+  fi
+fi
+
+if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] ||
+  [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm dependencies"
+  npm ci --no-audit --no-fund
+fi
