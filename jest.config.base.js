@@ -7,7 +7,7 @@ module.exports = function jestConfig(rootDir, overrides = {}) {
     testEnvironment: 'node',
     testMatch: ['<rootDir>/test/**/*.spec.ts'],
     transform: {
-      '^.+\\.tsx?$': ['ts-jest', { isolatedModules: true }]
+      '^.+\\.tsx?$': ['ts-jest', { tsconfig: `${rootDir}/tsconfig.test.json` }]
     },
     ...overrides
   };

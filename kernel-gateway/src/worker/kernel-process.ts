@@ -21,6 +21,9 @@ import {
 } from './connection';
 import type { IKernelspec } from './kernelspecs';
 
+/** Client messages kept while a kernel (re)starts, at most. */
+const MAX_BACKLOG = 1000;
+
 /**
  * One kernel process and its ZeroMQ sockets: launch with a connection file, relay signed messages,
  * watch the heartbeat, interrupt, restart in place and shut down leaving no process behind.
@@ -58,29 +61,37 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     const attempts = this._options.startAttempts ?? 3;
     let lastError: Error | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
+      this._assertOpen();
       try {
         await this._launch();
+        this._ready = true;
+        this._flushBacklog();
         return;
       } catch (error) {
         lastError = error as Error;
+        await this._kill();
+        this._assertOpen();
         this._log.warn(
           { attempt, err: lastError.message },
           'kernel start failed'
         );
-        await this._stop();
       }
     }
+    this._backlog = [];
     throw lastError ?? new Error('kernel did not start');
   }
 
   /** Queue a message from a client to the kernel; Ferry signs it with the kernel's key. */
   send(channel: Exclude<Channel, 'iopub'>, parts: MessageParts): void {
     const sockets = this._sockets;
-    if (!sockets) {
-      this._log.debug({ channel }, 'message for a stopped kernel dropped');
-      return;
+    if (sockets) {
+      sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
+    } else if (!this._closed && this._backlog.length < MAX_BACKLOG) {
+      // (Re)starting: keep it for the new process, which has a new key and new ports.
+      this._backlog.push({ channel, parts });
+    } else {
+      this._log.warn({ channel }, 'message for a stopped kernel dropped');
     }
-    sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
   }
 
   /** Interrupt the kernel: SIGINT to its process group, or `interrupt_request` by its kernelspec. */
@@ -102,6 +113,11 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
    * Shut down: `shutdown_request`, then SIGTERM, then SIGKILL to the process group, waiting for each.
    */
   async shutdown(restart = false): Promise<void> {
+    if (!restart) {
+      // Final: a start or restart under way gives up instead of bringing the kernel back.
+      this._closed = true;
+      this._backlog = [];
+    }
     this._expectExit = true;
     const child = this._child;
     if (child && child.exitCode === null && child.signalCode === null) {
@@ -117,15 +133,10 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       const waitMs = this._options.shutdownWaitMs ?? 3000;
       if (!(await Private.within(exited, waitMs))) {
         this._signal('SIGTERM');
-        if (!(await Private.within(exited, waitMs))) {
-          this._signal('SIGKILL');
-          await exited;
-        }
+        await Private.within(exited, waitMs);
       }
     }
-    // ipykernel may leave children in its group (subprocesses run from cells): end them too.
-    this._signal('SIGKILL');
-    await this._stop();
+    await this._kill();
   }
 
   /**
@@ -191,6 +202,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     });
     child.once('exit', (code, signal) => this._onExit(child, code, signal));
     await spawned;
+    this._assertOpen();
     this._log.info({ pid: child.pid, argv }, 'kernel process started');
     this._connect(info);
     await this._waitUntilReady(child);
@@ -292,6 +304,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     // The "nudge": ask for kernel_info until the kernel answers and iopub delivers, so that no
     // output sent right after start-up is lost to a subscription not yet in place.
     while (!(answered && this._iopubSeen)) {
+      this._assertOpen();
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         throw new Error('kernel did not answer kernel_info_request in time');
@@ -361,10 +374,37 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       return;
     }
     this._log.info({ code, signal }, 'kernel process exited');
-    if (!this._expectExit && this._sockets) {
+    if (!this._expectExit && this._ready) {
       void this._stop().then(() =>
         this.emit('died', `kernel process exited (${signal ?? `code ${code}`})`)
       );
+    }
+  }
+
+  /**
+   * SIGKILL the kernel's whole process group (ipykernel may leave children there: subprocesses run
+   * from cells), wait for the kernel to exit, and let go of its sockets and connection file.
+   */
+  private async _kill(): Promise<void> {
+    const child = this._child;
+    this._signal('SIGKILL');
+    if (child?.pid !== undefined) {
+      await Private.exited(child);
+    }
+    await this._stop();
+  }
+
+  private _assertOpen(): void {
+    if (this._closed) {
+      throw new Error('kernel was shut down');
+    }
+  }
+
+  private _flushBacklog(): void {
+    const backlog = this._backlog;
+    this._backlog = [];
+    for (const { channel, parts } of backlog) {
+      this.send(channel, parts);
     }
   }
 
@@ -381,6 +421,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   }
 
   private async _stop(): Promise<void> {
+    this._ready = false;
     this._stopHeartbeat?.();
     this._stopHeartbeat = undefined;
     const sockets = this._sockets;
@@ -408,6 +449,13 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   private _stderrTail = '';
   private _iopubSeen = false;
   private _expectExit = false;
+  private _closed = false;
+  /** Started and answering: only then is an exit a death to report. */
+  private _ready = false;
+  private _backlog: {
+    channel: Exclude<Channel, 'iopub'>;
+    parts: MessageParts;
+  }[] = [];
   private _stopHeartbeat: (() => void) | undefined;
 }
 

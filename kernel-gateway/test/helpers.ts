@@ -1,0 +1,328 @@
+/**
+ * Test harness: a real gateway with a real embedded worker on port 0, and a raw websocket client that
+ * frames messages with JupyterLab's own serializer (so our framing is checked against theirs).
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import {
+  deserialize,
+  serialize
+} from '@jupyterlab/services/lib/kernel/serialize';
+import type { KernelMessage } from '@jupyterlab/services';
+import WebSocket from 'ws';
+import {
+  createGateway,
+  createLogger,
+  V1_SUBPROTOCOL,
+  Worker,
+  type Gateway
+} from '../src';
+
+export type Message = KernelMessage.IMessage;
+
+/** A gateway started for one test file. */
+export interface ITestGateway {
+  gateway: Gateway;
+  worker: Worker;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  token: string;
+  /** Call the REST API; `token: null` sends none. */
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    options?: IApiOptions
+  ): Promise<IApiResponse>;
+  close(): Promise<void>;
+}
+
+export interface IApiOptions {
+  token?: string | null;
+  /** Send this text as the body instead of JSON-encoding `body`. */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface IApiResponse {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  headers: Headers;
+}
+
+/** Start a gateway with an embedded worker; options override the defaults. */
+export async function startGateway(
+  options: Partial<Gateway.IOptions> & { worker?: Worker } = {}
+): Promise<ITestGateway> {
+  const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+  const worker =
+    options.worker ??
+    new Worker({
+      logger,
+      kernelTimings: { shutdownWaitMs: 2000 }
+    });
+  const token = options.token ?? randomUUID();
+  const gateway = createGateway({
+    logger,
+    version: 'test',
+    ...options,
+    worker,
+    token
+  });
+  const address = await gateway.listen(0);
+  const url = `http://127.0.0.1:${address.port}`;
+  const api = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: IApiOptions = {}
+  ): Promise<IApiResponse> => {
+    const headers: Record<string, string> = { ...opts.headers };
+    const presented = opts.token === undefined ? token : opts.token;
+    if (presented !== null) {
+      headers.Authorization = `token ${presented}`;
+    }
+    let payload: string | undefined = opts.raw;
+    if (payload === undefined && body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['Content-Type'] = 'application/json';
+    }
+    const response = await fetch(url + path, {
+      method,
+      headers,
+      body: payload
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, body: parsed, headers: response.headers };
+  };
+  return { gateway, worker, url, token, api, close: () => gateway.close() };
+}
+
+/** Start a kernel over REST and return its id. */
+export async function startKernel(
+  gw: ITestGateway,
+  body: Record<string, unknown> = { name: 'python3' }
+): Promise<string> {
+  const response = await gw.api('POST', '/api/kernels', body);
+  if (response.status !== 201) {
+    throw new Error(
+      `kernel start failed: ${response.status} ${JSON.stringify(response.body)}`
+    );
+  }
+  return response.body.id;
+}
+
+/** The outcome of one `execute_request`. */
+export interface IExecution {
+  reply: Message;
+  /** Every iopub message whose parent is the request, up to its idle status. */
+  iopub: Message[];
+  /** Text printed to stdout/stderr. */
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A websocket client of one kernel, speaking legacy or v1 framing with JupyterLab's serializer.
+ */
+export class KernelSocket {
+  private constructor(
+    readonly socket: WebSocket,
+    readonly framing: 'legacy' | 'v1'
+  ) {
+    this.closed = new Promise(resolve =>
+      socket.on('close', (code, reason) =>
+        resolve({ code, reason: reason.toString() })
+      )
+    );
+    socket.on('message', (data: Buffer, isBinary: boolean) => {
+      const protocol = framing === 'v1' ? V1_SUBPROTOCOL : '';
+      const message = isBinary
+        ? deserialize(
+            data.buffer.slice(
+              data.byteOffset,
+              data.byteOffset + data.length
+            ) as ArrayBuffer,
+            protocol
+          )
+        : deserialize(
+            data.toString('utf8') as unknown as ArrayBuffer,
+            protocol
+          );
+      this.received.push(message);
+      for (const waiter of [...this._waiters]) {
+        if (waiter.predicate(message)) {
+          this._waiters.delete(waiter);
+          waiter.resolve(message);
+        }
+      }
+    });
+  }
+
+  /** Open a websocket to a kernel's channels. */
+  static async connect(
+    gw: ITestGateway,
+    kernelId: string,
+    options: {
+      framing?: 'legacy' | 'v1';
+      sessionId?: string;
+      token?: string | null;
+    } = {}
+  ): Promise<KernelSocket> {
+    const framing = options.framing ?? 'legacy';
+    const query = new URLSearchParams();
+    if (options.sessionId) {
+      query.set('session_id', options.sessionId);
+    }
+    const token = options.token === undefined ? gw.token : options.token;
+    if (token !== null) {
+      query.set('token', token);
+    }
+    const url = `${gw.url.replace('http', 'ws')}/api/kernels/${kernelId}/channels?${query}`;
+    const socket = new WebSocket(url, framing === 'v1' ? [V1_SUBPROTOCOL] : []);
+    const client = new KernelSocket(socket, framing);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+      socket.once('unexpected-response', (_request, response) =>
+        reject(new Error(`upgrade refused: ${response.statusCode}`))
+      );
+    });
+    return client;
+  }
+
+  readonly closed: Promise<{ code: number; reason: string }>;
+  /** Every message received, in order. */
+  readonly received: Message[] = [];
+  readonly session = randomUUID();
+
+  /** Send a request on a channel and return its header's msg_id. */
+  send(
+    channel: 'shell' | 'control' | 'stdin',
+    msgType: string,
+    content: unknown
+  ): string {
+    const msgId = randomUUID();
+    const message = {
+      channel,
+      header: {
+        msg_id: msgId,
+        msg_type: msgType,
+        session: this.session,
+        username: 'test',
+        date: new Date().toISOString(),
+        version: '5.3'
+      },
+      parent_header: {},
+      metadata: {},
+      content,
+      buffers: []
+    } as unknown as Message;
+    this.socket.send(
+      serialize(message, this.framing === 'v1' ? V1_SUBPROTOCOL : '')
+    );
+    return msgId;
+  }
+
+  /** The first message (already received or still to come) that matches. */
+  next(
+    predicate: (message: Message) => boolean,
+    timeoutMs = 30000
+  ): Promise<Message> {
+    const seen = this.received.find(predicate);
+    if (seen) {
+      return Promise.resolve(seen);
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = { predicate, resolve };
+      this._waiters.add(waiter);
+      setTimeout(() => {
+        if (this._waiters.delete(waiter)) {
+          reject(new Error(`no matching message within ${timeoutMs} ms`));
+        }
+      }, timeoutMs).unref();
+    });
+  }
+
+  /** Run code and collect its reply and output. */
+  async execute(
+    code: string,
+    options: { allowStdin?: boolean; onInput?: (prompt: string) => string } = {}
+  ): Promise<IExecution> {
+    const msgId = this.send('shell', 'execute_request', {
+      code,
+      silent: false,
+      store_history: true,
+      user_expressions: {},
+      allow_stdin: options.allowStdin ?? false,
+      stop_on_error: true
+    });
+    if (options.onInput) {
+      const onInput = options.onInput;
+      void this.next(
+        m => m.header.msg_type === 'input_request' && parentOf(m) === msgId
+      ).then(request =>
+        this.send('stdin', 'input_reply', {
+          value: onInput(
+            String((request.content as { prompt?: string }).prompt ?? '')
+          )
+        })
+      );
+    }
+    const reply = await this.next(
+      m => m.header.msg_type === 'execute_reply' && parentOf(m) === msgId,
+      60000
+    );
+    await this.next(
+      m =>
+        m.header.msg_type === 'status' &&
+        parentOf(m) === msgId &&
+        (m.content as { execution_state?: string }).execution_state === 'idle'
+    );
+    const iopub = this.received.filter(
+      m => m.channel === 'iopub' && parentOf(m) === msgId
+    );
+    const text = (name: string) =>
+      iopub
+        .filter(
+          m =>
+            m.header.msg_type === 'stream' &&
+            (m.content as { name: string }).name === name
+        )
+        .map(m => (m.content as { text: string }).text)
+        .join('');
+    return { reply, iopub, stdout: text('stdout'), stderr: text('stderr') };
+  }
+
+  close(): Promise<{ code: number; reason: string }> {
+    this.socket.close();
+    return this.closed;
+  }
+
+  private _waiters = new Set<{
+    predicate: (message: Message) => boolean;
+    resolve: (message: Message) => void;
+  }>();
+}
+
+/** The msg_id of a message's parent. */
+export function parentOf(message: Message): string | undefined {
+  return (message.parent_header as { msg_id?: string }).msg_id;
+}
+
+/** Whether a process runs (a zombie waiting for a reaper that never comes does not count). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
