@@ -312,6 +312,14 @@ export class KernelSocket {
   }>();
 }
 
+/** Whether a message is an iopub status with this execution state. */
+export function isStatus(message: Message, state: string): boolean {
+  return (
+    message.header.msg_type === 'status' &&
+    (message.content as { execution_state?: string }).execution_state === state
+  );
+}
+
 /** The msg_id of a message's parent. */
 export function parentOf(message: Message): string | undefined {
   return (message.parent_header as { msg_id?: string }).msg_id;
