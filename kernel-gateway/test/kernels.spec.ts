@@ -64,7 +64,6 @@ describe('kernels against a real ipykernel', () => {
       const error = run.iopub.find(m => m.header.msg_type === 'error');
       const traceback = (error?.content as { traceback: string[] }).traceback
         .join('\n')
-        // eslint-disable-next-line no-control-regex
         .replace(/\x1b\[[0-9;]*m/g, '');
       expect(traceback).toContain('ValueError: bad value');
       expect(traceback).toContain('----> 3 f()');
@@ -111,11 +110,7 @@ describe('kernels against a real ipykernel', () => {
     const client = await KernelSocket.connect(gw, kernelId);
     const pid = gw.worker.kernelPid(kernelId)!;
     process.kill(pid, 'SIGKILL');
-    await client.next(
-      m =>
-        m.header.msg_type === 'status' &&
-        m.content.execution_state === 'restarting'
-    );
+    await client.next(m => isStatus(m, 'restarting'));
     // The same socket keeps working once the kernel is back.
     const run = await client.execute('print("back")');
     expect(run.stdout).toBe('back\n');
