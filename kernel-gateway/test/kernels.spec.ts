@@ -1,4 +1,5 @@
 import {
+  isStatus,
   KernelSocket,
   processAlive,
   startGateway,
