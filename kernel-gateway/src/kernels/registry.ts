@@ -177,6 +177,7 @@ export class KernelRegistry {
         `Kernel ${name} failed to start: ${(error as Error).message}`
       );
     }
+    kernel.executionState = 'idle';
     this._log.info({ kernel: id, name }, 'kernel started');
     return kernel;
   }
@@ -215,6 +216,7 @@ export class KernelRegistry {
       this._markDead(kernel, `restart failed: ${(error as Error).message}`);
       throw error;
     }
+    kernel.executionState = 'idle';
     kernel.touch();
     return kernel;
   }
@@ -286,6 +288,7 @@ export class KernelRegistry {
         kernel.channels.broadcastStatus('restarting');
         break;
       case 'restarted':
+        kernel.executionState = 'idle';
         kernel.touch();
         break;
       case 'dead':

@@ -148,22 +148,35 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     content: unknown,
     timeoutMs = 10000
   ): Promise<Record<string, unknown>> {
+    return this._request(channel, msgType, content, timeoutMs).reply;
+  }
+
+  private _request(
+    channel: 'shell' | 'control',
+    msgType: string,
+    content: unknown,
+    timeoutMs: number
+  ): { msgId: string; reply: Promise<Record<string, unknown>> } {
     const sockets = this._sockets;
     if (!sockets) {
-      throw new Error('kernel is not running');
+      return {
+        msgId: '',
+        reply: Promise.reject(new Error('kernel is not running'))
+      };
     }
     const { header, parts } = createMessage(msgType, content, sockets.session);
-    return new Promise((resolve, reject) => {
+    const reply = new Promise<Record<string, unknown>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this._pending.delete(header.msg_id);
         reject(new Error(`no ${msgType} reply within ${timeoutMs} ms`));
       }, timeoutMs);
-      this._pending.set(header.msg_id, reply => {
+      this._pending.set(header.msg_id, result => {
         clearTimeout(timer);
-        resolve(reply);
+        resolve(result);
       });
       sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
     });
+    return { msgId: header.msg_id, reply };
   }
 
   private async _launch(): Promise<void> {
@@ -278,7 +291,16 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       throw error;
     }
     if (channel === 'iopub') {
-      this._iopubSeen = true;
+      if (this._startupRequests.size > 0) {
+        // Start-up chatter (busy/idle for our own kernel_info requests) is not for clients.
+        const parent = Private.parseObject(parts[1]);
+        if (this._startupRequests.has(String(parent?.msg_id))) {
+          if (Private.parseObject(parts[3])?.execution_state === 'idle') {
+            this._onStartupIdle?.();
+          }
+          return;
+        }
+      }
     } else if (this._pending.size > 0) {
       const parent = Private.parseObject(parts[1]);
       const settle = this._pending.get(String(parent?.msg_id));
@@ -291,6 +313,10 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     this.emit('message', channel, parts);
   }
 
+  /**
+   * The "nudge": ask for kernel_info until iopub reports idle for one of the requests. That proves
+   * the kernel answers and that our iopub subscription is in place, so no output that follows is lost.
+   */
   private async _waitUntilReady(child: ChildProcess): Promise<void> {
     const deadline = Date.now() + (this._options.startupTimeoutMs ?? 60000);
     const died = Private.exited(child).then(() => {
@@ -299,33 +325,42 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       );
     });
     died.catch(() => undefined);
-    this._iopubSeen = false;
-    let answered = false;
-    // The "nudge": ask for kernel_info until the kernel answers and iopub delivers, so that no
-    // output sent right after start-up is lost to a subscription not yet in place.
-    while (!(answered && this._iopubSeen)) {
-      this._assertOpen();
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) {
-        throw new Error('kernel did not answer kernel_info_request in time');
-      }
-      const reply = this.request(
-        'shell',
-        'kernel_info_request',
-        {},
-        Math.min(1000, remaining)
-      );
-      try {
-        await Promise.race([reply, died]);
-        answered = true;
-      } catch (error) {
-        if (child.exitCode !== null || child.signalCode !== null) {
-          throw error;
+    const idle = new Promise<'idle'>(resolve => {
+      this._onStartupIdle = () => resolve('idle');
+    });
+    try {
+      for (;;) {
+        this._assertOpen();
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) {
+          throw new Error('kernel did not answer kernel_info_request in time');
+        }
+        const { msgId, reply } = this._request(
+          'shell',
+          'kernel_info_request',
+          {},
+          Math.min(1000, remaining)
+        );
+        this._startupRequests.add(msgId);
+        const answered = reply.then(
+          () => 'reply' as const,
+          () => 'timeout' as const
+        );
+        let outcome: string = await Promise.race([answered, idle, died]);
+        if (outcome === 'reply') {
+          // Answered on shell, but iopub may not be subscribed yet: wait briefly, then nudge again.
+          const retry = new Promise<'retry'>(resolve =>
+            setTimeout(() => resolve('retry'), 200)
+          );
+          outcome = await Promise.race([idle, retry, died]);
+        }
+        if (outcome === 'idle') {
+          return;
         }
       }
-      if (answered && !this._iopubSeen) {
-        await Promise.race([new Promise(r => setTimeout(r, 50)), died]);
-      }
+    } finally {
+      this._startupRequests.clear();
+      this._onStartupIdle = undefined;
     }
   }
 
@@ -447,7 +482,9 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   >();
   private _connectionFile: string | undefined;
   private _stderrTail = '';
-  private _iopubSeen = false;
+  /** Our kernel_info requests while starting up. */
+  private _startupRequests = new Set<string>();
+  private _onStartupIdle: (() => void) | undefined;
   private _expectExit = false;
   private _closed = false;
   /** Started and answering: only then is an exit a death to report. */
