@@ -176,7 +176,8 @@ export function decodeClientFrame(
     }
     return Private.fromV1(data);
   }
-  return data[0] === 0x7b
+  // JSON starts with `{` (or `[`, refused as not an object); legacy binary with a uint32 count.
+  return data[0] === 0x7b || data[0] === 0x5b
     ? Private.fromJson(data)
     : Private.fromLegacyBinary(data);
 }

@@ -18,6 +18,9 @@ const GATEWAY_SESSION = 'ferry-gateway';
 /** At most this many unanswered requests are remembered per kernel for routing replies. */
 const MAX_PENDING_REQUESTS = 10000;
 
+/** At most this many departed sessions are remembered per kernel for replay. */
+const MAX_SESSIONS = 1000;
+
 /**
  * All websocket clients of one kernel. One subscription to the kernel is fanned out to every client;
  * replies go to the client that asked; output a client missed is replayed when it reconnects.
@@ -47,15 +50,22 @@ export class KernelChannels {
     framing: Framing,
     sessionId: string | undefined
   ): void {
-    const client: Private.IClient = { socket, framing, sessionId };
+    // A socket already closing is gone, even if its close event has not arrived yet.
+    for (const other of [...this._clients]) {
+      if (other.socket.readyState !== other.socket.OPEN) {
+        this._disconnect(other);
+      }
+    }
     const known =
       sessionId !== undefined ? this._sessions.get(sessionId) : undefined;
-    let since: number | undefined;
-    if (known !== undefined) {
-      since = known;
-    } else if (this._clients.size === 0 && this._emptySince !== undefined) {
-      since = this._emptySince;
-    }
+    const since =
+      known ?? (this._clients.size === 0 ? this._emptySince : undefined);
+    const client: Private.IClient = {
+      socket,
+      framing,
+      sessionId,
+      lastSeq: this._replay.seq
+    };
     this._clients.add(client);
     this._emptySince = undefined;
     if (since !== undefined) {
@@ -97,16 +107,15 @@ export class KernelChannels {
     this._options.onActivity?.(message);
     if (channel === 'iopub') {
       const verdict = this._limiter.check(header.msg_type, message.byteLength);
-      if (verdict === 'drop' || verdict === 'start') {
-        if (verdict === 'start') {
-          this._broadcastNotice(
-            'IOPub rate limit exceeded: output is being dropped until the rate falls.\n' +
-              'Raise the limits with --iopub-msg-rate-limit / --iopub-data-rate-limit.\n'
-          );
-        }
-        return;
+      if (verdict === 'start') {
+        this._broadcastNotice(
+          'IOPub rate limit exceeded: output is being dropped until the rate falls.\n' +
+            'Raise the limits with --iopub-msg-rate-limit / --iopub-data-rate-limit.\n'
+        );
       }
-      this._broadcast(message);
+      if (verdict !== 'drop' && verdict !== 'start') {
+        this._broadcast(message);
+      }
       return;
     }
     const parentId = message.parentHeader.msg_id;
@@ -115,14 +124,15 @@ export class KernelChannels {
     if (requester && header.msg_type.endsWith('_reply')) {
       this._pending.delete(parentId!);
     }
-    if (!requester) {
-      // A reply to a request no client of ours made (or one we forgot): everyone may see it.
-      this._broadcast(message);
-    } else if (this._clients.has(requester)) {
+    if (requester && this._clients.has(requester)) {
       this._send(requester, message);
     } else {
-      // Its requester is gone: keep it for when it (or the next anonymous client) comes back.
-      this._replay.push(message, requester.sessionId ?? '');
+      // Its requester is gone (or unknown): every client may see it, and it is kept for the
+      // requester's session (or the next anonymous client), like output.
+      this._broadcast(
+        message,
+        requester ? (requester.sessionId ?? '') : undefined
+      );
     }
   }
 
@@ -166,7 +176,6 @@ export class KernelChannels {
       this._pending.delete(this._pending.keys().next().value!);
     }
     this._pending.set(message.header.msg_id, client);
-    this._options.onClientMessage?.(message);
     this._options.send(message.channel, message.parts);
   }
 
@@ -176,21 +185,22 @@ export class KernelChannels {
     }
     if (client.sessionId !== undefined) {
       this._sessions.delete(client.sessionId);
-      this._sessions.set(client.sessionId, this._replay.seq);
-      if (this._sessions.size > 1000) {
+      this._sessions.set(client.sessionId, client.lastSeq);
+      if (this._sessions.size > MAX_SESSIONS) {
         this._sessions.delete(this._sessions.keys().next().value!);
       }
     }
     if (this._clients.size === 0) {
-      this._emptySince = this._replay.seq;
+      this._emptySince = client.lastSeq;
     }
-    this._options.onDisconnect?.();
   }
 
-  private _broadcast(message: OutboundMessage): void {
-    this._replay.push(message);
+  private _broadcast(message: OutboundMessage, target?: string): void {
+    const seq = this._replay.push(message, target);
     for (const client of this._clients) {
-      this._send(client, message);
+      if (this._send(client, message)) {
+        client.lastSeq = seq;
+      }
     }
   }
 
@@ -209,11 +219,13 @@ export class KernelChannels {
     this._send(client, new OutboundMessage('iopub', parts));
   }
 
-  private _send(client: Private.IClient, message: OutboundMessage): void {
+  /** Send to one client; false when its socket is no longer open. */
+  private _send(client: Private.IClient, message: OutboundMessage): boolean {
     if (client.socket.readyState !== client.socket.OPEN) {
-      return;
+      return false;
     }
     client.socket.send(message.encode(client.framing));
+    return true;
   }
 
   private _options: KernelChannels.IOptions;
@@ -239,9 +251,6 @@ export namespace KernelChannels {
     logger: Logger;
     /** Called for every message from the kernel (activity and execution state). */
     onActivity?: (message: OutboundMessage) => void;
-    /** Called for every message from a client. */
-    onClientMessage?: (message: IInboundMessage) => void;
-    onDisconnect?: () => void;
   }
 }
 
@@ -250,5 +259,7 @@ namespace Private {
     socket: WebSocket;
     framing: Framing;
     sessionId: string | undefined;
+    /** The newest buffered message this client received: where its replay starts. */
+    lastSeq: number;
   }
 }

@@ -32,10 +32,10 @@ export class ReplayBuffer {
       : this._seq > seq;
   }
 
-  push(message: OutboundMessage, target?: string): void {
+  /** Buffer a message and return its sequence number. */
+  push(message: OutboundMessage, target?: string): number {
     if (this.maxBytes <= 0) {
-      this._seq++;
-      return;
+      return ++this._seq;
     }
     this._entries.push({ seq: ++this._seq, message, target });
     this._bytes += message.byteLength;
@@ -46,6 +46,7 @@ export class ReplayBuffer {
         this._head = 0;
       }
     }
+    return this._seq;
   }
 
   /** Messages after `seq` meant for everyone or for `target`. */
