@@ -1,0 +1,416 @@
+/**
+ * Debian's jupyter_server 1.23 with `--gateway-url` in front of Ferry, driven through jupyter_server's
+ * own REST and websocket API the way a browser drives it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { serialize } from '@jupyterlab/services/lib/kernel/serialize';
+import WebSocket from 'ws';
+import { V1_SUBPROTOCOL } from '../src';
+import {
+  KernelSocket,
+  parentOf,
+  processAlive,
+  startGateway,
+  type IApiResponse,
+  type ITestGateway
+} from './helpers';
+
+/** A port nobody listens on right now (jupyter_server 1.23 cannot report a port it picked itself). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise(resolve => server.close(resolve));
+  return port;
+}
+
+/**
+ * Open a websocket to a kernel through jupyter_server and wait until the kernel answers on it.
+ *
+ * jupyter_server 1.23's gateway proxy opens its own websocket to Ferry only after the browser's is
+ * open. A message the browser sends before the proxy has even begun connecting waits on a future that
+ * is then replaced and never resolves: it is dropped without a word (seen here in about one connection
+ * in six). A browser copes by repeating `kernel_info_request` until a reply comes; so does this.
+ */
+async function connectThrough(
+  server: ITestGateway,
+  kernelId: string
+): Promise<KernelSocket> {
+  const client = await KernelSocket.connect(server, kernelId, {
+    sessionId: randomUUID()
+  });
+  const sent = new Set<string>();
+  const ask = () => sent.add(client.send('shell', 'kernel_info_request', {}));
+  ask();
+  const retry = setInterval(ask, 500);
+  try {
+    const reply = await client.next(
+      m =>
+        m.header.msg_type === 'kernel_info_reply' &&
+        sent.has(parentOf(m) ?? ''),
+      20000
+    );
+    expect(reply.content).toMatchObject({ status: 'ok' });
+  } finally {
+    clearInterval(retry);
+  }
+  return client;
+}
+
+/** Ids in a kernel list. */
+function ids(response: IApiResponse): string[] {
+  return (response.body as { id: string }[]).map(kernel => kernel.id);
+}
+
+describe('jupyter_server --gateway-url in front of Ferry', () => {
+  let ferry: ITestGateway;
+  /** jupyter_server, seen through the same REST helper with its own URL and token. */
+  let server: ITestGateway;
+  let child: ChildProcess;
+  let exited: Promise<void>;
+  let stderr = '';
+  let rootDir: string;
+
+  beforeAll(async () => {
+    ferry = await startGateway();
+    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-jupyter-server-'));
+    const port = await freePort();
+    const token = randomUUID();
+    child = spawn(
+      '/usr/bin/python3',
+      [
+        '-m',
+        'jupyter_server',
+        `--gateway-url=${ferry.url}`,
+        `--GatewayClient.auth_token=${ferry.token}`,
+        '--ServerApp.ip=127.0.0.1',
+        `--ServerApp.port=${port}`,
+        '--ServerApp.port_retries=0',
+        `--ServerApp.token=${token}`,
+        `--ServerApp.root_dir=${rootDir}`,
+        '--ServerApp.open_browser=False',
+        '--no-browser',
+        '--allow-root'
+      ],
+      {
+        env: {
+          ...process.env,
+          JUPYTER_CONFIG_DIR: path.join(rootDir, '.config'),
+          JUPYTER_RUNTIME_DIR: path.join(rootDir, '.runtime'),
+          JUPYTER_DATA_DIR: path.join(rootDir, '.data'),
+          // jupyter_server sends its whole environment when a session starts a kernel.
+          FERRY_TEST_SECRET: 'do-not-leak',
+          KERNEL_FERRY_TEST: 'passed-on'
+        },
+        stdio: ['ignore', 'ignore', 'pipe']
+      }
+    );
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    exited = new Promise(resolve => {
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
+    server = {
+      ...ferry,
+      url: `http://127.0.0.1:${port}`,
+      token,
+      api: Private.apiFor(`http://127.0.0.1:${port}`, token)
+    };
+    const deadline = Date.now() + 30000;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`jupyter_server exited early:\n${stderr}`);
+      }
+      try {
+        if ((await server.api('GET', '/api')).status === 200) {
+          break;
+        }
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `jupyter_server did not answer within 30 s:\n${stderr}`
+        );
+      }
+      await new Promise(resolve => setTimeout(resolve, 100));
+    }
+  }, 60000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10000);
+      await exited;
+      clearTimeout(killer);
+    }
+    if (child?.pid) {
+      expect(processAlive(child.pid)).toBe(false);
+    }
+    // Nothing went wrong behind the user's back.
+    expect(stderr).not.toMatch(/^\[E |Traceback/m);
+    await ferry?.close();
+    if (rootDir) {
+      rmSync(rootDir, { recursive: true, force: true });
+    }
+  }, 30000);
+
+  it('lists the kernelspecs Ferry serves', async () => {
+    const response = await server.api('GET', '/api/kernelspecs');
+    expect(response.status).toBe(200);
+    expect(Object.keys(response.body.kernelspecs)).toEqual(
+      Object.keys((await ferry.api('GET', '/api/kernelspecs')).body.kernelspecs)
+    );
+    expect(response.body.kernelspecs.python3.spec).toMatchObject({
+      language: 'python'
+    });
+  });
+
+  describe('a kernel started through jupyter_server', () => {
+    let kernelId: string;
+    let client: KernelSocket;
+
+    beforeAll(async () => {
+      const response = await server.api('POST', '/api/kernels', {
+        name: 'python3'
+      });
+      expect(response.status).toBe(201);
+      expect(response.body).toMatchObject({ name: 'python3' });
+      kernelId = response.body.id;
+      client = await connectThrough(server, kernelId);
+    }, 60000);
+
+    afterAll(async () => {
+      if (client && client.socket.readyState === WebSocket.OPEN) {
+        await client.close();
+      }
+    });
+
+    it('runs on Ferry', async () => {
+      const model = await ferry.api('GET', `/api/kernels/${kernelId}`);
+      expect(model.status).toBe(200);
+      expect(model.body).toMatchObject({ id: kernelId, name: 'python3' });
+      const run = await client.execute('import os\nprint(os.getpid())');
+      expect(Number(run.stdout.trim())).toBe(ferry.worker.kernelPid(kernelId));
+    });
+
+    it('runs code and shows its output', async () => {
+      const run = await client.execute('print("hello", 6 * 7)\n21 * 2');
+      expect(run.reply.content).toMatchObject({ status: 'ok' });
+      expect(run.stdout).toBe('hello 42\n');
+      const result = run.iopub.find(
+        m => m.header.msg_type === 'execute_result'
+      );
+      expect(result?.content).toMatchObject({ data: { 'text/plain': '42' } });
+    });
+
+    it('carries binary buffers both ways (as widgets use them)', async () => {
+      await client.execute(
+        [
+          'def _echo(comm, open_msg):',
+          '    @comm.on_msg',
+          '    def _(msg):',
+          '        data = bytes(msg["buffers"][0])',
+          '        comm.send({"length": len(data)}, buffers=[data[::-1]])',
+          'get_ipython().kernel.comm_manager.register_target("echo", _echo)'
+        ].join('\n')
+      );
+      const commId = randomUUID();
+      client.send('shell', 'comm_open', {
+        comm_id: commId,
+        target_name: 'echo',
+        data: {}
+      });
+      const payload = new Uint8Array([1, 2, 3, 250, 0, 255]);
+      const message = {
+        channel: 'shell',
+        header: {
+          msg_id: randomUUID(),
+          msg_type: 'comm_msg',
+          session: client.session,
+          username: 'test',
+          date: new Date().toISOString(),
+          version: '5.3'
+        },
+        parent_header: {},
+        metadata: {},
+        content: { comm_id: commId, data: {} },
+        buffers: [new DataView(payload.buffer)]
+      };
+      client.socket.send(serialize(message as never, ''));
+      const echo = await client.next(
+        m =>
+          m.header.msg_type === 'comm_msg' &&
+          (m.content as { comm_id?: string }).comm_id === commId &&
+          m.channel === 'iopub'
+      );
+      expect(echo.content).toMatchObject({ data: { length: 6 } });
+      const buffer = echo.buffers?.[0] as DataView;
+      expect(
+        Array.from(
+          new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+        )
+      ).toEqual([255, 0, 250, 3, 2, 1]);
+    });
+
+    it('interrupts a running time.sleep', async () => {
+      const running = client.execute('import time\ntime.sleep(60)');
+      await client.next(
+        m =>
+          m.header.msg_type === 'execute_input' &&
+          /sleep\(60\)/.test((m.content as { code: string }).code)
+      );
+      const started = Date.now();
+      const response = await server.api(
+        'POST',
+        `/api/kernels/${kernelId}/interrupt`
+      );
+      expect(response.status).toBe(204);
+      const run = await running;
+      expect(run.reply.content).toMatchObject({
+        status: 'error',
+        ename: 'KeyboardInterrupt'
+      });
+      expect(Date.now() - started).toBeLessThan(30000);
+    });
+
+    it('restarts: same id, variables gone, the same socket keeps working', async () => {
+      await client.execute('remembered = 1');
+      const pid = ferry.worker.kernelPid(kernelId);
+      const response = await server.api(
+        'POST',
+        `/api/kernels/${kernelId}/restart`
+      );
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ id: kernelId, name: 'python3' });
+      expect(ferry.worker.kernelPid(kernelId)).not.toBe(pid);
+      const run = await client.execute('print("remembered" in globals())');
+      expect(run.stdout).toBe('False\n');
+    });
+
+    it('is listed by jupyter_server and by Ferry', async () => {
+      const listed = await server.api('GET', '/api/kernels');
+      expect(listed.status).toBe(200);
+      expect(ids(listed)).toContain(kernelId);
+      // The running-kernels panel shows the kernel idle, with its one websocket (jupyter_server's).
+      expect(
+        listed.body.find((k: { id: string }) => k.id === kernelId)
+      ).toMatchObject({
+        name: 'python3',
+        execution_state: 'idle',
+        connections: 1
+      });
+      expect(ids(await ferry.api('GET', '/api/kernels'))).toContain(kernelId);
+      const model = await server.api('GET', `/api/kernels/${kernelId}`);
+      expect(model.status).toBe(200);
+      expect(model.body).toMatchObject({ id: kernelId, name: 'python3' });
+    });
+
+    it('shuts down: gone from both lists, its process ended', async () => {
+      const pid = ferry.worker.kernelPid(kernelId)!;
+      await client.close();
+      const response = await server.api('DELETE', `/api/kernels/${kernelId}`);
+      expect(response.status).toBe(204);
+      expect(ids(await server.api('GET', '/api/kernels'))).not.toContain(
+        kernelId
+      );
+      expect(ids(await ferry.api('GET', '/api/kernels'))).not.toContain(
+        kernelId
+      );
+      expect((await server.api('GET', `/api/kernels/${kernelId}`)).status).toBe(
+        404
+      );
+      expect(processAlive(pid)).toBe(false);
+    });
+  });
+
+  it('gives a session created through jupyter_server a kernel on Ferry', async () => {
+    const created = await server.api('POST', '/api/sessions', {
+      path: 'notebook.ipynb',
+      name: 'notebook.ipynb',
+      type: 'notebook',
+      kernel: { name: 'python3' }
+    });
+    expect(created.status).toBe(201);
+    const kernelId: string = created.body.kernel.id;
+    expect(created.body.kernel).toMatchObject({ name: 'python3' });
+    expect(ids(await ferry.api('GET', '/api/kernels'))).toContain(kernelId);
+    const client = await connectThrough(server, kernelId);
+    const run = await client.execute(
+      'import os\nprint(os.getpid(), os.environ.get("KERNEL_FERRY_TEST"), os.environ.get("FERRY_TEST_SECRET"))'
+    );
+    expect(run.stdout).toBe(
+      `${ferry.worker.kernelPid(kernelId)} passed-on None\n`
+    );
+    await client.close();
+    const sessionId: string = created.body.id;
+    const listed = await server.api('GET', '/api/sessions');
+    expect(listed.body.map((s: { id: string }) => s.id)).toContain(sessionId);
+    const deleted = await server.api('DELETE', `/api/sessions/${sessionId}`);
+    expect(deleted.status).toBe(204);
+    expect(ids(await ferry.api('GET', '/api/kernels'))).not.toContain(kernelId);
+  });
+
+  it('does not choose the v1 subprotocol, so browsers fall back to legacy framing', async () => {
+    const created = await server.api('POST', '/api/kernels', {
+      name: 'python3'
+    });
+    expect(created.status).toBe(201);
+    const kernelId: string = created.body.id;
+    const url = `${server.url.replace('http', 'ws')}/api/kernels/${kernelId}/channels?token=${server.token}`;
+    const socket = new WebSocket(url, [V1_SUBPROTOCOL]);
+    const upgrade = new Promise<string | undefined>(resolve =>
+      socket.once('upgrade', response =>
+        resolve(response.headers['sec-websocket-protocol'] as string)
+      )
+    );
+    const failed = new Promise<Error>(resolve => socket.once('error', resolve));
+    // A browser accepts the missing subprotocol and frames messages the legacy way (as every other
+    // socket in this file does); `ws` refuses it instead, which shows what was answered.
+    expect(await upgrade).toBeUndefined();
+    expect((await failed).message).toMatch(/no subprotocol/);
+    expect(
+      (await server.api('DELETE', `/api/kernels/${kernelId}`)).status
+    ).toBe(204);
+  });
+});
+
+namespace Private {
+  /** A REST caller for another server, like the harness's `api()`. */
+  export function apiFor(url: string, token: string): ITestGateway['api'] {
+    return async (method, route, body, options = {}) => {
+      const headers: Record<string, string> = { ...options.headers };
+      const presented = options.token === undefined ? token : options.token;
+      if (presented !== null) {
+        headers.Authorization = `token ${presented}`;
+      }
+      let payload: string | undefined = options.raw;
+      if (payload === undefined && body !== undefined) {
+        payload = JSON.stringify(body);
+        headers['Content-Type'] = 'application/json';
+      }
+      const response = await fetch(url + route, {
+        method,
+        headers,
+        body: payload
+      });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON: keep the text
+      }
+      return {
+        status: response.status,
+        body: parsed,
+        headers: response.headers
+      };
+    };
+  }
+}
