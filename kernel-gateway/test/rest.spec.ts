@@ -151,6 +151,24 @@ describe('REST API', () => {
     await gw.api('DELETE', `/api/kernels/${id}`);
   });
 
+  it('honours KERNEL_WORKING_DIR inside the root, and only there', async () => {
+    const inside = path.join(rootDir, 'project');
+    for (const [dir, expected] of [
+      [inside, inside],
+      ['/etc', rootDir]
+    ]) {
+      const id = await startKernel(gw, {
+        name: 'python3',
+        env: { KERNEL_WORKING_DIR: dir }
+      });
+      const client = await KernelSocket.connect(gw, id);
+      const run = await client.execute('import os\nprint(os.getcwd())');
+      expect(run.stdout.trim()).toBe(await fs.realpath(expected));
+      await client.close();
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  });
+
   it('creates, reads, renames and deletes sessions', async () => {
     const created = await gw.api('POST', '/api/sessions', {
       path: 'project/a.ipynb',

@@ -208,7 +208,9 @@ export class KernelRegistry {
   async restart(id: string): Promise<ManagedKernel> {
     const kernel = this.require(id);
     kernel.executionState = 'restarting';
-    kernel.channels.broadcastStatus('restarting');
+    // No 'restarting' status to clients: like jupyter_server, that is only for automatic restarts.
+    // JupyterLab takes it as a crash ('autorestarting': "The kernel appears to have died") and
+    // reconnects a second time; for a restart it asked for, it reconnects on its own.
     kernel.ready = this._worker.restartKernel(id);
     try {
       await kernel.ready;

@@ -26,3 +26,20 @@ export function kernelWorkingDir(
   // A notebook path names a file; a directory path (ending in /) is its own working directory.
   return notebookPath.endsWith('/') ? target : path.dirname(target);
 }
+
+/**
+ * The working directory jupyter_server asks for through `KERNEL_WORKING_DIR` (an absolute path on its
+ * own host), when it lies inside `rootDir`; otherwise the root itself, since a gateway client may
+ * live on another host with other paths.
+ */
+export function requestedWorkingDir(
+  rootDir: string,
+  directory: string | undefined
+): string {
+  const root = path.resolve(rootDir);
+  if (!directory || !path.isAbsolute(directory)) {
+    return root;
+  }
+  const target = path.resolve(directory);
+  return target === root || target.startsWith(root + path.sep) ? target : root;
+}

@@ -1,5 +1,9 @@
 import { Router } from 'express';
-import { filterKernelEnv, kernelWorkingDir } from '../../kernels';
+import {
+  filterKernelEnv,
+  kernelWorkingDir,
+  requestedWorkingDir
+} from '../../kernels';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
 
@@ -20,7 +24,9 @@ export function kernelsRouter(context: IGatewayContext): Router {
         env?: Record<string, string>;
       };
       const env = filterKernelEnv(body.env, options.envAllow);
-      const cwd = kernelWorkingDir(options.rootDir, body.path ?? undefined);
+      const cwd = body.path
+        ? kernelWorkingDir(options.rootDir, body.path)
+        : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR);
       const kernel = await registry.start({ name: body.name, env, cwd });
       response
         .status(201)
