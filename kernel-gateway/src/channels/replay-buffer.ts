@@ -27,9 +27,8 @@ export class ReplayBuffer {
 
   /** Whether messages after `seq` have been dropped for the cap. */
   hasGap(seq: number): boolean {
-    return this._entries.length > 0
-      ? this._entries[0].seq > seq + 1
-      : this._seq > seq;
+    const oldest = this._entries[this._head];
+    return oldest ? oldest.seq > seq + 1 : this._seq > seq;
   }
 
   /** Buffer a message and return its sequence number. */

@@ -1,0 +1,203 @@
+import { createHmac } from 'node:crypto';
+import {
+  deserialize,
+  serialize
+} from '@jupyterlab/services/lib/kernel/serialize';
+import type { KernelMessage } from '@jupyterlab/services';
+import {
+  createMessage,
+  decodeClientFrame,
+  decodeFrames,
+  encodeFrames,
+  filterKernelEnv,
+  KernelEnvError,
+  kernelWorkingDir,
+  MessageSigner,
+  OutboundMessage,
+  PathOutsideRootError,
+  ReplayBuffer,
+  V1_SUBPROTOCOL,
+  WireError
+} from '../src';
+
+const KEY = 'a0b1c2d3-secret';
+
+function sample(buffers: Buffer[] = []): Buffer[] {
+  return [
+    ...createMessage('stream', { name: 'stdout', text: 'héllo ✓\n' }, 'sess')
+      .parts,
+    ...buffers
+  ];
+}
+
+describe('message signing', () => {
+  const signer = new MessageSigner(KEY);
+
+  it('signs header, parent, metadata and content with HMAC-SHA256 as jupyter_client does', () => {
+    const parts = sample();
+    const expected = createHmac('sha256', KEY)
+      .update(Buffer.concat(parts.slice(0, 4)))
+      .digest('hex');
+    expect(signer.sign(parts)).toBe(expected);
+  });
+
+  it('round-trips frames with routing identities', () => {
+    const parts = sample([Buffer.from([1, 2, 3])]);
+    const frames = encodeFrames(signer, parts, [Buffer.from('ident')]);
+    const decoded = decodeFrames(signer, frames);
+    expect(decoded.identities.map(String)).toEqual(['ident']);
+    expect(decoded.parts).toEqual(parts);
+  });
+
+  it('rejects a bad signature, a missing delimiter and missing parts', () => {
+    const frames = encodeFrames(signer, sample());
+    const forged = [...frames];
+    forged[1] = Buffer.from('0'.repeat(64));
+    expect(() => decodeFrames(signer, forged)).toThrow(
+      new WireError('bad message signature')
+    );
+    const tampered = [...frames];
+    tampered[5] = Buffer.from('{"text": "changed"}');
+    expect(() => decodeFrames(signer, tampered)).toThrow(
+      'bad message signature'
+    );
+    expect(() => decodeFrames(new MessageSigner('other key'), frames)).toThrow(
+      'bad message signature'
+    );
+    expect(() => decodeFrames(signer, frames.slice(1))).toThrow(
+      'no <IDS|MSG> delimiter'
+    );
+    expect(() => decodeFrames(signer, frames.slice(0, 4))).toThrow(
+      'fewer than four message parts'
+    );
+  });
+});
+
+describe('framings against JupyterLab’s own serializer', () => {
+  const toArrayBuffer = (b: Buffer) =>
+    b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
+
+  it.each([
+    ['v1 without buffers', 'v1', []],
+    ['v1 with buffers', 'v1', [Buffer.from([0, 255, 7]), Buffer.alloc(0)]],
+    ['legacy JSON', 'legacy', []],
+    ['legacy binary', 'legacy', [Buffer.from([9, 8, 7, 6])]]
+  ] as const)(
+    '%s: what Ferry sends, JupyterLab reads',
+    (_title, framing, buffers) => {
+      const message = new OutboundMessage('iopub', sample([...buffers]));
+      const encoded = message.encode(framing);
+      const protocol = framing === 'v1' ? V1_SUBPROTOCOL : '';
+      const read = deserialize(
+        typeof encoded === 'string'
+          ? (encoded as unknown as ArrayBuffer)
+          : toArrayBuffer(encoded),
+        protocol
+      );
+      expect(read.channel).toBe('iopub');
+      expect(read.header.msg_type).toBe('stream');
+      expect(read.content).toEqual({ name: 'stdout', text: 'héllo ✓\n' });
+      const got = (read.buffers ?? []).map(b =>
+        ArrayBuffer.isView(b)
+          ? Buffer.from(b.buffer, b.byteOffset, b.byteLength)
+          : Buffer.from(b)
+      );
+      expect(got).toEqual(buffers);
+      // Encoded once, however many clients it goes to.
+      expect(message.encode(framing)).toBe(encoded);
+    }
+  );
+
+  it.each([
+    ['v1', V1_SUBPROTOCOL],
+    ['legacy', '']
+  ] as const)('%s: what JupyterLab sends, Ferry reads', (framing, protocol) => {
+    const msg = {
+      channel: 'shell',
+      header: {
+        msg_id: 'm1',
+        msg_type: 'comm_msg',
+        session: 's',
+        username: 'u',
+        date: '',
+        version: '5.3'
+      },
+      parent_header: {},
+      metadata: {},
+      content: { comm_id: 'c', data: {} },
+      buffers: [new Uint8Array([1, 2, 3]).buffer]
+    } as unknown as KernelMessage.IMessage;
+    const wire = serialize(msg, protocol);
+    const data =
+      typeof wire === 'string' ? Buffer.from(wire) : Buffer.from(wire);
+    const read = decodeClientFrame(data, typeof wire !== 'string', framing);
+    expect(read.channel).toBe('shell');
+    expect(read.header.msg_id).toBe('m1');
+    expect(JSON.parse(read.parts[3].toString())).toEqual({
+      comm_id: 'c',
+      data: {}
+    });
+    expect(read.parts.slice(4)).toEqual([Buffer.from([1, 2, 3])]);
+  });
+});
+
+describe('replay buffer', () => {
+  it('keeps the newest messages within its byte cap and says when some were dropped', () => {
+    const buffer = new ReplayBuffer(1000);
+    const messages = Array.from(
+      { length: 20 },
+      () => new OutboundMessage('iopub', sample())
+    );
+    const size = messages[0].byteLength;
+    messages.forEach(m => buffer.push(m));
+    expect(buffer.byteLength).toBeLessThanOrEqual(1000);
+    const kept = [...buffer.since(0, '')];
+    expect(kept.length).toBe(Math.floor(1000 / size));
+    expect(kept[kept.length - 1]).toBe(messages[19]);
+    expect(buffer.hasGap(0)).toBe(true);
+    expect(buffer.hasGap(buffer.seq - 1)).toBe(false);
+    expect([...buffer.since(buffer.seq - 2, '')]).toEqual(messages.slice(18));
+  });
+
+  it('keeps messages for one session away from the others', () => {
+    const buffer = new ReplayBuffer(1 << 20);
+    const all = new OutboundMessage('iopub', sample());
+    const mine = new OutboundMessage('shell', sample());
+    buffer.push(all);
+    buffer.push(mine, 'session-a');
+    expect([...buffer.since(0, 'session-a')]).toEqual([all, mine]);
+    expect([...buffer.since(0, 'session-b')]).toEqual([all]);
+  });
+});
+
+describe('kernel environment and working directory policy', () => {
+  it('keeps KERNEL_* and allowlisted names only', () => {
+    expect(
+      filterKernelEnv(
+        { KERNEL_A: '1', LANG_X: '2', SECRET_TOKEN: '3', PATH: '/evil' },
+        ['LANG_X']
+      )
+    ).toEqual({ KERNEL_A: '1', LANG_X: '2' });
+  });
+
+  it('refuses kept values that are too long or hold NUL', () => {
+    expect(() => filterKernelEnv({ KERNEL_A: 'x'.repeat(4097) }, [])).toThrow(
+      KernelEnvError
+    );
+    expect(() => filterKernelEnv({ KERNEL_A: 'a\0b' }, [])).toThrow('NUL');
+    // Dropped names are not checked: jupyter_server sends its whole environment.
+    expect(filterKernelEnv({ OTHER: 'x'.repeat(9000) }, [])).toEqual({});
+  });
+
+  it('puts kernels in their notebook directory and never outside the root', () => {
+    expect(kernelWorkingDir('/srv/nb', 'a/b.ipynb')).toBe('/srv/nb/a');
+    expect(kernelWorkingDir('/srv/nb', '/a/b.ipynb')).toBe('/srv/nb/a');
+    expect(kernelWorkingDir('/srv/nb', undefined)).toBe('/srv/nb');
+    expect(() => kernelWorkingDir('/srv/nb', '../x.ipynb')).toThrow(
+      PathOutsideRootError
+    );
+    expect(() => kernelWorkingDir('/srv/nb', 'a/../../nbx/y.ipynb')).toThrow(
+      PathOutsideRootError
+    );
+  });
+});
