@@ -194,6 +194,41 @@ describe('kernel lifecycle', () => {
   }, 120000);
 });
 
+describe('heartbeat', () => {
+  let gw: ITestGateway;
+
+  beforeAll(async () => {
+    const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+    const worker = new Worker({
+      logger,
+      kernelTimings: {
+        heartbeatIntervalMs: 200,
+        heartbeatMisses: 3,
+        shutdownWaitMs: 1000
+      }
+    });
+    gw = await startGateway({ worker });
+  });
+
+  afterAll(async () => {
+    await gw.close();
+  });
+
+  it('restarts a kernel that stops answering its heartbeat', async () => {
+    const id = await startKernel(gw);
+    const client = await KernelSocket.connect(gw, id);
+    const hung = gw.worker.kernelPid(id)!;
+    // A frozen process: alive, but answering nothing.
+    process.kill(hung, 'SIGSTOP');
+    await client.next(m => isStatus(m, 'restarting'));
+    expect((await client.execute('print("alive again")')).stdout).toBe(
+      'alive again\n'
+    );
+    expect(processAlive(hung)).toBe(false);
+    await client.close();
+  });
+});
+
 describe('idle culling', () => {
   let gw: ITestGateway;
 

@@ -1,6 +1,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
+import WebSocket from 'ws';
 import { ApiSchemas } from '../src';
 import {
   KernelSocket,
@@ -450,6 +451,18 @@ describe('REST API', () => {
         KernelSocket.connect(gw, kernelId, { token: 'wrong' })
       ).rejects.toThrow('401');
       await expect(KernelSocket.connect(gw, 'nope')).rejects.toThrow('404');
+    });
+
+    it('refuses websockets from other origins', async () => {
+      const url = `${gw.url.replace('http', 'ws')}/api/kernels/${kernelId}/channels?token=${gw.token}`;
+      const status = await new Promise<number>(resolve => {
+        const socket = new WebSocket(url, { origin: 'https://evil.example' });
+        socket.on('unexpected-response', (_request, response) =>
+          resolve(response.statusCode!)
+        );
+        socket.on('open', () => resolve(101));
+      });
+      expect(status).toBe(403);
     });
 
     it('refuses browsers from other origins', async () => {
