@@ -1,0 +1,10 @@
+/**
+ * The scheduler: accelerator requests (environment and REST forms) become placements on the devices
+ * of connected workers, or wait in a queue with a position.
+ *
+ * @packageDocumentation
+ */
+export * from './request';
+export * from './scheduler';
+export * from './simulation';
+export * from './types';

@@ -1,0 +1,1232 @@
+import { EventEmitter } from 'node:events';
+import type { DeviceKind, IDevice } from '../worker/devices/types';
+import { normalizeAcceleratorRequest } from './request';
+import type {
+  IAcceleratorRequest,
+  IPlacement,
+  IWorkerInventory
+} from './types';
+
+/**
+ * Raised for a request no connected worker could ever hold, even with every kernel gone; the
+ * message says what exists instead.
+ */
+export class UnsatisfiableRequestError extends Error {
+  constructor(
+    message: string,
+    readonly request: IAcceleratorRequest
+  ) {
+    super(message);
+    this.name = 'UnsatisfiableRequestError';
+  }
+}
+
+/** Raised when a placement cannot be adopted: unknown worker or device, or devices already held. */
+export class PlacementConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PlacementConflictError';
+  }
+}
+
+/**
+ * Places accelerator requests on the devices of connected workers, queues those that do not fit
+ * now, and hands freed devices to the queue.
+ *
+ * #### Notes
+ * Every device of a request lies on one worker and in one pool: the same kind, model and MIG profile
+ * (a request without a model still gets devices of a single model). A request without a profile
+ * only takes whole devices; one with a profile only MIG instances of it; a GPU that is split into
+ * MIG instances is never handed out whole. `memoryGiB` is matched against the memory each device
+ * reports (an H100 80GB reports about 79.6 GiB); a device of unknown memory does not match it.
+ *
+ * Queue fairness is first-fit with an aging bound. Whenever devices free up, queued requests are
+ * considered in queue order (their `position`), and the first one that fits is placed; a later
+ * request goes ahead only when the earlier ones do not fit what is free (so a request for one GPU
+ * does not wait behind one for eight). Each time a later request takes devices the oldest waiting
+ * request of a shape could have used, that request counts one overtaking; after `maxBypasses` it
+ * reserves the worker closest to fitting it, which later requests may then not use until it is
+ * placed. A request for eight GPUs thus waits at most for one worker's kernels to end.
+ */
+export class Scheduler extends EventEmitter<Scheduler.IEvents> {
+  constructor(options: Scheduler.IOptions = {}) {
+    super();
+    this.policy = options.policy ?? 'pack';
+    this.maxKernelsPerDevice = options.maxKernelsPerDevice ?? 1;
+    this.maxBypasses = options.maxBypasses ?? 8;
+    if (this.policy !== 'pack' && this.policy !== 'spread') {
+      throw new Error(
+        `unknown scheduling policy '${String(this.policy)}' (pack or spread)`
+      );
+    }
+    if (
+      !Number.isSafeInteger(this.maxKernelsPerDevice) ||
+      this.maxKernelsPerDevice < 1
+    ) {
+      throw new Error(
+        'maxKernelsPerDevice must be a whole number of at least 1'
+      );
+    }
+    if (
+      this.maxBypasses !== Infinity &&
+      (!Number.isSafeInteger(this.maxBypasses) || this.maxBypasses < 0)
+    ) {
+      throw new Error('maxBypasses must be a whole number or Infinity');
+    }
+  }
+
+  /** How a worker is chosen for a request. */
+  readonly policy: Scheduler.Policy;
+
+  /** How many kernels may hold one device at a time (more than 1 shares devices). */
+  readonly maxKernelsPerDevice: number;
+
+  /** How often a queued request may be overtaken before it reserves a worker. */
+  readonly maxBypasses: number;
+
+  /**
+   * Add a worker, or replace the devices of one already known, and place what now fits.
+   *
+   * #### Notes
+   * Kernels keep their placement when every device they hold is still listed (same id, kind, model
+   * and profile); the others lose it and are listed in `lost`.
+   */
+  setWorker(inventory: IWorkerInventory): Scheduler.IWorkerUpdate {
+    const workerId = inventory.workerId;
+    if (typeof workerId !== 'string' || workerId === '') {
+      throw new Error('a worker needs a non-empty workerId');
+    }
+    const seen = new Set<string>();
+    for (const device of inventory.devices) {
+      if (seen.has(device.id)) {
+        throw new Error(`worker ${workerId} lists device ${device.id} twice`);
+      }
+      seen.add(device.id);
+    }
+    const known = this._workers.get(workerId);
+    const worker: Private.IWorkerState = known ?? {
+      id: workerId,
+      acceptsCpu: false,
+      devices: new Map(),
+      pools: new Map(),
+      kernels: new Set(),
+      cpuKernels: 0
+    };
+    const lost: string[] = [];
+    const keep: { kernelId: string; deviceIds: string[] }[] = [];
+    if (known) {
+      const keys = Private.poolKeysOf(inventory.devices);
+      for (const kernelId of worker.kernels) {
+        const placed = this._placed.get(kernelId)!;
+        if (placed.devices.length === 0) {
+          continue;
+        }
+        const deviceIds = placed.devices.map(d => d.device.id);
+        if (
+          placed.devices.every(d => keys.get(d.device.id) === d.pool.pool.key)
+        ) {
+          keep.push({ kernelId, deviceIds });
+        } else {
+          lost.push(kernelId);
+          this._placed.delete(kernelId);
+          worker.kernels.delete(kernelId);
+        }
+      }
+      this._detach(worker);
+      if (worker.acceptsCpu && !inventory.acceptsCpu) {
+        this._cpu.remove(worker);
+      }
+    } else {
+      this._workers.set(workerId, worker);
+    }
+    if (inventory.acceptsCpu && !worker.acceptsCpu) {
+      this._cpu.add(worker);
+      this._dirtyCpu = true;
+    }
+    worker.acceptsCpu = inventory.acceptsCpu;
+    this._attach(worker, inventory.devices);
+    for (const { kernelId, deviceIds } of keep) {
+      const devices = deviceIds.map(id => worker.devices.get(id)!);
+      for (const device of devices) {
+        this._hold(device, kernelId);
+      }
+      this._placed.get(kernelId)!.devices = devices;
+    }
+    this._inventoryChanged();
+    const assigned = this._dispatch();
+    this._announce(assigned);
+    return { assigned, lost };
+  }
+
+  /**
+   * Forget a worker and free what its kernels held.
+   *
+   * @returns the ids of the kernels that lost their placement (device and CPU kernels alike).
+   *
+   * #### Notes
+   * Queued requests stay queued even when only this worker could have held them: a worker that
+   * comes back (or a new one) serves them.
+   */
+  removeWorker(workerId: string): string[] {
+    const worker = this._workers.get(workerId);
+    if (!worker) {
+      return [];
+    }
+    const lost = [...worker.kernels];
+    for (const kernelId of lost) {
+      this._placed.delete(kernelId);
+    }
+    worker.kernels.clear();
+    if (worker.acceptsCpu) {
+      this._cpu.remove(worker);
+    }
+    this._detach(worker);
+    this._workers.delete(workerId);
+    this._inventoryChanged();
+    this._announce([]);
+    return lost;
+  }
+
+  /**
+   * Ask for devices for a kernel: they are assigned now, or the request waits in the queue.
+   *
+   * @param kernelId - the kernel that will hold the devices; one request per kernel.
+   * @param request - what it asks for; {@link normalizeAcceleratorRequest} checks it.
+   *
+   * @throws {@link BadAcceleratorRequestError} for a malformed request, and
+   *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
+   *
+   * #### Notes
+   * The position counts every queued request, of any kind, ahead of this one: it is the order in
+   * which the queue is considered when devices free up. A CPU request is placed at once on a worker
+   * that takes CPU kernels, and waits only while none is connected.
+   */
+  request(
+    kernelId: string,
+    request: IAcceleratorRequest
+  ): Scheduler.IRequestResult {
+    if (this._placed.has(kernelId)) {
+      throw new Error(`kernel ${kernelId} already holds a placement`);
+    }
+    if (this._queue.has(kernelId)) {
+      throw new Error(`kernel ${kernelId} already waits in the queue`);
+    }
+    if (
+      (request?.kind === 'gpu' || request?.kind === 'tpu') &&
+      request.count === 0
+    ) {
+      throw new UnsatisfiableRequestError(
+        `a ${request.kind} request for 0 devices can never be placed: ask for at least 1, or for cpu to hold no device`,
+        request
+      );
+    }
+    const normalized = normalizeAcceleratorRequest(request);
+    const why = this._whyUnsatisfiable(normalized);
+    if (why !== undefined) {
+      throw new UnsatisfiableRequestError(why, normalized);
+    }
+    const signature = Private.signatureOf(normalized);
+    const seq = ++this._seq;
+    // Requests of the same shape already waiting do not fit, so this one would not either.
+    if (!this._classes.has(signature)) {
+      const placement = this._placeNew(kernelId, normalized, seq);
+      if (placement) {
+        this._retarget();
+        this._announce([]);
+        return { state: 'assigned', placement };
+      }
+    }
+    let cls = this._classes.get(signature);
+    if (!cls) {
+      cls = {
+        signature,
+        request: normalized,
+        minBytes: Private.minBytesOf(normalized),
+        entries: new Map()
+      };
+      this._classes.set(signature, cls);
+    }
+    const entry: Private.IQueueEntry = {
+      kernelId,
+      request: normalized,
+      seq,
+      since: new Date(),
+      bypasses: 0,
+      reserving: false,
+      target: undefined,
+      cls
+    };
+    cls.entries.set(kernelId, entry);
+    this._queue.set(kernelId, entry);
+    this._queuedPeak = Math.max(this._queuedPeak, this._queue.size);
+    this._announce([]);
+    return { state: 'queued', position: this._queue.size };
+  }
+
+  /**
+   * Free a kernel's devices, or take its request out of the queue, and place what now fits.
+   *
+   * @returns the kernels newly placed from the queue, in the order they were placed (also announced
+   *   one by one with `'assigned'`). Releasing an unknown kernel does nothing.
+   */
+  release(kernelId: string): Scheduler.IAssignment[] {
+    const placed = this._placed.get(kernelId);
+    if (placed) {
+      this._unplace(placed);
+    } else {
+      const entry = this._queue.get(kernelId);
+      if (!entry) {
+        return [];
+      }
+      this._dequeue(entry);
+    }
+    const assigned = this._dispatch();
+    this._announce(assigned);
+    return assigned;
+  }
+
+  /**
+   * Reattach a kernel that already runs on a worker (re-registered after a gateway restart).
+   *
+   * @throws {@link PlacementConflictError} when the worker or a device is unknown, a device is held
+   *   by as many kernels as it may be, or the kernel is queued or placed elsewhere. Nothing changes
+   *   then.
+   */
+  adopt(kernelId: string, placement: IPlacement): void {
+    const worker = this._workers.get(placement.workerId);
+    if (!worker) {
+      throw new PlacementConflictError(
+        `cannot adopt kernel ${kernelId}: worker ${placement.workerId} is not connected`
+      );
+    }
+    if (this._queue.has(kernelId)) {
+      throw new PlacementConflictError(
+        `cannot adopt kernel ${kernelId}: it waits in the queue`
+      );
+    }
+    const existing = this._placed.get(kernelId);
+    if (existing) {
+      const held = existing.devices.map(d => d.device.id).sort();
+      const wanted = [...placement.deviceIds].sort();
+      if (
+        existing.worker === worker &&
+        held.length === wanted.length &&
+        held.every((id, i) => id === wanted[i])
+      ) {
+        return;
+      }
+      throw new PlacementConflictError(
+        `cannot adopt kernel ${kernelId}: it already holds ${Private.describePlacement(this._placementOf(existing))}`
+      );
+    }
+    const devices: Private.IDeviceState[] = [];
+    for (const deviceId of placement.deviceIds) {
+      const device = worker.devices.get(deviceId);
+      if (!device) {
+        throw new PlacementConflictError(
+          `cannot adopt kernel ${kernelId}: worker ${worker.id} has no device ${deviceId} to hand out`
+        );
+      }
+      if (devices.includes(device)) {
+        throw new PlacementConflictError(
+          `cannot adopt kernel ${kernelId}: device ${deviceId} is listed twice`
+        );
+      }
+      if (device.holders.length >= this.maxKernelsPerDevice) {
+        throw new PlacementConflictError(
+          `cannot adopt kernel ${kernelId}: device ${deviceId} on worker ${worker.id} is held by kernel ${device.holders.join(', ')}`
+        );
+      }
+      devices.push(device);
+    }
+    for (const device of devices) {
+      this._hold(device, kernelId);
+    }
+    if (devices.length === 0) {
+      this._cpu.load(worker, +1);
+    }
+    this._placed.set(kernelId, { kernelId, worker, devices });
+    worker.kernels.add(kernelId);
+    this._announce([]);
+  }
+
+  /** Where a kernel runs, or undefined when it holds no placement (queued or unknown). */
+  placementOf(kernelId: string): IPlacement | undefined {
+    const placed = this._placed.get(kernelId);
+    return placed ? this._placementOf(placed) : undefined;
+  }
+
+  /** A queued kernel's 1-based position, or undefined when it is not queued. */
+  positionOf(kernelId: string): number | undefined {
+    if (!this._queue.has(kernelId)) {
+      return undefined;
+    }
+    let position = 0;
+    for (const id of this._queue.keys()) {
+      position++;
+      if (id === kernelId) {
+        break;
+      }
+    }
+    return position;
+  }
+
+  /** The waiting requests, position 1 first: the order in which they are considered. */
+  queue(): Scheduler.IQueuedRequest[] {
+    let position = 0;
+    return [...this._queue.values()].map(entry => ({
+      kernelId: entry.kernelId,
+      request: { ...entry.request },
+      position: ++position,
+      since: entry.since
+    }));
+  }
+
+  /** Every device that can be handed out, worker by worker, with the kernels that hold it. */
+  allocations(): Scheduler.IDeviceAllocation[] {
+    const result: Scheduler.IDeviceAllocation[] = [];
+    for (const worker of this._workers.values()) {
+      for (const device of worker.devices.values()) {
+        result.push({
+          workerId: worker.id,
+          deviceId: device.device.id,
+          kernelIds: [...device.holders]
+        });
+      }
+    }
+    return result;
+  }
+
+  /** The largest the queue has been. */
+  get queuedPeak(): number {
+    return this._queuedPeak;
+  }
+
+  private _placementOf(placed: Private.IPlaced): IPlacement {
+    return {
+      workerId: placed.worker.id,
+      deviceIds: placed.devices.map(d => d.device.id)
+    };
+  }
+
+  /** Place a request that is not queued, if it fits now. */
+  private _placeNew(
+    kernelId: string,
+    request: IAcceleratorRequest,
+    seq: number
+  ): IPlacement | undefined {
+    if (request.kind === 'cpu') {
+      const worker = this._cpu.pick(this.policy);
+      return worker ? this._placeCpu(kernelId, worker) : undefined;
+    }
+    const minBytes = Private.minBytesOf(request);
+    const pool = this._choose(request, minBytes, seq);
+    if (!pool) {
+      return undefined;
+    }
+    const placement = this._placeDevices(kernelId, pool, request, minBytes);
+    this._noteBypass(pool, seq);
+    return placement;
+  }
+
+  private _placeCpu(
+    kernelId: string,
+    worker: Private.IWorkerState
+  ): IPlacement {
+    this._cpu.load(worker, +1);
+    worker.kernels.add(kernelId);
+    this._placed.set(kernelId, { kernelId, worker, devices: [] });
+    return { workerId: worker.id, deviceIds: [] };
+  }
+
+  private _placeDevices(
+    kernelId: string,
+    pool: Private.IWorkerPool,
+    request: IAcceleratorRequest,
+    minBytes: number
+  ): IPlacement {
+    const free = pool.devices.filter(
+      d =>
+        d.holders.length < this.maxKernelsPerDevice &&
+        Private.hasMemory(d, minBytes)
+    );
+    if (this.policy === 'spread' && this.maxKernelsPerDevice > 1) {
+      free.sort((a, b) => a.holders.length - b.holders.length);
+    }
+    const devices = free.slice(0, request.count);
+    for (const device of devices) {
+      this._hold(device, kernelId);
+    }
+    pool.worker.kernels.add(kernelId);
+    const placed = { kernelId, worker: pool.worker, devices };
+    this._placed.set(kernelId, placed);
+    return this._placementOf(placed);
+  }
+
+  /** The worker pool the policy picks for a request, among those it may use; undefined if none fits. */
+  private _choose(
+    request: IAcceleratorRequest,
+    minBytes: number,
+    seq: number
+  ): Private.IWorkerPool | undefined {
+    const count = request.count;
+    let best: Private.IWorkerPool | undefined;
+    for (const pool of this._pools.values()) {
+      if (!Private.matches(request, pool)) {
+        continue;
+      }
+      const found = this._chooseIn(pool, count, minBytes, seq);
+      if (
+        found &&
+        (!best ||
+          (this.policy === 'pack'
+            ? found.free < best.free
+            : found.free > best.free))
+      ) {
+        best = found;
+      }
+    }
+    return best;
+  }
+
+  private _chooseIn(
+    pool: Private.IPool,
+    count: number,
+    minBytes: number,
+    seq: number
+  ): Private.IWorkerPool | undefined {
+    const buckets = pool.buckets;
+    const usable = (wp: Private.IWorkerPool): boolean =>
+      (wp.reservedBy === undefined || wp.reservedBy.seq >= seq) &&
+      (minBytes === 0 || this._freeWithMemory(wp, minBytes) >= count);
+    if (this.policy === 'pack') {
+      for (let free = count; free < buckets.length; free++) {
+        for (const wp of buckets[free]) {
+          if (usable(wp)) {
+            return wp;
+          }
+        }
+      }
+    } else {
+      for (let free = buckets.length - 1; free >= count; free--) {
+        for (const wp of buckets[free]) {
+          if (usable(wp)) {
+            return wp;
+          }
+        }
+      }
+    }
+    return undefined;
+  }
+
+  private _freeWithMemory(wp: Private.IWorkerPool, minBytes: number): number {
+    let free = 0;
+    for (const device of wp.devices) {
+      if (
+        device.holders.length < this.maxKernelsPerDevice &&
+        Private.hasMemory(device, minBytes)
+      ) {
+        free++;
+      }
+    }
+    return free;
+  }
+
+  private _hold(device: Private.IDeviceState, kernelId: string): void {
+    device.holders.push(kernelId);
+    if (device.holders.length === this.maxKernelsPerDevice) {
+      this._setFree(device.pool, device.pool.free - 1);
+    }
+  }
+
+  private _unhold(device: Private.IDeviceState, kernelId: string): void {
+    const full = device.holders.length === this.maxKernelsPerDevice;
+    const at = device.holders.indexOf(kernelId);
+    if (at < 0) {
+      return;
+    }
+    device.holders.splice(at, 1);
+    if (full) {
+      this._setFree(device.pool, device.pool.free + 1);
+      this._dirty.add(device.pool.pool);
+    }
+  }
+
+  private _setFree(wp: Private.IWorkerPool, free: number): void {
+    const buckets = wp.pool.buckets;
+    buckets[wp.free].delete(wp);
+    while (buckets.length <= free) {
+      buckets.push(new Set());
+    }
+    buckets[free].add(wp);
+    wp.free = free;
+  }
+
+  private _unplace(placed: Private.IPlaced): void {
+    for (const device of placed.devices) {
+      this._unhold(device, placed.kernelId);
+    }
+    if (placed.devices.length === 0) {
+      this._cpu.load(placed.worker, -1);
+    }
+    placed.worker.kernels.delete(placed.kernelId);
+    this._placed.delete(placed.kernelId);
+  }
+
+  private _dequeue(entry: Private.IQueueEntry): void {
+    this._queue.delete(entry.kernelId);
+    entry.cls.entries.delete(entry.kernelId);
+    if (entry.cls.entries.size === 0) {
+      this._classes.delete(entry.cls.signature);
+    }
+    if (entry.reserving) {
+      this._stopReserving(entry);
+    }
+  }
+
+  /**
+   * Place queued requests that fit now, oldest first, until none does.
+   *
+   * #### Notes
+   * Queued requests of one shape are interchangeable, so only the oldest of each shape is tried:
+   * if it does not fit, the younger ones do not either. Only shapes that could use a pool that
+   * gained free devices (or lost a reservation) since the last pass are tried.
+   */
+  private _dispatch(): Scheduler.IAssignment[] {
+    const assigned: Scheduler.IAssignment[] = [];
+    while (this._queue.size > 0 && (this._dirty.size > 0 || this._dirtyCpu)) {
+      const heads: Private.IQueueEntry[] = [];
+      for (const cls of this._classes.values()) {
+        if (this._isDirty(cls)) {
+          heads.push(cls.entries.values().next().value!);
+        }
+      }
+      heads.sort((a, b) => a.seq - b.seq);
+      let placedOne = false;
+      for (const entry of heads) {
+        const placement = this._placeQueued(entry);
+        if (placement) {
+          assigned.push({ kernelId: entry.kernelId, placement });
+          placedOne = true;
+          break;
+        }
+      }
+      if (!placedOne) {
+        break;
+      }
+    }
+    this._dirty.clear();
+    this._dirtyCpu = false;
+    this._retarget();
+    return assigned;
+  }
+
+  private _isDirty(cls: Private.IRequestClass): boolean {
+    if (cls.request.kind === 'cpu') {
+      return this._dirtyCpu;
+    }
+    for (const pool of this._dirty) {
+      if (Private.matches(cls.request, pool)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private _placeQueued(entry: Private.IQueueEntry): IPlacement | undefined {
+    const request = entry.request;
+    if (request.kind === 'cpu') {
+      const worker = this._cpu.pick(this.policy);
+      if (!worker) {
+        return undefined;
+      }
+      this._dequeue(entry);
+      return this._placeCpu(entry.kernelId, worker);
+    }
+    const pool = this._choose(request, entry.cls.minBytes, entry.seq);
+    if (!pool) {
+      return undefined;
+    }
+    this._dequeue(entry);
+    const placement = this._placeDevices(
+      entry.kernelId,
+      pool,
+      request,
+      entry.cls.minBytes
+    );
+    this._noteBypass(pool, entry.seq);
+    return placement;
+  }
+
+  /**
+   * Count one overtaking for the oldest waiting request of each shape that is older than the one
+   * just placed on `wp` and could have used that worker pool.
+   */
+  private _noteBypass(wp: Private.IWorkerPool, seq: number): void {
+    if (this._queue.size === 0 || this.maxBypasses === Infinity) {
+      return;
+    }
+    for (const cls of this._classes.values()) {
+      const head = cls.entries.values().next().value!;
+      if (
+        head.seq > seq ||
+        head.reserving ||
+        !Private.matches(cls.request, wp.pool) ||
+        Private.capacity(wp, cls.minBytes) < cls.request.count
+      ) {
+        continue;
+      }
+      head.bypasses++;
+      if (head.bypasses >= this.maxBypasses) {
+        head.reserving = true;
+        this._reservers.add(head);
+        this._needsRetarget = true;
+      }
+    }
+  }
+
+  private _stopReserving(entry: Private.IQueueEntry): void {
+    entry.reserving = false;
+    this._reservers.delete(entry);
+    const target = entry.target;
+    if (target) {
+      target.reservedBy = undefined;
+      entry.target = undefined;
+      this._dirty.add(target.pool);
+      this._needsRetarget = true;
+    }
+  }
+
+  /** Give each reserving request without a reservation the free-est worker pool that could hold it. */
+  private _retarget(): void {
+    if (!this._needsRetarget) {
+      return;
+    }
+    this._needsRetarget = false;
+    for (const entry of this._reservers) {
+      if (entry.target) {
+        continue;
+      }
+      let best: Private.IWorkerPool | undefined;
+      for (const pool of this._pools.values()) {
+        if (!Private.matches(entry.request, pool)) {
+          continue;
+        }
+        for (const wp of pool.members) {
+          if (
+            wp.reservedBy === undefined &&
+            (!best || wp.free > best.free) &&
+            Private.capacity(wp, entry.cls.minBytes) >= entry.request.count
+          ) {
+            best = wp;
+          }
+        }
+      }
+      if (best) {
+        best.reservedBy = entry;
+        entry.target = best;
+      }
+    }
+  }
+
+  /** Index a worker's devices by pool; MIG parents are left out (they are handed out as instances). */
+  private _attach(worker: Private.IWorkerState, devices: IDevice[]): void {
+    const parents = new Set<string>();
+    for (const device of devices) {
+      if (device.parentId !== undefined) {
+        parents.add(device.parentId);
+      }
+    }
+    for (const device of devices) {
+      if (parents.has(device.id)) {
+        continue;
+      }
+      const key = Private.poolKeyOf(device);
+      let pool = this._pools.get(key);
+      if (!pool) {
+        pool = {
+          key,
+          kind: device.kind,
+          model: device.model,
+          modelKey: device.model.toLowerCase(),
+          profile: device.profile,
+          profileKey: (device.profile ?? '').toLowerCase(),
+          members: new Set(),
+          buckets: [new Set()],
+          sizes: new Map(),
+          deviceCount: 0,
+          simulatedCount: 0
+        };
+        this._pools.set(key, pool);
+      }
+      let wp = worker.pools.get(key);
+      if (!wp) {
+        wp = { pool, worker, devices: [], free: 0, reservedBy: undefined };
+        worker.pools.set(key, wp);
+      }
+      const state: Private.IDeviceState = { device, holders: [], pool: wp };
+      wp.devices.push(state);
+      worker.devices.set(device.id, state);
+      pool.deviceCount++;
+      if (device.simulated) {
+        pool.simulatedCount++;
+      }
+    }
+    for (const wp of worker.pools.values()) {
+      const pool = wp.pool;
+      pool.members.add(wp);
+      const size = wp.devices.length;
+      pool.sizes.set(size, (pool.sizes.get(size) ?? 0) + 1);
+      wp.free = 0;
+      pool.buckets[0].add(wp);
+      this._setFree(wp, size);
+      this._dirty.add(pool);
+    }
+  }
+
+  /** Take a worker's devices out of every index (their holders are dealt with by the caller). */
+  private _detach(worker: Private.IWorkerState): void {
+    for (const wp of worker.pools.values()) {
+      const pool = wp.pool;
+      pool.members.delete(wp);
+      pool.buckets[wp.free].delete(wp);
+      const size = wp.devices.length;
+      const left = pool.sizes.get(size)! - 1;
+      if (left === 0) {
+        pool.sizes.delete(size);
+      } else {
+        pool.sizes.set(size, left);
+      }
+      for (const device of wp.devices) {
+        pool.deviceCount--;
+        if (device.device.simulated) {
+          pool.simulatedCount--;
+        }
+      }
+      if (wp.reservedBy) {
+        wp.reservedBy.target = undefined;
+        wp.reservedBy = undefined;
+        this._needsRetarget = true;
+      }
+      if (pool.members.size === 0) {
+        this._pools.delete(pool.key);
+        this._dirty.delete(pool);
+      }
+    }
+    worker.pools.clear();
+    worker.devices.clear();
+  }
+
+  private _inventoryChanged(): void {
+    this._unsatisfiable.clear();
+    this._needsRetarget = true;
+    this._retarget();
+  }
+
+  private _announce(assigned: Scheduler.IAssignment[]): void {
+    for (const { kernelId, placement } of assigned) {
+      this.emit('assigned', kernelId, placement);
+    }
+    this.emit('changed');
+  }
+
+  /** Why no connected worker could ever hold a request, or undefined when one could. */
+  private _whyUnsatisfiable(request: IAcceleratorRequest): string | undefined {
+    if (request.kind === 'cpu') {
+      return undefined;
+    }
+    const signature = Private.signatureOf(request);
+    if (this._unsatisfiable.has(signature)) {
+      return this._unsatisfiable.get(signature) ?? undefined;
+    }
+    const why = this._explain(request);
+    this._unsatisfiable.set(signature, why ?? null);
+    return why;
+  }
+
+  private _explain(request: IAcceleratorRequest): string | undefined {
+    const kind = request.kind.toUpperCase();
+    const pools = [...this._pools.values()];
+    const ofKind = pools.filter(p => p.kind === request.kind);
+    if (ofKind.length === 0) {
+      return `no worker has a ${kind}; available: ${this._describeInventory()}`;
+    }
+    const modelKey = request.model?.toLowerCase();
+    const ofModel =
+      modelKey === undefined
+        ? ofKind
+        : ofKind.filter(p => p.modelKey === modelKey);
+    if (ofModel.length === 0) {
+      return `no worker has a ${kind} of model '${request.model}'; ${kind} models: ${Private.unique(ofKind.map(p => p.model)).join(', ')}`;
+    }
+    const model = modelKey === undefined ? '' : `${ofModel[0].model} `;
+    const profileKey = (request.profile ?? '').toLowerCase();
+    const matching = ofModel.filter(p => p.profileKey === profileKey);
+    const profiles = Private.unique(
+      ofModel.filter(p => p.profile !== undefined).map(p => p.profile!)
+    );
+    if (matching.length === 0) {
+      if (request.profile === undefined) {
+        return `no worker has a whole ${model}${kind}: they are split into MIG instances, ask for a profile (${profiles.join(', ')})`;
+      }
+      return profiles.length === 0
+        ? `no worker has ${model}${kind} MIG instances of profile '${request.profile}': they are only offered whole (leave the profile out)`
+        : `no worker has ${model}${kind} MIG instances of profile '${request.profile}'; profiles: ${profiles.join(', ')}`;
+    }
+    const noun =
+      request.profile === undefined
+        ? { one: `${model}${kind}`, many: `${model}${kind}s` }
+        : {
+            one: `${model}${kind} MIG instance of profile ${matching[0].profile}`,
+            many: `${model}${kind} MIG instances of profile ${matching[0].profile}`
+          };
+    const minBytes = Private.minBytesOf(request);
+    let most = 0;
+    if (minBytes > 0) {
+      let largest: number | undefined;
+      for (const pool of matching) {
+        for (const wp of pool.members) {
+          for (const device of wp.devices) {
+            const bytes = device.device.memoryBytes;
+            if (
+              bytes !== undefined &&
+              (largest === undefined || bytes > largest)
+            ) {
+              largest = bytes;
+            }
+          }
+          most = Math.max(most, Private.capacity(wp, minBytes));
+        }
+      }
+      if (largest === undefined) {
+        return `no ${noun.one} reports its memory, so none can promise ${request.memoryGiB} GiB`;
+      }
+      if (largest < minBytes) {
+        return `no ${noun.one} has ${request.memoryGiB} GiB of memory; the largest has ${Private.formatGiB(largest)} GiB`;
+      }
+    } else {
+      for (const pool of matching) {
+        for (const size of pool.sizes.keys()) {
+          most = Math.max(most, size);
+        }
+      }
+    }
+    if (most < request.count) {
+      const memory =
+        minBytes > 0 ? ` with at least ${request.memoryGiB} GiB each` : '';
+      return `no worker has ${request.count} ${request.count === 1 ? noun.one : noun.many}${memory} (all devices of a request are on one worker); the most on one worker is ${most}`;
+    }
+    return undefined;
+  }
+
+  /** What the connected workers offer, for messages: `gpu H100 ×2 (simulated), tpu v5e ×4`. */
+  private _describeInventory(): string {
+    if (this._pools.size === 0) {
+      return this._cpu.size > 0
+        ? 'CPU kernels only (no accelerators)'
+        : 'nothing (no worker is connected)';
+    }
+    return [...this._pools.values()]
+      .map(pool => {
+        const profile = pool.profile === undefined ? '' : ` ${pool.profile}`;
+        const simulated =
+          pool.simulatedCount === 0
+            ? ''
+            : pool.simulatedCount === pool.deviceCount
+              ? ' (simulated)'
+              : ` (${pool.simulatedCount} simulated)`;
+        return `${pool.kind} ${pool.model}${profile} ×${pool.deviceCount}${simulated}`;
+      })
+      .join(', ');
+  }
+
+  private _workers = new Map<string, Private.IWorkerState>();
+  private _pools = new Map<string, Private.IPool>();
+  private _cpu = new Private.CpuIndex();
+  private _placed = new Map<string, Private.IPlaced>();
+  private _queue = new Map<string, Private.IQueueEntry>();
+  private _classes = new Map<string, Private.IRequestClass>();
+  private _reservers = new Set<Private.IQueueEntry>();
+  private _unsatisfiable = new Map<string, string | null>();
+  private _dirty = new Set<Private.IPool>();
+  private _dirtyCpu = false;
+  private _needsRetarget = false;
+  private _seq = 0;
+  private _queuedPeak = 0;
+}
+
+/** The types of {@link Scheduler}. */
+export namespace Scheduler {
+  /** `pack` fills one worker before using the next; `spread` uses the worker with most free devices. */
+  export type Policy = 'pack' | 'spread';
+
+  /** How a scheduler places requests. */
+  export interface IOptions {
+    /** How a worker is chosen; `pack` by default. */
+    policy?: Policy;
+    /** How many kernels may hold one device at a time; 1 (no sharing) by default. */
+    maxKernelsPerDevice?: number;
+    /**
+     * How often a queued request may be overtaken by later ones before it reserves a worker; 8 by
+     * default, 0 for (nearly) strict FIFO, `Infinity` for plain first-fit.
+     */
+    maxBypasses?: number;
+  }
+
+  /** The events a scheduler emits. */
+  export interface IEvents {
+    /** Anything changed: a placement, the queue or the workers. Emitted once per call. */
+    changed: [];
+    /** A queued request got its devices. */
+    assigned: [kernelId: string, placement: IPlacement];
+  }
+
+  /** The answer to a request: placed now, or waiting at a 1-based position in the queue. */
+  export type IRequestResult =
+    | { state: 'assigned'; placement: IPlacement }
+    | { state: 'queued'; position: number };
+
+  /** A kernel placed from the queue. */
+  export interface IAssignment {
+    kernelId: string;
+    placement: IPlacement;
+  }
+
+  /** What replacing a worker's inventory did. */
+  export interface IWorkerUpdate {
+    /** Queued kernels placed thanks to the new devices. */
+    assigned: IAssignment[];
+    /** Kernels that held a device the worker no longer lists; their placement is gone. */
+    lost: string[];
+  }
+
+  /** A waiting request. */
+  export interface IQueuedRequest {
+    kernelId: string;
+    request: IAcceleratorRequest;
+    /** 1 for the request considered first. */
+    position: number;
+    /** When it was queued. */
+    since: Date;
+  }
+
+  /** One device and the kernels that hold it (none when it is free). */
+  export interface IDeviceAllocation {
+    workerId: string;
+    deviceId: string;
+    kernelIds: string[];
+  }
+}
+
+/** Module-private state and helpers. */
+namespace Private {
+  /** One device that can be handed out. */
+  export interface IDeviceState {
+    device: IDevice;
+    /** The kernels that hold it. */
+    holders: string[];
+    pool: IWorkerPool;
+  }
+
+  /** The devices of one pool on one worker. */
+  export interface IWorkerPool {
+    pool: IPool;
+    worker: IWorkerState;
+    devices: IDeviceState[];
+    /** How many of them have room for one more kernel. */
+    free: number;
+    /** The queued request that has reserved these devices, if any. */
+    reservedBy: IQueueEntry | undefined;
+  }
+
+  /** Devices of one kind, model and MIG profile, across workers. */
+  export interface IPool {
+    key: string;
+    kind: DeviceKind;
+    /** The model as first seen. */
+    model: string;
+    modelKey: string;
+    profile: string | undefined;
+    /** Lower-case profile, '' for whole devices. */
+    profileKey: string;
+    members: Set<IWorkerPool>;
+    /** Worker pools by their free count: `buckets[2]` have exactly two free devices. */
+    buckets: Set<IWorkerPool>[];
+    /** How many worker pools have each size (for the largest, without a scan). */
+    sizes: Map<number, number>;
+    deviceCount: number;
+    simulatedCount: number;
+  }
+
+  export interface IWorkerState {
+    id: string;
+    acceptsCpu: boolean;
+    /** The devices that can be handed out, by id. */
+    devices: Map<string, IDeviceState>;
+    pools: Map<string, IWorkerPool>;
+    /** Every kernel placed here, with or without devices. */
+    kernels: Set<string>;
+    /** How many of them hold no device. */
+    cpuKernels: number;
+  }
+
+  export interface IPlaced {
+    kernelId: string;
+    worker: IWorkerState;
+    devices: IDeviceState[];
+  }
+
+  export interface IQueueEntry {
+    kernelId: string;
+    request: IAcceleratorRequest;
+    /** Arrival order: lower is older. */
+    seq: number;
+    since: Date;
+    /** How often later requests took devices it could have used. */
+    bypasses: number;
+    reserving: boolean;
+    target: IWorkerPool | undefined;
+    cls: IRequestClass;
+  }
+
+  /** Queued requests of one shape, oldest first. */
+  export interface IRequestClass {
+    signature: string;
+    request: IAcceleratorRequest;
+    minBytes: number;
+    entries: Map<string, IQueueEntry>;
+  }
+
+  /** Workers that take CPU kernels, by how many they run. */
+  export class CpuIndex {
+    get size(): number {
+      return this._workers.size;
+    }
+
+    add(worker: IWorkerState): void {
+      this._workers.add(worker);
+      this._bucket(worker.cpuKernels).add(worker);
+      this._min = Math.min(this._min, worker.cpuKernels);
+    }
+
+    remove(worker: IWorkerState): void {
+      this._workers.delete(worker);
+      this._bucket(worker.cpuKernels).delete(worker);
+    }
+
+    /** Count one CPU kernel more or less on a worker, whether or not it still takes them. */
+    load(worker: IWorkerState, delta: number): void {
+      const listed = this._workers.has(worker);
+      if (listed) {
+        this._bucket(worker.cpuKernels).delete(worker);
+      }
+      worker.cpuKernels += delta;
+      if (listed) {
+        this._bucket(worker.cpuKernels).add(worker);
+        this._min = Math.min(this._min, worker.cpuKernels);
+      }
+    }
+
+    /** `pack`: the first worker that takes CPU kernels; `spread`: the one running fewest. */
+    pick(policy: Scheduler.Policy): IWorkerState | undefined {
+      if (this._workers.size === 0) {
+        return undefined;
+      }
+      if (policy === 'pack') {
+        return this._workers.values().next().value;
+      }
+      while (!this._byLoad[this._min]?.size) {
+        this._min++;
+      }
+      return this._byLoad[this._min].values().next().value;
+    }
+
+    private _bucket(load: number): Set<IWorkerState> {
+      while (this._byLoad.length <= load) {
+        this._byLoad.push(new Set());
+      }
+      return this._byLoad[load];
+    }
+
+    private _workers = new Set<IWorkerState>();
+    private _byLoad: Set<IWorkerState>[] = [];
+    /** At most the lowest load of a listed worker. */
+    private _min = 0;
+  }
+
+  export function poolKeyOf(device: IDevice): string {
+    return `${device.kind}\u0000${device.model.toLowerCase()}\u0000${(device.profile ?? '').toLowerCase()}`;
+  }
+
+  /** The pool key of each device that can be handed out (MIG parents have none). */
+  export function poolKeysOf(devices: IDevice[]): Map<string, string> {
+    const parents = new Set(devices.map(d => d.parentId));
+    const keys = new Map<string, string>();
+    for (const device of devices) {
+      if (!parents.has(device.id)) {
+        keys.set(device.id, poolKeyOf(device));
+      }
+    }
+    return keys;
+  }
+
+  /** Whether a pool's devices are what a request asks for: never another kind, model or profile. */
+  export function matches(request: IAcceleratorRequest, pool: IPool): boolean {
+    return (
+      pool.kind === request.kind &&
+      (request.model === undefined ||
+        pool.modelKey === request.model.toLowerCase()) &&
+      pool.profileKey === (request.profile ?? '').toLowerCase()
+    );
+  }
+
+  export function signatureOf(request: IAcceleratorRequest): string {
+    return [
+      request.kind,
+      request.model?.toLowerCase() ?? '*',
+      request.profile?.toLowerCase() ?? '',
+      request.memoryGiB ?? '',
+      request.count
+    ].join('\u0000');
+  }
+
+  export function minBytesOf(request: IAcceleratorRequest): number {
+    return request.memoryGiB === undefined ? 0 : request.memoryGiB * 2 ** 30;
+  }
+
+  export function hasMemory(device: IDeviceState, minBytes: number): boolean {
+    return (
+      minBytes === 0 ||
+      (device.device.memoryBytes !== undefined &&
+        device.device.memoryBytes >= minBytes)
+    );
+  }
+
+  /** How many devices of a worker pool have the memory, held or not. */
+  export function capacity(wp: IWorkerPool, minBytes: number): number {
+    if (minBytes === 0) {
+      return wp.devices.length;
+    }
+    let count = 0;
+    for (const device of wp.devices) {
+      if (hasMemory(device, minBytes)) {
+        count++;
+      }
+    }
+    return count;
+  }
+
+  export function formatGiB(bytes: number): string {
+    return String(Math.round((bytes / 2 ** 30) * 10) / 10);
+  }
+
+  export function unique(values: string[]): string[] {
+    return [...new Set(values)];
+  }
+
+  export function describePlacement(placement: IPlacement): string {
+    return placement.deviceIds.length === 0
+      ? `a CPU placement on worker ${placement.workerId}`
+      : `${placement.deviceIds.join(', ')} on worker ${placement.workerId}`;
+  }
+}
