@@ -1,7 +1,14 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/lib/**', 'coverage/**'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/lib/**',
+      'coverage/**',
+      '**/generated/**'
+    ]
+  },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -9,7 +16,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': [
         'error',
-        { argsIgnorePattern: '^_' }
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }
       ],
       eqeqeq: ['error', 'smart'],
       curly: 'error',

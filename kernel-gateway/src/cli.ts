@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import * as os from 'node:os';
+import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Logger } from 'pino';
 import { TokenAuth } from './auth';
 import { DEFAULT_GATEWAY_OPTIONS } from './config';
 import { createGateway } from './http';
 import { createLogger } from './log';
-import { Worker } from './worker';
+import { createHostWorker, WorkerAgent } from './worker';
 
 /** This package's version. */
 export const VERSION: string = JSON.parse(
@@ -107,8 +110,82 @@ export function createProgram(): Command {
       'iopub bytes per second per kernel (off by default)',
       number
     )
+    .option(
+      '--simulate <spec>',
+      'simulated devices for the embedded worker, e.g. gpu:H100:2,tpu:v5e:4'
+    )
+    .option('--no-discover', 'do not look for real accelerators on this host')
+    .option(
+      '--worker-port <port>',
+      'accept remote workers (ferry worker) on this gRPC port',
+      number
+    )
+    .addOption(
+      new Option(
+        '--worker-token <token>',
+        'token remote workers must present (default: random)'
+      ).env('FERRY_WORKER_TOKEN')
+    )
+    .option(
+      '--worker-grace <seconds>',
+      'how long a worker may be unreachable before its kernels are dead',
+      number,
+      30
+    )
+    .option(
+      '--worker-tls-cert <file>',
+      'TLS certificate (PEM) for the worker port'
+    )
+    .option(
+      '--worker-tls-key <file>',
+      'TLS private key (PEM) for the worker port'
+    )
+    .addOption(
+      new Option(
+        '--placement <policy>',
+        'fill workers one by one, or spread kernels across them'
+      )
+        .choices(['pack', 'spread'])
+        .default('pack')
+    )
+    .option(
+      '--share-devices <n>',
+      'kernels that may share one device',
+      number,
+      1
+    )
     .action(async (opts: Private.IGatewayFlags) => {
       await Private.runGateway(opts);
+    });
+
+  program
+    .command('worker')
+    .description(
+      'Run kernels on this host for a gateway: dial it, register devices, run what it asks'
+    )
+    .requiredOption('--gateway <host:port>', "the gateway's worker port")
+    .addOption(
+      new Option('--token <token>', 'the worker token the gateway expects')
+        .env('FERRY_WORKER_TOKEN')
+        .makeOptionMandatory()
+    )
+    .option('--name <name>', 'name shown in the UI', os.hostname())
+    .option('--id <id>', 'stable worker id (default: the name)')
+    .option('--simulate <spec>', 'simulated devices, e.g. gpu:H100:2,tpu:v5e:4')
+    .option('--no-discover', 'do not look for real accelerators on this host')
+    .option('--no-cpu', 'take only kernels that ask for a device')
+    .option('--tls', 'dial the gateway over TLS (system roots)')
+    .option(
+      '--tls-ca <file>',
+      'dial over TLS, trusting this CA certificate (PEM)'
+    )
+    .addOption(
+      new Option('--log-level <level>', 'log level')
+        .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+        .default('info')
+    )
+    .action(async (opts: Private.IWorkerFlags) => {
+      await Private.runWorker(opts);
     });
   return program;
 }
@@ -131,6 +208,88 @@ namespace Private {
     maxMessageMb: number;
     iopubMsgRateLimit?: number;
     iopubDataRateLimit?: number;
+    simulate?: string;
+    discover: boolean;
+    workerPort?: number;
+    workerToken?: string;
+    workerGrace: number;
+    workerTlsCert?: string;
+    workerTlsKey?: string;
+    placement: 'pack' | 'spread';
+    shareDevices: number;
+  }
+
+  export interface IWorkerFlags {
+    gateway: string;
+    token: string;
+    name: string;
+    id?: string;
+    simulate?: string;
+    discover: boolean;
+    cpu: boolean;
+    tls?: boolean;
+    tlsCa?: string;
+    logLevel: string;
+  }
+
+  /** Stop on SIGINT/SIGTERM (a second signal exits at once). */
+  function onSignals(
+    logger: Logger,
+    what: string,
+    stop: () => Promise<void>
+  ): void {
+    let stopping = false;
+    const handler = (signal: string) => {
+      if (stopping) {
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal }, what);
+      void stop().then(() => process.exit(0));
+    };
+    process.on('SIGINT', () => handler('SIGINT'));
+    process.on('SIGTERM', () => handler('SIGTERM'));
+  }
+
+  export async function runWorker(flags: IWorkerFlags): Promise<void> {
+    const logger = createLogger(flags.logLevel);
+    const worker = await createHostWorker({
+      logger,
+      id: flags.id ?? flags.name,
+      name: flags.name,
+      simulate: flags.simulate,
+      discover: flags.discover,
+      acceptsCpu: flags.cpu
+    });
+    const credentials =
+      flags.tls || flags.tlsCa
+        ? grpc.credentials.createSsl(
+            flags.tlsCa ? readFileSync(flags.tlsCa) : null
+          )
+        : undefined;
+    const agent = new WorkerAgent({
+      gateway: flags.gateway,
+      token: flags.token,
+      worker,
+      logger,
+      version: VERSION,
+      credentials
+    });
+    agent.on('registered', () =>
+      process.stdout.write(
+        `Ferry worker ${worker.name} registered with ${flags.gateway}\n`
+      )
+    );
+    agent.on('refused', reason => {
+      process.stderr.write(
+        `ferry worker: the gateway refused this worker: ${reason}\n`
+      );
+      void agent.stop().then(() => process.exit(2));
+    });
+    agent.start();
+    onSignals(logger, 'shutting down: stopping every kernel', () =>
+      agent.stop()
+    );
   }
 
   export async function runGateway(flags: IGatewayFlags): Promise<void> {
@@ -143,9 +302,17 @@ namespace Private {
         'AUTHENTICATION IS OFF (--no-auth): anyone who can reach this port can run code as this user'
       );
     }
-    const worker = new Worker({ logger });
+    const worker = await createHostWorker({
+      logger,
+      simulate: flags.simulate,
+      discover: flags.discover
+    });
+    const workerToken =
+      flags.workerPort !== undefined
+        ? (flags.workerToken ?? TokenAuth.generate())
+        : undefined;
     const gateway = createGateway({
-      worker,
+      workers: [worker],
       logger,
       version: VERSION,
       auth: flags.auth,
@@ -164,6 +331,22 @@ namespace Private {
         intervalMs: Math.max(1, flags.cullInterval) * 1000,
         cullConnected: flags.cullConnected,
         cullBusy: flags.cullBusy
+      },
+      workerPort: flags.workerPort,
+      workerToken,
+      workerGraceMs: flags.workerGrace * 1000,
+      workerCredentials:
+        flags.workerTlsCert && flags.workerTlsKey
+          ? grpc.ServerCredentials.createSsl(null, [
+              {
+                cert_chain: readFileSync(flags.workerTlsCert),
+                private_key: readFileSync(flags.workerTlsKey)
+              }
+            ])
+          : undefined,
+      scheduling: {
+        policy: flags.placement,
+        maxKernelsPerDevice: Math.max(1, flags.shareDevices)
       }
     });
     const address = await gateway.listen(flags.port, flags.ip);
@@ -175,18 +358,13 @@ namespace Private {
         (token ? `    ${url}?token=${token}\n` : '') +
         `    jupyter server --gateway-url=${url}` +
         (token ? ` --GatewayClient.auth_token=${token}` : '') +
-        '\n'
+        '\n' +
+        (gateway.workerPort !== undefined
+          ? `    workers: ferry worker --gateway ${flags.ip}:${gateway.workerPort} --token ${workerToken}\n`
+          : '')
     );
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) {
-        process.exit(1);
-      }
-      stopping = true;
-      logger.info({ signal }, 'shutting down: stopping every kernel');
-      void gateway.close().then(() => process.exit(0));
-    };
-    process.on('SIGINT', () => stop('SIGINT'));
-    process.on('SIGTERM', () => stop('SIGTERM'));
+    onSignals(logger, 'shutting down: stopping every kernel', () =>
+      gateway.close()
+    );
   }
 }

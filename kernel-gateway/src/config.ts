@@ -1,5 +1,7 @@
+import type { ServerCredentials } from '@grpc/grpc-js';
 import type { IRateLimits } from './channels';
 import type { ICullingOptions } from './kernels';
+import type { Scheduler } from './scheduler';
 
 /** Everything `ferry gateway` can be told; {@link resolveGatewayOptions} fills in the defaults. */
 export interface IGatewayOptions {
@@ -21,6 +23,18 @@ export interface IGatewayOptions {
   culling: ICullingOptions;
   /** Jupyter data directories to find kernelspecs in (default: the standard ones). */
   kernelspecPaths?: string[];
+  /** Port of the gRPC endpoint remote workers dial; undefined: no remote workers. */
+  workerPort?: number;
+  /** Address of that endpoint (default: the HTTP address). */
+  workerHost?: string;
+  /** The token remote workers must present (required with `workerPort`). */
+  workerToken?: string;
+  /** TLS for the worker port (default: plaintext). */
+  workerCredentials?: ServerCredentials;
+  /** How long a remote worker may be unreachable before its kernels are declared dead. */
+  workerGraceMs: number;
+  /** How devices are handed out. */
+  scheduling: Scheduler.IOptions;
 }
 
 /** The defaults, for a gateway a person runs on their own machine. */
@@ -37,7 +51,9 @@ export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
     intervalMs: 300_000,
     cullConnected: false,
     cullBusy: false
-  }
+  },
+  workerGraceMs: 30_000,
+  scheduling: { policy: 'pack', maxKernelsPerDevice: 1 }
 };
 
 /** Complete partial options with the defaults. */
@@ -48,6 +64,10 @@ export function resolveGatewayOptions(
     ...DEFAULT_GATEWAY_OPTIONS,
     ...options,
     culling: { ...DEFAULT_GATEWAY_OPTIONS.culling, ...options.culling },
-    rateLimits: { ...DEFAULT_GATEWAY_OPTIONS.rateLimits, ...options.rateLimits }
+    rateLimits: {
+      ...DEFAULT_GATEWAY_OPTIONS.rateLimits,
+      ...options.rateLimits
+    },
+    scheduling: { ...DEFAULT_GATEWAY_OPTIONS.scheduling, ...options.scheduling }
   };
 }

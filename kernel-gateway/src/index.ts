@@ -3,6 +3,7 @@
  *
  * @packageDocumentation
  */
+export * from './accelerators';
 export * from './auth';
 export * from './channels';
 export * from './cli';
@@ -11,6 +12,7 @@ export * from './http';
 export * from './kernels';
 export * from './log';
 export * from './schema';
+export * from './scheduler';
 export * from './wire';
 export * from './worker';
 export * from './workers';

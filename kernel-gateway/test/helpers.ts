@@ -63,11 +63,12 @@ export async function startGateway(
       kernelTimings: { shutdownWaitMs: 2000 }
     });
   const token = options.token ?? randomUUID();
+  const { worker: _embedded, ...gatewayOptions } = options;
   const gateway = createGateway({
     logger,
     version: 'test',
-    ...options,
-    worker,
+    ...gatewayOptions,
+    workers: [worker],
     token
   });
   const address = await gateway.listen(0);

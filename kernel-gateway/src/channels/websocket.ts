@@ -59,9 +59,10 @@ export class ChannelsServer {
     if (!kernel) {
       return Private.refuse(socket, 404, `Kernel does not exist: ${kernelId}`);
     }
-    // The kernel-info handshake: clients connect once the kernel answers and its iopub flows.
+    // The kernel-info handshake: clients connect once the kernel answers and its iopub flows. A
+    // kernel waiting in the queue accepts clients at once; what they send waits with it.
     try {
-      await kernel.ready;
+      await (kernel.placement ? kernel.ready : undefined);
     } catch (error) {
       return Private.refuse(
         socket,

@@ -5,11 +5,15 @@ import type { Logger } from 'pino';
 import { originAllowed, TokenAuth } from '../auth';
 import { ChannelsServer } from '../channels';
 import { resolveGatewayOptions, type IGatewayOptions } from '../config';
+import type { Registry } from 'prom-client';
+import { AcceleratorService, createMetrics } from '../accelerators';
 import { KernelRegistry, SessionStore } from '../kernels';
+import { Scheduler } from '../scheduler';
 import { ApiSchemas } from '../schema';
-import type { IWorkerConnection } from '../workers';
+import { WorkerPool, WorkerServer, type IWorkerConnection } from '../workers';
 import type { IGatewayContext } from './context';
 import { errorBody, errorHandler, notFound } from './errors';
+import { acceleratorsRouter } from './routes/accelerators';
 import { apiRouter } from './routes/api';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelsRouter } from './routes/kernels';
@@ -27,12 +31,20 @@ export class Gateway {
         'a token is required unless authentication is turned off'
       );
     }
+    if (resolved.workerPort !== undefined && !resolved.workerToken) {
+      throw new Error('a worker token is required to accept remote workers');
+    }
     this.options = resolved;
     this.logger = options.logger;
-    this.worker = options.worker;
     this.auth = new TokenAuth(resolved.auth ? resolved.token : undefined);
+    this.pool = new WorkerPool({
+      logger: options.logger,
+      graceMs: resolved.workerGraceMs
+    });
+    this.scheduler = new Scheduler(resolved.scheduling);
     this.registry = new KernelRegistry({
-      worker: options.worker,
+      pool: this.pool,
+      scheduler: this.scheduler,
       logger: options.logger,
       replayBytes: resolved.replayBytes,
       rateLimits: resolved.rateLimits,
@@ -40,6 +52,28 @@ export class Gateway {
       onShutdown: id => this.sessions.dropKernel(id)
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
+    for (const worker of options.workers ?? []) {
+      this.pool.add(worker);
+    }
+    this.accelerators = new AcceleratorService({
+      pool: this.pool,
+      scheduler: this.scheduler,
+      registry: this.registry
+    });
+    this.metrics = createMetrics({
+      accelerators: this.accelerators,
+      registry: this.registry,
+      scheduler: this.scheduler
+    });
+    if (resolved.workerPort !== undefined) {
+      this.workerServer = new WorkerServer({
+        token: resolved.workerToken!,
+        pool: this.pool,
+        logger: options.logger,
+        credentials: resolved.workerCredentials,
+        unknownKernels: kernels => this.registry.unknownKernels(kernels)
+      });
+    }
     const context: IGatewayContext = {
       options: resolved,
       registry: this.registry,
@@ -49,7 +83,12 @@ export class Gateway {
       startedAt: new Date(),
       version: options.version ?? '0.0.0'
     };
-    this.app = Private.createApp(context, this.auth);
+    this.app = Private.createApp(
+      context,
+      this.auth,
+      this.accelerators,
+      this.metrics
+    );
     this.channels = new ChannelsServer({
       registry: this.registry,
       auth: this.auth,
@@ -65,16 +104,35 @@ export class Gateway {
 
   readonly options: IGatewayOptions;
   readonly logger: Logger;
-  readonly worker: IWorkerConnection;
   readonly auth: TokenAuth;
+  readonly pool: WorkerPool;
+  readonly scheduler: Scheduler;
   readonly registry: KernelRegistry;
+  readonly accelerators: AcceleratorService;
+  readonly metrics: Registry;
+  /** The gRPC endpoint for remote workers, when `workerPort` is set. */
+  readonly workerServer: WorkerServer | undefined;
   readonly sessions: SessionStore;
   readonly app: Express;
   readonly channels: ChannelsServer;
   readonly server: Server;
 
-  /** Listen on `host:port` (port 0 picks a free one) and resolve with the bound address. */
+  /** The port remote workers dial, once listening (undefined without a worker endpoint). */
+  get workerPort(): number | undefined {
+    return this._workerPort;
+  }
+
+  /**
+   * Listen on `host:port` (port 0 picks a free one), and on the worker port when configured; resolve
+   * with the HTTP address.
+   */
   async listen(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
+    if (this.workerServer) {
+      this._workerPort = await this.workerServer.listen(
+        this.options.workerPort!,
+        this.options.workerHost ?? host
+      );
+    }
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
@@ -92,9 +150,12 @@ export class Gateway {
     }
     this._closed = (async () => {
       this.registry.dispose();
-      await this.registry.shutdownAll();
+      this.accelerators.dispose();
+      // Kernels on remote workers keep running: a restarted gateway adopts them.
+      await this.registry.shutdownAll(true);
       this.channels.close();
-      await this.worker.dispose();
+      await this.workerServer?.close();
+      await this.pool.dispose();
       await new Promise<void>(resolve => {
         this.server.close(() => resolve());
         this.server.closeAllConnections();
@@ -104,11 +165,13 @@ export class Gateway {
   }
 
   private _closed: Promise<void> | undefined;
+  private _workerPort: number | undefined;
 }
 
 export namespace Gateway {
   export interface IOptions extends Partial<IGatewayOptions> {
-    worker: IWorkerConnection;
+    /** Workers living in this process (the embedded worker). */
+    workers?: IWorkerConnection[];
     logger: Logger;
     version?: string;
   }
@@ -122,7 +185,9 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 namespace Private {
   export function createApp(
     context: IGatewayContext,
-    auth: TokenAuth
+    auth: TokenAuth,
+    accelerators: AcceleratorService,
+    metrics: Registry
   ): Express {
     const app = express();
     app.disable('x-powered-by');
@@ -168,6 +233,7 @@ namespace Private {
     app.use(kernelspecsRouter(context));
     app.use(kernelsRouter(context));
     app.use(sessionsRouter(context));
+    app.use(acceleratorsRouter(accelerators, metrics));
     app.use(notFound());
     app.use(errorHandler(context.logger));
     return app;

@@ -2,6 +2,11 @@ import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import {
+  BadAcceleratorRequestError,
+  PlacementConflictError,
+  UnsatisfiableRequestError
+} from '../scheduler';
+import {
   KernelEnvError,
   KernelStartError,
   NoSuchKernelError,
@@ -42,9 +47,14 @@ function statusOf(error: unknown): number | undefined {
   if (
     error instanceof NoSuchKernelspecError ||
     error instanceof PathOutsideRootError ||
-    error instanceof KernelEnvError
+    error instanceof KernelEnvError ||
+    error instanceof BadAcceleratorRequestError ||
+    error instanceof UnsatisfiableRequestError
   ) {
     return 400;
+  }
+  if (error instanceof PlacementConflictError) {
+    return 409;
   }
   if (error instanceof KernelStartError) {
     return 500;

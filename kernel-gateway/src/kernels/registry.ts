@@ -1,13 +1,35 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { KernelChannels, type IRateLimits } from '../channels';
+import type { IAcceleratorRequest, IPlacement, Scheduler } from '../scheduler';
+import type { Channel, MessageParts } from '../wire';
 import type {
   IKernelspecInfo,
+  IRunningKernel,
   IWorkerConnection,
-  KernelLifecycleEvent
+  KernelLifecycleEvent,
+  WorkerPool
 } from '../workers';
 
-/** The kernel model of the Jupyter Server REST API. */
+/** Where a kernel's accelerator request stands, as the kernel model shows it. */
+export type AcceleratorStatus = IAcceleratorRequest &
+  (
+    | { state: 'queued'; position: number; since: string }
+    | {
+        state: 'assigned';
+        worker: string;
+        workerName: string;
+        devices: {
+          id: string;
+          kind: string;
+          model: string;
+          profile?: string;
+          simulated: boolean;
+        }[];
+      }
+  );
+
+/** The kernel model of the Jupyter Server REST API, with Ferry's `accelerator`. */
 export interface IKernelModel {
   id: string;
   name: string;
@@ -17,6 +39,7 @@ export interface IKernelModel {
   connections: number;
   /** Why the kernel is dead, when it is. */
   reason?: string;
+  accelerator?: AcceleratorStatus;
 }
 
 /** Raised for a kernel id that is not (or no longer) known. */
@@ -53,35 +76,34 @@ export interface ICullingOptions {
   cullBusy: boolean;
 }
 
+/** Client messages kept for a kernel that waits in the queue or is starting. */
+const MAX_BACKLOG = 1000;
+
 /** A kernel the gateway manages, wherever it runs. */
 export class ManagedKernel {
   constructor(
     readonly id: string,
     readonly name: string,
-    readonly worker: IWorkerConnection,
+    readonly accelerator: IAcceleratorRequest,
     readonly channels: KernelChannels
   ) {}
 
   lastActivity = new Date();
   executionState = 'starting';
   reason: string | undefined;
+  /** When it joined the queue, if it had to wait. */
+  queuedSince: Date | undefined;
+  /** Where it runs, once placed. */
+  placement: IPlacement | undefined;
+  /** Whether its process runs (client messages go straight to it). */
+  running = false;
+  /** What it was started with, to launch it once placed. */
+  launch: { env: Record<string, string>; cwd?: string } = { env: {} };
+  /** Client messages that arrived before it ran. */
+  backlog: { channel: Exclude<Channel, 'iopub'>; parts: MessageParts }[] = [];
 
   /** Settles when the current start or restart is over. */
   ready: Promise<void> = Promise.resolve();
-
-  get model(): IKernelModel {
-    const model: IKernelModel = {
-      id: this.id,
-      name: this.name,
-      last_activity: this.lastActivity.toISOString(),
-      execution_state: this.executionState,
-      connections: this.channels.connections
-    };
-    if (this.reason !== undefined) {
-      model.reason = this.reason;
-    }
-    return model;
-  }
 
   touch(): void {
     this.lastActivity = new Date();
@@ -89,18 +111,34 @@ export class ManagedKernel {
 }
 
 /**
- * Every kernel of the gateway: starts them on a worker, tracks activity and execution state, restarts
- * and shuts them down, culls idle ones, and connects their channels to the worker's events.
+ * Every kernel of the gateway: asks the scheduler where each runs (or queues it), starts it on that
+ * worker, tracks activity and execution state, restarts and shuts kernels down, culls idle ones, and
+ * adopts the kernels workers report after a drop or a gateway restart.
  */
 export class KernelRegistry {
   constructor(options: KernelRegistry.IOptions) {
     this._options = options;
-    this._worker = options.worker;
+    this._pool = options.pool;
+    this._scheduler = options.scheduler;
     this._log = options.logger;
-    this._worker.on('message', (id, channel, parts) =>
+    this._pool.on('message', (id, channel, parts) =>
       this._kernels.get(id)?.channels.deliver(channel, parts)
     );
-    this._worker.on('lifecycle', (id, event) => this._onLifecycle(id, event));
+    this._pool.on('lifecycle', (id, event) => this._onLifecycle(id, event));
+    this._pool.on('workerChanged', (worker, kernels) =>
+      this._onWorkerChanged(worker, kernels)
+    );
+    this._pool.on('workerLost', (worker, reason) =>
+      this._onWorkerLost(worker, reason)
+    );
+    this._scheduler.on('assigned', (id, placement) => {
+      const kernel = this._kernels.get(id);
+      if (kernel) {
+        void this._run(kernel, placement).catch(error =>
+          this._markDead(kernel, `start failed: ${(error as Error).message}`)
+        );
+      }
+    });
     const culling = options.culling;
     if (culling && culling.idleTimeoutMs > 0) {
       this._cullTimer = setInterval(() => void this.cull(), culling.intervalMs);
@@ -108,23 +146,45 @@ export class KernelRegistry {
     }
   }
 
-  /** The kernelspecs on offer and the default name. */
+  /** The kernelspecs on offer (every worker's, the first worker's winning a name) and the default. */
   async kernelspecs(): Promise<{ default: string; specs: IKernelspecInfo[] }> {
-    const specs = await this._worker.listKernelspecs();
-    const names = specs.map(s => s.name);
+    const byName = new Map<string, IKernelspecInfo>();
+    for (const worker of this._pool.list()) {
+      for (const spec of await worker.listKernelspecs()) {
+        if (!byName.has(spec.name)) {
+          byName.set(spec.name, spec);
+        }
+      }
+    }
+    const names = [...byName.keys()];
     const preferred = this._options.defaultKernelName ?? 'python3';
     return {
       default: names.includes(preferred) ? preferred : (names[0] ?? preferred),
-      specs
+      specs: [...byName.values()]
     };
   }
 
-  /** A kernelspec's resource file (its logo), or undefined. */
-  kernelspecResource(name: string, file: string): Promise<Buffer | undefined> {
-    return this._worker.readKernelspecResource(name, file);
+  /** A kernelspec's resource file (its logo), from the first worker that has it. */
+  async kernelspecResource(
+    name: string,
+    file: string
+  ): Promise<Buffer | undefined> {
+    for (const worker of this._pool.list()) {
+      const specs = await worker.listKernelspecs();
+      if (specs.some(s => s.name === name && s.resources.includes(file))) {
+        return worker.readKernelspecResource(name, file);
+      }
+    }
+    return undefined;
   }
 
-  /** Start a kernel and resolve with it once it is ready for clients. */
+  /**
+   * Start a kernel on the devices it asks for. Resolves once it runs, or at once when it has to wait
+   * in the queue (its model says where it stands).
+   *
+   * @throws NoSuchKernelspecError, the scheduler's errors for requests that can never be met, or
+   * KernelStartError.
+   */
   async start(request: KernelRegistry.IStartRequest): Promise<ManagedKernel> {
     const { default: fallback, specs } = await this.kernelspecs();
     const name = request.name || fallback;
@@ -135,50 +195,33 @@ export class KernelRegistry {
       );
     }
     const id = randomUUID();
-    const kernel: ManagedKernel = new ManagedKernel(
-      id,
-      name,
-      this._worker,
-      new KernelChannels({
-        kernelId: id,
-        send: (channel, parts) => {
-          kernel.touch();
-          this._worker.sendToKernel(id, channel, parts);
-        },
-        replayBytes: this._options.replayBytes,
-        rateLimits: this._options.rateLimits,
-        logger: this._log,
-        onActivity: message => {
-          kernel.touch();
-          if (
-            message.channel === 'iopub' &&
-            message.header.msg_type === 'status'
-          ) {
-            const state = message.content.execution_state;
-            if (typeof state === 'string' && kernel.executionState !== 'dead') {
-              kernel.executionState = state;
-            }
-          }
-        }
-      })
-    );
-    this._kernels.set(id, kernel);
-    kernel.ready = this._worker.startKernel({
-      kernelId: id,
-      kernelName: name,
-      env: request.env ?? {},
-      cwd: request.cwd
-    });
+    const accelerator = request.accelerator ?? { kind: 'cpu', count: 0 };
+    const kernel = this._create(id, name, accelerator);
+    kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
+    let result;
     try {
-      await kernel.ready;
+      result = this._scheduler.request(id, accelerator);
     } catch (error) {
       this._kernels.delete(id);
+      throw error;
+    }
+    if (result.state === 'queued') {
+      kernel.queuedSince = new Date();
+      this._log.info(
+        { kernel: id, position: result.position },
+        'kernel queued for its devices'
+      );
+      return kernel;
+    }
+    try {
+      await this._run(kernel, result.placement);
+    } catch (error) {
+      this._kernels.delete(id);
+      this._scheduler.release(id);
       throw new KernelStartError(
         `Kernel ${name} failed to start: ${(error as Error).message}`
       );
     }
-    kernel.executionState = 'idle';
-    this._log.info({ kernel: id, name }, 'kernel started');
     return kernel;
   }
 
@@ -199,19 +242,44 @@ export class KernelRegistry {
     return [...this._kernels.values()];
   }
 
+  /** The REST model of a kernel, with where its accelerator request stands. */
+  model(kernel: ManagedKernel): IKernelModel {
+    const model: IKernelModel = {
+      id: kernel.id,
+      name: kernel.name,
+      last_activity: kernel.lastActivity.toISOString(),
+      execution_state: kernel.executionState,
+      connections: kernel.channels.connections
+    };
+    if (kernel.reason !== undefined) {
+      model.reason = kernel.reason;
+    }
+    const accelerator = this._acceleratorStatus(kernel);
+    if (accelerator) {
+      model.accelerator = accelerator;
+    }
+    return model;
+  }
+
   async interrupt(id: string): Promise<void> {
     const kernel = this.require(id);
     kernel.touch();
-    await this._worker.interruptKernel(id);
+    if (kernel.running) {
+      await this._workerOf(kernel).interruptKernel(id);
+    }
   }
 
+  /** Restart in place: the same worker and devices, a fresh process. */
   async restart(id: string): Promise<ManagedKernel> {
     const kernel = this.require(id);
+    if (!kernel.running) {
+      return kernel;
+    }
     kernel.executionState = 'restarting';
-    // No 'restarting' status to clients: like jupyter_server, that is only for automatic restarts.
-    // JupyterLab takes it as a crash ('autorestarting': "The kernel appears to have died") and
-    // reconnects a second time; for a restart it asked for, it reconnects on its own.
-    kernel.ready = this._worker.restartKernel(id);
+    // No 'restarting' status to clients: as in jupyter_server, that is only for automatic restarts.
+    // JupyterLab takes it for a crash ('autorestarting': "The kernel appears to have died") and
+    // reconnects twice; after a restart it asked for, it reconnects on its own.
+    kernel.ready = this._workerOf(kernel).restartKernel(id);
     try {
       await kernel.ready;
     } catch (error) {
@@ -223,19 +291,44 @@ export class KernelRegistry {
     return kernel;
   }
 
-  /** Shut a kernel down, close its websockets and forget it. */
+  /** Shut a kernel down (or take it out of the queue), free its devices, close its websockets. */
   async shutdown(id: string, reason = 'kernel shut down'): Promise<void> {
     const kernel = this.require(id);
     this._kernels.delete(id);
     await kernel.ready.catch(() => undefined);
-    await this._worker.shutdownKernel(id);
+    const worker =
+      kernel.placement && this._pool.get(kernel.placement.workerId);
+    if (worker && kernel.running) {
+      try {
+        await worker.shutdownKernel(id);
+      } catch (error) {
+        // The worker is away: when it comes back it is told to shut this kernel down.
+        this._forgotten.add(id);
+        this._log.warn(
+          { kernel: id, err: (error as Error).message },
+          'shutdown deferred'
+        );
+      }
+    }
+    kernel.running = false;
+    this._scheduler.release(id);
     kernel.channels.close(undefined, reason);
     this._log.info({ kernel: id, reason }, 'kernel shut down');
     this._options.onShutdown?.(id);
   }
 
-  async shutdownAll(): Promise<void> {
-    await Promise.all([...this._kernels.keys()].map(id => this.shutdown(id)));
+  /** Shut down every kernel (remote ones too, unless `keepRemote`: a gateway restart adopts them). */
+  async shutdownAll(keepRemote = false): Promise<void> {
+    await Promise.all(
+      this.list()
+        .filter(
+          k =>
+            !keepRemote ||
+            !k.placement ||
+            !this._pool.get(k.placement.workerId)?.remote
+        )
+        .map(k => this.shutdown(k.id))
+    );
   }
 
   /** Shut down kernels idle past the timeout, by the culling rules. */
@@ -269,10 +362,139 @@ export class KernelRegistry {
     return culled;
   }
 
+  /** Which of the kernels a registering worker reports the gateway gave up on. */
+  unknownKernels(kernels: IRunningKernel[]): string[] {
+    return kernels
+      .map(k => k.kernelId)
+      .filter(
+        id =>
+          this._forgotten.has(id) ||
+          this._kernels.get(id)?.executionState === 'dead'
+      );
+  }
+
   dispose(): void {
     if (this._cullTimer) {
       clearInterval(this._cullTimer);
     }
+  }
+
+  private _create(
+    id: string,
+    name: string,
+    accelerator: IAcceleratorRequest
+  ): ManagedKernel {
+    const kernel: ManagedKernel = new ManagedKernel(
+      id,
+      name,
+      accelerator,
+      new KernelChannels({
+        kernelId: id,
+        send: (channel, parts) => {
+          kernel.touch();
+          if (kernel.running && kernel.placement) {
+            this._workerOf(kernel).sendToKernel(id, channel, parts);
+          } else if (kernel.backlog.length < MAX_BACKLOG) {
+            kernel.backlog.push({ channel, parts });
+          }
+        },
+        replayBytes: this._options.replayBytes,
+        rateLimits: this._options.rateLimits,
+        logger: this._log,
+        onActivity: message => {
+          kernel.touch();
+          if (
+            message.channel === 'iopub' &&
+            message.header.msg_type === 'status'
+          ) {
+            const state = message.content.execution_state;
+            if (typeof state === 'string' && kernel.executionState !== 'dead') {
+              kernel.executionState = state;
+            }
+          }
+        }
+      })
+    );
+    this._kernels.set(id, kernel);
+    return kernel;
+  }
+
+  /** Start a placed kernel on its worker and flush what clients sent meanwhile. */
+  private async _run(
+    kernel: ManagedKernel,
+    placement: IPlacement
+  ): Promise<void> {
+    kernel.placement = placement;
+    const worker = this._workerOf(kernel);
+    kernel.ready = worker.startKernel({
+      kernelId: kernel.id,
+      kernelName: kernel.name,
+      env: kernel.launch.env,
+      cwd: kernel.launch.cwd,
+      deviceIds: placement.deviceIds
+    });
+    await kernel.ready;
+    kernel.running = true;
+    kernel.executionState = 'idle';
+    kernel.channels.broadcastStatus('idle');
+    const backlog = kernel.backlog;
+    kernel.backlog = [];
+    backlog.forEach(({ channel, parts }) =>
+      worker.sendToKernel(kernel.id, channel, parts)
+    );
+    this._log.info(
+      {
+        kernel: kernel.id,
+        name: kernel.name,
+        worker: placement.workerId,
+        devices: placement.deviceIds
+      },
+      'kernel started'
+    );
+  }
+
+  private _workerOf(kernel: ManagedKernel): IWorkerConnection {
+    const worker =
+      kernel.placement && this._pool.get(kernel.placement.workerId);
+    if (!worker) {
+      throw new Error(`kernel ${kernel.id} has no worker`);
+    }
+    return worker;
+  }
+
+  private _acceleratorStatus(
+    kernel: ManagedKernel
+  ): AcceleratorStatus | undefined {
+    const request = kernel.accelerator;
+    if (kernel.placement) {
+      const worker = this._pool.get(kernel.placement.workerId);
+      return {
+        ...request,
+        state: 'assigned',
+        worker: kernel.placement.workerId,
+        workerName: worker?.name ?? kernel.placement.workerId,
+        devices: kernel.placement.deviceIds.map(id => {
+          const device = worker?.devices.find(d => d.id === id);
+          return {
+            id,
+            kind: device?.kind ?? request.kind,
+            model: device?.model ?? request.model ?? '',
+            ...(device?.profile ? { profile: device.profile } : {}),
+            simulated: device?.simulated ?? false
+          };
+        })
+      };
+    }
+    const position = this._scheduler.positionOf(kernel.id);
+    if (position !== undefined) {
+      return {
+        ...request,
+        state: 'queued',
+        position,
+        since: (kernel.queuedSince ?? kernel.lastActivity).toISOString()
+      };
+    }
+    return undefined;
   }
 
   private _onLifecycle(id: string, event: KernelLifecycleEvent): void {
@@ -299,23 +521,94 @@ export class KernelRegistry {
     }
   }
 
+  /** A worker appeared or came back: learn its devices, and adopt kernels it runs that we lack. */
+  private _onWorkerChanged(
+    worker: IWorkerConnection,
+    kernels: IRunningKernel[]
+  ): void {
+    this._scheduler.setWorker({
+      workerId: worker.id,
+      devices: [...worker.devices],
+      acceptsCpu: worker.acceptsCpu
+    });
+    for (const running of kernels) {
+      if (
+        this._kernels.has(running.kernelId) ||
+        this._forgotten.has(running.kernelId)
+      ) {
+        continue;
+      }
+      const devices = running.deviceIds.map(id =>
+        worker.devices.find(d => d.id === id)
+      );
+      const first = devices[0];
+      const accelerator: IAcceleratorRequest = first
+        ? {
+            kind: first.kind,
+            model: first.model,
+            count: devices.length,
+            ...(first.profile ? { profile: first.profile } : {})
+          }
+        : { kind: 'cpu', count: 0 };
+      const kernel = this._create(
+        running.kernelId,
+        running.kernelName,
+        accelerator
+      );
+      const placement = { workerId: worker.id, deviceIds: running.deviceIds };
+      try {
+        this._scheduler.adopt(running.kernelId, placement);
+      } catch (error) {
+        this._log.error(
+          { kernel: kernel.id, err: (error as Error).message },
+          'adopted kernel conflicts'
+        );
+      }
+      kernel.placement = placement;
+      kernel.running = true;
+      kernel.executionState = running.executionState || 'idle';
+      this._log.info(
+        { kernel: kernel.id, worker: worker.id },
+        'adopted a kernel the worker runs'
+      );
+    }
+  }
+
+  /** A worker stayed away past its grace period: its kernels are dead, their devices free. */
+  private _onWorkerLost(worker: IWorkerConnection, reason: string): void {
+    this._scheduler.removeWorker(worker.id);
+    for (const kernel of this.list()) {
+      if (kernel.placement?.workerId === worker.id) {
+        this._forgotten.add(kernel.id);
+        kernel.running = false;
+        this._markDead(kernel, reason);
+      }
+    }
+  }
+
   private _markDead(kernel: ManagedKernel, reason: string): void {
     this._log.error({ kernel: kernel.id, reason }, 'kernel is dead');
     kernel.executionState = 'dead';
     kernel.reason = reason;
+    kernel.running = false;
     kernel.channels.broadcastStatus('dead');
+    this._scheduler.release(kernel.id);
   }
 
   private _options: KernelRegistry.IOptions;
-  private _worker: IWorkerConnection;
+  private _pool: WorkerPool;
+  private _scheduler: Scheduler;
   private _log: Logger;
   private _kernels = new Map<string, ManagedKernel>();
+  /** Kernels the gateway gave up on; a worker that still runs one is told to shut it down. */
+  private _forgotten = new Set<string>();
   private _cullTimer: NodeJS.Timeout | undefined;
 }
 
 export namespace KernelRegistry {
   export interface IOptions {
-    worker: IWorkerConnection;
+    pool: WorkerPool;
+    scheduler: Scheduler;
     logger: Logger;
     replayBytes: number;
     rateLimits?: IRateLimits;
@@ -329,5 +622,7 @@ export namespace KernelRegistry {
     name?: string;
     env?: Record<string, string>;
     cwd?: string;
+    /** The devices to run on (default: none, a CPU kernel). */
+    accelerator?: IAcceleratorRequest;
   }
 }

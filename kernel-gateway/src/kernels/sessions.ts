@@ -47,7 +47,7 @@ export class SessionStore {
     }
     return {
       ...session,
-      kernel: this._registry.get(session.kernelId)?.model ?? null
+      kernel: this._modelOf(session.kernelId)
     };
   }
 
@@ -140,6 +140,11 @@ export class SessionStore {
       cwd: kernelWorkingDir(this._rootDir, path)
     });
     return kernel.id;
+  }
+
+  private _modelOf(kernelId: string): IKernelModel | null {
+    const kernel = this._registry.get(kernelId);
+    return kernel ? this._registry.model(kernel) : null;
   }
 
   private _isShared(kernelId: string): boolean {

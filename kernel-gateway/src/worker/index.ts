@@ -3,7 +3,11 @@
  *
  * @packageDocumentation
  */
+export * from './agent';
 export * from './connection';
+export * from './devices';
+export * from './host';
+export * from './isolation';
 export * from './environment';
 export * from './kernel-process';
 export * from './kernelspecs';

@@ -84,14 +84,32 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   /** Queue a message from a client to the kernel; Ferry signs it with the kernel's key. */
   send(channel: Exclude<Channel, 'iopub'>, parts: MessageParts): void {
     const sockets = this._sockets;
-    if (sockets) {
+    if (sockets && this._ready) {
       sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
     } else if (!this._closed && this._backlog.length < MAX_BACKLOG) {
-      // (Re)starting: keep it for the new process, which has a new key and new ports.
+      // (Re)starting: keep it for the new process, which has a new key and new ports. Not before it
+      // is ready either: until then our iopub subscription may not be in place, and the status and
+      // output of the request would be lost (a client's request would never be done).
       this._backlog.push({ channel, parts });
     } else {
       this._log.warn({ channel }, 'message for a stopped kernel dropped');
     }
+  }
+
+  /** Stop reading the kernel's sockets until {@link resume} (the relay downstream is full). */
+  pause(): void {
+    if (!this._paused) {
+      let resolve!: () => void;
+      const promise = new Promise<void>(r => (resolve = r));
+      this._paused = { promise, resolve };
+    }
+  }
+
+  /** Read the kernel's sockets again. */
+  resume(): void {
+    const paused = this._paused;
+    this._paused = undefined;
+    paused?.resolve();
   }
 
   /** Interrupt the kernel: SIGINT to its process group, or `interrupt_request` by its kernelspec. */
@@ -261,6 +279,10 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     try {
       for await (const frames of socket) {
         this._receive(sockets, channel, frames);
+        if (this._paused) {
+          // Back-pressure: whoever relays our messages is behind; ZeroMQ queues meanwhile.
+          await this._paused.promise;
+        }
       }
     } catch (error) {
       if (!socket.closed) {
@@ -368,12 +390,15 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     const intervalMs = this._options.heartbeatIntervalMs ?? 3000;
     const allowedMisses = this._options.heartbeatMisses ?? 5;
     let misses = 0;
-    let socket: zmq.Request | undefined;
+    let stopped = false;
+    let current: zmq.Request | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    // One beat at a time: the next is scheduled when this one is over.
     const beat = async () => {
-      socket ??= Private.heartbeatSocket(
+      const socket = (current ??= Private.heartbeatSocket(
         zmqUrl(info, info.hb_port),
         intervalMs
-      );
+      ));
       try {
         await socket.send('ping');
         await socket.receive();
@@ -381,9 +406,14 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       } catch {
         // A REQ socket that missed a reply cannot send again: start a new one.
         socket.close();
-        socket = undefined;
+        if (current === socket) {
+          current = undefined;
+        }
+        if (stopped) {
+          return;
+        }
         misses++;
-        if (misses >= allowedMisses && this._child) {
+        if (misses >= allowedMisses) {
           this._log.error(
             { misses },
             'kernel heartbeat lost; killing the kernel'
@@ -391,12 +421,17 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
           this._signal('SIGKILL');
         }
       }
+      if (!stopped) {
+        timer = setTimeout(() => void beat(), intervalMs);
+        timer.unref();
+      }
     };
-    const timer = setInterval(() => void beat(), intervalMs);
+    timer = setTimeout(() => void beat(), intervalMs);
     timer.unref();
     this._stopHeartbeat = () => {
-      clearInterval(timer);
-      socket?.close();
+      stopped = true;
+      clearTimeout(timer);
+      current?.close();
     };
   }
 
@@ -457,6 +492,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
 
   private async _stop(): Promise<void> {
     this._ready = false;
+    this.resume();
     this._stopHeartbeat?.();
     this._stopHeartbeat = undefined;
     const sockets = this._sockets;
@@ -487,6 +523,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   private _onStartupIdle: (() => void) | undefined;
   private _expectExit = false;
   private _closed = false;
+  private _paused: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Started and answering: only then is an exit a death to report. */
   private _ready = false;
   private _backlog: {

@@ -6,11 +6,16 @@ import type { Logger } from 'pino';
 import type {
   IKernelLaunch,
   IKernelspecInfo,
+  IRunningKernel,
   IWorkerConnection,
   IWorkerEvents
 } from '../workers';
 import type { Channel, MessageParts } from '../wire';
+import { findFreePorts } from './connection';
+import type { DeviceInventory } from './devices/inventory';
+import type { IDevice } from './devices/types';
 import { INHERITED_ENV, kernelEnvironment } from './environment';
+import { isolationEnv } from './isolation';
 import { KernelProcess } from './kernel-process';
 import { KernelspecStore } from './kernelspecs';
 
@@ -26,6 +31,8 @@ export class Worker
     super();
     this.id = options.id ?? 'embedded';
     this.name = options.name ?? os.hostname();
+    this.devices = options.devices ?? [];
+    this.acceptsCpu = options.acceptsCpu ?? true;
     this._options = options;
     this._log = options.logger.child({ worker: this.id });
     this._kernelspecs = new KernelspecStore({ paths: options.kernelspecPaths });
@@ -36,6 +43,9 @@ export class Worker
 
   readonly id: string;
   readonly name: string;
+  readonly devices: readonly IDevice[];
+  readonly acceptsCpu: boolean;
+  readonly remote = false;
 
   async listKernelspecs(): Promise<IKernelspecInfo[]> {
     const specs = await this._kernelspecs.findAll((dir, error) =>
@@ -72,12 +82,26 @@ export class Worker
     if (!spec) {
       throw new Error(`no kernelspec named ${launch.kernelName}`);
     }
-    const env = kernelEnvironment(
-      process.env,
-      this._options.inheritEnv ?? INHERITED_ENV,
-      spec.env,
-      launch.env
-    );
+    const devices = launch.deviceIds.map(id => {
+      const device = this.devices.find(d => d.id === id);
+      if (!device) {
+        throw new Error(`worker ${this.id} has no device ${id}`);
+      }
+      return device;
+    });
+    const tpuPort = devices.some(d => d.kind === 'tpu')
+      ? (await findFreePorts(1, '127.0.0.1'))[0]
+      : undefined;
+    const env = {
+      ...kernelEnvironment(
+        process.env,
+        this._options.inheritEnv ?? INHERITED_ENV,
+        spec.env,
+        launch.env
+      ),
+      // Last, so neither the kernelspec nor the client can widen what the kernel sees.
+      ...isolationEnv(devices, tpuPort)
+    };
     // ipykernel exits by itself when this process goes away (its parent poller watches this pid).
     env.JPY_PARENT_PID = String(process.pid);
     const kernel = new KernelProcess({
@@ -89,17 +113,66 @@ export class Worker
       logger: this._log,
       ...this._options.kernelTimings
     });
-    kernel.on('message', (channel, parts) =>
-      this.emit('message', kernel.id, channel, parts)
-    );
+    const entry: Private.IEntry = {
+      kernel,
+      restarts: [],
+      deviceIds: launch.deviceIds,
+      executionState: 'starting'
+    };
+    kernel.on('message', (channel, parts) => {
+      if (channel === 'iopub') {
+        Private.trackState(entry, parts);
+      }
+      this.emit('message', kernel.id, channel, parts);
+    });
     kernel.on('died', reason => void this._autoRestart(kernel, reason));
-    this._kernels.set(kernel.id, { kernel, restarts: [] });
+    this._kernels.set(kernel.id, entry);
     try {
       await kernel.start();
+      entry.executionState = 'idle';
     } catch (error) {
       this._kernels.delete(kernel.id);
       throw error;
     }
+  }
+
+  runningKernels(): IRunningKernel[] {
+    return [...this._kernels.values()].map(entry => ({
+      kernelId: entry.kernel.id,
+      kernelName: entry.kernel.spec.name,
+      deviceIds: entry.deviceIds,
+      executionState: entry.executionState
+    }));
+  }
+
+  /** Stop relaying a kernel's messages until {@link resumeKernel} (flow control). */
+  pauseKernel(kernelId: string): void {
+    this._kernels.get(kernelId)?.kernel.pause();
+  }
+
+  resumeKernel(kernelId: string): void {
+    this._kernels.get(kernelId)?.kernel.resume();
+  }
+
+  /** The execution state of the kernel holding a device, or undefined when none holds it. */
+  deviceHolderState(deviceId: string): string | undefined {
+    for (const entry of this._kernels.values()) {
+      if (entry.deviceIds.includes(deviceId)) {
+        return entry.executionState;
+      }
+    }
+    return undefined;
+  }
+
+  /** Process ids of the kernels, by kernel id (for attributing device memory). */
+  kernelPids(): Map<string, number> {
+    const pids = new Map<string, number>();
+    for (const [id, entry] of this._kernels) {
+      if (entry.kernel.pid !== undefined) {
+        pids.set(id, entry.kernel.pid);
+      }
+    }
+    return pids;
   }
 
   sendToKernel(
@@ -129,6 +202,7 @@ export class Worker
   }
 
   async dispose(): Promise<void> {
+    this._options.inventory?.dispose();
     await Promise.all(
       [...this._kernels.keys()].map(id => this.shutdownKernel(id))
     );
@@ -177,9 +251,11 @@ export class Worker
     entry.restarts.push(now);
     this._log.warn({ kernel: kernel.id, reason }, 'kernel died; restarting');
     this.emit('lifecycle', kernel.id, { state: 'restarting', reason });
+    entry.executionState = 'restarting';
     try {
       await kernel.shutdown(true);
       await kernel.start();
+      entry.executionState = 'idle';
       this.emit('lifecycle', kernel.id, { state: 'restarted' });
     } catch (error) {
       this._kernels.delete(kernel.id);
@@ -195,10 +271,7 @@ export class Worker
   private _log: Logger;
   private _kernelspecs: KernelspecStore;
   private _runtimeDir: string;
-  private _kernels = new Map<
-    string,
-    { kernel: KernelProcess; restarts: number[] }
-  >();
+  private _kernels = new Map<string, Private.IEntry>();
 }
 
 export namespace Worker {
@@ -206,6 +279,12 @@ export namespace Worker {
     id?: string;
     name?: string;
     logger: Logger;
+    /** Accelerators this worker hands out (discovered or simulated). */
+    devices?: IDevice[];
+    /** Whether CPU-only kernels may run here (default true). */
+    acceptsCpu?: boolean;
+    /** The sampler of `devices`, stopped with the worker. */
+    inventory?: DeviceInventory;
     /** Jupyter data directories to find kernelspecs in; defaults to the standard ones. */
     kernelspecPaths?: string[];
     /** Names of this process's variables that kernels inherit. */
@@ -221,5 +300,34 @@ export namespace Worker {
       | 'heartbeatIntervalMs'
       | 'heartbeatMisses'
     >;
+  }
+}
+
+namespace Private {
+  export interface IEntry {
+    kernel: KernelProcess;
+    /** Times of recent automatic restarts. */
+    restarts: number[];
+    deviceIds: string[];
+    executionState: string;
+  }
+
+  /** Follow the kernel's execution state from its iopub status messages. */
+  export function trackState(entry: IEntry, parts: Buffer[]): void {
+    try {
+      const header = JSON.parse(parts[0].toString('utf8')) as {
+        msg_type?: string;
+      };
+      if (header.msg_type === 'status') {
+        const state = (
+          JSON.parse(parts[3].toString('utf8')) as { execution_state?: unknown }
+        ).execution_state;
+        if (typeof state === 'string') {
+          entry.executionState = state;
+        }
+      }
+    } catch {
+      // Not ours to judge: the gateway logs unreadable messages.
+    }
   }
 }

@@ -1,6 +1,11 @@
 /**
- * The gateway's side of the worker seam: the interface every worker transport implements.
+ * The worker pool: the interface every worker transport implements, the embedded and remote
+ * (gRPC) connections, and the gRPC endpoint workers dial.
  *
  * @packageDocumentation
  */
+export * from './pool';
+export * from './protocol';
+export * from './remote';
+export * from './server';
 export * from './types';

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Channel, MessageParts } from '../wire';
+import type { IDevice, IDeviceSample } from '../worker/devices/types';
 
 /** A kernelspec as the REST API shows it (jupyter_server's kernelspec model, minus resource URLs). */
 export interface IKernelspecInfo {
@@ -24,6 +25,21 @@ export interface IKernelLaunch {
   env: Record<string, string>;
   /** Working directory on the worker's host, if any. */
   cwd?: string;
+  /** The devices (ids of this worker's devices) the kernel holds; empty for a CPU kernel. */
+  deviceIds: string[];
+}
+
+/** A kernel a worker runs, as it reports it after reconnecting. */
+export interface IRunningKernel {
+  kernelId: string;
+  kernelName: string;
+  deviceIds: string[];
+  executionState: string;
+}
+
+/** A device sample with the device memory each kernel uses. */
+export interface IAttributedSample extends IDeviceSample {
+  kernelMemoryBytes: Record<string, number>;
 }
 
 /** Lifecycle changes a worker reports for a kernel it runs. */
@@ -38,6 +54,12 @@ export interface IWorkerEvents {
   message: [kernelId: string, channel: Channel, parts: MessageParts];
   /** A kernel died, is being restarted automatically, came back or is gone for good. */
   lifecycle: [kernelId: string, event: KernelLifecycleEvent];
+  /** One batch of device telemetry (every second). */
+  samples: [samples: IAttributedSample[]];
+  /** A remote worker's connection dropped; its kernels may still be running there. */
+  disconnected: [];
+  /** A remote worker came back; these are the kernels it runs now. */
+  reconnected: [kernels: IRunningKernel[]];
 }
 
 /**
@@ -49,6 +71,12 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   readonly id: string;
   /** A human-readable name (host name or `--name`). */
   readonly name: string;
+  /** The accelerators this worker can hand out. */
+  readonly devices: readonly IDevice[];
+  /** Whether CPU-only kernels may run here. */
+  readonly acceptsCpu: boolean;
+  /** Whether the worker is reached over the network (gRPC) rather than in-process. */
+  readonly remote: boolean;
 
   /** The kernelspecs this worker can launch. */
   listKernelspecs(): Promise<IKernelspecInfo[]>;
@@ -71,6 +99,9 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   restartKernel(kernelId: string): Promise<void>;
   /** Shut down, leaving no process behind. */
   shutdownKernel(kernelId: string): Promise<void>;
+
+  /** The kernels running on this worker now. */
+  runningKernels(): IRunningKernel[];
 
   /** Shut down every kernel this worker runs and let go of its resources. */
   dispose(): Promise<void>;

@@ -4,6 +4,10 @@ import {
   kernelWorkingDir,
   requestedWorkingDir
 } from '../../kernels';
+import {
+  normalizeAcceleratorRequest,
+  parseAcceleratorSpec
+} from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
 
@@ -12,7 +16,7 @@ export function kernelsRouter(context: IGatewayContext): Router {
   const { registry, schemas, options } = context;
   const router = Router();
   router.get('/api/kernels', (_request, response) => {
-    response.json(registry.list().map(kernel => kernel.model));
+    response.json(registry.list().map(kernel => registry.model(kernel)));
   });
   router.post(
     '/api/kernels',
@@ -22,20 +26,33 @@ export function kernelsRouter(context: IGatewayContext): Router {
         name?: string;
         path?: string | null;
         env?: Record<string, string>;
+        accelerator?: unknown;
       };
       const env = filterKernelEnv(body.env, options.envAllow);
       const cwd = body.path
         ? kernelWorkingDir(options.rootDir, body.path)
         : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR);
-      const kernel = await registry.start({ name: body.name, env, cwd });
+      // The REST form wins; jupyter_server clients can only ask through KERNEL_ACCELERATOR.
+      const accelerator =
+        body.accelerator !== undefined
+          ? normalizeAcceleratorRequest(body.accelerator)
+          : env.KERNEL_ACCELERATOR
+            ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
+            : undefined;
+      const kernel = await registry.start({
+        name: body.name,
+        env,
+        cwd,
+        accelerator
+      });
       response
         .status(201)
         .location(`/api/kernels/${encodeURIComponent(kernel.id)}`)
-        .json(kernel.model);
+        .json(registry.model(kernel));
     }
   );
   router.get('/api/kernels/:id', (request, response) => {
-    response.json(registry.require(request.params.id).model);
+    response.json(registry.model(registry.require(request.params.id)));
   });
   router.delete('/api/kernels/:id', async (request, response) => {
     await registry.shutdown(request.params.id);
@@ -47,7 +64,7 @@ export function kernelsRouter(context: IGatewayContext): Router {
   });
   router.post('/api/kernels/:id/restart', async (request, response) => {
     const kernel = await registry.restart(request.params.id);
-    response.json(kernel.model);
+    response.json(registry.model(kernel));
   });
   return router;
 }

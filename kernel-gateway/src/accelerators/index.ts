@@ -1,0 +1,8 @@
+/**
+ * Accelerators as the API shows them: workers, devices, allocations, the queue, live telemetry and
+ * Prometheus metrics.
+ *
+ * @packageDocumentation
+ */
+export * from './metrics';
+export * from './service';

@@ -1,0 +1,154 @@
+import { EventEmitter } from 'node:events';
+import type { KernelRegistry } from '../kernels';
+import type { Scheduler } from '../scheduler';
+import type { IDevice } from '../worker/devices/types';
+import type { IAttributedSample, WorkerPool } from '../workers';
+
+/** A device as `/api/accelerators` shows it: its facts, who holds it, its latest sample. */
+export interface IDeviceModel extends IDevice {
+  workerId: string;
+  /** Kernels holding the device (one unless devices are shared). */
+  kernels: string[];
+  sample?: IAttributedSample;
+}
+
+/** A worker as `/api/accelerators` shows it. */
+export interface IWorkerModel {
+  id: string;
+  name: string;
+  remote: boolean;
+  connected: boolean;
+  acceptsCpu: boolean;
+  devices: IDeviceModel[];
+}
+
+/** A queued request as `/api/accelerators` shows it. */
+export interface IQueueEntryModel {
+  kernelId: string;
+  position: number;
+  since: string;
+  kind: string;
+  model?: string;
+  count: number;
+  profile?: string;
+  memoryGiB?: number;
+}
+
+/** The body of `GET /api/accelerators`. */
+export interface IAcceleratorsModel {
+  time: string;
+  workers: IWorkerModel[];
+  queue: IQueueEntryModel[];
+}
+
+/** One pushed update: the whole current picture (small: devices and queue), once a second. */
+export interface IAcceleratorsUpdate extends IAcceleratorsModel {
+  /** Samples received since the previous update. */
+  samples: (IAttributedSample & { workerId: string })[];
+}
+
+/**
+ * Keeps the latest device samples and a short history per device, composes the `/api/accelerators`
+ * model, and pushes an update once a second to whoever listens (the SSE stream, metrics): no client
+ * ever polls a worker.
+ */
+export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents> {
+  constructor(options: AcceleratorService.IOptions) {
+    super();
+    this._options = options;
+    options.pool.on('samples', (worker, samples) => {
+      for (const sample of samples) {
+        const key = `${worker.id}/${sample.deviceId}`;
+        this._latest.set(key, sample);
+        const history = this._history.get(key) ?? [];
+        history.push(sample);
+        if (history.length > (options.historyLength ?? 300)) {
+          history.shift();
+        }
+        this._history.set(key, history);
+        this._fresh.push({ ...sample, workerId: worker.id });
+      }
+    });
+    this._timer = setInterval(() => {
+      if (this.listenerCount('update') > 0) {
+        this.emit('update', { ...this.snapshot(), samples: this._fresh });
+      }
+      this._fresh = [];
+    }, options.intervalMs ?? 1000);
+    this._timer.unref();
+  }
+
+  /** What `/api/accelerators` answers. */
+  snapshot(): IAcceleratorsModel {
+    const { pool, scheduler, registry } = this._options;
+    const holders = new Map<string, string[]>();
+    for (const kernel of registry.list()) {
+      for (const deviceId of kernel.placement?.deviceIds ?? []) {
+        const key = `${kernel.placement!.workerId}/${deviceId}`;
+        holders.set(key, [...(holders.get(key) ?? []), kernel.id]);
+      }
+    }
+    return {
+      time: new Date().toISOString(),
+      workers: pool.list().map(worker => ({
+        id: worker.id,
+        name: worker.name,
+        remote: worker.remote,
+        connected:
+          !worker.remote ||
+          (worker as { connected?: boolean }).connected !== false,
+        acceptsCpu: worker.acceptsCpu,
+        devices: worker.devices.map(device => {
+          const key = `${worker.id}/${device.id}`;
+          const model: IDeviceModel = {
+            ...device,
+            workerId: worker.id,
+            kernels: holders.get(key) ?? []
+          };
+          const sample = this._latest.get(key);
+          if (sample) {
+            model.sample = sample;
+          }
+          return model;
+        })
+      })),
+      queue: scheduler.queue().map(entry => ({
+        kernelId: entry.kernelId,
+        position: entry.position,
+        since: entry.since.toISOString(),
+        ...entry.request
+      }))
+    };
+  }
+
+  /** The recent samples of one device, oldest first. */
+  history(workerId: string, deviceId: string): IAttributedSample[] {
+    return [...(this._history.get(`${workerId}/${deviceId}`) ?? [])];
+  }
+
+  dispose(): void {
+    clearInterval(this._timer);
+    this.removeAllListeners();
+  }
+
+  private _options: AcceleratorService.IOptions;
+  private _latest = new Map<string, IAttributedSample>();
+  private _history = new Map<string, IAttributedSample[]>();
+  private _fresh: (IAttributedSample & { workerId: string })[] = [];
+  private _timer: NodeJS.Timeout;
+}
+
+export namespace AcceleratorService {
+  export interface IOptions {
+    pool: WorkerPool;
+    scheduler: Scheduler;
+    registry: KernelRegistry;
+    /** Samples kept per device (300 = five minutes at one a second). */
+    historyLength?: number;
+    intervalMs?: number;
+  }
+
+  export interface IEvents {
+    update: [update: IAcceleratorsUpdate];
+  }
+}

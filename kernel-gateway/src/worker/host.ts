@@ -1,0 +1,83 @@
+import type { Logger } from 'pino';
+import {
+  attributeMemory,
+  DeviceInventory,
+  NvidiaDeviceSource,
+  RocmDeviceSource,
+  SimulatedDeviceSource,
+  TpuDeviceSource,
+  type IDeviceSource
+} from './devices';
+import { Worker } from './worker';
+
+/**
+ * Build a worker for this host: discover its devices (nvidia-smi, rocm-smi, TPU chips on the PCI bus)
+ * plus any declared with `simulate`, then sample them every second and emit the samples, with device
+ * memory attributed to kernels, as the worker's `samples` events.
+ */
+export async function createHostWorker(
+  options: createHostWorker.IOptions
+): Promise<Worker> {
+  const sources: IDeviceSource[] = [];
+  if (options.discover !== false) {
+    sources.push(
+      new NvidiaDeviceSource(),
+      new RocmDeviceSource(),
+      new TpuDeviceSource()
+    );
+  }
+  let simulated: SimulatedDeviceSource | undefined;
+  if (options.simulate) {
+    simulated = new SimulatedDeviceSource({ spec: options.simulate });
+    sources.push(simulated);
+  }
+  const inventory = new DeviceInventory({
+    sources,
+    intervalMs: options.sampleIntervalMs,
+    logger: options.logger
+  });
+  const devices = await inventory.discover();
+  options.logger.info(
+    {
+      devices: devices.map(
+        d => `${d.kind}:${d.model}${d.simulated ? ' (simulated)' : ''}`
+      )
+    },
+    devices.length ? 'devices found' : 'no accelerators found: CPU kernels only'
+  );
+  const worker = new Worker({ ...options, devices: [...devices], inventory });
+  if (simulated) {
+    // A simulated device is as busy as the kernel holding it, and nothing more is known.
+    simulated.busy = id => {
+      const state = worker.deviceHolderState(id);
+      return state === undefined ? undefined : state === 'busy';
+    };
+  }
+  inventory.on('samples', samples => {
+    void attributeMemory(samples, worker.kernelPids()).then(byDevice =>
+      worker.emit(
+        'samples',
+        samples.map(sample => ({
+          ...sample,
+          kernelMemoryBytes: byDevice[sample.deviceId] ?? {}
+        }))
+      )
+    );
+  });
+  await inventory.start();
+  return worker;
+}
+
+export namespace createHostWorker {
+  export interface IOptions extends Omit<
+    Worker.IOptions,
+    'devices' | 'inventory'
+  > {
+    logger: Logger;
+    /** Declared devices, `kind:model:count[,...]` (`gpu:H100:2,tpu:v5e:4`). */
+    simulate?: string;
+    /** Look for real devices (default true). */
+    discover?: boolean;
+    sampleIntervalMs?: number;
+  }
+}
