@@ -281,6 +281,59 @@ describe('accelerators with real ferry worker processes', () => {
     await gw.api('DELETE', `/api/kernels/${id}`);
   }, 120000);
 
+  it('keeps a kernel responsive while another kernel on the same worker floods output', async () => {
+    const flood = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', count: 1 }
+    });
+    const quiet = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', count: 1 }
+    });
+    const flooding = await KernelSocket.connect(gw, flood);
+    const responsive = await KernelSocket.connect(gw, quiet);
+    const floodId = flooding.send('shell', 'execute_request', {
+      code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 4:\n    sys.stdout.write("x" * 65536)\n    sys.stdout.flush()',
+      silent: false
+    });
+    await flooding.next(
+      m => m.header.msg_type === 'stream' && parentOf(m) === floodId
+    );
+    const run = await responsive.execute('print("still snappy")');
+    expect(run.stdout).toBe('still snappy\n');
+    // The flood was still going when the other kernel answered.
+    expect(
+      flooding.received.some(m => m.header.msg_type === 'execute_reply')
+    ).toBe(false);
+    await flooding.next(
+      m => m.header.msg_type === 'execute_reply' && parentOf(m) === floodId,
+      60000
+    );
+    await Promise.all([flooding.close(), responsive.close()]);
+    await Promise.all(
+      [flood, quiet].map(id => gw.api('DELETE', `/api/kernels/${id}`))
+    );
+  }, 60000);
+
+  it('restarts a remote kernel in place, on the same device', async () => {
+    const id = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', count: 1 }
+    });
+    const before = (await gw.api('GET', `/api/kernels/${id}`)).body.accelerator
+      .devices;
+    const restarted = await gw.api('POST', `/api/kernels/${id}/restart`);
+    expect(restarted.status).toBe(200);
+    expect(restarted.body.accelerator.devices).toEqual(before);
+    const client = await KernelSocket.connect(gw, id);
+    expect(
+      (await client.execute('import os\nprint(os.environ["FERRY_DEVICES"])'))
+        .stdout
+    ).toBe(`${before[0].id}\n`);
+    await client.close();
+    await gw.api('DELETE', `/api/kernels/${id}`);
+  });
+
   it('pushes device utilisation from the real kernel state, and exports metrics', async () => {
     const id = await startKernel(gw, {
       name: 'python3',

@@ -171,6 +171,12 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     }
     const delay = Math.min(this._retryMs, 5000);
     this._retryMs = Math.min(this._retryMs * 2, 5000);
+    if (!wasRegistered) {
+      this._log.warn(
+        { gateway: this._options.gateway, err: error?.message, retryInMs: delay },
+        'cannot reach the gateway; retrying'
+      );
+    }
     this._retryTimer = setTimeout(() => void this._connect(), delay);
   }
 
