@@ -61,6 +61,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       });
       if (event.state === 'dead') {
         this._closeKernel(kernelId);
+        this.emit('kernelEnded', kernelId);
       }
     });
   }
@@ -173,7 +174,11 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     this._retryMs = Math.min(this._retryMs * 2, 5000);
     if (!wasRegistered) {
       this._log.warn(
-        { gateway: this._options.gateway, err: error?.message, retryInMs: delay },
+        {
+          gateway: this._options.gateway,
+          err: error?.message,
+          retryInMs: delay
+        },
         'cannot reach the gateway; retrying'
       );
     }
@@ -247,6 +252,9 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       error = (caught as Error).message || String(caught);
     }
     this._send({ result: { request_id: requestId, error, data } });
+    if (command.shutdown_kernel) {
+      this.emit('kernelEnded', command.shutdown_kernel.kernel_id);
+    }
   }
 
   /** Open (or reopen after a reconnect) the stream of one kernel and flush what it missed. */
@@ -381,6 +389,8 @@ export namespace WorkerAgent {
     disconnected: [];
     /** The gateway refused our token. */
     refused: [reason: string];
+    /** A kernel is gone: shut down on the gateway's command (answered), or dead. */
+    kernelEnded: [kernelId: string];
   }
 }
 
