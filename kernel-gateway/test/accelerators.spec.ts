@@ -165,6 +165,31 @@ describe('accelerators with real ferry worker processes', () => {
     await gw.api('DELETE', `/api/kernels/${id}`);
   });
 
+  it('starts a session kernel on the devices the session asks for', async () => {
+    const created = await gw.api('POST', '/api/sessions', {
+      path: 'gpu.ipynb',
+      type: 'notebook',
+      kernel: {
+        name: 'python3',
+        accelerator: { kind: 'gpu', model: 'H100', count: 1 }
+      }
+    });
+    expect(created.status).toBe(201);
+    expectSchema('Session', created.body);
+    expect(created.body.kernel.accelerator).toMatchObject({
+      kind: 'gpu',
+      state: 'assigned'
+    });
+    await gw.api('DELETE', `/api/sessions/${created.body.id}`);
+    const fromEnv = await gw.api('POST', '/api/sessions', {
+      path: 'env.ipynb',
+      type: 'notebook',
+      kernel: { name: 'python3', env: { KERNEL_ACCELERATOR: 'gpu:H100:2' } }
+    });
+    expect(fromEnv.body.kernel.accelerator.devices).toHaveLength(2);
+    await gw.api('DELETE', `/api/sessions/${fromEnv.body.id}`);
+  });
+
   it('queues a third gpu:1 request with its position and runs it once a GPU frees', async () => {
     const first = await startKernel(gw, {
       name: 'python3',

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IKernelModel, KernelRegistry } from './registry';
+import type { IAcceleratorRequest } from '../scheduler';
 import { kernelWorkingDir } from './working-dir';
 
 /** The session model of the Jupyter Server REST API. */
@@ -23,7 +24,13 @@ export interface ISessionRequest {
   path?: string;
   name?: string;
   type?: string;
-  kernel?: { id?: string; name?: string; env?: Record<string, string> };
+  kernel?: {
+    id?: string;
+    name?: string;
+    env?: Record<string, string>;
+    /** The devices for a new kernel (default: none). */
+    accelerator?: IAcceleratorRequest;
+  };
 }
 
 /**
@@ -137,6 +144,7 @@ export class SessionStore {
     const kernel = await this._registry.start({
       name: request.kernel?.name,
       env: request.kernel?.env,
+      accelerator: request.kernel?.accelerator,
       cwd: kernelWorkingDir(this._rootDir, path)
     });
     return kernel.id;

@@ -1,5 +1,9 @@
 import { Router } from 'express';
 import { filterKernelEnv, type ISessionRequest } from '../../kernels';
+import {
+  normalizeAcceleratorRequest,
+  parseAcceleratorSpec
+} from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
 
@@ -8,16 +12,28 @@ export function sessionsRouter(context: IGatewayContext): Router {
   const { sessions, schemas, options } = context;
   const router = Router();
   const validate = validateBody(schemas, 'SessionRequest');
-  const normalise = (body: ISessionRequest): ISessionRequest => ({
-    ...body,
-    kernel: body.kernel
-      ? {
-          id: body.kernel.id ?? undefined,
-          name: body.kernel.name ?? undefined,
-          env: filterKernelEnv(body.kernel.env, options.envAllow)
-        }
-      : undefined
-  });
+  const normalise = (body: ISessionRequest): ISessionRequest => {
+    if (!body.kernel) {
+      return { ...body, kernel: undefined };
+    }
+    const env = filterKernelEnv(body.kernel.env, options.envAllow);
+    const requested = body.kernel.accelerator as unknown;
+    return {
+      ...body,
+      kernel: {
+        id: body.kernel.id ?? undefined,
+        name: body.kernel.name ?? undefined,
+        env,
+        // As for kernels: the REST form, else KERNEL_ACCELERATOR from the environment.
+        accelerator:
+          requested !== undefined && requested !== null
+            ? normalizeAcceleratorRequest(requested)
+            : env.KERNEL_ACCELERATOR
+              ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
+              : undefined
+      }
+    };
+  };
   router.get('/api/sessions', (_request, response) => {
     response.json(sessions.list());
   });
