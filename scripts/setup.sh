@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what Ferry needs, and only what is missing:
 #   - Debian packages: python3-ipykernel (a kernel to run) and, for `test`, python3-jupyter-server
-#     (the reference client). Installed with apt-get when running as root; otherwise named.
+#     (the reference client), and slurm-wlm slurmctld slurmd slurm-client munge (a real Slurm for
+#     the Slurm engine's tests). Installed with apt-get when running as root; otherwise named.
 #   - npm dependencies: `npm ci` when node_modules is missing or older than package-lock.json.
 # Usage: scripts/setup.sh [start|test]
 set -euo pipefail
@@ -13,6 +14,22 @@ python_has() { /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
 python_has ipykernel || missing+=(python3-ipykernel)
 if [ "$purpose" = test ]; then
   python_has jupyter_server || missing+=(python3-jupyter-server)
+fi
+# A real single-node Slurm cluster for the Slurm engine's tests (kernel-gateway/test/slurm.spec.ts);
+# optional: without them (or without root) those tests skip and say why.
+optional=()
+if [ "$purpose" = test ] && command -v dpkg-query >/dev/null; then
+  for package in slurm-wlm slurmctld slurmd slurm-client munge; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+      optional+=("$package")
+  done
+fi
+if [ ${#optional[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    missing+=("${optional[@]}")
+  else
+    echo "setup: the Slurm tests will skip without: ${optional[*]} (and root)" >&2
+  fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -9,6 +9,7 @@ import { DEFAULT_GATEWAY_OPTIONS } from './config';
 import { createGateway } from './http';
 import { createLogger } from './log';
 import { createHostWorker, WorkerAgent } from './worker';
+import { loadProfiles } from './workers';
 
 /** This package's version. */
 export const VERSION: string = JSON.parse(
@@ -154,6 +155,22 @@ export function createProgram(): Command {
       number,
       1
     )
+    .option(
+      '--profiles <file>',
+      'accelerator offers (YAML or JSON) that Slurm starts workers for'
+    )
+    .option(
+      '--job-gateway-host <host>',
+      'the address Slurm jobs dial to reach the worker port (default: --ip)'
+    )
+    .option(
+      '--job-worker-command <command>',
+      "how a Slurm job runs ferry on its node (default: this node and this ferry's path)"
+    )
+    .option(
+      '--job-output-dir <dir>',
+      'where Slurm jobs write their output (default: discarded)'
+    )
     .action(async (opts: Private.IGatewayFlags) => {
       await Private.runGateway(opts);
     });
@@ -174,6 +191,14 @@ export function createProgram(): Command {
     .option('--simulate <spec>', 'simulated devices, e.g. gpu:H100:2,tpu:v5e:4')
     .option('--no-discover', 'do not look for real accelerators on this host')
     .option('--no-cpu', 'take only kernels that ask for a device')
+    .option(
+      '--once',
+      'run one kernel, then exit 0 once it is shut down (a worker a cluster engine started)'
+    )
+    .option(
+      '--allocated <kind[:model]>',
+      "offer the devices of this job's allocation (CUDA_VISIBLE_DEVICES / TPU_VISIBLE_CHIPS) instead of discovering them"
+    )
     .option('--tls', 'dial the gateway over TLS (system roots)')
     .option(
       '--tls-ca <file>',
@@ -217,6 +242,10 @@ namespace Private {
     workerTlsKey?: string;
     placement: 'pack' | 'spread';
     shareDevices: number;
+    profiles?: string;
+    jobGatewayHost?: string;
+    jobOutputDir?: string;
+    jobWorkerCommand?: string;
   }
 
   export interface IWorkerFlags {
@@ -227,6 +256,8 @@ namespace Private {
     simulate?: string;
     discover: boolean;
     cpu: boolean;
+    once?: boolean;
+    allocated?: string;
     tls?: boolean;
     tlsCa?: string;
     logLevel: string;
@@ -259,7 +290,8 @@ namespace Private {
       name: flags.name,
       simulate: flags.simulate,
       discover: flags.discover,
-      acceptsCpu: flags.cpu
+      acceptsCpu: flags.cpu,
+      allocated: flags.allocated ? parseAllocated(flags.allocated) : undefined
     });
     const credentials =
       flags.tls || flags.tlsCa
@@ -286,14 +318,38 @@ namespace Private {
       );
       void agent.stop().then(() => process.exit(2));
     });
+    if (flags.once) {
+      agent.on('kernelEnded', () => {
+        if (worker.runningKernels().length === 0) {
+          logger.info('its kernel is gone: exiting (--once)');
+          void agent.stop().then(() => process.exit(0));
+        }
+      });
+    }
     agent.start();
     onSignals(logger, 'shutting down: stopping every kernel', () =>
       agent.stop()
     );
   }
 
+  /** `--allocated gpu[:model]`. */
+  function parseAllocated(spec: string): {
+    kind: 'gpu' | 'tpu';
+    model?: string;
+  } {
+    const [kind, model] = spec.split(':');
+    if (kind !== 'gpu' && kind !== 'tpu') {
+      throw new InvalidArgumentError(
+        `--allocated: the kind must be gpu or tpu, not '${kind}'`
+      );
+    }
+    return model ? { kind, model } : { kind };
+  }
+
   export async function runGateway(flags: IGatewayFlags): Promise<void> {
     const logger = createLogger(flags.logLevel);
+    // A bad profiles file stops start-up with the field it got wrong.
+    const offers = flags.profiles ? loadProfiles(flags.profiles) : undefined;
     const token = flags.auth
       ? (flags.token ?? TokenAuth.generate())
       : undefined;
@@ -347,6 +403,12 @@ namespace Private {
       scheduling: {
         policy: flags.placement,
         maxKernelsPerDevice: Math.max(1, flags.shareDevices)
+      },
+      offers,
+      slurm: {
+        workerHost: flags.jobGatewayHost ?? flags.ip,
+        workerCommand: flags.jobWorkerCommand?.split(/\s+/).filter(Boolean),
+        outputDir: flags.jobOutputDir && path.resolve(flags.jobOutputDir)
       }
     });
     const address = await gateway.listen(flags.port, flags.ip);

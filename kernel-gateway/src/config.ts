@@ -2,6 +2,21 @@ import type { ServerCredentials } from '@grpc/grpc-js';
 import type { IRateLimits } from './channels';
 import type { ICullingOptions } from './kernels';
 import type { Scheduler } from './scheduler';
+import type { IAcceleratorOffer } from './workers';
+
+/** How the gateway runs Slurm jobs for the offers that name Slurm. */
+export interface ISlurmSettings {
+  /** How to run `ferry` on the nodes (default: this Node and this package's `bin/ferry.js`). */
+  workerCommand?: string[];
+  /** The host the jobs dial for the worker port (default: the worker port's address). */
+  workerHost?: string;
+  /** Where jobs write their output (default: discarded). */
+  outputDir?: string;
+  /** Extra environment for sbatch, squeue and scancel (`SLURM_CONF`). */
+  env?: Record<string, string>;
+  /** How often squeue is asked about every job (default 1000 ms). */
+  pollIntervalMs?: number;
+}
 
 /** Everything `ferry gateway` can be told; {@link resolveGatewayOptions} fills in the defaults. */
 export interface IGatewayOptions {
@@ -35,6 +50,10 @@ export interface IGatewayOptions {
   workerGraceMs: number;
   /** How devices are handed out. */
   scheduling: Scheduler.IOptions;
+  /** Accelerator offers (the profiles file) that a cluster engine starts workers for. */
+  offers?: IAcceleratorOffer[];
+  /** Slurm settings for the offers that name Slurm. */
+  slurm?: ISlurmSettings;
 }
 
 /** The defaults, for a gateway a person runs on their own machine. */

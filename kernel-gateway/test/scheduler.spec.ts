@@ -644,6 +644,40 @@ describe('Scheduler', () => {
   });
 });
 
+describe('Scheduler with a dedicated worker (one an engine started for one kernel)', () => {
+  it('hands its devices only to the kernel that adopts them', () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('shared', 1));
+    expect(placed(scheduler.request('a', gpu()))).toEqual({
+      workerId: 'shared',
+      deviceIds: ['shared-gpu-0']
+    });
+    expect(scheduler.request('b', gpu())).toEqual({
+      state: 'queued',
+      position: 1
+    });
+    const assigned: string[] = [];
+    scheduler.on('assigned', id => assigned.push(id));
+    scheduler.setWorker({ ...worker('job-k', 2), dedicated: true });
+    // The queued request does not take the job's devices, and nothing new fits there either.
+    expect(assigned).toEqual([]);
+    expect(() => scheduler.request('c', gpu(2))).toThrow(
+      UnsatisfiableRequestError
+    );
+    scheduler.adopt('k', {
+      workerId: 'job-k',
+      deviceIds: ['job-k-gpu-0', 'job-k-gpu-1']
+    });
+    expect(scheduler.placementOf('k')?.deviceIds).toHaveLength(2);
+    scheduler.release('k');
+    expect(assigned).toEqual([]);
+    expect(scheduler.removeWorker('job-k')).toEqual([]);
+    // The shared pool of the same model is untouched.
+    scheduler.release('a');
+    expect(assigned).toEqual(['b']);
+  });
+});
+
 describe('runSchedulerSimulation', () => {
   it('never gives a device to two kernels, nor a kernel what it did not ask for', () => {
     for (const options of [

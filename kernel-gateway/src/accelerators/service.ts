@@ -2,7 +2,13 @@ import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
 import type { Scheduler } from '../scheduler';
 import type { IDevice } from '../worker/devices/types';
-import type { IAttributedSample, WorkerPool } from '../workers';
+import {
+  offerEngine,
+  type Engine,
+  type IAcceleratorOffer,
+  type IAttributedSample,
+  type WorkerPool
+} from '../workers';
 
 /** A device as `/api/accelerators` shows it: its facts, who holds it, its latest sample. */
 export interface IDeviceModel extends IDevice {
@@ -34,11 +40,21 @@ export interface IQueueEntryModel {
   memoryGiB?: number;
 }
 
+/** An offer of the profiles file as `/api/accelerators` shows it: what a kernel gets, and from whom. */
+export interface IOfferModel {
+  name: string;
+  displayName: string;
+  engine: Engine;
+  accelerator: IAcceleratorOffer['accelerator'];
+}
+
 /** The body of `GET /api/accelerators`. */
 export interface IAcceleratorsModel {
   time: string;
   workers: IWorkerModel[];
   queue: IQueueEntryModel[];
+  /** What clients can ask for by name (`{"accelerator": {"offer": name}}`). */
+  offers: IOfferModel[];
 }
 
 /** One pushed update: the whole current picture (small: devices and queue), once a second. */
@@ -117,6 +133,12 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         position: entry.position,
         since: entry.since.toISOString(),
         ...entry.request
+      })),
+      offers: (this._options.offers ?? []).map(offer => ({
+        name: offer.name,
+        displayName: offer.displayName ?? offer.name,
+        engine: offerEngine(offer),
+        accelerator: { ...offer.accelerator }
       }))
     };
   }
@@ -143,6 +165,8 @@ export namespace AcceleratorService {
     pool: WorkerPool;
     scheduler: Scheduler;
     registry: KernelRegistry;
+    /** The offers of the profiles file. */
+    offers?: IAcceleratorOffer[];
     /** Samples kept per device (300 = five minutes at one a second). */
     historyLength?: number;
     intervalMs?: number;

@@ -10,7 +10,14 @@ import { AcceleratorService, createMetrics } from '../accelerators';
 import { KernelRegistry, SessionStore } from '../kernels';
 import { Scheduler } from '../scheduler';
 import { ApiSchemas } from '../schema';
-import { WorkerPool, WorkerServer, type IWorkerConnection } from '../workers';
+import * as path from 'node:path';
+import {
+  SlurmProvisioner,
+  WorkerPool,
+  WorkerServer,
+  type IProvisioner,
+  type IWorkerConnection
+} from '../workers';
 import type { IGatewayContext } from './context';
 import { errorBody, errorHandler, notFound } from './errors';
 import { acceleratorsRouter } from './routes/accelerators';
@@ -42,6 +49,11 @@ export class Gateway {
       graceMs: resolved.workerGraceMs
     });
     this.scheduler = new Scheduler(resolved.scheduling);
+    this.provisioners = Private.createProvisioners(
+      resolved,
+      options.logger,
+      () => this._workerPort
+    );
     this.registry = new KernelRegistry({
       pool: this.pool,
       scheduler: this.scheduler,
@@ -49,7 +61,9 @@ export class Gateway {
       replayBytes: resolved.replayBytes,
       rateLimits: resolved.rateLimits,
       culling: resolved.culling,
-      onShutdown: id => this.sessions.dropKernel(id)
+      onShutdown: id => this.sessions.dropKernel(id),
+      offers: resolved.offers,
+      provisioners: this.provisioners
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
     for (const worker of options.workers ?? []) {
@@ -58,7 +72,8 @@ export class Gateway {
     this.accelerators = new AcceleratorService({
       pool: this.pool,
       scheduler: this.scheduler,
-      registry: this.registry
+      registry: this.registry,
+      offers: resolved.offers
     });
     this.metrics = createMetrics({
       accelerators: this.accelerators,
@@ -108,6 +123,8 @@ export class Gateway {
   readonly pool: WorkerPool;
   readonly scheduler: Scheduler;
   readonly registry: KernelRegistry;
+  /** The engines that start workers for the profiles' offers. */
+  readonly provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>>;
   readonly accelerators: AcceleratorService;
   readonly metrics: Registry;
   /** The gRPC endpoint for remote workers, when `workerPort` is set. */
@@ -151,6 +168,7 @@ export class Gateway {
     this._closed = (async () => {
       this.registry.dispose();
       this.accelerators.dispose();
+      Object.values(this.provisioners).forEach(p => p.dispose());
       // Kernels on remote workers keep running: a restarted gateway adopts them.
       await this.registry.shutdownAll(true);
       this.channels.close();
@@ -183,6 +201,46 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** One provisioner per engine the offers name. */
+  export function createProvisioners(
+    options: IGatewayOptions,
+    logger: Logger,
+    workerPort: () => number | undefined
+  ): Partial<Record<IProvisioner['engine'], IProvisioner>> {
+    const provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>> =
+      {};
+    const offers = options.offers ?? [];
+    const kubernetes = offers.find(o => o.kubernetes);
+    if (kubernetes) {
+      throw new Error(
+        `offer ${kubernetes.name} names Kubernetes, which this version of Ferry cannot provision yet`
+      );
+    }
+    if (offers.some(o => o.slurm)) {
+      if (options.workerPort === undefined || !options.workerToken) {
+        throw new Error(
+          'Slurm offers need the worker port (--worker-port): jobs dial the gateway there'
+        );
+      }
+      const slurm = options.slurm ?? {};
+      const host = slurm.workerHost ?? options.workerHost ?? '127.0.0.1';
+      provisioners.slurm = new SlurmProvisioner({
+        gateway: () =>
+          `${host.includes(':') ? `[${host}]` : host}:${workerPort() ?? options.workerPort}`,
+        token: options.workerToken,
+        workerCommand: slurm.workerCommand ?? [
+          process.execPath,
+          path.resolve(__dirname, '..', '..', 'bin', 'ferry.js')
+        ],
+        logger,
+        outputDir: slurm.outputDir,
+        env: slurm.env,
+        pollIntervalMs: slurm.pollIntervalMs
+      });
+    }
+    return provisioners;
+  }
+
   export function createApp(
     context: IGatewayContext,
     auth: TokenAuth,

@@ -1,20 +1,49 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { KernelChannels, type IRateLimits } from '../channels';
-import type { IAcceleratorRequest, IPlacement, Scheduler } from '../scheduler';
+import {
+  BadAcceleratorRequestError,
+  type IAcceleratorRequest,
+  type IPlacement,
+  type Scheduler
+} from '../scheduler';
 import type { Channel, MessageParts } from '../wire';
-import type {
-  IKernelspecInfo,
-  IRunningKernel,
-  IWorkerConnection,
-  KernelLifecycleEvent,
-  WorkerPool
+import {
+  isJobWorkerId,
+  offerEngine,
+  type Engine,
+  type IAcceleratorOffer,
+  type IKernelspecInfo,
+  type IProvisionedJob,
+  type IProvisioner,
+  type IRunningKernel,
+  type IWorkerConnection,
+  type KernelLifecycleEvent,
+  type WorkerPool
 } from '../workers';
+
+/** The engine job a provisioned kernel runs in, as the kernel model shows it. */
+export interface IJobStatus {
+  /** The profile's offer the kernel asked for. */
+  offer: string;
+  engine: Engine;
+  /** The engine's job id. */
+  job: string;
+  /** The engine's time limit for the job (`1:00:00`, `UNLIMITED`), once known. */
+  timeLimit?: string;
+}
 
 /** Where a kernel's accelerator request stands, as the kernel model shows it. */
 export type AcceleratorStatus = IAcceleratorRequest &
+  Partial<IJobStatus> &
   (
     | { state: 'queued'; position: number; since: string }
+    /** Waiting for an engine to start its job; `reason` is the engine's (Slurm: `Resources`). */
+    | { state: 'queued'; since: string; reason: string }
+    /** The job runs; its worker has not registered yet. */
+    | { state: 'starting' }
+    /** The job is over (the kernel is dead; its `reason` says how). */
+    | { state: 'ended' }
     | {
         state: 'assigned';
         worker: string;
@@ -101,6 +130,8 @@ export class ManagedKernel {
   launch: { env: Record<string, string>; cwd?: string } = { env: {} };
   /** Client messages that arrived before it ran. */
   backlog: { channel: Exclude<Channel, 'iopub'>; parts: MessageParts }[] = [];
+  /** The offer it asked for and the engine job its worker runs in, when an engine provisioned it. */
+  provisioned: { offer: IAcceleratorOffer; job: IProvisionedJob } | undefined;
 
   /** Settles when the current start or restart is over. */
   ready: Promise<void> = Promise.resolve();
@@ -195,6 +226,9 @@ export class KernelRegistry {
       );
     }
     const id = randomUUID();
+    if (request.offer !== undefined) {
+      return this._provision(id, name, request);
+    }
     const accelerator = request.accelerator ?? { kind: 'cpu', count: 0 };
     const kernel = this._create(id, name, accelerator);
     kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
@@ -312,6 +346,18 @@ export class KernelRegistry {
     }
     kernel.running = false;
     this._scheduler.release(id);
+    if (kernel.provisioned) {
+      this._forgotten.add(id);
+      await kernel.provisioned.job
+        .cancel()
+        .catch(error =>
+          this._log.error(
+            { kernel: id, err: (error as Error).message },
+            "could not cancel the kernel's job"
+          )
+        );
+      this._forgetJobWorker(kernel);
+    }
     kernel.channels.close(undefined, reason);
     this._log.info({ kernel: id, reason }, 'kernel shut down');
     this._options.onShutdown?.(id);
@@ -453,6 +499,111 @@ export class KernelRegistry {
     );
   }
 
+  /** Start a kernel on an offer: an engine starts a worker for it, which runs it once registered. */
+  private async _provision(
+    id: string,
+    name: string,
+    request: KernelRegistry.IStartRequest
+  ): Promise<ManagedKernel> {
+    const offers = this._options.offers ?? [];
+    const offer = offers.find(o => o.name === request.offer);
+    if (!offer) {
+      throw new BadAcceleratorRequestError(
+        `no accelerator offer named '${request.offer}'; offers: ${offers.map(o => o.name).join(', ') || 'none (start the gateway with --profiles)'}`
+      );
+    }
+    const engine = offerEngine(offer);
+    const provisioner = this._options.provisioners?.[engine];
+    if (!provisioner) {
+      throw new BadAcceleratorRequestError(
+        `offer '${offer.name}' needs ${engine}, which this gateway cannot reach`
+      );
+    }
+    const { kind, model, count, profile } = offer.accelerator;
+    const kernel = this._create(id, name, {
+      kind,
+      count,
+      ...(model ? { model } : {}),
+      ...(profile ? { profile } : {})
+    });
+    kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
+    kernel.queuedSince = new Date();
+    let job: IProvisionedJob;
+    try {
+      job = await provisioner.provision(id, offer);
+    } catch (error) {
+      this._kernels.delete(id);
+      throw new KernelStartError(
+        `could not submit a ${engine} job for offer ${offer.name}: ${(error as Error).message}`
+      );
+    }
+    if (this._kernels.get(id) !== kernel) {
+      // Shut down while sbatch ran: nothing waits for this job.
+      await job.cancel();
+      return kernel;
+    }
+    kernel.provisioned = { offer, job };
+    job.on('changed', () => this._onJobChanged(kernel, job));
+    this._onJobChanged(kernel, job);
+    this._log.info(
+      { kernel: id, offer: offer.name, engine, job: job.id },
+      'kernel waits for its job'
+    );
+    return kernel;
+  }
+
+  /** A provisioned kernel's worker registered: the kernel takes every device of the allocation. */
+  private _runProvisioned(
+    kernel: ManagedKernel,
+    worker: IWorkerConnection
+  ): void {
+    const placement = {
+      workerId: worker.id,
+      deviceIds: worker.devices.map(d => d.id)
+    };
+    const fail = (reason: string) => {
+      this._markDead(kernel, reason);
+      void kernel.provisioned?.job.cancel();
+    };
+    if (placement.deviceIds.length < kernel.accelerator.count) {
+      return fail(
+        `the job's worker found ${placement.deviceIds.length} of the ${kernel.accelerator.count} devices of its allocation`
+      );
+    }
+    try {
+      this._scheduler.adopt(kernel.id, placement);
+    } catch (error) {
+      return fail((error as Error).message);
+    }
+    void this._run(kernel, placement).catch(error =>
+      fail(`start failed: ${(error as Error).message}`)
+    );
+  }
+
+  /** A provisioned kernel's job changed: an ending outside Ferry kills the kernel, with why. */
+  private _onJobChanged(kernel: ManagedKernel, job: IProvisionedJob): void {
+    const state = job.state;
+    if (state.state !== 'ended' || this._kernels.get(kernel.id) !== kernel) {
+      return;
+    }
+    // A job that completed after its kernel died says less than the kernel's own reason.
+    if (kernel.executionState === 'dead' && state.completed) {
+      return;
+    }
+    this._forgotten.add(kernel.id);
+    this._markDead(kernel, state.reason);
+    this._forgetJobWorker(kernel);
+  }
+
+  /** A provisioned kernel's job is over: its worker goes at once, not after a grace period. */
+  private _forgetJobWorker(kernel: ManagedKernel): void {
+    const workerId = kernel.provisioned?.job.workerId;
+    if (workerId && this._pool.get(workerId)) {
+      this._pool.forget(workerId);
+      this._scheduler.removeWorker(workerId);
+    }
+  }
+
   private _workerOf(kernel: ManagedKernel): IWorkerConnection {
     const worker =
       kernel.placement && this._pool.get(kernel.placement.workerId);
@@ -466,10 +617,25 @@ export class KernelRegistry {
     kernel: ManagedKernel
   ): AcceleratorStatus | undefined {
     const request = kernel.accelerator;
+    const provisioned = kernel.provisioned;
+    const job: Partial<IJobStatus> = provisioned
+      ? {
+          offer: provisioned.offer.name,
+          engine: provisioned.job.engine,
+          job: provisioned.job.id,
+          ...(provisioned.job.timeLimit
+            ? { timeLimit: provisioned.job.timeLimit }
+            : {})
+        }
+      : {};
+    if (provisioned?.job.state.state === 'ended') {
+      return { ...request, ...job, state: 'ended' };
+    }
     if (kernel.placement) {
       const worker = this._pool.get(kernel.placement.workerId);
       return {
         ...request,
+        ...job,
         state: 'assigned',
         worker: kernel.placement.workerId,
         workerName: worker?.name ?? kernel.placement.workerId,
@@ -484,6 +650,18 @@ export class KernelRegistry {
           };
         })
       };
+    }
+    if (provisioned) {
+      const state = provisioned.job.state;
+      return state.state === 'pending'
+        ? {
+            ...request,
+            ...job,
+            state: 'queued',
+            reason: state.reason,
+            since: (kernel.queuedSince ?? kernel.lastActivity).toISOString()
+          }
+        : { ...request, ...job, state: 'starting' };
     }
     const position = this._scheduler.positionOf(kernel.id);
     if (position !== undefined) {
@@ -526,11 +704,19 @@ export class KernelRegistry {
     worker: IWorkerConnection,
     kernels: IRunningKernel[]
   ): void {
+    const owner = this.list().find(
+      k => k.provisioned?.job.workerId === worker.id
+    );
     this._scheduler.setWorker({
       workerId: worker.id,
       devices: [...worker.devices],
-      acceptsCpu: worker.acceptsCpu
+      acceptsCpu: worker.acceptsCpu,
+      // A job worker that outlived its kernel never takes another.
+      dedicated: owner !== undefined || isJobWorkerId(worker.id)
     });
+    if (owner && !owner.placement && owner.executionState !== 'dead') {
+      this._runProvisioned(owner, worker);
+    }
     for (const running of kernels) {
       if (
         this._kernels.has(running.kernelId) ||
@@ -581,7 +767,9 @@ export class KernelRegistry {
       if (kernel.placement?.workerId === worker.id) {
         this._forgotten.add(kernel.id);
         kernel.running = false;
-        this._markDead(kernel, reason);
+        if (kernel.executionState !== 'dead') {
+          this._markDead(kernel, reason);
+        }
       }
     }
   }
@@ -616,6 +804,10 @@ export namespace KernelRegistry {
     defaultKernelName?: string;
     /** Called after a kernel is gone (sessions drop it). */
     onShutdown?: (kernelId: string) => void;
+    /** The accelerator offers of the profiles file. */
+    offers?: IAcceleratorOffer[];
+    /** The engines that start workers for offers. */
+    provisioners?: Partial<Record<Engine, IProvisioner>>;
   }
 
   export interface IStartRequest {
@@ -624,5 +816,7 @@ export namespace KernelRegistry {
     cwd?: string;
     /** The devices to run on (default: none, a CPU kernel). */
     accelerator?: IAcceleratorRequest;
+    /** An offer of the profiles file instead: an engine starts a worker for the kernel. */
+    offer?: string;
   }
 }

@@ -30,6 +30,8 @@ export interface ISessionRequest {
     env?: Record<string, string>;
     /** The devices for a new kernel (default: none). */
     accelerator?: IAcceleratorRequest;
+    /** Or an offer of the profiles file, which an engine starts a worker for. */
+    offer?: string;
   };
 }
 
@@ -145,6 +147,7 @@ export class SessionStore {
       name: request.kernel?.name,
       env: request.kernel?.env,
       accelerator: request.kernel?.accelerator,
+      offer: request.kernel?.offer,
       cwd: kernelWorkingDir(this._rootDir, path)
     });
     return kernel.id;

@@ -183,6 +183,22 @@ export function normalizeAcceleratorRequest(
 }
 
 /**
+ * The name of the profiles' offer a request asks for, or undefined for a request of devices.
+ *
+ * @param value - the REST form `{"offer": "slurm-gpu"}` or the environment form `offer:slurm-gpu`.
+ */
+export function acceleratorOfferName(value: unknown): string | undefined {
+  if (typeof value === 'string') {
+    const match = /^\s*offer:(.+)$/.exec(value);
+    return match ? match[1].trim() : undefined;
+  }
+  if (typeof value === 'object' && value !== null && 'offer' in value) {
+    return String((value as { offer: unknown }).offer);
+  }
+  return undefined;
+}
+
+/**
  * The environment form of a request, as {@link parseAcceleratorSpec} reads it (`gpu:H100:1`).
  *
  * #### Notes

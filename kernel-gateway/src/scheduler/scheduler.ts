@@ -139,12 +139,13 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     } else {
       this._workers.set(workerId, worker);
     }
-    if (inventory.acceptsCpu && !worker.acceptsCpu) {
+    const acceptsCpu = inventory.acceptsCpu && !inventory.dedicated;
+    if (acceptsCpu && !worker.acceptsCpu) {
       this._cpu.add(worker);
       this._dirtyCpu = true;
     }
-    worker.acceptsCpu = inventory.acceptsCpu;
-    this._attach(worker, inventory.devices);
+    worker.acceptsCpu = acceptsCpu;
+    this._attach(worker, inventory.devices, inventory.dedicated === true);
     for (const { kernelId, deviceIds } of keep) {
       const devices = deviceIds.map(id => worker.devices.get(id)!);
       for (const device of devices) {
@@ -729,8 +730,15 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
   }
 
-  /** Index a worker's devices by pool; MIG parents are left out (they are handed out as instances). */
-  private _attach(worker: Private.IWorkerState, devices: IDevice[]): void {
+  /**
+   * Index a worker's devices by pool; MIG parents are left out (they are handed out as instances).
+   * A dedicated worker's devices go into pools of its own that requests never search.
+   */
+  private _attach(
+    worker: Private.IWorkerState,
+    devices: IDevice[],
+    dedicated = false
+  ): void {
     const parents = new Set<string>();
     for (const device of devices) {
       if (device.parentId !== undefined) {
@@ -742,7 +750,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         continue;
       }
       const key = Private.poolKeyOf(device);
-      let pool = this._pools.get(key);
+      let pool =
+        worker.pools.get(key)?.pool ??
+        (dedicated ? undefined : this._pools.get(key));
       if (!pool) {
         pool = {
           key,
@@ -757,7 +767,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
           deviceCount: 0,
           simulatedCount: 0
         };
-        this._pools.set(key, pool);
+        if (!dedicated) {
+          this._pools.set(key, pool);
+        }
       }
       let wp = worker.pools.get(key);
       if (!wp) {
@@ -809,7 +821,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         this._needsRetarget = true;
       }
       if (pool.members.size === 0) {
-        this._pools.delete(pool.key);
+        if (this._pools.get(pool.key) === pool) {
+          this._pools.delete(pool.key);
+        }
         this._dirty.delete(pool);
       }
     }

@@ -25,4 +25,9 @@ export interface IWorkerInventory {
   devices: IDevice[];
   /** Whether the worker takes CPU kernels (the embedded worker does). */
   acceptsCpu: boolean;
+  /**
+   * Whether a cluster engine started the worker for one kernel, which takes its devices with
+   * `adopt()`: nothing is ever placed there from requests or the queue.
+   */
+  dedicated?: boolean;
 }

@@ -28,7 +28,9 @@ export const INHERITED_ENV: readonly string[] = [
   'JUPYTER_CONFIG_DIR',
   'IPYTHONDIR',
   'MPLCONFIGDIR',
-  'MPLBACKEND'
+  'MPLBACKEND',
+  // A worker in a Slurm job: the kernel may name its job (scontrol, sstat).
+  'SLURM_JOB_ID'
 ];
 
 /**

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import {
+  AllocatedDeviceSource,
   attributeMemory,
   DeviceInventory,
   NvidiaDeviceSource,
@@ -19,7 +20,9 @@ export async function createHostWorker(
   options: createHostWorker.IOptions
 ): Promise<Worker> {
   const sources: IDeviceSource[] = [];
-  if (options.discover !== false) {
+  if (options.allocated) {
+    sources.push(new AllocatedDeviceSource(options.allocated));
+  } else if (options.discover !== false) {
     sources.push(
       new NvidiaDeviceSource(),
       new RocmDeviceSource(),
@@ -78,6 +81,8 @@ export namespace createHostWorker {
     simulate?: string;
     /** Look for real devices (default true). */
     discover?: boolean;
+    /** Offer the devices a cluster engine allocated to this job instead of discovering them. */
+    allocated?: AllocatedDeviceSource.IOptions;
     sampleIntervalMs?: number;
   }
 }

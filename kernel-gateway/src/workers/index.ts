@@ -6,6 +6,7 @@
  */
 export * from './pool';
 export * from './protocol';
+export * from './provisioners';
 export * from './remote';
 export * from './server';
 export * from './types';

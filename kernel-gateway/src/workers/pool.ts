@@ -118,6 +118,19 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     return true;
   }
 
+  /** Let go of a worker at once, with no grace period: a job worker whose job is over. */
+  forget(id: string): void {
+    const worker = this._workers.get(id);
+    if (!worker) {
+      return;
+    }
+    clearTimeout(this._graceTimers.get(id));
+    this._graceTimers.delete(id);
+    this._workers.delete(id);
+    worker.removeAllListeners();
+    void worker.dispose();
+  }
+
   /** Stop every grace timer and let go of every worker (remote kernels keep running). */
   async dispose(): Promise<void> {
     this._graceTimers.forEach(timer => clearTimeout(timer));

@@ -5,6 +5,7 @@ import {
   requestedWorkingDir
 } from '../../kernels';
 import {
+  acceleratorOfferName,
   normalizeAcceleratorRequest,
   parseAcceleratorSpec
 } from '../../scheduler';
@@ -33,17 +34,25 @@ export function kernelsRouter(context: IGatewayContext): Router {
         ? kernelWorkingDir(options.rootDir, body.path)
         : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR);
       // The REST form wins; jupyter_server clients can only ask through KERNEL_ACCELERATOR.
-      const accelerator =
+      const offer = acceleratorOfferName(
         body.accelerator !== undefined
-          ? normalizeAcceleratorRequest(body.accelerator)
+          ? body.accelerator
           : env.KERNEL_ACCELERATOR
-            ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
-            : undefined;
+      );
+      const accelerator =
+        offer !== undefined
+          ? undefined
+          : body.accelerator !== undefined
+            ? normalizeAcceleratorRequest(body.accelerator)
+            : env.KERNEL_ACCELERATOR
+              ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
+              : undefined;
       const kernel = await registry.start({
         name: body.name,
         env,
         cwd,
-        accelerator
+        accelerator,
+        offer
       });
       response
         .status(201)

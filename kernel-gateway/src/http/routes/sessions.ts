@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { filterKernelEnv, type ISessionRequest } from '../../kernels';
 import {
+  acceleratorOfferName,
   normalizeAcceleratorRequest,
   parseAcceleratorSpec
 } from '../../scheduler';
@@ -18,6 +19,11 @@ export function sessionsRouter(context: IGatewayContext): Router {
     }
     const env = filterKernelEnv(body.kernel.env, options.envAllow);
     const requested = body.kernel.accelerator as unknown;
+    const offer = acceleratorOfferName(
+      requested !== undefined && requested !== null
+        ? requested
+        : env.KERNEL_ACCELERATOR
+    );
     return {
       ...body,
       kernel: {
@@ -25,12 +31,15 @@ export function sessionsRouter(context: IGatewayContext): Router {
         name: body.kernel.name ?? undefined,
         env,
         // As for kernels: the REST form, else KERNEL_ACCELERATOR from the environment.
+        offer,
         accelerator:
-          requested !== undefined && requested !== null
-            ? normalizeAcceleratorRequest(requested)
-            : env.KERNEL_ACCELERATOR
-              ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
-              : undefined
+          offer !== undefined
+            ? undefined
+            : requested !== undefined && requested !== null
+              ? normalizeAcceleratorRequest(requested)
+              : env.KERNEL_ACCELERATOR
+                ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
+                : undefined
       }
     };
   };

@@ -5,6 +5,7 @@
  *
  * @packageDocumentation
  */
+export * from './allocated';
 export * from './inventory';
 export * from './nvidia';
 export * from './rocm';

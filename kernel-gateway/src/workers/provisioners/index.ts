@@ -1,0 +1,9 @@
+/**
+ * Provisioners: ask a cluster engine (Slurm; Kubernetes later) to start a `ferry worker` where an
+ * offer's accelerators are, and watch the job; the profiles file that declares the offers.
+ *
+ * @packageDocumentation
+ */
+export * from './profiles';
+export * from './slurm';
+export * from './types';
