@@ -6,7 +6,9 @@ export default tseslint.config(
       '**/node_modules/**',
       '**/lib/**',
       'coverage/**',
-      '**/generated/**'
+      '**/generated/**',
+      'packages/*/labextension/**',
+      'packages/*/build/**'
     ]
   },
   ...tseslint.configs.recommended,

@@ -1,4 +1,8 @@
 module.exports = {
-  projects: ['<rootDir>/kernel-gateway'],
+  projects: [
+    '<rootDir>/kernel-gateway',
+    '<rootDir>/packages/accelerators',
+    '<rootDir>/packages/accelerators-extension'
+  ],
   testTimeout: 60000
 };

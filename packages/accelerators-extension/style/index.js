@@ -1,0 +1,1 @@
+import '@ferry/accelerators/style/index.js';

@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The settings schema JupyterLab reads to place the picker in the Kernel menu and the toolbar. */
+const picker = JSON.parse(
+  readFileSync(join(__dirname, '../schema/picker.json'), 'utf8')
+);
+const source = readFileSync(join(__dirname, '../src/index.ts'), 'utf8');
+
+describe('picker settings schema', () => {
+  it('puts "Change accelerator…" in the Kernel menu', () => {
+    const kernel = picker['jupyter.lab.menus'].main.find(
+      (menu: { id: string }) => menu.id === 'jp-mainmenu-kernel'
+    );
+    expect(
+      kernel.items.map((item: { command?: string }) => item.command)
+    ).toContain('ferry:change-accelerator');
+  });
+
+  it('names commands and toolbar items the plugins register', () => {
+    const commands = picker['jupyter.lab.menus'].main
+      .flatMap((menu: { items: { command?: string }[] }) => menu.items)
+      .map((item: { command?: string }) => item.command)
+      .filter(Boolean);
+    for (const command of commands) {
+      expect(source).toContain(`'${command}'`);
+    }
+    // plugins.spec.ts checks that the picker registers this toolbar factory.
+    expect(picker['jupyter.lab.toolbars'].Notebook).toEqual([
+      { name: 'accelerator', rank: 1010 }
+    ]);
+  });
+
+  it('is named after its plugin and closed to unknown settings', () => {
+    expect(source).toContain("id: '@ferry/accelerators-extension:picker'");
+    expect(picker.additionalProperties).toBe(false);
+    expect(picker.type).toBe('object');
+  });
+});

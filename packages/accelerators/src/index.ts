@@ -1,0 +1,20 @@
+/**
+ * @packageDocumentation
+ * @module accelerators
+ * Ferry's accelerators for JupyterLab: tokens, the models of the REST contract, the client and
+ * pushed stream of `/api/accelerators`, the notebook-metadata mapping of an accelerator choice
+ * (Ferry, Colab, Kaggle), labels, and the picker, sidebar and status bar widgets.
+ */
+
+export * from './benchmark';
+export * from './client';
+export * from './labels';
+export * from './manager';
+export * from './metadata';
+export * from './models';
+export * from './offers';
+export * from './panel';
+export * from './picker';
+export * from './statusitem';
+export * from './stream';
+export * from './tokens';

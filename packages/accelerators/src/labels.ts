@@ -1,0 +1,112 @@
+import type {
+  IAcceleratorRequest,
+  IAcceleratorStatus,
+  IDevice
+} from './models';
+
+/**
+ * The label of an accelerator choice: `CPU`, `GPU · H100 × 1`, `TPU · v5e-4`,
+ * `GPU · A100 · MIG 1g.10gb`, with ` (simulated)` when the devices are simulated.
+ *
+ * @param request - The choice.
+ * @param options - `simulated` appends ` (simulated)`.
+ */
+export function formatAccelerator(
+  request: IAcceleratorRequest,
+  options: { simulated?: boolean } = {}
+): string {
+  const suffix = options.simulated ? ' (simulated)' : '';
+  if (request.kind === 'cpu') {
+    return `CPU${suffix}`;
+  }
+  const count = request.count ?? 1;
+  if (request.kind === 'tpu') {
+    // TPU slices are named by model and chip count, as Google names them (v5e-4, v3-8).
+    return `TPU · ${request.model ? `${request.model}-${count}` : `× ${count}`}${suffix}`;
+  }
+  const model = request.model ?? 'any';
+  if (request.profile) {
+    const times = count === 1 ? '' : ` × ${count}`;
+    return `GPU · ${model} · MIG ${request.profile}${times}${suffix}`;
+  }
+  return `GPU · ${model} × ${count}${suffix}`;
+}
+
+/**
+ * The label of a kernel's accelerator status: `Queued · #2` (or `Queued · Resources` when a cluster
+ * engine says why its job waits), `Starting · slurm job 42`, `Ended`, else the label of what it
+ * holds (marked simulated when its devices are).
+ *
+ * @param status - The kernel's `accelerator`; absent means a CPU kernel.
+ */
+export function formatStatus(status: IAcceleratorStatus | undefined): string {
+  if (!status) {
+    return 'CPU';
+  }
+  switch (status.state) {
+    case 'queued':
+      return status.position
+        ? `Queued · #${status.position}`
+        : status.reason
+          ? `Queued · ${status.reason}`
+          : 'Queued';
+    case 'starting':
+      return status.engine && status.job
+        ? `Starting · ${status.engine} job ${status.job}`
+        : 'Starting';
+    case 'ended':
+      return status.job ? `Ended · job ${status.job}` : 'Ended';
+    default:
+      break;
+  }
+  const simulated =
+    !!status.devices &&
+    status.devices.length > 0 &&
+    status.devices.every(device => device.simulated);
+  return formatAccelerator(status, { simulated });
+}
+
+/**
+ * The label of one device in the sidebar: `H100 · 0`, `A100 · MIG 1g.10gb`, `v5e · 3`.
+ *
+ * @param device - The device.
+ */
+export function formatDevice(device: IDevice): string {
+  const name = device.profile
+    ? `${device.model} · MIG ${device.profile}`
+    : `${device.model} · ${device.visibleId}`;
+  return device.simulated ? `${name} (simulated)` : name;
+}
+
+/**
+ * Bytes as GiB with one decimal: `79.6 GiB`.
+ *
+ * @param bytes - A byte count.
+ */
+export function formatGiB(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+}
+
+/**
+ * A request in the string form `kind[:model][:count][:profile]` that `KERNEL_ACCELERATOR` takes.
+ *
+ * @param request - The choice.
+ */
+export function toAcceleratorString(request: IAcceleratorRequest): string {
+  if (request.offer) {
+    return `offer:${request.offer}`;
+  }
+  if (request.kind === 'cpu') {
+    return 'cpu';
+  }
+  const count = String(request.count ?? 1);
+  // The count is always spelled out so that a numeric model (`gpu:4090:1`) is never read as one.
+  if (request.profile) {
+    return [request.kind, request.model ?? '', count, request.profile].join(
+      ':'
+    );
+  }
+  return request.model
+    ? [request.kind, request.model, count].join(':')
+    : [request.kind, count].join(':');
+}

@@ -1,0 +1,226 @@
+import { PromiseDelegate } from '@lumino/coreutils';
+import type { ISignal } from '@lumino/signaling';
+import { Signal } from '@lumino/signaling';
+import { AcceleratorClient } from './client';
+import type {
+  IAcceleratorStatus,
+  IAccelerators,
+  IDeviceSample
+} from './models';
+import type { IAcceleratorOffer } from './offers';
+import { computeOffers, kernelStatus } from './offers';
+import { AcceleratorStream } from './stream';
+import type { IAcceleratorManager } from './tokens';
+
+/**
+ * The default accelerator manager: follows `/api/accelerators/stream`, keeps a short history of
+ * samples per device, and after each (re)connection fills that history from
+ * `/api/accelerators?history=1` so that charts have no hole where the connection was down.
+ */
+export class AcceleratorManager implements IAcceleratorManager {
+  /**
+   * Create a manager and start following the stream.
+   *
+   * @param options - Server settings, history length, backoff.
+   */
+  constructor(options: AcceleratorManager.IOptions = {}) {
+    this.client = new AcceleratorClient({
+      serverSettings: options.serverSettings
+    });
+    this._historyLength = options.historyLength ?? 300;
+    this._stream = new AcceleratorStream({
+      serverSettings: this.client.serverSettings,
+      backoff: options.backoff,
+      idleTimeoutMs: options.idleTimeoutMs
+    });
+    this._stream.received.connect(this._onEvent, this);
+    this._stream.stateChanged.connect(
+      (_, state) => this._connectionChanged.emit(state),
+      this
+    );
+    if (options.autoStart !== false) {
+      this._stream.start();
+    }
+  }
+
+  /** The REST client. */
+  readonly client: AcceleratorClient;
+
+  /** The latest model. */
+  get model(): IAccelerators | null {
+    return this._model;
+  }
+
+  /** What the picker offers now. */
+  get offers(): readonly IAcceleratorOffer[] {
+    if (!this._offers) {
+      this._offers = this._model ? computeOffers(this._model) : [];
+    }
+    return this._offers;
+  }
+
+  /** Emitted with each new model. */
+  get changed(): ISignal<this, IAccelerators> {
+    return this._changed;
+  }
+
+  /** The state of the stream. */
+  get connectionState(): AcceleratorStream.State {
+    return this._stream.state;
+  }
+
+  /** Emitted when the stream's state changes. */
+  get connectionChanged(): ISignal<this, AcceleratorStream.State> {
+    return this._connectionChanged;
+  }
+
+  /** Resolves with the first model. */
+  get ready(): Promise<IAccelerators> {
+    return this._ready.promise;
+  }
+
+  /** Whether the manager is disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /** Start following the stream (when created with `autoStart: false`). */
+  start(): void {
+    this._stream.start();
+  }
+
+  /** The recent samples of one device, oldest first. */
+  history(workerId: string, deviceId: string): readonly IDeviceSample[] {
+    return this._history.get(Private.key(workerId, deviceId)) ?? [];
+  }
+
+  /** Where a kernel's request stands. */
+  kernelStatus(kernelId: string): IAcceleratorStatus | undefined {
+    return this._model ? kernelStatus(this._model, kernelId) : undefined;
+  }
+
+  /** Stop following the stream and release everything. */
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._stream.dispose();
+    this._history.clear();
+    Signal.clearData(this);
+  }
+
+  private _onEvent(
+    _stream: AcceleratorStream,
+    event: AcceleratorStream.IEvent
+  ): void {
+    const data = event.data;
+    if (event.type === 'snapshot') {
+      void this._backfill();
+    }
+    const samples = data.samples ?? [];
+    for (const sample of samples) {
+      this._record(sample.workerId, sample);
+    }
+    if (samples.length === 0) {
+      // Snapshots carry only each device's latest sample.
+      for (const worker of data.workers) {
+        for (const device of worker.devices) {
+          if (device.sample) {
+            this._record(worker.id, device.sample);
+          }
+        }
+      }
+    }
+    const { samples: _samples, ...model } = data;
+    this._setModel(model);
+  }
+
+  private async _backfill(): Promise<void> {
+    try {
+      const model = await this.client.fetch({ history: true });
+      if (this._isDisposed) {
+        return;
+      }
+      for (const worker of model.workers) {
+        for (const device of worker.devices) {
+          for (const sample of device.history ?? []) {
+            this._record(worker.id, sample);
+          }
+        }
+      }
+      // Charts redraw with the filled history.
+      if (this._model) {
+        this._changed.emit(this._model);
+      }
+    } catch {
+      // The stream goes on without history; charts start from now.
+    }
+  }
+
+  private _record(workerId: string, sample: IDeviceSample): void {
+    const key = Private.key(workerId, sample.deviceId);
+    const history = this._history.get(key) ?? [];
+    const last = history[history.length - 1];
+    if (last && last.time >= sample.time) {
+      if (last.time === sample.time) {
+        return;
+      }
+      // An older sample (from a backfill): insert it in order.
+      const index = history.findIndex(item => item.time >= sample.time);
+      if (history[index].time !== sample.time) {
+        history.splice(index, 0, sample);
+      }
+    } else {
+      history.push(sample);
+    }
+    if (history.length > this._historyLength) {
+      history.splice(0, history.length - this._historyLength);
+    }
+    this._history.set(key, history);
+  }
+
+  private _setModel(model: IAccelerators): void {
+    this._model = model;
+    this._offers = null;
+    this._ready.resolve(model);
+    this._changed.emit(model);
+  }
+
+  private _isDisposed = false;
+  private _model: IAccelerators | null = null;
+  private _offers: IAcceleratorOffer[] | null = null;
+  private _history = new Map<string, IDeviceSample[]>();
+  private _historyLength: number;
+  private _stream: AcceleratorStream;
+  private _ready = new PromiseDelegate<IAccelerators>();
+  private _changed = new Signal<this, IAccelerators>(this);
+  private _connectionChanged = new Signal<this, AcceleratorStream.State>(this);
+}
+
+/**
+ * The namespace for `AcceleratorManager` statics.
+ */
+export namespace AcceleratorManager {
+  /** The options of a manager. */
+  export interface IOptions extends AcceleratorClient.IOptions {
+    /** Samples kept per device (300: five minutes at one a second). */
+    historyLength?: number;
+    /** The stream's reconnection backoff. */
+    backoff?: Partial<AcceleratorStream.IBackoff>;
+    /** Reconnect when the stream is silent this long (15 s). */
+    idleTimeoutMs?: number;
+    /** Connect at once (default) or on `start()`. */
+    autoStart?: boolean;
+  }
+}
+
+/**
+ * The module-private parts.
+ */
+namespace Private {
+  /** The history key of a device. */
+  export function key(workerId: string, deviceId: string): string {
+    return `${workerId}/${deviceId}`;
+  }
+}

@@ -1,0 +1,289 @@
+import { formatAccelerator } from './labels';
+import type {
+  AcceleratorKind,
+  EngineKind,
+  IAcceleratorRequest,
+  IAccelerators,
+  IAcceleratorStatus,
+  IDevice
+} from './models';
+
+/**
+ * One choice the picker offers, with whether it can start now.
+ *
+ * #### Notes
+ * `free` is the number of free devices of this type on the worker with the most of them, since a
+ * kernel's devices all come from one worker.
+ */
+export interface IAcceleratorOffer {
+  /** What to ask the gateway for. */
+  request: IAcceleratorRequest;
+  /** `GPU · H100 × 1`. */
+  label: string;
+  /** Devices of this type on connected workers. */
+  total: number;
+  /** Free devices of this type on connected workers. */
+  free: number;
+  /** The most devices of this type one connected worker has: the largest count that can ever fit. */
+  maxPerWorker: number;
+  /** Every device of this type is simulated. */
+  simulated: boolean;
+  /** `free`: starts now; `queued`: waits for devices; `unavailable`: can never start here. */
+  availability: 'free' | 'queued' | 'unavailable';
+  /** The queue position a request made now would take (when `queued`). */
+  queuePosition?: number;
+  /** Why it is queued or unavailable, in words. */
+  reason?: string;
+  /** The cluster engine that starts a worker for this offer (offers of the profiles file). */
+  engine?: EngineKind;
+}
+
+/**
+ * Every choice the cluster offers: CPU, then each device type (kind, model, MIG profile) with the
+ * counts one worker can hold (1, 2, 4, ... and the largest).
+ *
+ * @param model - The `/api/accelerators` model.
+ */
+export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
+  const offers: IAcceleratorOffer[] = [];
+  const connected = model.workers.filter(worker => worker.connected);
+  const cpu = connected.some(worker => worker.acceptsCpu);
+  offers.push({
+    request: { kind: 'cpu', count: 0 },
+    label: 'CPU',
+    total: 0,
+    free: 0,
+    maxPerWorker: 0,
+    simulated: false,
+    availability: cpu ? 'free' : 'unavailable',
+    reason: cpu ? undefined : 'No connected worker runs CPU kernels'
+  });
+  const groups = new Map<string, Private.IGroup>();
+  for (const worker of model.workers) {
+    for (const device of worker.devices) {
+      const key = Private.groupKey(device);
+      let group = groups.get(key);
+      if (!group) {
+        group = {
+          kind: device.kind,
+          model: device.model,
+          profile: device.profile,
+          perWorker: new Map(),
+          simulated: true,
+          disconnected: 0
+        };
+        groups.set(key, group);
+      }
+      group.simulated = group.simulated && device.simulated;
+      if (!worker.connected) {
+        group.disconnected++;
+        continue;
+      }
+      const counts = group.perWorker.get(worker.id) ?? { total: 0, free: 0 };
+      counts.total++;
+      if (device.kernels.length === 0) {
+        counts.free++;
+      }
+      group.perWorker.set(worker.id, counts);
+    }
+  }
+  const sorted = [...groups.values()].sort(Private.compareGroups);
+  for (const group of sorted) {
+    const perWorker = [...group.perWorker.values()];
+    const total = perWorker.reduce((sum, counts) => sum + counts.total, 0);
+    const free = perWorker.reduce((sum, counts) => sum + counts.free, 0);
+    const maxPerWorker = Math.max(0, ...perWorker.map(counts => counts.total));
+    const maxFree = Math.max(0, ...perWorker.map(counts => counts.free));
+    const waiting = model.queue.filter(
+      entry =>
+        entry.kind === group.kind &&
+        (entry.model === undefined || entry.model === group.model)
+    ).length;
+    for (const count of Private.counts(Math.max(1, maxPerWorker))) {
+      const request: IAcceleratorRequest = {
+        kind: group.kind,
+        model: group.model,
+        count
+      };
+      if (group.profile) {
+        request.profile = group.profile;
+      }
+      const offer: IAcceleratorOffer = {
+        request,
+        label: formatAccelerator(request),
+        total,
+        free,
+        maxPerWorker,
+        simulated: group.simulated,
+        availability: 'free'
+      };
+      const name = Private.typeName(group);
+      if (total === 0) {
+        offer.availability = 'unavailable';
+        offer.reason = `Every worker with ${name} is disconnected`;
+      } else if (maxFree >= count && waiting === 0) {
+        offer.availability = 'free';
+      } else {
+        offer.availability = 'queued';
+        offer.queuePosition = model.queue.length + 1;
+        const busy =
+          waiting > 0 && maxFree >= count
+            ? `${waiting} ${waiting === 1 ? 'request waits' : 'requests wait'} for ${name}`
+            : free === 0
+              ? `All ${total} ${name} are busy`
+              : `Only ${maxFree} ${name} free on one worker`;
+        offer.reason = `${busy}: you will be queued at position ${offer.queuePosition}`;
+      }
+      offers.push(offer);
+    }
+  }
+  for (const offer of model.offers ?? []) {
+    const request: IAcceleratorRequest = {
+      ...offer.accelerator,
+      offer: offer.name
+    };
+    offers.push({
+      request,
+      label: `${offer.displayName} · ${Private.ENGINES[offer.engine] ?? offer.engine}`,
+      total: 0,
+      free: 0,
+      maxPerWorker: offer.accelerator.count,
+      simulated: false,
+      availability: 'queued',
+      engine: offer.engine,
+      reason: `Starts a ${Private.ENGINES[offer.engine] ?? offer.engine} job for ${formatAccelerator(offer.accelerator)}: the kernel waits until the cluster runs it`
+    });
+  }
+  return offers;
+}
+
+/**
+ * Where a kernel's request stands, from the live model alone: queued with its position, assigned
+ * with the devices that list it as holder, or `undefined` when the model does not mention it (a
+ * CPU kernel, or one the gateway does not know).
+ *
+ * @param model - The `/api/accelerators` model.
+ * @param kernelId - The kernel.
+ */
+export function kernelStatus(
+  model: IAccelerators,
+  kernelId: string
+): IAcceleratorStatus | undefined {
+  const queued = model.queue.find(entry => entry.kernelId === kernelId);
+  if (queued) {
+    const { kernelId: _id, since, ...request } = queued;
+    return { ...request, state: 'queued', since };
+  }
+  for (const worker of model.workers) {
+    const devices = worker.devices.filter(device =>
+      device.kernels.includes(kernelId)
+    );
+    if (devices.length > 0) {
+      const first = devices[0];
+      const status: IAcceleratorStatus = {
+        kind: first.kind,
+        model: first.model,
+        count: devices.length,
+        state: 'assigned',
+        worker: worker.id,
+        workerName: worker.name,
+        devices: devices.map(device => ({
+          id: device.id,
+          kind: device.kind,
+          model: device.model,
+          profile: device.profile,
+          simulated: device.simulated
+        }))
+      };
+      if (first.profile) {
+        status.profile = first.profile;
+      }
+      return status;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether two requests ask for the same thing (an absent count is 1 for gpu/tpu).
+ *
+ * @param a - One request.
+ * @param b - The other.
+ */
+export function sameRequest(
+  a: IAcceleratorRequest,
+  b: IAcceleratorRequest
+): boolean {
+  if (a.offer || b.offer) {
+    return a.offer === b.offer;
+  }
+  if (a.kind !== b.kind) {
+    return false;
+  }
+  if (a.kind === 'cpu') {
+    return true;
+  }
+  return (
+    (a.model ?? '') === (b.model ?? '') &&
+    (a.count ?? 1) === (b.count ?? 1) &&
+    (a.profile ?? '') === (b.profile ?? '')
+  );
+}
+
+/**
+ * The module-private parts.
+ */
+namespace Private {
+  /** Engine names for people. */
+  export const ENGINES: { [engine: string]: string } = {
+    slurm: 'Slurm',
+    kubernetes: 'Kubernetes'
+  };
+
+  /** Devices of one type. */
+  export interface IGroup {
+    kind: Exclude<AcceleratorKind, 'cpu'>;
+    model: string;
+    profile?: string;
+    perWorker: Map<string, { total: number; free: number }>;
+    simulated: boolean;
+    disconnected: number;
+  }
+
+  /** The key of a device type. */
+  export function groupKey(device: IDevice): string {
+    return `${device.kind}/${device.model}/${device.profile ?? ''}`;
+  }
+
+  /** GPUs before TPUs, whole devices before partitions, then by name. */
+  export function compareGroups(a: IGroup, b: IGroup): number {
+    if (a.kind !== b.kind) {
+      return a.kind === 'gpu' ? -1 : 1;
+    }
+    if (!!a.profile !== !!b.profile) {
+      return a.profile ? 1 : -1;
+    }
+    return (
+      a.model.localeCompare(b.model) ||
+      (a.profile ?? '').localeCompare(b.profile ?? '')
+    );
+  }
+
+  /** 1, 2, 4, ... up to `max`, and `max` itself. */
+  export function counts(max: number): number[] {
+    const result: number[] = [];
+    for (let count = 1; count < max; count *= 2) {
+      result.push(count);
+    }
+    result.push(max);
+    return result;
+  }
+
+  /** `H100`, `TPU v5e`, `A100 MIG 1g.10gb` for sentences. */
+  export function typeName(group: IGroup): string {
+    if (group.profile) {
+      return `${group.model} MIG ${group.profile}`;
+    }
+    return group.kind === 'tpu' ? `TPU ${group.model}` : group.model;
+  }
+}

@@ -1,0 +1,284 @@
+import type { ISignal } from '@lumino/signaling';
+import { Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+import { formatAccelerator } from './labels';
+import type { IAcceleratorRequest } from './models';
+import type { IAcceleratorOffer } from './offers';
+import { sameRequest } from './offers';
+
+/**
+ * The body of the "Change accelerator…" dialog: every offer with its free count and, when it cannot
+ * start now, why and at which queue position it would wait.
+ *
+ * #### Notes
+ * The list is a radio group: arrow keys, Home and End move the choice, unavailable offers are
+ * skipped. Every state is written out in words (and in each radio's accessible name), never shown by
+ * colour alone. Set `offers` again to refresh free counts live; the choice is kept.
+ */
+export class AcceleratorPicker extends Widget {
+  /**
+   * Create a picker.
+   *
+   * @param options - The offers, the current choice and an optional note.
+   */
+  constructor(options: AcceleratorPicker.IOptions) {
+    super();
+    this.addClass('jp-FerryPicker');
+    this._name = Private.nextName();
+    if (options.note) {
+      const note = document.createElement('p');
+      note.className = 'jp-FerryPicker-note';
+      note.setAttribute('role', 'note');
+      note.textContent = options.note;
+      this.node.appendChild(note);
+    }
+    this._list = document.createElement('div');
+    this._list.className = 'jp-FerryPicker-list';
+    this._list.setAttribute('role', 'radiogroup');
+    this._list.setAttribute('aria-label', options.label ?? 'Accelerator');
+    this._list.addEventListener('keydown', this);
+    this._list.addEventListener('change', this);
+    this.node.appendChild(this._list);
+    this._value = options.value ?? null;
+    this.offers = options.offers;
+  }
+
+  /** The offers listed. */
+  get offers(): readonly IAcceleratorOffer[] {
+    return this._offers;
+  }
+  set offers(offers: readonly IAcceleratorOffer[]) {
+    this._offers = offers;
+    this._render();
+  }
+
+  /** The chosen request, `null` when nothing is chosen. */
+  get value(): IAcceleratorRequest | null {
+    return this._value;
+  }
+  set value(value: IAcceleratorRequest | null) {
+    this._select(value);
+  }
+
+  /** The chosen offer, if it is listed. */
+  get selectedOffer(): IAcceleratorOffer | null {
+    const value = this._value;
+    return value
+      ? (this._offers.find(offer => sameRequest(offer.request, value)) ?? null)
+      : null;
+  }
+
+  /** Emitted when the user changes the choice. */
+  get valueChanged(): ISignal<this, IAcceleratorRequest | null> {
+    return this._valueChanged;
+  }
+
+  /** The chosen request, for `Dialog`. */
+  getValue(): IAcceleratorRequest | null {
+    return this._value;
+  }
+
+  /** Handle the DOM events of the list. */
+  handleEvent(event: Event): void {
+    if (event.type === 'change') {
+      const input = event.target as HTMLInputElement;
+      const offer = this._offers[Number(input.dataset.index)];
+      if (offer) {
+        this._select(offer.request, true);
+      }
+    } else if (event.type === 'keydown') {
+      this._onKeyDown(event as KeyboardEvent);
+    }
+  }
+
+  /** Focus the chosen offer (or the first that can be chosen). */
+  protected onActivateRequest(): void {
+    const inputs = this._inputs();
+    (
+      inputs.find(input => input.checked) ?? inputs.find(i => !i.disabled)
+    )?.focus();
+  }
+
+  /** Release the list's listeners. */
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._list.removeEventListener('keydown', this);
+    this._list.removeEventListener('change', this);
+    Signal.clearData(this);
+    super.dispose();
+  }
+
+  private _onKeyDown(event: KeyboardEvent): void {
+    const inputs = this._inputs().filter(input => !input.disabled);
+    if (inputs.length === 0) {
+      return;
+    }
+    const current = inputs.findIndex(
+      input => input === document.activeElement || input.checked
+    );
+    let next: number;
+    switch (event.key) {
+      case 'ArrowDown':
+      case 'ArrowRight':
+        next = current < 0 ? 0 : (current + 1) % inputs.length;
+        break;
+      case 'ArrowUp':
+      case 'ArrowLeft':
+        next = current <= 0 ? inputs.length - 1 : current - 1;
+        break;
+      case 'Home':
+        next = 0;
+        break;
+      case 'End':
+        next = inputs.length - 1;
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    const input = inputs[next];
+    input.focus();
+    const offer = this._offers[Number(input.dataset.index)];
+    this._select(offer.request, true);
+  }
+
+  private _select(value: IAcceleratorRequest | null, byUser = false): void {
+    const changed =
+      (value === null) !== (this._value === null) ||
+      (value !== null &&
+        this._value !== null &&
+        !sameRequest(value, this._value));
+    this._value = value;
+    const inputs = this._inputs();
+    this._offers.forEach((offer, index) => {
+      const selected = value !== null && sameRequest(offer.request, value);
+      const input = inputs[index];
+      if (input) {
+        input.checked = selected;
+        input.tabIndex = selected ? 0 : -1;
+        input.parentElement?.classList.toggle('jp-mod-selected', selected);
+      }
+    });
+    this._fixTabStop();
+    if (changed && byUser) {
+      this._valueChanged.emit(value);
+    }
+  }
+
+  private _render(): void {
+    const focused = this._inputs().findIndex(
+      input => input === document.activeElement
+    );
+    this._list.textContent = '';
+    this._offers.forEach((offer, index) => {
+      this._list.appendChild(Private.renderOffer(offer, index, this._name));
+    });
+    this._select(this._value);
+    if (focused >= 0) {
+      this._inputs()[focused]?.focus();
+    }
+  }
+
+  /** Roving tab stop: the chosen radio, else the first enabled one, takes Tab. */
+  private _fixTabStop(): void {
+    const inputs = this._inputs();
+    if (!inputs.some(input => input.checked && !input.disabled)) {
+      const first = inputs.find(input => !input.disabled);
+      if (first) {
+        first.tabIndex = 0;
+      }
+    }
+  }
+
+  private _inputs(): HTMLInputElement[] {
+    return Array.from(
+      this._list.querySelectorAll<HTMLInputElement>('input[type="radio"]')
+    );
+  }
+
+  private _name: string;
+  private _list: HTMLElement;
+  private _offers: readonly IAcceleratorOffer[] = [];
+  private _value: IAcceleratorRequest | null;
+  private _valueChanged = new Signal<this, IAcceleratorRequest | null>(this);
+}
+
+/**
+ * The namespace for `AcceleratorPicker` statics.
+ */
+export namespace AcceleratorPicker {
+  /** The options of a picker. */
+  export interface IOptions {
+    /** The offers to list (see `computeOffers`). */
+    offers: readonly IAcceleratorOffer[];
+    /** The current choice. */
+    value?: IAcceleratorRequest | null;
+    /** A sentence above the list, e.g. how a Colab notebook's choice was translated. */
+    note?: string;
+    /** The accessible name of the list; `Accelerator` by default. */
+    label?: string;
+  }
+
+  /**
+   * The words that describe an offer's availability: `1 of 2 free · starts now`,
+   * `All 2 H100 are busy: you will be queued at position 1`, `Unavailable: ...`.
+   *
+   * @param offer - The offer.
+   */
+  export function describe(offer: IAcceleratorOffer): string {
+    if (offer.availability === 'unavailable') {
+      return `Unavailable: ${offer.reason ?? 'not offered here'}`;
+    }
+    const free =
+      offer.request.kind === 'cpu'
+        ? ''
+        : `${offer.free} of ${offer.total} free · `;
+    return offer.availability === 'free'
+      ? `${free}starts now`
+      : `${free}${offer.reason ?? `you will be queued at position ${offer.queuePosition}`}`;
+  }
+}
+
+/**
+ * The module-private parts.
+ */
+namespace Private {
+  let counter = 0;
+
+  /** A unique name for a radio group. */
+  export function nextName(): string {
+    return `jp-FerryPicker-${counter++}`;
+  }
+
+  /** One row of the list. */
+  export function renderOffer(
+    offer: IAcceleratorOffer,
+    index: number,
+    name: string
+  ): HTMLElement {
+    const row = document.createElement('label');
+    row.className = `jp-FerryPicker-item jp-mod-${offer.availability === 'queued' ? 'busy' : offer.availability}`;
+    const input = document.createElement('input');
+    input.type = 'radio';
+    input.name = name;
+    input.className = 'jp-FerryPicker-radio';
+    input.dataset.index = String(index);
+    input.disabled = offer.availability === 'unavailable';
+    const label = formatAccelerator(offer.request, {
+      simulated: offer.simulated
+    });
+    const description = AcceleratorPicker.describe(offer);
+    input.setAttribute('aria-label', `${label}: ${description}`);
+    const title = document.createElement('span');
+    title.className = 'jp-FerryPicker-label';
+    title.textContent = label;
+    const detail = document.createElement('span');
+    detail.className = 'jp-FerryPicker-detail';
+    detail.textContent = description;
+    row.append(input, title, detail);
+    return row;
+  }
+}

@@ -1,0 +1,119 @@
+import type { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+import { formatStatus } from './labels';
+import type { IAcceleratorManager } from './tokens';
+
+/**
+ * The status bar item: what the current notebook's kernel runs on (`GPU · H100 × 1`,
+ * `Queued · #2`, `CPU`) and how many devices are free in the cluster. Clicking it (or Enter/Space)
+ * calls `onClick`, which opens the picker.
+ */
+export class AcceleratorStatusItem extends Widget {
+  /**
+   * Create the item.
+   *
+   * @param options - The manager and the click action.
+   */
+  constructor(options: AcceleratorStatusItem.IOptions) {
+    super({ node: document.createElement('button') });
+    this.addClass('jp-FerryStatus');
+    this.node.setAttribute('type', 'button');
+    this._manager = options.manager;
+    this._onClick = options.onClick ?? null;
+    this._showFree = options.showFree ?? true;
+    this._manager.changed.connect(this._refresh, this);
+    this._manager.connectionChanged.connect(this._refresh, this);
+    this._refresh();
+  }
+
+  /** The kernel whose accelerator is shown; `null` when no notebook is current. */
+  get kernelId(): string | null {
+    return this._kernelId;
+  }
+  set kernelId(kernelId: string | null) {
+    this._kernelId = kernelId;
+    this._refresh();
+  }
+
+  /** The text shown. */
+  get text(): string {
+    return this.node.textContent ?? '';
+  }
+
+  /** Handle clicks. */
+  handleEvent(event: Event): void {
+    if (event.type === 'click') {
+      this._onClick?.();
+    }
+  }
+
+  /** Release listeners. */
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._manager.changed.disconnect(this._refresh, this);
+    this._manager.connectionChanged.disconnect(this._refresh, this);
+    super.dispose();
+  }
+
+  /** Listen to clicks while attached. */
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this.node.addEventListener('click', this);
+  }
+
+  /** Stop listening when detached. */
+  protected onBeforeDetach(msg: Message): void {
+    this.node.removeEventListener('click', this);
+    super.onBeforeDetach(msg);
+  }
+
+  private _refresh(): void {
+    const model = this._manager.model;
+    let free = 0;
+    let total = 0;
+    for (const worker of model?.workers ?? []) {
+      for (const device of worker.devices) {
+        if (worker.connected) {
+          total++;
+          free += device.kernels.length === 0 ? 1 : 0;
+        }
+      }
+    }
+    const status = this._kernelId
+      ? this._manager.kernelStatus(this._kernelId)
+      : undefined;
+    const kernel = this._kernelId ? formatStatus(status) : 'No kernel';
+    const offline = this._manager.connectionState === 'waiting';
+    const cluster = model && this._showFree ? `${free}/${total} free` : '';
+    this.node.textContent = [kernel, offline ? 'offline' : cluster]
+      .filter(Boolean)
+      .join(' · ');
+    this.toggleClass('jp-mod-queued', status?.state === 'queued');
+    this.toggleClass('jp-mod-disconnected', offline);
+    const label = `Accelerator: ${kernel}. ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? `${free} of ${total} devices free.` : ''} Change accelerator…`;
+    this.node.setAttribute('aria-label', label.replace(/\s+/g, ' ').trim());
+    this.node.title = label;
+  }
+
+  private _manager: IAcceleratorManager;
+  private _kernelId: string | null = null;
+  private _onClick: (() => void) | null;
+  private _showFree: boolean;
+}
+
+/**
+ * The namespace for `AcceleratorStatusItem` statics.
+ */
+export namespace AcceleratorStatusItem {
+  /** The options of the item. */
+  export interface IOptions {
+    /** Where the live picture comes from. */
+    manager: IAcceleratorManager;
+    /** What a click does (open the picker). */
+    onClick?: () => void;
+    /** Also show how many devices are free in the cluster (default). */
+    showFree?: boolean;
+  }
+}

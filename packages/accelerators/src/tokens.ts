@@ -1,0 +1,63 @@
+import { Token } from '@lumino/coreutils';
+import type { IDisposable } from '@lumino/disposable';
+import type { ISignal } from '@lumino/signaling';
+import type { AcceleratorClient } from './client';
+import type {
+  IAcceleratorStatus,
+  IAccelerators,
+  IDeviceSample
+} from './models';
+import type { IAcceleratorOffer } from './offers';
+import type { AcceleratorStream } from './stream';
+
+/**
+ * The accelerator manager: the live picture of the cluster's accelerators, pushed by the gateway.
+ */
+export interface IAcceleratorManager extends IDisposable {
+  /** The REST client, for one-off requests. */
+  readonly client: AcceleratorClient;
+
+  /** The latest model, `null` until the first snapshot. */
+  readonly model: IAccelerators | null;
+
+  /** What the picker offers now (see `computeOffers`). */
+  readonly offers: readonly IAcceleratorOffer[];
+
+  /** Emitted with each new model (once a second while connected). */
+  readonly changed: ISignal<IAcceleratorManager, IAccelerators>;
+
+  /** The state of the pushed stream. */
+  readonly connectionState: AcceleratorStream.State;
+
+  /** Emitted when the stream connects, drops or reconnects. */
+  readonly connectionChanged: ISignal<
+    IAcceleratorManager,
+    AcceleratorStream.State
+  >;
+
+  /** A promise that resolves with the first model. */
+  readonly ready: Promise<IAccelerators>;
+
+  /**
+   * The recent samples of one device, oldest first.
+   *
+   * @param workerId - The device's worker.
+   * @param deviceId - The device.
+   */
+  history(workerId: string, deviceId: string): readonly IDeviceSample[];
+
+  /**
+   * Where a kernel's request stands, from the live model.
+   *
+   * @param kernelId - The kernel.
+   */
+  kernelStatus(kernelId: string): IAcceleratorStatus | undefined;
+}
+
+/**
+ * The accelerator manager token.
+ */
+export const IAcceleratorManager = new Token<IAcceleratorManager>(
+  '@ferry/accelerators:IAcceleratorManager',
+  'The live picture of the accelerators: devices, samples, holders, queue and offers.'
+);
