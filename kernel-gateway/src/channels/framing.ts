@@ -69,6 +69,22 @@ export class OutboundMessage {
     return (this._content ??= Private.parse(this.parts[3]));
   }
 
+  /**
+   * The whole websocket frame of the v1 framing as chunks to write in order (frame header, offsets and
+   * channel, then the kernel's own buffers): nothing is copied, however large the output.
+   */
+  v1Frame(): Buffer[] {
+    if (!this._v1Frame) {
+      const chunks = encodeV1Chunks(this.channel, this.parts);
+      let length = 0;
+      for (const chunk of chunks) {
+        length += chunk.length;
+      }
+      this._v1Frame = [binaryFrameHeader(length), ...chunks];
+    }
+    return this._v1Frame;
+  }
+
   /** The bytes to send in `framing`: a string for a text frame, a Buffer for a binary frame. */
   encode(framing: Framing): string | Buffer {
     if (framing === 'v1') {
@@ -85,6 +101,7 @@ export class OutboundMessage {
   private _parent: Partial<IMessageHeader> | undefined;
   private _content: Record<string, unknown> | undefined;
   private _v1: Buffer | undefined;
+  private _v1Frame: Buffer[] | undefined;
   private _legacy: string | Buffer | undefined;
 }
 
@@ -120,6 +137,44 @@ export function encodeV1(channel: string, parts: MessageParts): Buffer {
     out.writeBigUInt64LE(BigInt(offset), 24 + 8 * i);
   });
   return out;
+}
+
+/**
+ * The v1 framing as chunks: the offset table and channel in one small buffer, then the parts themselves.
+ */
+export function encodeV1Chunks(channel: string, parts: MessageParts): Buffer[] {
+  const channelBytes = Buffer.from(channel, 'utf8');
+  const count = parts.length + 2;
+  const headerBytes = 8 * (1 + count);
+  const prefix = Buffer.allocUnsafe(headerBytes + channelBytes.length);
+  prefix.writeBigUInt64LE(BigInt(count), 0);
+  let offset = headerBytes;
+  prefix.writeBigUInt64LE(BigInt(offset), 8);
+  channelBytes.copy(prefix, offset);
+  offset += channelBytes.length;
+  prefix.writeBigUInt64LE(BigInt(offset), 16);
+  parts.forEach((part, i) => {
+    offset += part.length;
+    prefix.writeBigUInt64LE(BigInt(offset), 24 + 8 * i);
+  });
+  return [prefix, ...parts];
+}
+
+/** The header of a final, unmasked binary websocket frame (RFC 6455 5.2) carrying `length` bytes. */
+export function binaryFrameHeader(length: number): Buffer {
+  if (length < 126) {
+    return Buffer.from([0x82, length]);
+  }
+  if (length < 65536) {
+    const header = Buffer.from([0x82, 126, 0, 0]);
+    header.writeUInt16BE(length, 2);
+    return header;
+  }
+  const header = Buffer.alloc(10);
+  header[0] = 0x82;
+  header[1] = 127;
+  header.writeBigUInt64BE(BigInt(length), 2);
+  return header;
 }
 
 /**

@@ -82,7 +82,7 @@ export class ChannelsServer {
       (socket as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(
         true
       );
-      kernel.channels.connect(ws, framing, sessionId);
+      kernel.channels.connect(ws, framing, sessionId, socket);
       this._options.logger.debug(
         { kernel: kernelId, framing, sessionId },
         'websocket connected'

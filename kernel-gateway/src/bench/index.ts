@@ -1,0 +1,224 @@
+/**
+ * `npm run bench`: kernel start, execute round trip, iopub throughput, fan-out, concurrent starts and
+ * server memory, for a kernel spoken to directly over ZeroMQ (the floor), through Ferry and through
+ * jupyter_server, printed side by side and written to test-artifacts/bench-results.json.
+ *
+ * @packageDocumentation
+ */
+import { randomUUID } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { KernelspecStore } from '../worker/kernelspecs';
+import { FloorTarget } from './floor';
+import { GatewayTarget } from './gateway-target';
+import { processesMentioning, readMemory, type IMemory } from './processes';
+import {
+  evaluateTargets,
+  formatReport,
+  PATHS,
+  type IBenchReport,
+  type IPathReport,
+  type PathName
+} from './report';
+import { sleep } from './requests';
+import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
+import {
+  jupyterServerVersion,
+  startFerry,
+  startJupyterServer,
+  SYSTEM_PYTHON,
+  type IRunningServer
+} from './servers';
+
+/** Where the results go (test-artifacts/ is ignored by git). */
+const RESULTS_FILE = path.join(
+  __dirname,
+  '..',
+  '..',
+  '..',
+  'test-artifacts',
+  'bench-results.json'
+);
+
+/**
+ * How long the servers sit idle (through the floor's run) before their idle memory is read: Node's V8
+ * trims the young generation grown while loading modules only after 8 to 20 s without work.
+ */
+const IDLE_AFTER_START_MS = 25000;
+
+/** How long the servers sit idle after the last run before their memory is read again. */
+const IDLE_AFTER_RUNS_MS = 12000;
+
+/** Run the benchmark; resolves with the process exit code. */
+export async function main(): Promise<number> {
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const spec = await new KernelspecStore().find('python3');
+  if (!spec) {
+    log('bench: no python3 kernelspec (install python3-ipykernel)');
+    return 1;
+  }
+  const loadAtStart = loadAverage();
+  const jupyterVersion = jupyterServerVersion();
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-bench-'));
+  const paths = Object.fromEntries(PATHS.map(name => [name, {}])) as Record<
+    PathName,
+    IPathReport
+  >;
+  const servers: Partial<Record<PathName, IRunningServer>> = {};
+  const justStarted: Partial<Record<PathName, IMemory>> = {};
+  const idle: Partial<Record<PathName, IMemory>> = {};
+  let failed = false;
+  try {
+    const floor = new FloorTarget(spec, path.join(dir, 'floor'), error =>
+      log(`  floor: a kernel start failed, retrying: ${error.message}`)
+    );
+    log(
+      `bench: ${os.cpus().length} CPUs, node ${process.version}, kernel ${spec.argv[0]}, ` +
+        `load average ${loadAtStart}`
+    );
+    log('warm-up: one kernel start (page cache)');
+    await (await floor.startKernel()).shutdown();
+
+    servers.ferry = await startFerry(dir, randomUUID());
+    if (jupyterVersion) {
+      servers.jupyter_server = await startJupyterServer(dir, randomUUID());
+    } else {
+      paths.jupyter_server.skipped = `skipped: jupyter_server is not installed for ${SYSTEM_PYTHON} (apt-get install python3-jupyter-server)`;
+      log(`jupyter_server: ${paths.jupyter_server.skipped}`);
+    }
+    const serversUpAt = Date.now();
+    await sleep(2000);
+    for (const name of PATHS) {
+      const server = servers[name];
+      if (server) {
+        justStarted[name] = readMemory(server.pid);
+        log(
+          `${name}: up in ${server.startupMs.toFixed(0)} ms at ${server.url}, RSS ${justStarted[name]!.rssMb.toFixed(1)} MB`
+        );
+      }
+    }
+
+    // Idle memory: V8 trims the young generation grown while loading modules only after a while.
+    await sleep(Math.max(0, IDLE_AFTER_START_MS - (Date.now() - serversUpAt)));
+    for (const name of PATHS) {
+      const pid = servers[name]?.pid;
+      if (pid !== undefined) {
+        idle[name] = readMemory(pid);
+        log(`${name}: idle, RSS ${idle[name]!.rssMb.toFixed(1)} MB`);
+      }
+    }
+
+    const benchPaths: IBenchPath[] = [{ name: 'floor', target: floor }];
+    for (const name of ['ferry', 'jupyter_server'] as const) {
+      const server = servers[name];
+      if (server) {
+        benchPaths.push({
+          name,
+          target: new GatewayTarget(name, server),
+          probe: () => memoryNote(server.pid)
+        });
+      }
+    }
+    const outcomes = await runScenarios(benchPaths, log);
+    for (const [name, outcome] of outcomes) {
+      const report = paths[name as PathName];
+      report.results = outcome.results;
+      if (outcome.error !== undefined) {
+        failed = true;
+        report.skipped = `failed: ${outcome.error}`;
+      }
+    }
+
+    await sleep(IDLE_AFTER_RUNS_MS);
+    for (const name of PATHS) {
+      const server = servers[name];
+      if (server && justStarted[name] && idle[name]) {
+        paths[name].server = {
+          startupMs: server.startupMs,
+          justStarted: justStarted[name]!,
+          idle: idle[name]!,
+          after: readMemory(server.pid)
+        };
+      }
+    }
+  } finally {
+    await Promise.all(Object.values(servers).map(server => server.stop()));
+    failed = (await reapLeftovers(dir, log)) || failed;
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+
+  const loadAtEnd = loadAverage();
+  const report: IBenchReport = {
+    date: new Date().toISOString(),
+    machine: {
+      cpus: os.cpus().length,
+      loadAverageAtStart: loadAtStart,
+      loadAverageAtEnd: loadAtEnd,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryMb: Math.round(os.totalmem() / 2 ** 20),
+      node: process.version,
+      jupyterServer: jupyterVersion ?? 'not installed'
+    },
+    config: { ...BENCH_CONFIG },
+    paths,
+    targets: evaluateTargets(paths)
+  };
+  log('');
+  log(formatReport(report));
+  log(
+    `\nLoad average (1 min) ${loadAtStart} at start, ${loadAtEnd} at end on ${os.cpus().length} CPUs: ` +
+      'the paths take turns in every measurement, so load from elsewhere falls on all of them.'
+  );
+  await fs.mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+  await fs.writeFile(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
+  log(`\nresults: ${path.relative(process.cwd(), RESULTS_FILE)}`);
+  return failed ? 1 : 0;
+}
+
+function loadAverage(): number {
+  return Math.round(os.loadavg()[0] * 100) / 100;
+}
+
+function memoryNote(pid: number): string {
+  const { rssMb, peakMb } = readMemory(pid);
+  return ` [server RSS ${rssMb.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB]`;
+}
+
+/**
+ * Check that no process the bench started is left (kernels and servers all mention `dir` on their
+ * command line); kill any that is, and say so. Resolves true when something had to be killed.
+ */
+async function reapLeftovers(
+  dir: string,
+  log: (line: string) => void
+): Promise<boolean> {
+  let left: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    left = await processesMentioning(dir);
+    if (left.length === 0) {
+      log('cleanup: no kernel or server process left behind');
+      return false;
+    }
+    await sleep(100);
+  }
+  log(`cleanup: killing leftover processes ${left.join(', ')}`);
+  for (const pid of left) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return true;
+}
+
+if (require.main === module) {
+  main().then(
+    code => process.exit(code),
+    (error: Error) => {
+      process.stderr.write(`bench failed: ${error.stack ?? error.message}\n`);
+      process.exit(1);
+    }
+  );
+}

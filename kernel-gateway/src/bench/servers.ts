@@ -1,0 +1,155 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { findFreePorts } from '../worker/connection';
+import type { IServerEndpoint } from './gateway-target';
+import { OutputTail, processExited, stopProcess } from './processes';
+import { sleep } from './requests';
+
+/** The interpreter jupyter_server runs under (Debian's). */
+export const SYSTEM_PYTHON = '/usr/bin/python3';
+
+/** A server process the bench started. */
+export interface IRunningServer extends IServerEndpoint {
+  readonly pid: number;
+  /** Milliseconds from spawn until it served its first request. */
+  readonly startupMs: number;
+  /** What it last wrote on stdout and stderr. */
+  readonly output: OutputTail;
+  /** Stop it: SIGTERM, then SIGKILL if it lingers. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start `ferry gateway --port 0` as a child process (so its memory is its own), with its temporary
+ * directory (connection files) under `dir`; resolves once it printed its URL.
+ */
+export async function startFerry(
+  dir: string,
+  token: string
+): Promise<IRunningServer> {
+  const tmp = path.join(dir, 'ferry-tmp');
+  const root = path.join(dir, 'ferry-root');
+  await fs.mkdir(tmp, { recursive: true });
+  await fs.mkdir(root, { recursive: true });
+  const started = performance.now();
+  const bin = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
+  const child = spawn(
+    process.execPath,
+    [bin, 'gateway', '--port', '0', '--token', token, '--root-dir', root],
+    { env: { ...process.env, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] }
+  );
+  const output = new OutputTail(child);
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      const match = /ready at (http:\/\/\S+?)\/?\s/.exec(stdout);
+      if (match) {
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', () =>
+      reject(new Error(`ferry gateway exited: ${output.text}`))
+    );
+    child.once('error', reject);
+  });
+  return running(child, output, url, token, performance.now() - started, 15000);
+}
+
+/** The version of jupyter_server installed for the system Python, or undefined when there is none. */
+export function jupyterServerVersion(): string | undefined {
+  const probe = spawnSync(
+    SYSTEM_PYTHON,
+    ['-c', 'import jupyter_server; print(jupyter_server.__version__)'],
+    { encoding: 'utf8' }
+  );
+  return probe.status === 0 ? probe.stdout.trim() : undefined;
+}
+
+/**
+ * Start jupyter_server with its runtime directory (kernel connection files) and config under `dir`,
+ * its iopub rate limits off (Ferry has none by default); resolves once `/api/status` answers.
+ */
+export async function startJupyterServer(
+  dir: string,
+  token: string
+): Promise<IRunningServer> {
+  const root = path.join(dir, 'jupyter-root');
+  await fs.mkdir(root, { recursive: true });
+  const [port] = await findFreePorts(1, '127.0.0.1');
+  const started = performance.now();
+  const child = spawn(
+    SYSTEM_PYTHON,
+    [
+      '-m',
+      'jupyter_server',
+      '--no-browser',
+      `--port=${port}`,
+      '--port-retries=0',
+      '--ip=127.0.0.1',
+      `--ServerApp.token=${token}`,
+      `--ServerApp.root_dir=${root}`,
+      '--ServerApp.iopub_msg_rate_limit=0',
+      '--ServerApp.iopub_data_rate_limit=0',
+      // It refuses to run as root without this (CI containers run as root).
+      ...(process.getuid?.() === 0 ? ['--allow-root'] : [])
+    ],
+    {
+      env: {
+        ...process.env,
+        JUPYTER_RUNTIME_DIR: path.join(dir, 'jupyter-runtime'),
+        JUPYTER_CONFIG_DIR: path.join(dir, 'jupyter-config')
+      },
+      stdio: ['ignore', 'pipe', 'pipe']
+    }
+  );
+  const output = new OutputTail(child);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`jupyter_server exited: ${output.text}`);
+    }
+    if (Date.now() > deadline) {
+      await stopProcess(child, 'SIGKILL', 1000);
+      throw new Error(`jupyter_server did not start: ${output.text}`);
+    }
+    try {
+      const response = await fetch(`${url}/api/status`, {
+        headers: { Authorization: `token ${token}` }
+      });
+      await response.arrayBuffer();
+      if (response.ok) {
+        break;
+      }
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(50);
+  }
+  return running(child, output, url, token, performance.now() - started, 15000);
+}
+
+function running(
+  child: ChildProcess,
+  output: OutputTail,
+  url: string,
+  token: string,
+  startupMs: number,
+  stopWaitMs: number
+): IRunningServer {
+  const exited = processExited(child);
+  return {
+    url,
+    token,
+    pid: child.pid!,
+    startupMs,
+    output,
+    stop: async () => {
+      await stopProcess(child, 'SIGTERM', stopWaitMs);
+      await exited;
+    }
+  };
+}

@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import * as zmq from 'zeromq';
+import {
+  createMessage,
+  decodeFrames,
+  encodeFrames,
+  MessageSigner
+} from '../wire';
+import { zmqUrl, type IConnectionInfo } from '../worker/connection';
+import {
+  Subscribers,
+  type IBenchMessage,
+  type IKernelClient,
+  type IMessageSource,
+  type MessageHandler,
+  type RequestChannel
+} from './types';
+
+/** A SUB socket on a kernel's iopub port: one receiver of the floor's fan-out. */
+export class ZmqListener implements IMessageSource {
+  constructor(info: IConnectionInfo) {
+    this._signer = new MessageSigner(info.key, info.signature_scheme);
+    // No receive limit: ZeroMQ's I/O thread keeps reading while JavaScript is busy, so the kernel's
+    // PUB socket never drops output for this subscriber (it drops past 1000 queued messages).
+    this._socket = new zmq.Subscriber({ linger: 0, receiveHighWaterMark: 0 });
+    this._socket.connect(zmqUrl(info, info.iopub_port));
+    this._socket.subscribe();
+    void pump(this._socket, 'iopub', this._signer, this._subscribers);
+  }
+
+  subscribe(handler: MessageHandler): () => void {
+    return this._subscribers.add(handler);
+  }
+
+  async close(): Promise<void> {
+    this._socket.close();
+  }
+
+  private _signer: MessageSigner;
+  private _socket: zmq.Subscriber;
+  private _subscribers = new Subscribers();
+}
+
+/**
+ * A client speaking the Jupyter wire protocol straight to a kernel over ZeroMQ: DEALER sockets for
+ * shell and control, a SUB socket for iopub, every message signed and verified with the kernel's key.
+ */
+export class ZmqKernelClient implements IKernelClient {
+  constructor(info: IConnectionInfo) {
+    this._signer = new MessageSigner(info.key, info.signature_scheme);
+    const routingId = this._session;
+    const shell = new zmq.Dealer({ routingId, linger: 0 });
+    const control = new zmq.Dealer({ routingId, linger: 0 });
+    shell.connect(zmqUrl(info, info.shell_port));
+    control.connect(zmqUrl(info, info.control_port));
+    this._dealers = { shell, control };
+    this._writers = { shell: new Writer(shell), control: new Writer(control) };
+    this._iopub = new ZmqListener(info);
+    this._iopub.subscribe(message => this._subscribers.emit(message));
+    void pump(shell, 'shell', this._signer, this._subscribers);
+    void pump(control, 'control', this._signer, this._subscribers);
+  }
+
+  send(channel: RequestChannel, msgType: string, content: unknown): string {
+    const { header, parts } = createMessage(msgType, content, this._session);
+    this._writers[channel].write(encodeFrames(this._signer, parts));
+    return header.msg_id;
+  }
+
+  subscribe(handler: MessageHandler): () => void {
+    return this._subscribers.add(handler);
+  }
+
+  async close(): Promise<void> {
+    this._dealers.shell.close();
+    this._dealers.control.close();
+    await this._iopub.close();
+  }
+
+  private _session = randomUUID();
+  private _signer: MessageSigner;
+  private _dealers: Record<RequestChannel, zmq.Dealer>;
+  private _writers: Record<RequestChannel, Writer>;
+  private _iopub: ZmqListener;
+  private _subscribers = new Subscribers();
+}
+
+/** Sends frames on one socket, one send in flight at a time (as zeromq requires). */
+class Writer {
+  constructor(private _socket: zmq.Dealer) {}
+
+  write(frames: Buffer[]): void {
+    this._queue.push(frames);
+    if (!this._flushing) {
+      void this._flush();
+    }
+  }
+
+  private async _flush(): Promise<void> {
+    this._flushing = true;
+    try {
+      let frames: Buffer[] | undefined;
+      while ((frames = this._queue.shift()) && !this._socket.closed) {
+        await this._socket.send(frames);
+      }
+    } catch {
+      // The socket was closed with sends queued: the kernel is going away.
+    } finally {
+      this._queue = [];
+      this._flushing = false;
+    }
+  }
+
+  private _queue: Buffer[][] = [];
+  private _flushing = false;
+}
+
+/** Receive, verify and parse every message of a socket until it closes. */
+async function pump(
+  socket: zmq.Dealer | zmq.Subscriber,
+  channel: string,
+  signer: MessageSigner,
+  subscribers: Subscribers
+): Promise<void> {
+  try {
+    for await (const frames of socket) {
+      subscribers.emit(parseFrames(signer, channel, frames));
+    }
+  } catch (error) {
+    if (!socket.closed) {
+      throw error;
+    }
+  }
+}
+
+/** Decode frames (checking the signature) and parse the JSON parts the bench reads. */
+function parseFrames(
+  signer: MessageSigner,
+  channel: string,
+  frames: Buffer[]
+): IBenchMessage {
+  const { parts } = decodeFrames(signer, frames);
+  const header = JSON.parse(parts[0].toString('utf8')) as { msg_type: string };
+  const parent = JSON.parse(parts[1].toString('utf8')) as { msg_id?: string };
+  return {
+    channel,
+    msgType: header.msg_type,
+    parentId: parent.msg_id,
+    content: JSON.parse(parts[3].toString('utf8')) as Record<string, unknown>
+  };
+}
