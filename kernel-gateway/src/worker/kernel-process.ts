@@ -244,11 +244,15 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     const session = randomUUID();
     const routingId = session;
     const signer = new MessageSigner(info.key, info.signature_scheme);
-    const shell = new zmq.Dealer({ routingId, linger: 0 });
+    // The kernel binds as it starts: retry the connection quickly rather than every 100 ms.
+    const options = { linger: 0, reconnectInterval: 10 };
+    const shell = new zmq.Dealer({ routingId, ...options });
     // stdin must share shell's identity: the kernel addresses input_request to the shell requester.
-    const stdin = new zmq.Dealer({ routingId, linger: 0 });
-    const control = new zmq.Dealer({ routingId, linger: 0 });
-    const iopub = new zmq.Subscriber({ linger: 0 });
+    const stdin = new zmq.Dealer({ routingId, ...options });
+    const control = new zmq.Dealer({ routingId, ...options });
+    // No high-water mark: while relaying is paused (flow control), output queues instead of being
+    // dropped by ZeroMQ after about 1000 messages.
+    const iopub = new zmq.Subscriber({ ...options, receiveHighWaterMark: 0 });
     shell.connect(zmqUrl(info, info.shell_port));
     stdin.connect(zmqUrl(info, info.stdin_port));
     control.connect(zmqUrl(info, info.control_port));
@@ -353,6 +357,10 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     try {
       for (;;) {
         this._assertOpen();
+        // ipykernel that lost a port race says so and then hangs: retry with new ports at once.
+        if (this._stderrTail.includes('Address already in use')) {
+          throw new Error('a kernel port was taken before the kernel bound it');
+        }
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
           throw new Error('kernel did not answer kernel_info_request in time');
@@ -372,7 +380,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         if (outcome === 'reply') {
           // Answered on shell, but iopub may not be subscribed yet: wait briefly, then nudge again.
           const retry = new Promise<'retry'>(resolve =>
-            setTimeout(() => resolve('retry'), 200)
+            setTimeout(() => resolve('retry'), 50)
           );
           outcome = await Promise.race([idle, retry, died]);
         }
