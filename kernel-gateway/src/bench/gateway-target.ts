@@ -11,15 +11,18 @@ export interface IServerEndpoint {
 
 /** A kernel started with `POST /api/kernels` and driven over the server's websocket. */
 export class GatewayTarget implements IBenchTarget {
+  /**
+   * @param startBody - the body of `POST /api/kernels` (an accelerator request places the kernel on a
+   *   remote worker's device).
+   */
   constructor(
     readonly name: string,
-    private _server: IServerEndpoint
+    private _server: IServerEndpoint,
+    private _startBody: Record<string, unknown> = { name: 'python3' }
   ) {}
 
   async startKernel(): Promise<IBenchKernel> {
-    const response = await this.api('POST', '/api/kernels', {
-      name: 'python3'
-    });
+    const response = await this.api('POST', '/api/kernels', this._startBody);
     const { id } = (await response.json()) as { id: string };
     const kernel = new GatewayKernel(this, id);
     try {

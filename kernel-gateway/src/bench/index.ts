@@ -18,14 +18,17 @@ import {
   formatReport,
   PATHS,
   type IBenchReport,
+  type ISchedulerReport,
   type IPathReport,
   type PathName
 } from './report';
 import { sleep } from './requests';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
+import { runSchedulerSimulation } from '../scheduler';
 import {
   jupyterServerVersion,
   startFerry,
+  startFerryWorker,
   startJupyterServer,
   SYSTEM_PYTHON,
   type IRunningServer
@@ -69,6 +72,8 @@ export async function main(): Promise<number> {
   const justStarted: Partial<Record<PathName, IMemory>> = {};
   const idle: Partial<Record<PathName, IMemory>> = {};
   let failed = false;
+  let remoteWorker: { stop(): Promise<void> } | undefined;
+  let scheduler: ISchedulerReport | undefined;
   try {
     const floor = new FloorTarget(spec, path.join(dir, 'floor'), error =>
       log(`  floor: a kernel start failed, retrying: ${error.message}`)
@@ -80,7 +85,15 @@ export async function main(): Promise<number> {
     log('warm-up: one kernel start (page cache)');
     await (await floor.startKernel()).shutdown();
 
-    servers.ferry = await startFerry(dir, randomUUID());
+    const workerToken = randomUUID();
+    servers.ferry = await startFerry(dir, randomUUID(), workerToken);
+    // The remote path: the same gateway, kernels placed on a `ferry worker` over gRPC.
+    remoteWorker = await startFerryWorker(
+      dir,
+      servers.ferry.workerAddress!,
+      workerToken,
+      BENCH_CONFIG.concurrentKernels + 4
+    );
     if (jupyterVersion) {
       servers.jupyter_server = await startJupyterServer(dir, randomUUID());
     } else {
@@ -91,7 +104,7 @@ export async function main(): Promise<number> {
     await sleep(2000);
     for (const name of PATHS) {
       const server = servers[name];
-      if (server) {
+      if (server && name !== 'ferry_remote') {
         justStarted[name] = readMemory(server.pid);
         log(
           `${name}: up in ${server.startupMs.toFixed(0)} ms at ${server.url}, RSS ${justStarted[name]!.rssMb.toFixed(1)} MB`
@@ -103,19 +116,25 @@ export async function main(): Promise<number> {
     await sleep(Math.max(0, IDLE_AFTER_START_MS - (Date.now() - serversUpAt)));
     for (const name of PATHS) {
       const pid = servers[name]?.pid;
-      if (pid !== undefined) {
+      if (pid !== undefined && name !== 'ferry_remote') {
         idle[name] = readMemory(pid);
         log(`${name}: idle, RSS ${idle[name]!.rssMb.toFixed(1)} MB`);
       }
     }
 
     const benchPaths: IBenchPath[] = [{ name: 'floor', target: floor }];
-    for (const name of ['ferry', 'jupyter_server'] as const) {
-      const server = servers[name];
+    for (const name of ['ferry', 'ferry_remote', 'jupyter_server'] as const) {
+      const server = name === 'ferry_remote' ? servers.ferry : servers[name];
       if (server) {
         benchPaths.push({
           name,
-          target: new GatewayTarget(name, server),
+          target: new GatewayTarget(
+            name,
+            server,
+            name === 'ferry_remote'
+              ? { name: 'python3', accelerator: { kind: 'gpu', count: 1 } }
+              : undefined
+          ),
           probe: () => memoryNote(server.pid)
         });
       }
@@ -142,7 +161,28 @@ export async function main(): Promise<number> {
         };
       }
     }
+    log(
+      'scheduler: simulating 1,000 workers x 8 devices, 10,000 placements and releases'
+    );
+    const simulation = runSchedulerSimulation({
+      workers: 1000,
+      devicesPerWorker: 8,
+      operations: 10000,
+      seed: 1
+    });
+    scheduler = {
+      workers: 1000,
+      devicesPerWorker: 8,
+      operations: 10000,
+      totalMs: simulation.totalMs,
+      schedulerMs: simulation.schedulerMs,
+      placements: simulation.placements,
+      releases: simulation.releases,
+      doubleAllocations: simulation.doubleAllocations,
+      wrongPlacements: simulation.wrongPlacements
+    };
   } finally {
+    await remoteWorker?.stop();
     await Promise.all(Object.values(servers).map(server => server.stop()));
     failed = (await reapLeftovers(dir, log)) || failed;
     await fs.rm(dir, { recursive: true, force: true });
@@ -162,7 +202,8 @@ export async function main(): Promise<number> {
     },
     config: { ...BENCH_CONFIG },
     paths,
-    targets: evaluateTargets(paths)
+    scheduler,
+    targets: evaluateTargets(paths, scheduler)
   };
   log('');
   log(formatReport(report));

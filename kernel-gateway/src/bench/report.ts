@@ -2,7 +2,25 @@ import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
 
 /** The paths compared, in table order. */
-export const PATHS = ['floor', 'ferry', 'jupyter_server'] as const;
+export const PATHS = [
+  'floor',
+  'ferry',
+  'ferry_remote',
+  'jupyter_server'
+] as const;
+
+/** The scheduler simulation's result, as the report keeps it. */
+export interface ISchedulerReport {
+  workers: number;
+  devicesPerWorker: number;
+  operations: number;
+  totalMs: number;
+  schedulerMs: number;
+  placements: number;
+  releases: number;
+  doubleAllocations: number;
+  wrongPlacements: number;
+}
 
 /** One of the paths compared. */
 export type PathName = (typeof PATHS)[number];
@@ -40,6 +58,7 @@ export interface IBenchReport {
   machine: Record<string, string | number>;
   config: Record<string, number>;
   paths: Record<PathName, IPathReport>;
+  scheduler?: ISchedulerReport;
   targets: ITargetResult[];
 }
 
@@ -108,7 +127,8 @@ const ROWS: IRow[] = [
 
 /** Check Ferry against the targets of the issue. */
 export function evaluateTargets(
-  paths: Record<PathName, IPathReport>
+  paths: Record<PathName, IPathReport>,
+  scheduler?: ISchedulerReport
 ): ITargetResult[] {
   const floor = paths.floor.results;
   const ferry = paths.ferry.results;
@@ -151,6 +171,45 @@ export function evaluateTargets(
             : ''),
     pass: fanOut !== undefined && fanOut <= 2 && ferry?.fanOutLostLines === 0
   });
+  const remoteThroughput = ratio(
+    paths.ferry_remote.results?.throughputMBps,
+    floor?.throughputMBps
+  );
+  targets.push({
+    name: 'remote iopub throughput',
+    target: 'every byte (no target)',
+    actual:
+      remoteThroughput === undefined
+        ? 'n/a'
+        : `${remoteThroughput.toFixed(2)}x` +
+          (paths.ferry_remote.results?.throughputComplete
+            ? ''
+            : ', output lost'),
+    pass: paths.ferry_remote.results?.throughputComplete === true
+  });
+  const remote = ratio(
+    paths.ferry_remote.results?.executeP50Ms,
+    floor?.executeP50Ms
+  );
+  targets.push({
+    name: 'remote round trip p50',
+    target: '<= 1.4x floor (gRPC worker)',
+    actual: remote === undefined ? 'n/a' : `${remote.toFixed(2)}x`,
+    pass: remote !== undefined && remote <= 1.4
+  });
+  if (scheduler) {
+    targets.push({
+      name: 'scheduler simulation',
+      target: '< 1 s, 0 double allocations',
+      actual:
+        `${scheduler.totalMs.toFixed(0)} ms for ${scheduler.placements} placements and ` +
+        `${scheduler.releases} releases, ${scheduler.doubleAllocations} double allocations`,
+      pass:
+        scheduler.totalMs < 1000 &&
+        scheduler.doubleAllocations === 0 &&
+        scheduler.wrongPlacements === 0
+    });
+  }
   const rss = paths.ferry.server?.idle.rssMb;
   targets.push({
     name: 'idle gateway RSS',
@@ -165,11 +224,8 @@ export function evaluateTargets(
 export function formatReport(report: IBenchReport): string {
   const header = [
     'metric',
-    'floor',
-    'ferry',
-    'jupyter_server',
-    'ferry/floor',
-    'jupyter_server/floor'
+    ...PATHS,
+    ...PATHS.slice(1).map(name => `${name}/floor`)
   ];
   const rows = ROWS.map(row => {
     const values = PATHS.map(name => row.value(report.paths[name]));
@@ -185,8 +241,7 @@ export function formatReport(report: IBenchReport): string {
       ...values.map((value, i) =>
         row.serverOnly && i === 0 ? '-' : formatNumber(value)
       ),
-      ratio(values[1]),
-      ratio(values[2])
+      ...values.slice(1).map(ratio)
     ];
   });
   const widths = header.map((title, i) =>

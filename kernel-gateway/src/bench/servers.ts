@@ -12,6 +12,8 @@ export const SYSTEM_PYTHON = '/usr/bin/python3';
 
 /** A server process the bench started. */
 export interface IRunningServer extends IServerEndpoint {
+  /** `host:port` remote workers dial (Ferry with a worker port). */
+  readonly workerAddress?: string;
   readonly pid: number;
   /** Milliseconds from spawn until it served its first request. */
   readonly startupMs: number;
@@ -27,7 +29,8 @@ export interface IRunningServer extends IServerEndpoint {
  */
 export async function startFerry(
   dir: string,
-  token: string
+  token: string,
+  workerToken: string
 ): Promise<IRunningServer> {
   const tmp = path.join(dir, 'ferry-tmp');
   const root = path.join(dir, 'ferry-root');
@@ -37,16 +40,34 @@ export async function startFerry(
   const bin = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
   const child = spawn(
     process.execPath,
-    [bin, 'gateway', '--port', '0', '--token', token, '--root-dir', root],
-    { env: { ...process.env, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] }
+    [
+      bin,
+      'gateway',
+      '--port',
+      '0',
+      '--token',
+      token,
+      '--root-dir',
+      root,
+      '--no-discover',
+      '--worker-port',
+      '0'
+    ],
+    {
+      env: { ...process.env, TMPDIR: tmp, FERRY_WORKER_TOKEN: workerToken },
+      stdio: ['ignore', 'pipe', 'pipe']
+    }
   );
   const output = new OutputTail(child);
+  let workerAddress = '';
   const url = await new Promise<string>((resolve, reject) => {
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
       const match = /ready at (http:\/\/\S+?)\/?\s/.exec(stdout);
-      if (match) {
+      const worker = /ferry worker --gateway (\S+)/.exec(stdout);
+      if (match && worker) {
+        workerAddress = worker[1];
         resolve(match[1]);
       }
     });
@@ -55,7 +76,65 @@ export async function startFerry(
     );
     child.once('error', reject);
   });
-  return running(child, output, url, token, performance.now() - started, 15000);
+  return {
+    ...running(child, output, url, token, performance.now() - started, 15000),
+    workerAddress
+  };
+}
+
+/**
+ * Start `ferry worker` with `devices` simulated GPUs dialling `address`; resolves once it registered.
+ * Its kernels' connection files go under `dir`, like the gateway's.
+ */
+export async function startFerryWorker(
+  dir: string,
+  address: string,
+  workerToken: string,
+  devices: number
+): Promise<{ pid: number; stop(): Promise<void> }> {
+  const tmp = path.join(dir, 'worker-tmp');
+  await fs.mkdir(tmp, { recursive: true });
+  const bin = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'worker',
+      '--gateway',
+      address,
+      '--name',
+      'bench-worker',
+      '--simulate',
+      `gpu:bench:${devices}`,
+      '--no-discover',
+      '--no-cpu',
+      '--log-level',
+      'warn'
+    ],
+    {
+      env: { ...process.env, TMPDIR: tmp, FERRY_WORKER_TOKEN: workerToken },
+      stdio: ['ignore', 'pipe', 'pipe']
+    }
+  );
+  const output = new OutputTail(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString('utf8').includes('registered with')) {
+        resolve();
+      }
+    });
+    child.once('exit', () =>
+      reject(new Error(`ferry worker exited: ${output.text}`))
+    );
+  });
+  const exited = processExited(child);
+  return {
+    pid: child.pid!,
+    stop: async () => {
+      await stopProcess(child, 'SIGTERM', 15000);
+      await exited;
+    }
+  };
 }
 
 /** The version of jupyter_server installed for the system Python, or undefined when there is none. */
