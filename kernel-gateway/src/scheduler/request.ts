@@ -199,6 +199,27 @@ export function acceleratorOfferName(value: unknown): string | undefined {
 }
 
 /**
+ * What a kernel start asks for: an engine's offer by name, or devices. The REST form (`requested`)
+ * wins; jupyter_server clients can only ask through `KERNEL_ACCELERATOR` in the kernel's environment.
+ * Neither: a CPU kernel (both fields undefined).
+ *
+ * @throws BadAcceleratorRequestError for a request that cannot be read.
+ */
+export function requestedAccelerator(
+  requested: unknown,
+  env: Record<string, string>
+): { offer?: string; accelerator?: IAcceleratorRequest } {
+  const source = requested ?? (env.KERNEL_ACCELERATOR || undefined);
+  if (source === undefined) {
+    return {};
+  }
+  const offer = acceleratorOfferName(source);
+  return offer !== undefined
+    ? { offer }
+    : { accelerator: normalizeAcceleratorRequest(source) };
+}
+
+/**
  * The environment form of a request, as {@link parseAcceleratorSpec} reads it (`gpu:H100:1`).
  *
  * #### Notes

@@ -4,11 +4,7 @@ import {
   kernelWorkingDir,
   requestedWorkingDir
 } from '../../kernels';
-import {
-  acceleratorOfferName,
-  normalizeAcceleratorRequest,
-  parseAcceleratorSpec
-} from '../../scheduler';
+import { requestedAccelerator } from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
 
@@ -33,20 +29,10 @@ export function kernelsRouter(context: IGatewayContext): Router {
       const cwd = body.path
         ? kernelWorkingDir(options.rootDir, body.path)
         : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR);
-      // The REST form wins; jupyter_server clients can only ask through KERNEL_ACCELERATOR.
-      const offer = acceleratorOfferName(
-        body.accelerator !== undefined
-          ? body.accelerator
-          : env.KERNEL_ACCELERATOR
+      const { offer, accelerator } = requestedAccelerator(
+        body.accelerator,
+        env
       );
-      const accelerator =
-        offer !== undefined
-          ? undefined
-          : body.accelerator !== undefined
-            ? normalizeAcceleratorRequest(body.accelerator)
-            : env.KERNEL_ACCELERATOR
-              ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
-              : undefined;
       const kernel = await registry.start({
         name: body.name,
         env,

@@ -1,10 +1,6 @@
 import { Router } from 'express';
 import { filterKernelEnv, type ISessionRequest } from '../../kernels';
-import {
-  acceleratorOfferName,
-  normalizeAcceleratorRequest,
-  parseAcceleratorSpec
-} from '../../scheduler';
+import { requestedAccelerator } from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
 
@@ -18,11 +14,9 @@ export function sessionsRouter(context: IGatewayContext): Router {
       return { ...body, kernel: undefined };
     }
     const env = filterKernelEnv(body.kernel.env, options.envAllow);
-    const requested = body.kernel.accelerator as unknown;
-    const offer = acceleratorOfferName(
-      requested !== undefined && requested !== null
-        ? requested
-        : env.KERNEL_ACCELERATOR
+    const { offer, accelerator } = requestedAccelerator(
+      body.kernel.accelerator,
+      env
     );
     return {
       ...body,
@@ -30,16 +24,8 @@ export function sessionsRouter(context: IGatewayContext): Router {
         id: body.kernel.id ?? undefined,
         name: body.kernel.name ?? undefined,
         env,
-        // As for kernels: the REST form, else KERNEL_ACCELERATOR from the environment.
         offer,
-        accelerator:
-          offer !== undefined
-            ? undefined
-            : requested !== undefined && requested !== null
-              ? normalizeAcceleratorRequest(requested)
-              : env.KERNEL_ACCELERATOR
-                ? parseAcceleratorSpec(env.KERNEL_ACCELERATOR)
-                : undefined
+        accelerator
       }
     };
   };
