@@ -7,6 +7,7 @@ import {
   MessageSigner
 } from '../wire';
 import { zmqUrl, type IConnectionInfo } from '../worker/connection';
+import { SocketWriter } from '../worker/socket-writer';
 import {
   Subscribers,
   type IBenchMessage,
@@ -54,7 +55,10 @@ export class ZmqKernelClient implements IKernelClient {
     shell.connect(zmqUrl(info, info.shell_port));
     control.connect(zmqUrl(info, info.control_port));
     this._dealers = { shell, control };
-    this._writers = { shell: new Writer(shell), control: new Writer(control) };
+    this._writers = {
+      shell: new SocketWriter(shell),
+      control: new SocketWriter(control)
+    };
     this._iopub = new ZmqListener(info);
     this._iopub.subscribe(message => this._subscribers.emit(message));
     void pump(shell, 'shell', this._signer, this._subscribers);
@@ -80,39 +84,9 @@ export class ZmqKernelClient implements IKernelClient {
   private _session = randomUUID();
   private _signer: MessageSigner;
   private _dealers: Record<RequestChannel, zmq.Dealer>;
-  private _writers: Record<RequestChannel, Writer>;
+  private _writers: Record<RequestChannel, SocketWriter>;
   private _iopub: ZmqListener;
   private _subscribers = new Subscribers();
-}
-
-/** Sends frames on one socket, one send in flight at a time (as zeromq requires). */
-class Writer {
-  constructor(private _socket: zmq.Dealer) {}
-
-  write(frames: Buffer[]): void {
-    this._queue.push(frames);
-    if (!this._flushing) {
-      void this._flush();
-    }
-  }
-
-  private async _flush(): Promise<void> {
-    this._flushing = true;
-    try {
-      let frames: Buffer[] | undefined;
-      while ((frames = this._queue.shift()) && !this._socket.closed) {
-        await this._socket.send(frames);
-      }
-    } catch {
-      // The socket was closed with sends queued: the kernel is going away.
-    } finally {
-      this._queue = [];
-      this._flushing = false;
-    }
-  }
-
-  private _queue: Buffer[][] = [];
-  private _flushing = false;
 }
 
 /** Receive, verify and parse every message of a socket until it closes. */

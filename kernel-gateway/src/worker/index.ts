@@ -11,4 +11,5 @@ export * from './isolation';
 export * from './environment';
 export * from './kernel-process';
 export * from './kernelspecs';
+export * from './socket-writer';
 export * from './worker';

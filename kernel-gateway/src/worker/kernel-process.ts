@@ -20,6 +20,7 @@ import {
   type IConnectionInfo
 } from './connection';
 import type { IKernelspec } from './kernelspecs';
+import { SocketWriter } from './socket-writer';
 
 /** Client messages kept while a kernel (re)starts, at most. */
 const MAX_BACKLOG = 1000;
@@ -258,14 +259,16 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     control.connect(zmqUrl(info, info.control_port));
     iopub.connect(zmqUrl(info, info.iopub_port));
     iopub.subscribe();
+    const onSendError = (error: Error) =>
+      this._log.error({ err: error.message }, 'send to kernel failed');
     this._sockets = {
       session,
       signer,
       all: [shell, stdin, control, iopub],
       writers: {
-        shell: new Private.Writer(shell, this._log),
-        stdin: new Private.Writer(stdin, this._log),
-        control: new Private.Writer(control, this._log)
+        shell: new SocketWriter(shell, onSendError),
+        stdin: new SocketWriter(stdin, onSendError),
+        control: new SocketWriter(control, onSendError)
       }
     };
     const sockets = this._sockets;
@@ -572,46 +575,7 @@ namespace Private {
     session: string;
     signer: MessageSigner;
     all: zmq.Socket[];
-    writers: Record<'shell' | 'stdin' | 'control', Writer>;
-  }
-
-  /**
-   * Serialises sends on one socket: zeromq allows one send in flight per socket.
-   */
-  export class Writer {
-    constructor(
-      private _socket: zmq.Dealer,
-      private _log: Logger
-    ) {}
-
-    write(frames: Buffer[]): void {
-      this._queue.push(frames);
-      if (!this._flushing) {
-        void this._flush();
-      }
-    }
-
-    private async _flush(): Promise<void> {
-      this._flushing = true;
-      try {
-        while (this._queue.length > 0 && !this._socket.closed) {
-          await this._socket.send(this._queue.shift()!);
-        }
-      } catch (error) {
-        if (!this._socket.closed) {
-          this._log.error(
-            { err: (error as Error).message },
-            'send to kernel failed'
-          );
-        }
-      } finally {
-        this._queue = [];
-        this._flushing = false;
-      }
-    }
-
-    private _queue: Buffer[][] = [];
-    private _flushing = false;
+    writers: Record<'shell' | 'stdin' | 'control', SocketWriter>;
   }
 
   export function heartbeatSocket(url: string, timeoutMs: number): zmq.Request {
