@@ -1,12 +1,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  ApiSchemas,
-  createLogger,
-  Worker,
-  type IAcceleratorsModel
-} from '../src';
+import { createLogger, Worker, type IAcceleratorsModel } from '../src';
 import {
   isStatus,
   KernelSocket,
@@ -14,19 +9,12 @@ import {
   processAlive,
   startGateway,
   startKernel,
-  type ITestGateway
+  type ITestGateway,
+  expectSchema
 } from './helpers';
 import { CuttableLink, startWorker, type IWorkerProcess } from './workers';
 
 const WORKER_TOKEN = 'worker-token-for-tests';
-const schemas = new ApiSchemas();
-
-function expectSchema(name: string, body: unknown): void {
-  const validate = schemas.validator(name);
-  if (!validate(body)) {
-    throw new Error(`not a valid ${name}: ${schemas.describe(validate)}`);
-  }
-}
 
 /** Start a gateway with a worker port, an embedded worker without devices, and a short grace. */
 async function gatewayWithWorkerPort(workerPort = 0): Promise<ITestGateway> {

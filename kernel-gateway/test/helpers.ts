@@ -11,6 +11,7 @@ import {
 import type { KernelMessage } from '@jupyterlab/services';
 import WebSocket from 'ws';
 import {
+  ApiSchemas,
   createGateway,
   createLogger,
   V1_SUBPROTOCOL,
@@ -73,12 +74,13 @@ export async function startGateway(
   });
   const address = await gateway.listen(0);
   const url = `http://127.0.0.1:${address.port}`;
-  const api = async (
-    method: string,
-    path: string,
-    body?: unknown,
-    opts: IApiOptions = {}
-  ): Promise<IApiResponse> => {
+  const api = apiFor(url, token);
+  return { gateway, worker, url, token, api, close: () => gateway.close() };
+}
+
+/** A caller of the REST API of the server at `url` (Ferry, or jupyter_server in front of it). */
+export function apiFor(url: string, token: string): ITestGateway['api'] {
+  return async (method, path, body, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     const presented = opts.token === undefined ? token : opts.token;
     if (presented !== null) {
@@ -103,7 +105,18 @@ export async function startGateway(
     }
     return { status: response.status, body: parsed, headers: response.headers };
   };
-  return { gateway, worker, url, token, api, close: () => gateway.close() };
+}
+
+const schemas = new ApiSchemas();
+
+/** Assert that `body` is a valid instance of the named schema of schema/openapi.yaml. */
+export function expectSchema(name: string, body: unknown): void {
+  const validate = schemas.validator(name);
+  if (!validate(body)) {
+    throw new Error(
+      `not a valid ${name}: ${schemas.describe(validate)}\n${JSON.stringify(body)}`
+    );
+  }
 }
 
 /** Start a kernel over REST and return its id. */

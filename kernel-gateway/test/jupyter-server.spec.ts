@@ -17,7 +17,8 @@ import {
   processAlive,
   startGateway,
   type IApiResponse,
-  type ITestGateway
+  type ITestGateway,
+  apiFor
 } from './helpers';
 
 /** A port nobody listens on right now (jupyter_server 1.23 cannot report a port it picked itself). */
@@ -119,7 +120,7 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
       ...ferry,
       url: `http://127.0.0.1:${port}`,
       token,
-      api: Private.apiFor(`http://127.0.0.1:${port}`, token)
+      api: apiFor(`http://127.0.0.1:${port}`, token)
     };
     const deadline = Date.now() + 30000;
     for (;;) {
@@ -379,38 +380,3 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
     ).toBe(204);
   });
 });
-
-namespace Private {
-  /** A REST caller for another server, like the harness's `api()`. */
-  export function apiFor(url: string, token: string): ITestGateway['api'] {
-    return async (method, route, body, options = {}) => {
-      const headers: Record<string, string> = { ...options.headers };
-      const presented = options.token === undefined ? token : options.token;
-      if (presented !== null) {
-        headers.Authorization = `token ${presented}`;
-      }
-      let payload: string | undefined = options.raw;
-      if (payload === undefined && body !== undefined) {
-        payload = JSON.stringify(body);
-        headers['Content-Type'] = 'application/json';
-      }
-      const response = await fetch(url + route, {
-        method,
-        headers,
-        body: payload
-      });
-      const text = await response.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        // not JSON: keep the text
-      }
-      return {
-        status: response.status,
-        body: parsed,
-        headers: response.headers
-      };
-    };
-  }
-}

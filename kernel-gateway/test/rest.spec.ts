@@ -2,25 +2,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
 import WebSocket from 'ws';
-import { ApiSchemas } from '../src';
 import {
   KernelSocket,
   startGateway,
   startKernel,
-  type ITestGateway
+  type ITestGateway,
+  expectSchema
 } from './helpers';
-
-const schemas = new ApiSchemas();
-
-/** Assert that `body` is a valid instance of the named schema of schema/openapi.yaml. */
-function expectSchema(name: string, body: unknown): void {
-  const validate = schemas.validator(name);
-  if (!validate(body)) {
-    throw new Error(
-      `not a valid ${name}: ${schemas.describe(validate)}\n${JSON.stringify(body)}`
-    );
-  }
-}
 
 describe('REST API', () => {
   let gw: ITestGateway;

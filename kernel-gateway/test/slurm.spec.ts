@@ -2,7 +2,6 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import {
-  ApiSchemas,
   checkProfiles,
   createLogger,
   loadProfiles,
@@ -17,20 +16,13 @@ import {
   KernelSocket,
   processAlive,
   startGateway,
-  type ITestGateway
+  type ITestGateway,
+  expectSchema
 } from './helpers';
 import { SlurmCluster } from './slurm-cluster';
 import { startWorker } from './workers';
 
 const WORKER_TOKEN = 'worker-token-for-slurm-tests';
-const schemas = new ApiSchemas();
-
-function expectSchema(name: string, body: unknown): void {
-  const validate = schemas.validator(name);
-  if (!validate(body)) {
-    throw new Error(`not a valid ${name}: ${schemas.describe(validate)}`);
-  }
-}
 
 const OFFERS: IAcceleratorOffer[] = [
   {
