@@ -117,26 +117,7 @@ export interface IInboundMessage {
  * came from the kernel (not re-serialised).
  */
 export function encodeV1(channel: string, parts: MessageParts): Buffer {
-  const channelBytes = Buffer.from(channel, 'utf8');
-  const count = parts.length + 2;
-  const headerBytes = 8 * (1 + count);
-  let total = headerBytes + channelBytes.length;
-  for (const part of parts) {
-    total += part.length;
-  }
-  const out = Buffer.allocUnsafe(total);
-  out.writeBigUInt64LE(BigInt(count), 0);
-  let offset = headerBytes;
-  out.writeBigUInt64LE(BigInt(offset), 8);
-  channelBytes.copy(out, offset);
-  offset += channelBytes.length;
-  out.writeBigUInt64LE(BigInt(offset), 16);
-  parts.forEach((part, i) => {
-    part.copy(out, offset);
-    offset += part.length;
-    out.writeBigUInt64LE(BigInt(offset), 24 + 8 * i);
-  });
-  return out;
+  return Buffer.concat(encodeV1Chunks(channel, parts));
 }
 
 /**
