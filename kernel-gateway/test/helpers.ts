@@ -119,6 +119,38 @@ export function expectSchema(name: string, body: unknown): void {
   }
 }
 
+/**
+ * Ask `read` until `done` holds of its answer, as a polling client would (engines such as Slurm
+ * tick on their own clock, with nothing to wait on); fails with the last answer after `timeoutMs`.
+ */
+export async function pollUntil<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 30_000,
+  intervalMs = 250
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) {
+      return value;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`gave up waiting; last: ${JSON.stringify(value)}`);
+    }
+    await new Promise(resolve => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** A kernel's model as a client reads it, checked against the REST contract. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function kernelModel(gw: ITestGateway, id: string): Promise<any> {
+  const response = await gw.api('GET', `/api/kernels/${id}`);
+  expect(response.status).toBe(200);
+  expectSchema('Kernel', response.body);
+  return response.body;
+}
+
 /** Start a kernel over REST and return its id. */
 export async function startKernel(
   gw: ITestGateway,

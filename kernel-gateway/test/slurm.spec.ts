@@ -14,6 +14,8 @@ import {
 } from '../src';
 import {
   KernelSocket,
+  kernelModel,
+  pollUntil,
   processAlive,
   startGateway,
   type ITestGateway,
@@ -279,32 +281,11 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
   let gw: ITestGateway;
   let daemons: number[] = [];
 
-  /** A kernel's model, checked against the REST contract. */
-  async function model(id: string) {
-    const response = await gw.api('GET', `/api/kernels/${id}`);
-    expect(response.status).toBe(200);
-    expectSchema('Kernel', response.body);
-    return response.body;
-  }
+  const model = (id: string) => kernelModel(gw, id);
 
-  /** Poll the kernel model (what a client sees) until `done` holds; Slurm ticks every few seconds. */
-  async function until<T>(
-    read: () => Promise<T>,
-    done: (value: T) => boolean,
-    timeoutMs = 45_000
-  ): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await read();
-      if (done(value)) {
-        return value;
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`gave up waiting; last: ${JSON.stringify(value)}`);
-      }
-      await new Promise(resolve => setTimeout(resolve, 250));
-    }
-  }
+  /** Poll what a client sees until `done` holds. */
+  const until = <T>(read: () => Promise<T>, done: (value: T) => boolean) =>
+    pollUntil(read, done, 45_000, 250);
 
   async function startOffer(body: Record<string, unknown>): Promise<string> {
     const response = await gw.api('POST', '/api/kernels', {
@@ -480,6 +461,49 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
       jobs => !jobs.includes(accelerator.job)
     );
   }, 60_000);
+
+  it('moves a kernel onto a Slurm job and back to the CPU under the same id, cancelling the job it leaves', async () => {
+    const id = await startOffer({});
+    const client = await KernelSocket.connect(gw, id);
+    const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
+      accelerator: { offer: 'slurm-gpu' }
+    });
+    expect(moved.status).toBe(200);
+    expectSchema('Kernel', moved.body);
+    expect(moved.body).toMatchObject({
+      id,
+      accelerator: { offer: 'slurm-gpu', engine: 'slurm' }
+    });
+    const job: string = moved.body.accelerator.job;
+    const running = await until(
+      () => model(id),
+      m => m.execution_state === 'idle' && m.accelerator?.state === 'assigned'
+    );
+    expect(running.accelerator).toMatchObject({ worker: `job-${id}`, job });
+    const where = "import os; print(os.environ.get('SLURM_JOB_ID'))";
+    expect((await client.execute(where)).stdout).toBe(`${job}\n`);
+
+    const back = await gw.api('POST', `/api/kernels/${id}/restart`, {
+      accelerator: 'cpu'
+    });
+    expect(back.status).toBe(200);
+    expect(back.body.accelerator).toMatchObject({
+      kind: 'cpu',
+      state: 'assigned',
+      devices: []
+    });
+    expect(back.body.accelerator.job).toBeUndefined();
+    expect(back.body.accelerator.worker).not.toBe(`job-${id}`);
+    await until(
+      () => cluster.activeJobs(),
+      jobs => !jobs.includes(job)
+    );
+    // The job ended because the kernel left it: the kernel lives on, on the CPU.
+    expect((await client.execute(where)).stdout).toBe('None\n');
+    expect((await model(id)).execution_state).toBe('idle');
+    await client.close();
+    expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
+  }, 90_000);
 
   it('leaves no job behind once every kernel is deleted', async () => {
     for (const id of [second, third]) {

@@ -1,9 +1,11 @@
 /**
- * Provisioners: ask a cluster engine (Slurm; Kubernetes later) to start a `ferry worker` where an
- * offer's accelerators are, and watch the job; the profiles file that declares the offers.
+ * Provisioners: ask a cluster engine (Slurm, Kubernetes) to start a `ferry worker` where an offer's
+ * accelerators are, and watch the job; the profiles file that declares the offers.
  *
  * @packageDocumentation
  */
+export * from './kubernetes';
+export * from './kubernetes-manifests';
 export * from './profiles';
 export * from './slurm';
 export * from './types';

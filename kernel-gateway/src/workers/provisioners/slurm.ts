@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import {
   jobWorkerId,
+  ProvisionedJob,
   type IAcceleratorOffer,
-  type IJobEvents,
   type IProvisionedJob,
-  type IProvisioner,
-  type JobState
+  type IProvisioner
 } from './types';
 
 /**
@@ -277,10 +275,7 @@ namespace Private {
   };
 
   /** One Slurm job, as its provisioner last saw it. */
-  export class SlurmJob
-    extends EventEmitter<IJobEvents>
-    implements IProvisionedJob
-  {
+  export class SlurmJob extends ProvisionedJob {
     constructor(
       readonly id: string,
       readonly workerId: string,
@@ -290,23 +285,7 @@ namespace Private {
     }
 
     readonly engine = 'slurm';
-    state: JobState = { state: 'pending', reason: 'Submitted' };
     timeLimit: string | undefined;
-
-    update(state: JobState): void {
-      const previous = this.state;
-      if (previous.state === 'ended') {
-        return;
-      }
-      const same =
-        state.state === previous.state &&
-        (previous.state !== 'pending' ||
-          (state.state === 'pending' && state.reason === previous.reason));
-      this.state = state;
-      if (!same) {
-        this.emit('changed', state);
-      }
-    }
 
     cancel(): Promise<void> {
       return this.state.state === 'ended' ? Promise.resolve() : this._cancel();

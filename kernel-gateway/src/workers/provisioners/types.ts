@@ -1,4 +1,4 @@
-import type { EventEmitter } from 'node:events';
+import { EventEmitter } from 'node:events';
 
 /** The cluster engines a provisioner can ask for a worker. */
 export type Engine = 'slurm' | 'kubernetes';
@@ -15,13 +15,31 @@ export interface ISlurmOffer {
   extraArgs?: string[];
 }
 
-/** How Kubernetes starts an offer's worker (declared, not yet provisioned). */
+/** A toleration of a Kubernetes pod: which taint it tolerates. */
+export interface IKubernetesToleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  tolerationSeconds?: number;
+}
+
+/** How Kubernetes starts an offer's worker: what its pod (or its hosts' pods) ask for. */
 export interface IKubernetesOffer {
+  /** Where the pod goes (default: the gateway's namespace). */
   namespace?: string;
+  /** The worker's image (default: the gateway's). */
   image?: string;
+  /** Resource limits: `nvidia.com/gpu`, `nvidia.com/mig-1g.10gb`, `google.com/tpu`, `cpu`, `memory`. */
   limits?: Record<string, string | number>;
   nodeSelector?: Record<string, string>;
-  tolerations?: Record<string, unknown>[];
+  tolerations?: IKubernetesToleration[];
+  /** A GKE TPU slice topology (`2x4`): the `cloud.google.com/gke-tpu-topology` node selector. */
+  topology?: string;
+  /** Hosts of a multi-host TPU slice: an Indexed Job of this many pods (default 1: one pod). */
+  hosts?: number;
+  /** What hosts other than the kernel's run, a shell command (default: they hold their chips). */
+  followerCommand?: string;
 }
 
 /** One accelerator offer of the profiles file: what a kernel gets, and which engine starts it. */
@@ -59,7 +77,7 @@ export interface IJobEvents {
 /** A job an engine runs for one kernel: a worker that dials the gateway as `workerId`. */
 export interface IProvisionedJob extends EventEmitter<IJobEvents> {
   readonly engine: Engine;
-  /** The engine's id for the job (a Slurm job id). */
+  /** The engine's id for the job (a Slurm job id, a Kubernetes pod or job name). */
   readonly id: string;
   /** The id the job's worker registers with. */
   readonly workerId: string;
@@ -68,6 +86,39 @@ export interface IProvisionedJob extends EventEmitter<IJobEvents> {
   readonly timeLimit: string | undefined;
   /** Ask the engine to end the job; resolves once it took the request. */
   cancel(): Promise<void>;
+}
+
+/**
+ * What every engine's job shares: its state as the provisioner last saw it, announced once per
+ * change (a pending job's new reason is a change) and frozen once ended.
+ */
+export abstract class ProvisionedJob
+  extends EventEmitter<IJobEvents>
+  implements IProvisionedJob
+{
+  abstract readonly engine: Engine;
+  abstract readonly id: string;
+  abstract readonly workerId: string;
+  abstract readonly timeLimit: string | undefined;
+  state: JobState = { state: 'pending', reason: 'Submitted' };
+
+  /** Record what the engine says now; emit `changed` if it differs. */
+  update(state: JobState): void {
+    const previous = this.state;
+    if (previous.state === 'ended') {
+      return;
+    }
+    const same =
+      state.state === previous.state &&
+      (previous.state !== 'pending' ||
+        (state.state === 'pending' && state.reason === previous.reason));
+    this.state = state;
+    if (!same) {
+      this.emit('changed', state);
+    }
+  }
+
+  abstract cancel(): Promise<void>;
 }
 
 /** Asks a cluster engine to start a worker for a kernel where the offer's accelerators are. */
