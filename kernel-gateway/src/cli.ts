@@ -54,6 +54,19 @@ export function createProgram(): Command {
     )
     .option('--no-auth', 'accept requests without a token (local use only)')
     .option('--root-dir <dir>', 'directory notebooks live in', process.cwd())
+    .option(
+      '--allow-hidden',
+      'list and serve dot files under the root directory',
+      false
+    )
+    .option(
+      '--lab-dir <dir>',
+      'the JupyterLab build served at /lab (default: the @ferry/lab-app build)'
+    )
+    .option(
+      '--lab-settings-dir <dir>',
+      'where JupyterLab user settings are kept; workspaces go beside it (default: ~/.ferry/lab/user-settings)'
+    )
     .addOption(
       new Option('--log-level <level>', 'log level')
         .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
@@ -157,11 +170,11 @@ export function createProgram(): Command {
     )
     .option(
       '--profiles <file>',
-      'accelerator offers (YAML or JSON) that Slurm starts workers for'
+      'accelerator offers (YAML or JSON) that Slurm or Kubernetes start workers for'
     )
     .option(
       '--job-gateway-host <host>',
-      'the address Slurm jobs dial to reach the worker port (default: --ip)'
+      'the address Slurm jobs and Kubernetes pods dial to reach the worker port (default: --ip)'
     )
     .option(
       '--job-worker-command <command>',
@@ -170,6 +183,18 @@ export function createProgram(): Command {
     .option(
       '--job-output-dir <dir>',
       'where Slurm jobs write their output (default: discarded)'
+    )
+    .option(
+      '--kubeconfig <file>',
+      'the kubeconfig for Kubernetes offers (default: KUBECONFIG, ~/.kube/config, or in-cluster)'
+    )
+    .option(
+      '--kube-namespace <namespace>',
+      "where Kubernetes offers' pods go unless an offer says (default: the kubeconfig context's)"
+    )
+    .option(
+      '--kube-image <image>',
+      'the worker image of Kubernetes offers that name none (with ferry on its PATH)'
     )
     .action(async (opts: Private.IGatewayFlags) => {
       await Private.runGateway(opts);
@@ -222,6 +247,9 @@ namespace Private {
     token?: string;
     auth: boolean;
     rootDir: string;
+    allowHidden: boolean;
+    labDir?: string;
+    labSettingsDir?: string;
     logLevel: string;
     allowOrigin: string[];
     envAllow: string[];
@@ -246,6 +274,9 @@ namespace Private {
     jobGatewayHost?: string;
     jobOutputDir?: string;
     jobWorkerCommand?: string;
+    kubeconfig?: string;
+    kubeNamespace?: string;
+    kubeImage?: string;
   }
 
   export interface IWorkerFlags {
@@ -374,6 +405,10 @@ namespace Private {
       auth: flags.auth,
       token,
       rootDir: path.resolve(flags.rootDir),
+      allowHidden: flags.allowHidden,
+      labDir: flags.labDir && path.resolve(flags.labDir),
+      labSettingsDir:
+        flags.labSettingsDir && path.resolve(flags.labSettingsDir),
       allowOrigins: flags.allowOrigin,
       envAllow: flags.envAllow,
       replayBytes: flags.replayBufferMb * 2 ** 20,
@@ -409,6 +444,12 @@ namespace Private {
         workerHost: flags.jobGatewayHost ?? flags.ip,
         workerCommand: flags.jobWorkerCommand?.split(/\s+/).filter(Boolean),
         outputDir: flags.jobOutputDir && path.resolve(flags.jobOutputDir)
+      },
+      kubernetes: {
+        kubeconfig: flags.kubeconfig && path.resolve(flags.kubeconfig),
+        namespace: flags.kubeNamespace,
+        image: flags.kubeImage,
+        workerHost: flags.jobGatewayHost ?? flags.ip
       }
     });
     const address = await gateway.listen(flags.port, flags.ip);
@@ -417,7 +458,7 @@ namespace Private {
     const url = `http://${host}:${address.port}/`;
     process.stdout.write(
       `Ferry gateway ${VERSION} is ready at ${url}\n` +
-        (token ? `    ${url}?token=${token}\n` : '') +
+        `    ${url}lab${token ? `?token=${token}` : ''}\n` +
         `    jupyter server --gateway-url=${url}` +
         (token ? ` --GatewayClient.auth_token=${token}` : '') +
         '\n' +

@@ -18,6 +18,20 @@ export interface ISlurmSettings {
   pollIntervalMs?: number;
 }
 
+/** How the gateway starts pods for the offers that name Kubernetes. */
+export interface IKubernetesSettings {
+  /** A kubeconfig file (default: `KUBECONFIG`, `~/.kube/config`, or in-cluster service account). */
+  kubeconfig?: string;
+  /** The namespace of offers that name none (default: the kubeconfig context's, or `default`). */
+  namespace?: string;
+  /** The worker image of offers that name none. */
+  image?: string;
+  /** How the image runs `ferry` (default `['ferry']`). */
+  workerCommand?: string[];
+  /** The host pods dial for the worker port (default: the worker port's address). */
+  workerHost?: string;
+}
+
 /** Everything `ferry gateway` can be told; {@link resolveGatewayOptions} fills in the defaults. */
 export interface IGatewayOptions {
   /** The token clients must present; undefined with `auth: false`. */
@@ -26,6 +40,15 @@ export interface IGatewayOptions {
   auth: boolean;
   /** The directory notebooks live in; kernels start in their notebook's directory under it. */
   rootDir: string;
+  /** Serve and list dot files under the root directory (default false). */
+  allowHidden?: boolean;
+  /** The JupyterLab build served at `/lab` (default: the `@ferry/lab-app` package's `build/`). */
+  labDir?: string;
+  /**
+   * Where JupyterLab user settings are written (default `~/.ferry/lab/user-settings`); workspaces go
+   * to the `workspaces` folder beside it.
+   */
+  labSettingsDir?: string;
   /** Browser origins allowed besides the gateway's own (`*` for any). */
   allowOrigins: string[];
   /** Client-supplied kernel variables passed on besides `KERNEL_*`. */
@@ -54,6 +77,8 @@ export interface IGatewayOptions {
   offers?: IAcceleratorOffer[];
   /** Slurm settings for the offers that name Slurm. */
   slurm?: ISlurmSettings;
+  /** Kubernetes settings for the offers that name Kubernetes. */
+  kubernetes?: IKubernetesSettings;
 }
 
 /** The defaults, for a gateway a person runs on their own machine. */

@@ -86,7 +86,7 @@ describe('ferry CLI', () => {
     });
     const link = lines.find(l => l.includes('?token='))!.trim();
     expect(link).toMatch(
-      new RegExp(`^http://127\\.0\\.0\\.1:\\d+/\\?token=${token}$`)
+      new RegExp(`^http://127\\.0\\.0\\.1:\\d+/lab\\?token=${token}$`)
     );
     const base = new URL(link).origin;
     expect((await fetch(`${base}/api/kernels`)).status).toBe(401);

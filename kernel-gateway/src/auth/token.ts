@@ -1,9 +1,20 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+
+/** How a request proved who it is. */
+export type Credential = 'token' | 'cookie';
 
 /**
- * Token authentication for every route and socket: `Authorization: token T` (or `Bearer T`), or
- * `?token=T` for clients that cannot set headers on websockets.
+ * Token authentication for every route and socket: `Authorization: token T` (or `Bearer T`),
+ * `?token=T` for clients that cannot set headers on websockets, or the sign-in cookie a browser got by
+ * opening the token link.
+ *
+ * #### Notes
+ * The cookie's value is an HMAC of the token, never the token itself: it stays valid across gateway
+ * restarts with the same token and dies with a new one. Cookie-authenticated requests that change
+ * something must echo the `_xsrf` cookie in `X-XSRFToken`, as JupyterLab's ServerConnection does
+ * against jupyter_server; header and query tokens cannot be sent by another site, so they are exempt.
  */
 export class TokenAuth {
   /**
@@ -11,6 +22,8 @@ export class TokenAuth {
    */
   constructor(token: string | undefined) {
     this._token = token === undefined ? undefined : Buffer.from(token, 'utf8');
+    this._cookieValue = this._derive('sign-in cookie');
+    this._xsrfValue = this._derive('xsrf');
   }
 
   /** Whether requests must carry the token. */
@@ -18,19 +31,86 @@ export class TokenAuth {
     return this._token !== undefined;
   }
 
-  /** Whether the request carries the right token (always true with authentication off). */
+  /** Whether the request carries the right token or cookie (always true with authentication off). */
   check(request: IncomingMessage): boolean {
+    return this.credential(request) !== undefined;
+  }
+
+  /**
+   * How the request authenticates: `token` (header or query; also every request with authentication
+   * off), `cookie`, or undefined when it does not.
+   */
+  credential(request: IncomingMessage): Credential | undefined {
     if (!this._token) {
-      return true;
+      return 'token';
     }
     const presented = TokenAuth.presented(request);
-    if (presented === undefined) {
-      return false;
+    if (presented !== undefined && this.matches(presented)) {
+      return 'token';
     }
-    const bytes = Buffer.from(presented, 'utf8');
+    const cookie = TokenAuth.cookies(request)[this.cookieName(request)];
+    if (cookie !== undefined && Private.equal(cookie, this._cookieValue)) {
+      return 'cookie';
+    }
+    return undefined;
+  }
+
+  /** Whether `candidate` is the token (constant time). */
+  matches(candidate: string): boolean {
     return (
-      bytes.length === this._token.length && timingSafeEqual(bytes, this._token)
+      !!this._token && Private.equal(candidate, this._token.toString('utf8'))
     );
+  }
+
+  /**
+   * Whether a cookie-authenticated request that changes something echoes the XSRF cookie: the
+   * `X-XSRFToken` header (or an `_xsrf` query argument) must equal this gateway's XSRF value.
+   */
+  checkXsrf(request: IncomingMessage): boolean {
+    const header = request.headers['x-xsrftoken'];
+    const presented =
+      (Array.isArray(header) ? header[0] : header) ??
+      new URL(request.url ?? '/', 'http://localhost').searchParams.get(
+        '_xsrf'
+      ) ??
+      undefined;
+    return presented !== undefined && Private.equal(presented, this._xsrfValue);
+  }
+
+  /**
+   * The cookie name for this gateway: per host and port, as jupyter_server does, since browsers share
+   * cookies between the ports of one host.
+   */
+  cookieName(request: IncomingMessage): string {
+    const host = (request.headers.host ?? 'localhost').replace(
+      /[^A-Za-z0-9]/g,
+      '-'
+    );
+    return `ferry-auth-${host}`;
+  }
+
+  /** `Set-Cookie` values that sign a browser in: the HttpOnly auth cookie and the `_xsrf` cookie. */
+  signInCookies(request: IncomingMessage): string[] {
+    const secure = Private.isSecure(request);
+    return [
+      serializeCookie(this.cookieName(request), this._cookieValue, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure,
+        path: '/',
+        maxAge: TokenAuth.COOKIE_MAX_AGE_S
+      }),
+      this.xsrfCookie(request)
+    ];
+  }
+
+  /** The `Set-Cookie` value of the `_xsrf` cookie (readable by the page's script, by design). */
+  xsrfCookie(request: IncomingMessage): string {
+    return serializeCookie('_xsrf', this._xsrfValue, {
+      sameSite: 'lax',
+      secure: Private.isSecure(request),
+      path: '/'
+    });
   }
 
   /** A new random token (48 hex characters). */
@@ -38,7 +118,7 @@ export class TokenAuth {
     return randomBytes(24).toString('hex');
   }
 
-  /** The token a request presents, if any. */
+  /** The token a request presents in its header or query, if any. */
   static presented(request: IncomingMessage): string | undefined {
     const header = request.headers.authorization;
     if (header) {
@@ -54,7 +134,26 @@ export class TokenAuth {
     return query ?? undefined;
   }
 
+  /** The request's cookies by name. */
+  static cookies(request: IncomingMessage): Record<string, string | undefined> {
+    return parseCookies(request.headers.cookie ?? '');
+  }
+
+  /** A value only this token yields: an HMAC keyed by the token (random without a token). */
+  private _derive(purpose: string): string {
+    return createHmac('sha256', this._token ?? randomBytes(32))
+      .update(`ferry ${purpose}`)
+      .digest('base64url');
+  }
+
   private _token: Buffer | undefined;
+  private _cookieValue: string;
+  private _xsrfValue: string;
+}
+
+export namespace TokenAuth {
+  /** How long a browser stays signed in: 30 days, as jupyter_server's login cookie. */
+  export const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
 }
 
 /**
@@ -73,5 +172,20 @@ export function originAllowed(
     return new URL(origin).host === request.headers.host;
   } catch {
     return false;
+  }
+}
+
+namespace Private {
+  export function equal(a: string, b: string): boolean {
+    const x = Buffer.from(a, 'utf8');
+    const y = Buffer.from(b, 'utf8');
+    return x.length === y.length && timingSafeEqual(x, y);
+  }
+
+  export function isSecure(request: IncomingMessage): boolean {
+    return (
+      (request.socket as { encrypted?: boolean }).encrypted === true ||
+      request.headers['x-forwarded-proto'] === 'https'
+    );
   }
 }

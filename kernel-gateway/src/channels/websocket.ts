@@ -3,14 +3,18 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { originAllowed, type TokenAuth } from '../auth';
+import type { EventBus } from '../events';
 import type { KernelRegistry } from '../kernels';
 import { V1_SUBPROTOCOL, type Framing } from './framing';
 
 const CHANNELS_PATH = /^\/api\/kernels\/([^/]+)\/channels\/?$/;
+const EVENTS_PATH = /^\/api\/events\/subscribe\/?$/;
 
 /**
- * Accepts websocket upgrades on `/api/kernels/{id}/channels`: checks the token and the origin, waits
- * for the kernel to be ready, picks the framing, and hands the socket to the kernel's channels.
+ * Accepts websocket upgrades on `/api/kernels/{id}/channels`: checks the token (or sign-in cookie) and
+ * the origin, waits for the kernel to be ready, picks the framing, and hands the socket to the
+ * kernel's channels. Also serves `/api/events/subscribe`: every event of the bus, one JSON text frame
+ * each, as jupyter_server's event socket.
  */
 export class ChannelsServer {
   constructor(options: ChannelsServer.IOptions) {
@@ -24,12 +28,19 @@ export class ChannelsServer {
       handleProtocols: protocols =>
         protocols.has(V1_SUBPROTOCOL) ? V1_SUBPROTOCOL : false
     });
+    this._eventsWss = new WebSocketServer({
+      noServer: true,
+      maxPayload: 64 * 1024,
+      perMessageDeflate: false
+    });
   }
 
   /** Whether this server handles the upgrade's path. */
   handles(request: IncomingMessage): boolean {
-    return CHANNELS_PATH.test(
-      new URL(request.url ?? '/', 'http://localhost').pathname
+    const { pathname } = new URL(request.url ?? '/', 'http://localhost');
+    return (
+      CHANNELS_PATH.test(pathname) ||
+      (this._options.events !== undefined && EVENTS_PATH.test(pathname))
     );
   }
 
@@ -41,7 +52,10 @@ export class ChannelsServer {
   ): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const match = CHANNELS_PATH.exec(url.pathname);
-    if (!match) {
+    const events = EVENTS_PATH.test(url.pathname)
+      ? this._options.events
+      : undefined;
+    if (!match && !events) {
       return Private.refuse(socket, 404, 'Not a websocket endpoint');
     }
     if (!this._options.auth.check(request)) {
@@ -54,7 +68,10 @@ export class ChannelsServer {
         `Origin not allowed: ${request.headers.origin}`
       );
     }
-    const kernelId = decodeURIComponent(match[1]);
+    if (events) {
+      return this._subscribe(events, request, socket, head);
+    }
+    const kernelId = decodeURIComponent(match![1]);
     const kernel = this._options.registry.get(kernelId);
     if (!kernel) {
       return Private.refuse(socket, 404, `Kernel does not exist: ${kernelId}`);
@@ -91,20 +108,44 @@ export class ChannelsServer {
   }
 
   close(): void {
-    for (const client of this._wss.clients) {
-      client.terminate();
+    for (const wss of [this._wss, this._eventsWss]) {
+      for (const client of wss.clients) {
+        client.terminate();
+      }
+      wss.close();
     }
-    this._wss.close();
+  }
+
+  /** An events socket: what clients send is ignored, every event of the bus is sent. */
+  private _subscribe(
+    events: EventBus,
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer
+  ): void {
+    this._eventsWss.handleUpgrade(request, socket, head, ws => {
+      const unsubscribe = events.subscribe(event => {
+        if (ws.readyState === ws.OPEN) {
+          ws.send(JSON.stringify(event));
+        }
+      });
+      ws.on('close', unsubscribe);
+      ws.on('error', unsubscribe);
+    });
   }
 
   private _options: ChannelsServer.IOptions;
   private _wss: WebSocketServer;
+  private _eventsWss: WebSocketServer;
 }
 
 export namespace ChannelsServer {
   export interface IOptions {
     registry: KernelRegistry;
+    /** Authenticates by token or sign-in cookie. */
     auth: TokenAuth;
+    /** The bus `/api/events/subscribe` streams; without it that path is refused. */
+    events?: EventBus;
     allowOrigins: readonly string[];
     /** Larger frames close the socket with 1009. */
     maxMessageBytes: number;

@@ -2,8 +2,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import { originAllowed, TokenAuth } from '../auth';
+import { authenticate, originAllowed, signInRouter, TokenAuth } from '../auth';
 import { ChannelsServer } from '../channels';
+import { FileContentsManager } from '../contents';
+import { EventBus, publishKernelActions } from '../events';
+import { LabBuild, SettingsStore, WorkspaceStore } from '../lab';
 import { resolveGatewayOptions, type IGatewayOptions } from '../config';
 import type { Registry } from 'prom-client';
 import { AcceleratorService, createMetrics } from '../accelerators';
@@ -12,6 +15,7 @@ import { Scheduler } from '../scheduler';
 import { ApiSchemas } from '../schema';
 import * as path from 'node:path';
 import {
+  KubernetesProvisioner,
   SlurmProvisioner,
   WorkerPool,
   WorkerServer,
@@ -22,6 +26,15 @@ import type { IGatewayContext } from './context';
 import { errorBody, errorHandler, notFound } from './errors';
 import { acceleratorsRouter } from './routes/accelerators';
 import { apiRouter } from './routes/api';
+import { contentsRouter, filesRouter } from './routes/contents';
+import { eventsRouter } from './routes/events';
+import {
+  isLabAsset,
+  isLabPage,
+  labAssetsRouter,
+  labRouter
+} from './routes/lab';
+import { meRouter } from './routes/me';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
@@ -66,6 +79,15 @@ export class Gateway {
       provisioners: this.provisioners
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
+    this.events = new EventBus();
+    publishKernelActions(this.registry, this.events);
+    this.contents = new FileContentsManager({
+      rootDir: resolved.rootDir,
+      allowHidden: resolved.allowHidden,
+      events: this.events,
+      // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
+      notaryDir: path.dirname(Private.userSettingsDir(resolved))
+    });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
     }
@@ -102,11 +124,19 @@ export class Gateway {
       context,
       this.auth,
       this.accelerators,
-      this.metrics
+      this.metrics,
+      Private.webServices(
+        resolved,
+        options.logger,
+        this.auth,
+        this.events,
+        this.contents
+      )
     );
     this.channels = new ChannelsServer({
       registry: this.registry,
       auth: this.auth,
+      events: this.events,
       allowOrigins: resolved.allowOrigins,
       maxMessageBytes: resolved.maxMessageBytes,
       logger: options.logger
@@ -130,6 +160,10 @@ export class Gateway {
   /** The gRPC endpoint for remote workers, when `workerPort` is set. */
   readonly workerServer: WorkerServer | undefined;
   readonly sessions: SessionStore;
+  /** Kernel and contents actions, for `/api/events/subscribe`. */
+  readonly events: EventBus;
+  /** The files under the root directory (`/api/contents`). */
+  readonly contents: FileContentsManager;
   readonly app: Express;
   readonly channels: ChannelsServer;
   readonly server: Server;
@@ -201,6 +235,9 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** The largest contents body accepted at least: a 15 MB file, base64-encoded, in its JSON model. */
+  export const CONTENTS_BODY_BYTES = 24 * 1024 * 1024;
+
   /** One provisioner per engine the offers name. */
   export function createProvisioners(
     options: IGatewayOptions,
@@ -210,11 +247,35 @@ namespace Private {
     const provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>> =
       {};
     const offers = options.offers ?? [];
-    const kubernetes = offers.find(o => o.kubernetes);
-    if (kubernetes) {
-      throw new Error(
-        `offer ${kubernetes.name} names Kubernetes, which this version of Ferry cannot provision yet`
+    const dial = (host: string) => () =>
+      `${host.includes(':') ? `[${host}]` : host}:${workerPort() ?? options.workerPort}`;
+    const kubernetesOffers = offers.filter(o => o.kubernetes);
+    if (kubernetesOffers.length > 0) {
+      if (options.workerPort === undefined || !options.workerToken) {
+        throw new Error(
+          'Kubernetes offers need the worker port (--worker-port): pods dial the gateway there'
+        );
+      }
+      const kubernetes = options.kubernetes ?? {};
+      const imageless = kubernetesOffers.find(
+        o => !o.kubernetes?.image && !kubernetes.image
       );
+      if (imageless) {
+        throw new Error(
+          `offer ${imageless.name} names no image for its pod: give it kubernetes.image, or --kube-image`
+        );
+      }
+      provisioners.kubernetes = new KubernetesProvisioner({
+        gateway: dial(
+          kubernetes.workerHost ?? options.workerHost ?? '127.0.0.1'
+        ),
+        token: options.workerToken,
+        logger,
+        kubeconfig: kubernetes.kubeconfig,
+        namespace: kubernetes.namespace,
+        image: kubernetes.image,
+        workerCommand: kubernetes.workerCommand
+      });
     }
     if (offers.some(o => o.slurm)) {
       if (options.workerPort === undefined || !options.workerToken) {
@@ -225,8 +286,7 @@ namespace Private {
       const slurm = options.slurm ?? {};
       const host = slurm.workerHost ?? options.workerHost ?? '127.0.0.1';
       provisioners.slurm = new SlurmProvisioner({
-        gateway: () =>
-          `${host.includes(':') ? `[${host}]` : host}:${workerPort() ?? options.workerPort}`,
+        gateway: dial(host),
         token: options.workerToken,
         workerCommand: slurm.workerCommand ?? [
           process.execPath,
@@ -241,11 +301,58 @@ namespace Private {
     return provisioners;
   }
 
+  /** What serves the browser: contents, events, and the JupyterLab page with its server API. */
+  export interface IWebServices {
+    auth: TokenAuth;
+    events: EventBus;
+    contents: FileContentsManager;
+    lab: labRouter.IOptions;
+  }
+
+  /** Where JupyterLab user settings go; workspaces and notebook signatures go beside them. */
+  export function userSettingsDir(options: IGatewayOptions): string {
+    return path.resolve(
+      options.labSettingsDir ?? LabBuild.defaultSettingsDir()
+    );
+  }
+
+  export function webServices(
+    options: IGatewayOptions,
+    logger: Logger,
+    auth: TokenAuth,
+    events: EventBus,
+    contents: FileContentsManager
+  ): IWebServices {
+    const build = new LabBuild(options.labDir ?? LabBuild.defaultDir());
+    const userSettingsDir = Private.userSettingsDir(options);
+    return {
+      auth,
+      events,
+      contents,
+      lab: {
+        build,
+        auth,
+        settings: new SettingsStore({
+          schemasDir: build.schemasDir,
+          settingsDir: userSettingsDir,
+          logger
+        }),
+        workspaces: new WorkspaceStore(
+          path.join(path.dirname(userSettingsDir), 'workspaces')
+        ),
+        rootDir: options.rootDir,
+        userSettingsDir,
+        allowHidden: options.allowHidden ?? false
+      }
+    };
+  }
+
   export function createApp(
     context: IGatewayContext,
     auth: TokenAuth,
     accelerators: AcceleratorService,
-    metrics: Registry
+    metrics: Registry,
+    web: IWebServices
   ): Express {
     const app = express();
     app.disable('x-powered-by');
@@ -264,7 +371,7 @@ namespace Private {
         response.setHeader('Vary', 'Origin');
         response.setHeader(
           'Access-Control-Allow-Headers',
-          'Authorization, Content-Type'
+          'Authorization, Content-Type, X-XSRFToken'
         );
         response.setHeader(
           'Access-Control-Allow-Methods',
@@ -275,12 +382,18 @@ namespace Private {
           return;
         }
       }
-      if (!auth.check(request)) {
-        response.status(401).json(errorBody(401, 'A valid token is required'));
-        return;
-      }
       next();
     });
+    app.use(signInRouter(auth));
+    app.use(labAssetsRouter(web.lab.build));
+    app.use(authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage }));
+    // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
+    app.use(
+      contentsRouter(
+        web.contents,
+        Math.max(maxMessageBytes, Private.CONTENTS_BODY_BYTES)
+      )
+    );
     app.use(
       express.json({
         limit: Math.min(maxMessageBytes, 10 * 1024 * 1024),
@@ -292,6 +405,10 @@ namespace Private {
     app.use(kernelsRouter(context));
     app.use(sessionsRouter(context));
     app.use(acceleratorsRouter(accelerators, metrics));
+    app.use(filesRouter(web.contents));
+    app.use(meRouter());
+    app.use(eventsRouter(web.events));
+    app.use(labRouter(web.lab));
     app.use(notFound());
     app.use(errorHandler(context.logger));
     return app;

@@ -1,0 +1,175 @@
+import express, { Router, type RequestHandler } from 'express';
+import { TokenAuth } from './token';
+
+/**
+ * Browser sign-in: `GET /login` (a token field), `POST /login` (sets the sign-in cookie), `/logout`,
+ * and `/` sent on to `/lab`. These routes need no authentication themselves.
+ */
+export function signInRouter(auth: TokenAuth): Router {
+  const router = Router();
+  router.get('/', (request, response) => {
+    const query = request.originalUrl.slice(request.path.length);
+    response.redirect(302, `/lab${query}`);
+  });
+  router.get('/login', (request, response) => {
+    if (!auth.enabled || auth.check(request)) {
+      response.redirect(302, Private.nextUrl(request.query.next));
+      return;
+    }
+    Private.sendSignInPage(response, 200, Private.nextUrl(request.query.next));
+  });
+  router.post(
+    '/login',
+    express.urlencoded({ extended: false, limit: '16kb' }),
+    (request, response) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const next = Private.nextUrl(body.next ?? request.query.next);
+      if (typeof body.token === 'string' && auth.matches(body.token.trim())) {
+        response.setHeader('Set-Cookie', auth.signInCookies(request));
+        response.redirect(303, next);
+        return;
+      }
+      Private.sendSignInPage(response, 401, next, 'That token is not valid.');
+    }
+  );
+  router.all('/logout', (request, response) => {
+    response.setHeader('Set-Cookie', [
+      `${auth.cookieName(request)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax`
+    ]);
+    response.redirect(303, '/login');
+  });
+  return router;
+}
+
+/**
+ * Authentication for everything but the public routes. A page opened with the token link
+ * (`/lab?token=T`) signs the browser in and is reloaded without the token; a page opened without
+ * credentials gets the sign-in page (401, HTML); an API request gets its JSON 401. A
+ * cookie-authenticated request that changes something must echo the XSRF cookie (403 otherwise).
+ */
+export function authenticate(
+  auth: TokenAuth,
+  options: authenticate.IOptions
+): RequestHandler {
+  return (request, response, next) => {
+    if (options.isPublic(request.path)) {
+      next();
+      return;
+    }
+    const page =
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      options.isPage(request.path);
+    const credential = auth.credential(request);
+    if (page && auth.enabled && request.query.token !== undefined) {
+      if (credential !== 'token') {
+        Private.sendSignInPage(
+          response,
+          401,
+          request.path,
+          'That token link is not valid. Enter the token the gateway printed at start.'
+        );
+        return;
+      }
+      const url = new URL(request.originalUrl, 'http://localhost');
+      url.searchParams.delete('token');
+      response.setHeader('Set-Cookie', auth.signInCookies(request));
+      response.redirect(302, url.pathname + url.search);
+      return;
+    }
+    if (credential === undefined) {
+      if (page) {
+        Private.sendSignInPage(response, 401, request.originalUrl);
+      } else {
+        response.status(401).json({
+          reason: 'Unauthorized',
+          message: 'A valid token is required'
+        });
+      }
+      return;
+    }
+    if (
+      credential === 'cookie' &&
+      !Private.SAFE_METHODS.has(request.method) &&
+      !auth.checkXsrf(request)
+    ) {
+      response.status(403).json({
+        reason: 'Forbidden',
+        message:
+          "XSRF check failed: a request signed in by cookie must send the '_xsrf' cookie's value in the X-XSRFToken header"
+      });
+      return;
+    }
+    if (page && credential === 'cookie' && !TokenAuth.cookies(request)._xsrf) {
+      response.append('Set-Cookie', auth.xsrfCookie(request));
+    }
+    next();
+  };
+}
+
+export namespace authenticate {
+  export interface IOptions {
+    /** Paths anyone may fetch (static assets: they hold no secrets). */
+    isPublic(path: string): boolean;
+    /** Paths of HTML pages: these get the sign-in page instead of a JSON 401. */
+    isPage(path: string): boolean;
+  }
+}
+
+namespace Private {
+  export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+  /** A local path to return to after signing in; anything else (another site) becomes `/lab`. */
+  export function nextUrl(value: unknown): string {
+    return typeof value === 'string' &&
+      value.startsWith('/') &&
+      !value.startsWith('//') &&
+      !value.includes('\\')
+      ? value
+      : '/lab';
+  }
+
+  export function sendSignInPage(
+    response: Parameters<RequestHandler>[1],
+    status: number,
+    next: string,
+    problem?: string
+  ): void {
+    response
+      .status(status)
+      .type('html')
+      .setHeader('Cache-Control', 'no-store')
+      .send(signInPage(nextUrl(next), problem));
+  }
+
+  function escape(text: string): string {
+    return text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
+  }
+
+  function signInPage(next: string, problem?: string): string {
+    return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in to Ferry</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#222}
+input{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.5rem 0}
+button{font:inherit;padding:.4rem 1rem}.problem{color:#b00020}
+</style>
+</head>
+<body>
+<h1>Sign in to Ferry</h1>
+${problem ? `<p class="problem" role="alert">${escape(problem)}</p>` : ''}
+<p>Open the token link the gateway printed when it started, or paste its token here.</p>
+<form method="post" action="/login">
+<label for="token">Token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" autofocus required>
+<input type="hidden" name="next" value="${escape(next)}">
+<button type="submit">Sign in</button>
+</form>
+</body>
+</html>
+`;
+  }
+}

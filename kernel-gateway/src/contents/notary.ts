@@ -1,0 +1,142 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { writeAtomic } from './atomic';
+import { serializeNotebook } from './notebook';
+
+type JsonObject = Record<string, unknown>;
+
+/**
+ * Notebook trust, as jupyter_server's notary keeps it: a notebook the user saved with every output
+ * trusted is signed (an HMAC of its content with a secret of this machine, kept apart from the file),
+ * and opens trusted again; any other notebook opens untrusted, whatever `trusted` flags its file
+ * carries, so JupyterLab does not run the scripts or HTML of a notebook someone else wrote.
+ */
+export class NotebookNotary {
+  /**
+   * @param dir - where the secret (`notebook-secret`, mode 600) and the signatures
+   * (`notebook-signatures.json`) live.
+   */
+  constructor(readonly dir: string) {}
+
+  /** Mark every code cell trusted or not, by whether this content was signed. */
+  async mark(nb: JsonObject): Promise<void> {
+    NotebookNotary.unmark(nb);
+    const trusted = (await this._signatures()).has(await this._digest(nb));
+    for (const cell of Private.codeCells(nb)) {
+      Private.metadata(cell).trusted = trusted;
+    }
+  }
+
+  /**
+   * Take the trust flags off a notebook about to be written, and sign it when every code cell was
+   * trusted (or has no rich output to distrust), as nbformat's `check_cells` decides.
+   */
+  async signIfTrusted(nb: JsonObject): Promise<void> {
+    const trusted = Private.codeCells(nb).every(
+      cell =>
+        Private.metadata(cell).trusted === true ||
+        !((cell.outputs ?? []) as JsonObject[]).some(
+          output =>
+            (output.output_type === 'execute_result' ||
+              output.output_type === 'display_data') &&
+            Object.keys(output).some(
+              key =>
+                !['output_type', 'execution_count', 'metadata'].includes(key)
+            )
+        )
+    );
+    NotebookNotary.unmark(nb);
+    if (!trusted) {
+      return;
+    }
+    const digest = await this._digest(nb);
+    this._writing = this._writing.then(async () => {
+      const signatures = await this._signatures();
+      if (signatures.has(digest)) {
+        return;
+      }
+      signatures.add(digest);
+      const kept = [...signatures].slice(-NotebookNotary.MAX_SIGNATURES);
+      this._loaded = Promise.resolve(new Set(kept));
+      await fs.mkdir(this.dir, { recursive: true });
+      await writeAtomic(
+        path.join(this.dir, 'notebook-signatures.json'),
+        JSON.stringify(kept)
+      );
+    });
+    await this._writing;
+  }
+
+  /** Remove every cell's `trusted` flag. */
+  static unmark(nb: JsonObject): void {
+    for (const cell of (nb.cells ?? []) as JsonObject[]) {
+      delete Private.metadata(cell).trusted;
+    }
+  }
+
+  private async _digest(nb: JsonObject): Promise<string> {
+    return createHmac('sha256', await this._secret())
+      .update(serializeNotebook(nb))
+      .digest('hex');
+  }
+
+  private _secret(): Promise<Buffer> {
+    this._key ??= (async () => {
+      const file = path.join(this.dir, 'notebook-secret');
+      try {
+        return Buffer.from(await fs.readFile(file, 'utf8'), 'base64');
+      } catch {
+        const secret = randomBytes(32);
+        await fs.mkdir(this.dir, { recursive: true });
+        try {
+          await fs.writeFile(file, secret.toString('base64'), {
+            mode: 0o600,
+            flag: 'wx'
+          });
+          return secret;
+        } catch {
+          // Another gateway made it first: use theirs.
+          return Buffer.from(await fs.readFile(file, 'utf8'), 'base64');
+        }
+      }
+    })();
+    return this._key;
+  }
+
+  private _signatures(): Promise<Set<string>> {
+    this._loaded ??= fs
+      .readFile(path.join(this.dir, 'notebook-signatures.json'), 'utf8')
+      .then(text => new Set(JSON.parse(text) as string[]))
+      .catch(() => new Set<string>());
+    return this._loaded;
+  }
+
+  private _key: Promise<Buffer> | undefined;
+  private _loaded: Promise<Set<string>> | undefined;
+  private _writing: Promise<void> = Promise.resolve();
+}
+
+export namespace NotebookNotary {
+  /** Signatures kept; the oldest go first (nbformat keeps 65535 in its database). */
+  export const MAX_SIGNATURES = 10000;
+}
+
+namespace Private {
+  export function codeCells(nb: JsonObject): JsonObject[] {
+    return ((nb.cells ?? []) as JsonObject[]).filter(
+      cell => cell.cell_type === 'code'
+    );
+  }
+
+  export function metadata(cell: JsonObject): JsonObject {
+    if (
+      typeof cell.metadata !== 'object' ||
+      cell.metadata === null ||
+      Array.isArray(cell.metadata)
+    ) {
+      cell.metadata = {};
+    }
+    return cell.metadata as JsonObject;
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Notebook files as nbformat writes and reads them: on disk, multi-line strings are split into lists
+ * of lines and keys are sorted (diff-friendly, identical to what Jupyter writes); over the API they are
+ * single strings.
+ */
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+/** A new, empty notebook (nbformat 4.5), as `nbformat.v4.new_notebook()` makes it. */
+export function newNotebook(): JsonObject {
+  return { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 };
+}
+
+/**
+ * Parse a notebook file into the API form (multi-line strings joined).
+ *
+ * @throws SyntaxError for a file that is not JSON; Error for JSON that is not a notebook.
+ */
+export function parseNotebook(text: string): JsonObject {
+  const nb = JSON.parse(text) as Json;
+  if (!isNotebook(nb)) {
+    throw new Error('not a notebook: it has no cells list');
+  }
+  for (const cell of nb.cells as JsonObject[]) {
+    mapCellStrings(cell, joinLines);
+  }
+  return nb;
+}
+
+/** Serialise an API notebook as nbformat does: lines split, keys sorted, indent 1, final newline. */
+export function serializeNotebook(nb: object): string {
+  const copy = JSON.parse(JSON.stringify(nb)) as JsonObject;
+  for (const cell of copy.cells as JsonObject[]) {
+    mapCellStrings(cell, splitLines);
+  }
+  return JSON.stringify(sortKeys(copy), null, 1) + '\n';
+}
+
+/** Whether a value has the shape of a notebook (an object with a list of cell objects). */
+export function isNotebook(value: unknown): value is JsonObject {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Array.isArray((value as JsonObject).cells) &&
+    ((value as JsonObject).cells as Json[]).every(
+      cell => typeof cell === 'object' && cell !== null && !Array.isArray(cell)
+    )
+  );
+}
+
+/** Apply `map` to the multi-line strings of a cell: its source, stream text and text outputs. */
+function mapCellStrings(cell: JsonObject, map: (value: Json) => Json): void {
+  if ('source' in cell) {
+    cell.source = map(cell.source);
+  }
+  for (const bundle of [
+    ...Object.values((cell.attachments ?? {}) as JsonObject),
+    ...((cell.outputs ?? []) as JsonObject[])
+  ]) {
+    if (
+      typeof bundle !== 'object' ||
+      bundle === null ||
+      Array.isArray(bundle)
+    ) {
+      continue;
+    }
+    if (bundle.output_type === 'stream' && 'text' in bundle) {
+      bundle.text = map(bundle.text);
+    }
+    const data =
+      bundle.output_type === undefined ||
+      bundle.output_type === 'execute_result' ||
+      bundle.output_type === 'display_data'
+        ? bundle.output_type === undefined
+          ? bundle
+          : bundle.data
+        : undefined;
+    if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
+      for (const [mime, value] of Object.entries(data)) {
+        if (mime !== 'output_type' && !isJsonMime(mime)) {
+          data[mime] = map(value);
+        }
+      }
+    }
+  }
+}
+
+/** nbformat keeps JSON mime types as structures, never as lines. */
+function isJsonMime(mime: string): boolean {
+  return mime === 'application/json' || /^application\/.+\+json$/.test(mime);
+}
+
+function joinLines(value: Json): Json {
+  return Array.isArray(value) && value.every(v => typeof v === 'string')
+    ? value.join('')
+    : value;
+}
+
+function splitLines(value: Json): Json {
+  return typeof value === 'string'
+    ? (value.match(/[^\n]*\n|[^\n]+$/g) ?? [])
+    : value;
+}
+
+function sortKeys(value: Json): Json {
+  if (Array.isArray(value)) {
+    return value.map(sortKeys);
+  }
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map(key => [key, sortKeys(value[key])])
+    );
+  }
+  return value;
+}

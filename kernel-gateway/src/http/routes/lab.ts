@@ -1,0 +1,277 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import express, { Router, type Request } from 'express';
+import { TokenAuth } from '../../auth';
+import {
+  labPage,
+  missingBuildPage,
+  pageConfig,
+  type LabBuild,
+  type SettingsStore,
+  type WorkspaceStore
+} from '../../lab';
+import { HttpError } from '../errors';
+
+/** Paths of the JupyterLab page (`/lab`, `/lab/tree/...`, `/lab/workspaces/...`), not of its API. */
+export function isLabPage(requestPath: string): boolean {
+  return (
+    requestPath === '/lab' ||
+    (requestPath.startsWith('/lab/') &&
+      !requestPath.startsWith('/lab/api/') &&
+      !requestPath.startsWith('/lab/extensions/'))
+  );
+}
+
+/** Paths anyone may fetch: the bundle and the themes (code and CSS, no secrets), as in jupyter_server. */
+export function isLabAsset(requestPath: string): boolean {
+  return (
+    requestPath.startsWith('/static/lab/') ||
+    requestPath.startsWith('/lab/api/themes/')
+  );
+}
+
+/** `/static/lab/*` (hashed files cached for a year) and `/lab/api/themes/*`, from the build. */
+export function labAssetsRouter(build: LabBuild): Router {
+  const router = Router();
+  router.use(
+    '/static/lab',
+    express.static(build.staticDir, {
+      index: false,
+      fallthrough: false,
+      setHeaders: (response, file) => {
+        response.setHeader(
+          'Cache-Control',
+          Private.HASHED.test(path.basename(file))
+            ? 'public, max-age=31536000, immutable'
+            : 'no-cache'
+        );
+      }
+    })
+  );
+  router.use(
+    '/lab/api/themes',
+    express.static(build.themesDir, {
+      index: false,
+      fallthrough: false,
+      setHeaders: response => response.setHeader('Cache-Control', 'no-cache')
+    })
+  );
+  return router;
+}
+
+/**
+ * The JupyterLab page and jupyterlab_server's REST API beside it: settings, workspaces,
+ * translations (English only), licenses and extension listings; and empty answers for the server
+ * extensions the page polls (nbconvert's export formats, jupyter-lsp's language servers).
+ */
+export function labRouter(options: labRouter.IOptions): Router {
+  const { build, settings, workspaces } = options;
+  const router = Router();
+  let storeId = 0;
+
+  router.get(/^\/lab(?:\/.*)?$/, async (request, response, next) => {
+    if (!isLabPage(request.path)) {
+      next();
+      return;
+    }
+    const manifest = await build.manifest();
+    response.setHeader('Cache-Control', 'no-store');
+    if (!manifest) {
+      response.status(503).type('html').send(missingBuildPage(build.dir));
+      return;
+    }
+    const { workspace, treePath } = Private.parsePagePath(request.path);
+    // The token goes into the page only for a client that sent it in a header; a browser signed in
+    // by cookie gets none, so the HTML never carries it.
+    const credential = options.auth.credential(request);
+    const token =
+      options.auth.enabled && credential === 'token'
+        ? (TokenAuth.presented(request) ?? '')
+        : '';
+    const config = pageConfig({
+      manifest,
+      token,
+      treePath,
+      workspace,
+      rootDir: options.rootDir,
+      userSettingsDir: options.userSettingsDir,
+      workspacesDir: workspaces.dir,
+      schemasDir: build.schemasDir,
+      themesDir: build.themesDir,
+      staticDir: build.staticDir,
+      allowHidden: options.allowHidden,
+      storeId: storeId++
+    });
+    response.type('html').send(labPage(manifest, config));
+  });
+
+  router.get(
+    ['/lab/api/settings', '/lab/api/settings/'],
+    async (request, response) => {
+      if (request.query.ids_only === 'true') {
+        response.json({ settings: (await settings.ids()).map(id => ({ id })) });
+        return;
+      }
+      response.json({ settings: await settings.list() });
+    }
+  );
+  router.get(/^\/lab\/api\/settings\/.+$/, async (request, response) => {
+    response.json(
+      await settings.get(Private.rest(request, '/lab/api/settings/'))
+    );
+  });
+  router.put(/^\/lab\/api\/settings\/.+$/, async (request, response) => {
+    const raw = (request.body as { raw?: unknown } | undefined)?.raw;
+    if (typeof raw !== 'string') {
+      throw new HttpError(
+        400,
+        'Invalid format for JSON payload. Must be in the form {"raw": "..."}'
+      );
+    }
+    await settings.save(Private.rest(request, '/lab/api/settings/'), raw);
+    response.status(204).end();
+  });
+
+  router.get(
+    ['/lab/api/workspaces', '/lab/api/workspaces/'],
+    async (_request, response) => {
+      const values = await workspaces.list();
+      response.json({
+        workspaces: { ids: values.map(w => w.metadata.id), values }
+      });
+    }
+  );
+  router.get(/^\/lab\/api\/workspaces\/.+$/, async (request, response) => {
+    response.json(
+      await workspaces.get(Private.rest(request, '/lab/api/workspaces/'))
+    );
+  });
+  router.put(/^\/lab\/api\/workspaces\/.+$/, async (request, response) => {
+    await workspaces.save(
+      Private.rest(request, '/lab/api/workspaces/'),
+      request.body
+    );
+    response.status(204).end();
+  });
+  router.delete(/^\/lab\/api\/workspaces\/.+$/, async (request, response) => {
+    await workspaces.delete(Private.rest(request, '/lab/api/workspaces/'));
+    response.status(204).end();
+  });
+
+  router.get(
+    ['/lab/api/translations', '/lab/api/translations/'],
+    (_request, response) => {
+      response.json({
+        data: { en: { displayName: 'English', nativeName: 'English' } },
+        message: ''
+      });
+    }
+  );
+  router.get('/lab/api/translations/:locale', (request, response) => {
+    const { locale } = request.params;
+    response.json({
+      data: {},
+      message:
+        locale === 'en' || locale === 'default'
+          ? ''
+          : `Language pack '${locale}' not installed!`
+    });
+  });
+
+  router.get(
+    ['/lab/api/licenses', '/lab/api/licenses/'],
+    async (request, response) => {
+      const format = request.query.format ?? 'json';
+      if (format !== 'json') {
+        throw new HttpError(
+          400,
+          `Only the json format is offered, not ${JSON.stringify(format)}`
+        );
+      }
+      response.json({ bundles: await Private.licenses(build) });
+    }
+  );
+
+  // Server extensions the page asks about and Ferry does not run: answer "none" rather than 404.
+  router.get('/api/nbconvert', (_request, response) => {
+    response.json({});
+  });
+  router.get('/lsp/status', (_request, response) => {
+    response.json({ version: 2, sessions: {}, specs: {} });
+  });
+
+  router.get(/^\/lab\/api\/listings\/.*$/, (_request, response) => {
+    response.json({
+      blocked_extensions_uris: [],
+      allowed_extensions_uris: [],
+      blocked_extensions: [],
+      allowed_extensions: []
+    });
+  });
+  return router;
+}
+
+export namespace labRouter {
+  export interface IOptions {
+    build: LabBuild;
+    settings: SettingsStore;
+    workspaces: WorkspaceStore;
+    auth: TokenAuth;
+    rootDir: string;
+    userSettingsDir: string;
+    allowHidden: boolean;
+  }
+}
+
+namespace Private {
+  /** A bundler's content hash in a file name (`1005.f56e0a0cf9cdb53d.js`, `0031b1860ea4ad75.woff`). */
+  export const HASHED = /(?:^|[.-])[0-9a-f]{12,}\.[A-Za-z0-9]+$/;
+
+  /** The decoded rest of the path after `prefix`. */
+  export function rest(request: Request, prefix: string): string {
+    try {
+      return decodeURIComponent(request.path.slice(prefix.length));
+    } catch {
+      throw new HttpError(400, `Malformed path: ${request.path}`);
+    }
+  }
+
+  /** `/lab[/workspaces/<name>][/tree/<path>]`, as jupyterlab_server's LabHandler reads it. */
+  export function parsePagePath(requestPath: string): {
+    workspace: string;
+    treePath: string;
+  } {
+    const match =
+      /^\/lab(?:\/workspaces\/([A-Za-z0-9_-]+))?(?:\/tree\/(.*))?\/?$/.exec(
+        requestPath
+      );
+    const decode = (value: string | undefined) => {
+      try {
+        return value ? decodeURIComponent(value) : '';
+      } catch {
+        return '';
+      }
+    };
+    return {
+      workspace: match?.[1] ?? 'default',
+      treePath: decode(match?.[2])
+    };
+  }
+
+  /** The build's `static/third-party-licenses.json`, as one bundle named after the app. */
+  export async function licenses(
+    build: LabBuild
+  ): Promise<Record<string, unknown>> {
+    try {
+      const report = JSON.parse(
+        await fs.readFile(
+          path.join(build.staticDir, 'third-party-licenses.json'),
+          'utf8'
+        )
+      ) as { packages?: unknown[] };
+      return { JupyterLab: { packages: report.packages ?? [] } };
+    } catch {
+      return {};
+    }
+  }
+}

@@ -1,0 +1,683 @@
+/**
+ * `/api/contents` driven by @jupyterlab/services' ContentsManager, the client JupyterLab's file browser
+ * and editors use, plus raw requests for what no well-behaved client sends (path tricks, bad bodies).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { ContentsManager, ServerConnection } from '@jupyterlab/services';
+import { expectSchema, startGateway, type ITestGateway } from './helpers';
+
+/** A request whose path goes out exactly as written (fetch would resolve `..` and `%2e%2e`). */
+function rawRequest(
+  gw: ITestGateway,
+  method: string,
+  rawPath: string,
+  body?: string
+): Promise<{ status: number; body: { reason?: string; message?: string } }> {
+  const url = new URL(gw.url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path: rawPath,
+        headers: { Authorization: `token ${gw.token}` }
+      },
+      response => {
+        let text = '';
+        response.on('data', chunk => (text += chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            body: JSON.parse(text || '{}')
+          })
+        );
+      }
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const sha256 = (bytes: Buffer) =>
+  createHash('sha256').update(bytes).digest('hex');
+
+describe('contents API', () => {
+  let gw: ITestGateway;
+  let rootDir: string;
+  let outside: string;
+  let labState: string;
+  let contents: ContentsManager;
+
+  beforeAll(async () => {
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-contents-')));
+    outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-outside-')));
+    writeFileSync(path.join(outside, 'secret.txt'), 'not yours');
+    labState = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-lab-state-'))
+    );
+    gw = await startGateway({
+      rootDir,
+      labSettingsDir: path.join(labState, 'user-settings')
+    });
+    contents = new ContentsManager({
+      serverSettings: ServerConnection.makeSettings({
+        baseUrl: gw.url,
+        token: gw.token
+      })
+    });
+  });
+
+  afterAll(async () => {
+    contents.dispose();
+    await gw.close();
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+    rmSync(labState, { recursive: true, force: true });
+  });
+
+  it('creates untitled notebooks with jupyter_server names, saves one and reads it back', async () => {
+    const first = await contents.newUntitled({ type: 'notebook' });
+    const second = await contents.newUntitled({ type: 'notebook' });
+    expect([first.name, second.name]).toEqual([
+      'Untitled.ipynb',
+      'Untitled1.ipynb'
+    ]);
+    expectSchema('Contents', first);
+    expect(first).toMatchObject({
+      type: 'notebook',
+      path: 'Untitled.ipynb',
+      writable: true
+    });
+
+    const notebook = {
+      cells: [
+        {
+          cell_type: 'code',
+          source: 'x = 1\nprint(x)',
+          metadata: {},
+          execution_count: 1,
+          outputs: [{ output_type: 'stream', name: 'stdout', text: '1\n' }]
+        }
+      ],
+      metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } },
+      nbformat: 4,
+      nbformat_minor: 5
+    };
+    const saved = await contents.save(first.path, {
+      type: 'notebook',
+      format: 'json',
+      content: notebook
+    });
+    expectSchema('Contents', saved);
+    expect(saved.content).toBeNull();
+
+    const read = await contents.get(first.path, { content: true });
+    expectSchema('Contents', read);
+    expect(read).toMatchObject({
+      type: 'notebook',
+      format: 'json',
+      content: notebook
+    });
+
+    // On disk as nbformat writes it: lines split, keys sorted, so Jupyter and git see no churn.
+    const onDisk = readFileSync(path.join(rootDir, 'Untitled.ipynb'), 'utf8');
+    expect(JSON.parse(onDisk).cells[0].source).toEqual(['x = 1\n', 'print(x)']);
+    expect(onDisk.indexOf('"cells"')).toBeLessThan(
+      onDisk.indexOf('"metadata"')
+    );
+  });
+
+  it('reopens a notebook saved trusted as trusted, and no other', async () => {
+    const notebook = (trusted: boolean, script = 'alert(1)') => ({
+      cells: [
+        {
+          cell_type: 'code',
+          source: 'display(HTML(...))',
+          metadata: { trusted },
+          execution_count: 1,
+          outputs: [
+            {
+              output_type: 'display_data',
+              data: { 'text/html': `<script>${script}</script>` },
+              metadata: {}
+            }
+          ]
+        }
+      ],
+      metadata: {},
+      nbformat: 4,
+      nbformat_minor: 5
+    });
+    const trustedFlag = async (file: string) =>
+      ((await contents.get(file)).content as ReturnType<typeof notebook>)
+        .cells[0].metadata.trusted;
+
+    await contents.save('mine.ipynb', {
+      type: 'notebook',
+      content: notebook(true)
+    });
+    expect(await trustedFlag('mine.ipynb')).toBe(true);
+    // The flag is the server's to give: it is not written into the file.
+    expect(
+      readFileSync(path.join(rootDir, 'mine.ipynb'), 'utf8')
+    ).not.toContain('trusted');
+
+    // A notebook from elsewhere claiming trust in its file is not trusted.
+    writeFileSync(
+      path.join(rootDir, 'theirs.ipynb'),
+      JSON.stringify(notebook(true, 'steal()'))
+    );
+    expect(await trustedFlag('theirs.ipynb')).toBe(false);
+    // Nor is one saved with an output the user did not trust, nor an edit of a trusted one on disk.
+    await contents.save('unsure.ipynb', {
+      type: 'notebook',
+      content: notebook(false, 'unsure()')
+    });
+    expect(await trustedFlag('unsure.ipynb')).toBe(false);
+    const edited = readFileSync(
+      path.join(rootDir, 'mine.ipynb'),
+      'utf8'
+    ).replace('alert(1)', 'alert(2)');
+    writeFileSync(path.join(rootDir, 'mine.ipynb'), edited);
+    expect(await trustedFlag('mine.ipynb')).toBe(false);
+  });
+
+  it('creates untitled files and folders, and lists them without hidden files', async () => {
+    const file = await contents.newUntitled({ type: 'file', ext: '.txt' });
+    const folder = await contents.newUntitled({ type: 'directory' });
+    const folder2 = await contents.newUntitled({ type: 'directory' });
+    expect([file.name, folder.name, folder2.name]).toEqual([
+      'untitled.txt',
+      'Untitled Folder',
+      'Untitled Folder 1'
+    ]);
+    writeFileSync(path.join(rootDir, '.hidden'), 'dot file');
+    mkdirSync(path.join(rootDir, '__pycache__'));
+    const listing = await contents.get('');
+    expectSchema('Contents', listing);
+    const names = (listing.content as { name: string }[]).map(e => e.name);
+    expect(names).toEqual(
+      expect.arrayContaining(['untitled.txt', 'Untitled Folder'])
+    );
+    expect(names).not.toContain('.hidden');
+    expect(names).not.toContain('__pycache__');
+    expect(names).not.toContain('.ipynb_checkpoints');
+    (listing.content as unknown[]).forEach(entry =>
+      expectSchema('Contents', entry)
+    );
+  });
+
+  it('reads text and binary files in the format asked for, with their hash', async () => {
+    writeFileSync(path.join(rootDir, 'notes.md'), '# Notes\n');
+    const bytes = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00]);
+    writeFileSync(path.join(rootDir, 'image.png'), bytes);
+
+    const text = await contents.get('notes.md', { content: true, hash: true });
+    expectSchema('Contents', text);
+    expect(text).toMatchObject({
+      format: 'text',
+      content: '# Notes\n',
+      mimetype: 'text/markdown',
+      hash: sha256(Buffer.from('# Notes\n')),
+      hash_algorithm: 'sha256'
+    });
+    const binary = await contents.get('image.png', {
+      content: true,
+      format: 'base64'
+    });
+    expect(binary).toMatchObject({ format: 'base64', mimetype: 'image/png' });
+    expect(Buffer.from(binary.content as string, 'base64')).toEqual(bytes);
+    // Asking for text of a binary file says why it cannot be.
+    const refused = await gw.api('GET', '/api/contents/image.png?format=text');
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toMatch(/not UTF-8/);
+  });
+
+  it('serves raw files under /files for downloads and Markdown images, sandboxed', async () => {
+    const inline = await fetch(`${gw.url}/files/notes.md?token=${gw.token}`);
+    expect(inline.status).toBe(200);
+    expect(inline.headers.get('content-type')).toMatch(/text\/markdown/);
+    expect(inline.headers.get('content-security-policy')).toBe(
+      'sandbox allow-scripts'
+    );
+    expect(await inline.text()).toBe('# Notes\n');
+    const download = await fetch(
+      `${gw.url}/files/image.png?download=1&token=${gw.token}`
+    );
+    expect(download.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="?image.png"?$/
+    );
+    expect(
+      Buffer.from(await download.arrayBuffer())
+        .subarray(1, 4)
+        .toString()
+    ).toBe('PNG');
+    for (const [url, status] of [
+      ['/files/.hidden', 404],
+      ['/files/Untitled%20Folder', 404],
+      ['/files/nope.txt', 404],
+      ['/files/..%2F..%2Fetc%2Fpasswd', 400]
+    ] as const) {
+      const response = await gw.api('GET', url);
+      expect(response.status).toBe(status);
+      expectSchema('Error', response.body);
+    }
+    expect(
+      (await gw.api('GET', '/files/notes.md', undefined, { token: null }))
+        .status
+    ).toBe(401);
+  });
+
+  it('renames, refuses to rename over an existing file, and copies as name-Copy1', async () => {
+    await contents.save('draft.txt', {
+      type: 'file',
+      format: 'text',
+      content: 'v1'
+    });
+    await contents.save('taken.txt', {
+      type: 'file',
+      format: 'text',
+      content: 'keep me'
+    });
+    const renamed = await contents.rename('draft.txt', 'final.txt');
+    expectSchema('Contents', renamed);
+    expect(renamed.path).toBe('final.txt');
+    await expect(contents.get('draft.txt')).rejects.toThrow();
+
+    const conflict = await gw.api('PATCH', '/api/contents/final.txt', {
+      path: 'taken.txt'
+    });
+    expect(conflict.status).toBe(409);
+    expectSchema('Error', conflict.body);
+    expect(readFileSync(path.join(rootDir, 'taken.txt'), 'utf8')).toBe(
+      'keep me'
+    );
+
+    const copy = await contents.copy('final.txt', '');
+    const copy2 = await contents.copy('final.txt', '');
+    expect([copy.name, copy2.name]).toEqual([
+      'final-Copy1.txt',
+      'final-Copy2.txt'
+    ]);
+    expect((await contents.get(copy.path)).content).toBe('v1');
+  });
+
+  it('creates, lists, restores and deletes a checkpoint', async () => {
+    await contents.save('work.txt', {
+      type: 'file',
+      format: 'text',
+      content: 'good'
+    });
+    const checkpoint = await contents.createCheckpoint('work.txt');
+    expectSchema('Checkpoint', checkpoint);
+    await contents.save('work.txt', {
+      type: 'file',
+      format: 'text',
+      content: 'broken'
+    });
+    expect(await contents.listCheckpoints('work.txt')).toEqual([checkpoint]);
+
+    await contents.restoreCheckpoint('work.txt', checkpoint.id);
+    expect((await contents.get('work.txt')).content).toBe('good');
+
+    await contents.deleteCheckpoint('work.txt', checkpoint.id);
+    expect(await contents.listCheckpoints('work.txt')).toEqual([]);
+    const missing = await gw.api(
+      'POST',
+      '/api/contents/work.txt/checkpoints/checkpoint'
+    );
+    expect(missing.status).toBe(404);
+  });
+
+  it('gives every saved notebook a checkpoint, and deletes it with the file', async () => {
+    const nb = await contents.newUntitled({ type: 'notebook' });
+    expect(await contents.listCheckpoints(nb.path)).toHaveLength(1);
+    await contents.delete(nb.path);
+    await expect(contents.get(nb.path)).rejects.toThrow();
+    expect(readdirSync(path.join(rootDir, '.ipynb_checkpoints'))).not.toContain(
+      nb.name.replace('.ipynb', '-checkpoint.ipynb')
+    );
+  });
+
+  it('takes a 15 MB file in one base64 PUT, as JupyterLab uploads it', async () => {
+    const bytes = randomBytes(15 * 1024 * 1024);
+    const model = await contents.save('big.bin', {
+      type: 'file',
+      format: 'base64',
+      content: bytes.toString('base64')
+    });
+    expect(model.size).toBe(bytes.length);
+    const read = await contents.get('big.bin', { content: false, hash: true });
+    expect(read.hash).toBe(sha256(bytes));
+  });
+
+  it('assembles a chunked upload and shows nothing at the path until the last chunk', async () => {
+    const bytes = randomBytes(2.5 * 1024 * 1024);
+    const pieces = [0, 1, 2].map(i =>
+      bytes.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024)
+    );
+    const send = (chunk: number, piece: Buffer) =>
+      contents.save('upload/data.bin', {
+        type: 'file',
+        format: 'base64',
+        name: 'data.bin',
+        chunk,
+        content: piece.toString('base64')
+      } as Parameters<ContentsManager['save']>[1]);
+    mkdirSync(path.join(rootDir, 'upload'));
+    expectSchema('Contents', await send(1, pieces[0]));
+    await send(2, pieces[1]);
+    await expect(contents.get('upload/data.bin')).rejects.toThrow();
+    const last = await send(-1, pieces[2]);
+    expect(last.size).toBe(bytes.length);
+    expect(sha256(readFileSync(path.join(rootDir, 'upload', 'data.bin')))).toBe(
+      sha256(bytes)
+    );
+    expect(readdirSync(path.join(rootDir, 'upload'))).toEqual(['data.bin']);
+  });
+
+  it('saves through a symlink inside the root without breaking the link', async () => {
+    mkdirSync(path.join(rootDir, 'real'));
+    writeFileSync(path.join(rootDir, 'real', 'target.txt'), 'old');
+    symlinkSync(
+      path.join(rootDir, 'real', 'target.txt'),
+      path.join(rootDir, 'alias.txt')
+    );
+    await contents.save('alias.txt', {
+      type: 'file',
+      format: 'text',
+      content: 'new'
+    });
+    expect(lstatSync(path.join(rootDir, 'alias.txt')).isSymbolicLink()).toBe(
+      true
+    );
+    expect(readFileSync(path.join(rootDir, 'real', 'target.txt'), 'utf8')).toBe(
+      'new'
+    );
+  });
+
+  it('copies a folder, but not into itself', async () => {
+    writeFileSync(path.join(rootDir, 'real', 'more.txt'), 'more');
+    const copy = await contents.copy('real', '');
+    expect(copy).toMatchObject({ name: 'real-Copy1', type: 'directory' });
+    expect(readdirSync(path.join(rootDir, 'real-Copy1')).sort()).toEqual([
+      'more.txt',
+      'target.txt'
+    ]);
+    const into = await gw.api('POST', '/api/contents/real', {
+      copy_from: 'real'
+    });
+    expect(into.status).toBe(400);
+    expectSchema('Error', into.body);
+  });
+
+  it('keeps the old content when a save fails', async () => {
+    await contents.save('safe.txt', {
+      type: 'file',
+      format: 'text',
+      content: 'intact'
+    });
+    const bad = await gw.api('PUT', '/api/contents/safe.txt', {
+      type: 'file',
+      format: 'base64',
+      content: '!!! not base64 !!!'
+    });
+    expect(bad.status).toBe(400);
+    expect(readFileSync(path.join(rootDir, 'safe.txt'), 'utf8')).toBe('intact');
+    expect(
+      readdirSync(rootDir).filter(name => name.includes('safe.txt'))
+    ).toEqual(['safe.txt']);
+  });
+
+  describe('refuses what it must, with a clear error', () => {
+    beforeAll(() => {
+      symlinkSync(outside, path.join(rootDir, 'escape'));
+      symlinkSync(
+        path.join(outside, 'secret.txt'),
+        path.join(rootDir, 'secret-link.txt')
+      );
+    });
+
+    it.each([
+      [
+        '.. in the path',
+        'GET',
+        '/api/contents/../../etc/passwd',
+        400,
+        undefined
+      ],
+      [
+        'percent-encoded ..',
+        'GET',
+        '/api/contents/%2e%2e/%2e%2e/etc/passwd',
+        400,
+        undefined
+      ],
+      [
+        'an encoded slash hiding ..',
+        'GET',
+        '/api/contents/a%2F..%2F..%2Fetc',
+        400,
+        undefined
+      ],
+      [
+        'an encoded backslash',
+        'GET',
+        '/api/contents/..%5C..%5Cetc',
+        400,
+        undefined
+      ],
+      ['a NUL byte', 'GET', '/api/contents/notes.md%00.txt', 400, undefined],
+      ['a malformed escape', 'GET', '/api/contents/%E0%A4%A', 400, undefined],
+      [
+        'a symlinked directory leading out',
+        'GET',
+        '/api/contents/escape',
+        403,
+        undefined
+      ],
+      [
+        'a file through it',
+        'GET',
+        '/api/contents/escape/secret.txt',
+        403,
+        undefined
+      ],
+      [
+        'a symlinked file leading out',
+        'GET',
+        '/api/contents/secret-link.txt',
+        403,
+        undefined
+      ],
+      [
+        'a write through it',
+        'PUT',
+        '/api/contents/escape/new.txt',
+        403,
+        undefined
+      ],
+      [
+        'a rename out of the root',
+        'PATCH',
+        '/api/contents/notes.md',
+        400,
+        '{"path":"../stolen.md"}'
+      ],
+      [
+        'a copy from outside',
+        'POST',
+        '/api/contents',
+        403,
+        '{"copy_from":"escape/secret.txt"}'
+      ],
+      ['a hidden file', 'GET', '/api/contents/.hidden', 404, undefined],
+      [
+        'a hidden file written',
+        'PUT',
+        '/api/contents/.bashrc',
+        400,
+        '{"type":"file","format":"text","content":"x"}'
+      ]
+    ])(
+      '%s',
+      async (_what, method, rawPath, status, body: string | undefined) => {
+        const response = await rawRequest(
+          gw,
+          method,
+          rawPath,
+          body ??
+            (method === 'PUT'
+              ? '{"type":"file","format":"text","content":"x"}'
+              : undefined)
+        );
+        expect(response.status).toBe(status);
+        expectSchema('Error', response.body);
+      }
+    );
+
+    it('does not serve a file through a symlink that leads out', async () => {
+      const response = await rawRequest(gw, 'GET', '/files/escape/secret.txt');
+      expect(response.status).toBe(403);
+    });
+
+    it('does not list symlinks that lead out of the root, and leaves their target alone', async () => {
+      const names = (
+        (await contents.get('')).content as { name: string }[]
+      ).map(e => e.name);
+      expect(names).not.toContain('escape');
+      expect(names).not.toContain('secret-link.txt');
+      expect(readdirSync(outside)).toEqual(['secret.txt']);
+    });
+
+    it('an absolute path means the root, never the file system', async () => {
+      const response = await rawRequest(
+        gw,
+        'GET',
+        '/api/contents/%2Fetc%2Fpasswd'
+      );
+      expect(response.status).toBe(400);
+      const plain = await rawRequest(gw, 'GET', '/api/contents//etc/passwd');
+      expect(plain.status).toBe(404);
+    });
+
+    it.each([
+      ['a missing file', 'GET', '/api/contents/nope.txt', undefined, 404],
+      [
+        'deleting a missing file',
+        'DELETE',
+        '/api/contents/nope.txt',
+        undefined,
+        404
+      ],
+      [
+        'renaming a missing file',
+        'PATCH',
+        '/api/contents/nope.txt',
+        { path: 'x.txt' },
+        404
+      ],
+      ['a rename without a path', 'PATCH', '/api/contents/notes.md', {}, 400],
+      [
+        'a save without a type',
+        'PUT',
+        '/api/contents/x.txt',
+        { content: 'x' },
+        400
+      ],
+      [
+        'a file without a format',
+        'PUT',
+        '/api/contents/x.txt',
+        { type: 'file', content: 'x' },
+        400
+      ],
+      [
+        'a notebook that is not one',
+        'PUT',
+        '/api/contents/x.ipynb',
+        { type: 'notebook', content: 'x' },
+        400
+      ],
+      [
+        'chunk 2 without chunk 1',
+        'PUT',
+        '/api/contents/y.bin',
+        { type: 'file', format: 'base64', content: '', chunk: 2 },
+        400
+      ],
+      [
+        'a bad chunk number',
+        'PUT',
+        '/api/contents/y.bin',
+        { type: 'file', format: 'base64', content: '', chunk: 0 },
+        400
+      ],
+      [
+        'a save into a missing folder',
+        'PUT',
+        '/api/contents/no/such/x.txt',
+        { type: 'file', format: 'text', content: '' },
+        404
+      ],
+      ['POST to a file', 'POST', '/api/contents/notes.md', {}, 400],
+      [
+        'an unknown checkpoint',
+        'POST',
+        '/api/contents/notes.md/checkpoints/other',
+        undefined,
+        404
+      ],
+      [
+        'an invalid format query',
+        'GET',
+        '/api/contents/notes.md?format=xml',
+        undefined,
+        400
+      ],
+      [
+        'an invalid hash query',
+        'GET',
+        '/api/contents/notes.md?hash=yes',
+        undefined,
+        400
+      ]
+    ])('%s', async (_what, method, url, body, status) => {
+      const response = await gw.api(method, url, body);
+      expect(response.status).toBe(status);
+      expectSchema('Error', response.body);
+    });
+
+    it('a malformed JSON body', async () => {
+      const response = await gw.api('PUT', '/api/contents/x.txt', undefined, {
+        raw: '{"type": "file",',
+        headers: { 'Content-Type': 'application/json' }
+      });
+      expect(response.status).toBe(400);
+      expect(response.body.message).toMatch(/Malformed JSON/);
+    });
+
+    it('no token', async () => {
+      const response = await gw.api('GET', '/api/contents', undefined, {
+        token: null
+      });
+      expect(response.status).toBe(401);
+      expectSchema('Error', response.body);
+    });
+  });
+});
