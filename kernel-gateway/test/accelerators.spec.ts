@@ -478,6 +478,60 @@ describe('accelerators with real ferry worker processes', () => {
     await fs.rm(dir, { recursive: true, force: true });
   }, 60000);
 
+  it('refuses to move a kernel while its worker is away, and moves it to the CPU once it is back', async () => {
+    const link = await CuttableLink.open(gw.gateway.workerPort!);
+    const away = spawnWorker(
+      'away',
+      ['--simulate', 'gpu:A10:1', '--no-cpu'],
+      link.port
+    );
+    await away.registered();
+    const id = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', model: 'A10', count: 1 }
+    });
+    const client = await KernelSocket.connect(gw, id);
+    await client.execute('x = 1');
+    const pid = gw.worker.kernelPid(id);
+    expect(pid).toBeUndefined();
+    const disconnected = new Promise(resolve =>
+      gw.gateway.pool.once('workerDisconnected', resolve)
+    );
+    link.cut();
+    await disconnected;
+    const refused = await gw.api('POST', `/api/kernels/${id}/restart`, {
+      accelerator: 'cpu'
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toBe(
+      `kernel ${id} runs on worker away, which is unreachable now: move it once the worker is back`
+    );
+    const back = away.registered();
+    link.restore();
+    await back;
+    expect((await client.execute('print(x)')).stdout).toBe('1\n');
+    const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
+      accelerator: 'cpu'
+    });
+    expect(moved.status).toBe(200);
+    expect(moved.body.accelerator).toMatchObject({
+      kind: 'cpu',
+      state: 'assigned',
+      devices: []
+    });
+    expect(
+      (await client.execute('import os\nprint(os.getpid())')).stdout.trim()
+    ).toBe(String(gw.worker.kernelPid(id)));
+    const a10 = (await accelerators()).workers
+      .find(w => w.name === 'away')!
+      .devices.find(d => d.model === 'A10')!;
+    expect(a10.kernels).toEqual([]);
+    await client.close();
+    await gw.api('DELETE', `/api/kernels/${id}`);
+    await away.stop();
+    await link.close();
+  }, 60000);
+
   it('marks the kernels of a worker killed with SIGKILL dead and frees their devices', async () => {
     const doomed = spawnWorker('doomed', [
       '--simulate',
@@ -505,6 +559,17 @@ describe('accelerators with real ferry worker processes', () => {
     expect(model.reason).toMatch(
       /worker doomed was unreachable for more than 6 s/
     );
+    // A dead kernel does not move: the user starts a new one.
+    const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
+      accelerator: 'cpu'
+    });
+    expect(moved.status).toBe(409);
+    expect(moved.body).toEqual({
+      reason: 'Conflict',
+      message: expect.stringMatching(
+        /is dead \(worker doomed was unreachable .*\): start a new kernel instead$/
+      )
+    });
     const after = await accelerators();
     expect(after.workers.map(w => w.name)).not.toContain('doomed');
     expect(

@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { serialize } from '@jupyterlab/services/lib/kernel/serialize';
 import WebSocket from 'ws';
-import { V1_SUBPROTOCOL } from '../src';
+import {
+  createLogger,
+  parseSimulateSpec,
+  V1_SUBPROTOCOL,
+  Worker
+} from '../src';
 import {
   KernelSocket,
   parentOf,
@@ -78,7 +83,14 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
   let rootDir: string;
 
   beforeAll(async () => {
-    ferry = await startGateway();
+    // One simulated H100 beside the CPU, for the kernel that Ferry moves onto it.
+    ferry = await startGateway({
+      worker: new Worker({
+        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+        devices: parseSimulateSpec('gpu:H100:1'),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      })
+    });
     rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-jupyter-server-'));
     const port = await freePort();
     const token = randomUUID();
@@ -356,6 +368,61 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
     expect(deleted.status).toBe(204);
     expect(ids(await ferry.api('GET', '/api/kernels'))).not.toContain(kernelId);
   });
+
+  it("keeps a notebook's kernel id when Ferry moves it onto a GPU, and runs it there through jupyter_server", async () => {
+    const created = await server.api('POST', '/api/sessions', {
+      path: 'moved.ipynb',
+      name: 'moved.ipynb',
+      type: 'notebook',
+      kernel: { name: 'python3' }
+    });
+    expect(created.status).toBe(201);
+    const sessionId: string = created.body.id;
+    const kernelId: string = created.body.kernel.id;
+    const client = await connectThrough(server, kernelId);
+    const sees =
+      'import os\nprint(repr(os.environ["CUDA_VISIBLE_DEVICES"]), "x" in globals())';
+    await client.execute('x = 1');
+    expect((await client.execute(sees)).stdout).toBe("'' True\n");
+
+    // The extension asks Ferry itself: jupyter_server's restart carries no accelerator.
+    const moved = await ferry.api('POST', `/api/kernels/${kernelId}/restart`, {
+      accelerator: 'gpu:H100:1'
+    });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({
+      id: kernelId,
+      accelerator: { state: 'assigned', devices: [{ id: 'sim-gpu-0' }] }
+    });
+    // The same socket through jupyter_server reaches the new process, on the GPU.
+    expect((await client.execute(sees)).stdout).toBe("'0' False\n");
+    const listed = await server.api('GET', '/api/kernels');
+    expect(
+      listed.body.find((k: { id: string }) => k.id === kernelId)
+    ).toMatchObject({ execution_state: 'idle', connections: 1 });
+    const session = await server.api('GET', `/api/sessions/${sessionId}`);
+    expect(session.body.kernel.id).toBe(kernelId);
+
+    // A restart from JupyterLab through jupyter_server keeps the GPU.
+    const restarted = await server.api(
+      'POST',
+      `/api/kernels/${kernelId}/restart`
+    );
+    expect(restarted.status).toBe(200);
+    await client.execute('x = 2');
+    expect((await client.execute(sees)).stdout).toBe("'0' True\n");
+    expect(
+      (await ferry.api('GET', `/api/kernels/${kernelId}`)).body.accelerator
+    ).toMatchObject({ state: 'assigned', devices: [{ id: 'sim-gpu-0' }] });
+
+    await client.close();
+    expect(
+      (await server.api('DELETE', `/api/sessions/${sessionId}`)).status
+    ).toBe(204);
+    const gpu = (await ferry.api('GET', '/api/accelerators')).body.workers[0]
+      .devices[0];
+    expect(gpu.kernels).toEqual([]);
+  }, 60000);
 
   it('does not choose the v1 subprotocol, so browsers fall back to legacy framing', async () => {
     const created = await server.api('POST', '/api/kernels', {

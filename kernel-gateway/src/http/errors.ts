@@ -9,6 +9,7 @@ import {
 import {
   KernelEnvError,
   KernelStartError,
+  KernelStateError,
   NoSuchKernelError,
   NoSuchKernelspecError,
   NoSuchSessionError,
@@ -53,7 +54,10 @@ function statusOf(error: unknown): number | undefined {
   ) {
     return 400;
   }
-  if (error instanceof PlacementConflictError) {
+  if (
+    error instanceof PlacementConflictError ||
+    error instanceof KernelStateError
+  ) {
     return 409;
   }
   if (error instanceof KernelStartError) {

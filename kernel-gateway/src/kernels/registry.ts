@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { KernelChannels, type IRateLimits } from '../channels';
 import {
   BadAcceleratorRequestError,
+  formatAcceleratorSpec,
   type IAcceleratorRequest,
   type IPlacement,
   type Scheduler
@@ -93,6 +94,9 @@ export class NoSuchKernelspecError extends Error {
 /** Raised when a kernel process could not be started; the message says why (stderr's tail). */
 export class KernelStartError extends Error {}
 
+/** Raised for what a kernel cannot do in its state (a dead kernel cannot move); the message says why. */
+export class KernelStateError extends Error {}
+
 /** Idle culling settings (jupyter_server's `cull_*`). */
 export interface ICullingOptions {
   /** Shut down kernels idle for longer than this; 0 turns culling off. */
@@ -113,7 +117,8 @@ export class ManagedKernel {
   constructor(
     readonly id: string,
     readonly name: string,
-    readonly accelerator: IAcceleratorRequest,
+    /** What it asks for; a move to other devices changes it. */
+    public accelerator: IAcceleratorRequest,
     readonly channels: KernelChannels
   ) {}
 
@@ -227,7 +232,16 @@ export class KernelRegistry {
     }
     const id = randomUUID();
     if (request.offer !== undefined) {
-      return this._provision(id, name, request);
+      const { offer, provisioner } = this._offerNamed(request.offer);
+      const kernel = this._create(id, name, Private.offerRequest(offer));
+      kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
+      try {
+        await this._provision(kernel, offer, provisioner);
+      } catch (error) {
+        this._kernels.delete(id);
+        throw error;
+      }
+      return kernel;
     }
     const accelerator = request.accelerator ?? { kind: 'cpu', count: 0 };
     const kernel = this._create(id, name, accelerator);
@@ -303,9 +317,34 @@ export class KernelRegistry {
     }
   }
 
-  /** Restart in place: the same worker and devices, a fresh process. */
-  async restart(id: string): Promise<ManagedKernel> {
+  /**
+   * Restart a kernel: in place (the same worker and devices, a fresh process), or, when `target`
+   * asks for other devices or another offer, on those, under the same id.
+   *
+   * @param target - What to run on, as `requestedAccelerator` reads it; left out, or what the
+   *   kernel already asks for, restarts in place.
+   *
+   * @throws NoSuchKernelError; for a move, before anything changes, the scheduler's errors for a
+   *   request that can never be met, {@link BadAcceleratorRequestError} for an unknown offer and
+   *   {@link KernelStateError} for a dead kernel; KernelStartError when the new process fails.
+   *
+   * #### Notes
+   * A move shuts the process down, frees its devices (cancelling its engine job, if an engine started
+   * its worker) and places the kernel anew like a new one: it may wait in the queue, and resolves
+   * then at once (its model says where it stands). Its websockets, replay buffer, environment and
+   * working directory stay; `KERNEL_ACCELERATOR` in its environment follows the move.
+   */
+  async restart(
+    id: string,
+    target?: KernelRegistry.IAcceleratorTarget
+  ): Promise<ManagedKernel> {
     const kernel = this.require(id);
+    if (target) {
+      const destination = this._destination(target);
+      if (!this._runsOn(kernel, destination)) {
+        return this._move(kernel, destination);
+      }
+    }
     if (!kernel.running) {
       return kernel;
     }
@@ -356,7 +395,7 @@ export class KernelRegistry {
             "could not cancel the kernel's job"
           )
         );
-      this._forgetJobWorker(kernel);
+      this._forgetJobWorker(kernel.provisioned.job);
     }
     kernel.channels.close(undefined, reason);
     this._log.info({ kernel: id, reason }, 'kernel shut down');
@@ -499,17 +538,16 @@ export class KernelRegistry {
     );
   }
 
-  /** Start a kernel on an offer: an engine starts a worker for it, which runs it once registered. */
-  private async _provision(
-    id: string,
-    name: string,
-    request: KernelRegistry.IStartRequest
-  ): Promise<ManagedKernel> {
+  /** The offer named `name` and the provisioner of its engine, or a BadAcceleratorRequestError. */
+  private _offerNamed(name: string): {
+    offer: IAcceleratorOffer;
+    provisioner: IProvisioner;
+  } {
     const offers = this._options.offers ?? [];
-    const offer = offers.find(o => o.name === request.offer);
+    const offer = offers.find(o => o.name === name);
     if (!offer) {
       throw new BadAcceleratorRequestError(
-        `no accelerator offer named '${request.offer}'; offers: ${offers.map(o => o.name).join(', ') || 'none (start the gateway with --profiles)'}`
+        `no accelerator offer named '${name}'; offers: ${offers.map(o => o.name).join(', ') || 'none (start the gateway with --profiles)'}`
       );
     }
     const engine = offerEngine(offer);
@@ -519,20 +557,27 @@ export class KernelRegistry {
         `offer '${offer.name}' needs ${engine}, which this gateway cannot reach`
       );
     }
-    const { kind, model, count, profile } = offer.accelerator;
-    const kernel = this._create(id, name, {
-      kind,
-      count,
-      ...(model ? { model } : {}),
-      ...(profile ? { profile } : {})
-    });
-    kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
+    return { offer, provisioner };
+  }
+
+  /**
+   * Run a kernel on an offer: an engine starts a worker for it, which runs it once registered.
+   *
+   * @throws KernelStartError when the engine refuses the job.
+   */
+  private async _provision(
+    kernel: ManagedKernel,
+    offer: IAcceleratorOffer,
+    provisioner: IProvisioner
+  ): Promise<void> {
+    const id = kernel.id;
+    const engine = offerEngine(offer);
+    kernel.accelerator = Private.offerRequest(offer);
     kernel.queuedSince = new Date();
     let job: IProvisionedJob;
     try {
       job = await provisioner.provision(id, offer);
     } catch (error) {
-      this._kernels.delete(id);
       throw new KernelStartError(
         `could not submit a ${engine} job for offer ${offer.name}: ${(error as Error).message}`
       );
@@ -540,7 +585,7 @@ export class KernelRegistry {
     if (this._kernels.get(id) !== kernel) {
       // Shut down while sbatch ran: nothing waits for this job.
       await job.cancel();
-      return kernel;
+      return;
     }
     kernel.provisioned = { offer, job };
     job.on('changed', () => this._onJobChanged(kernel, job));
@@ -549,7 +594,168 @@ export class KernelRegistry {
       { kernel: id, offer: offer.name, engine, job: job.id },
       'kernel waits for its job'
     );
-    return kernel;
+  }
+
+  /** Read a restart's target: an offer and its provisioner, or a request the cluster can meet. */
+  private _destination(
+    target: KernelRegistry.IAcceleratorTarget
+  ): Private.Destination {
+    if (target.offer !== undefined) {
+      return this._offerNamed(target.offer);
+    }
+    return {
+      accelerator: this._scheduler.check(
+        target.accelerator ?? { kind: 'cpu', count: 0 }
+      )
+    };
+  }
+
+  /** Whether a kernel already asks for what `destination` names (a restart then stays in place). */
+  private _runsOn(
+    kernel: ManagedKernel,
+    destination: Private.Destination
+  ): boolean {
+    if ('offer' in destination) {
+      return kernel.provisioned?.offer.name === destination.offer.name;
+    }
+    return (
+      !kernel.provisioned &&
+      Private.sameRequest(kernel.accelerator, destination.accelerator)
+    );
+  }
+
+  /** Move a kernel to other devices or another offer, keeping its id, channels and launch. */
+  private async _move(
+    kernel: ManagedKernel,
+    destination: Private.Destination
+  ): Promise<ManagedKernel> {
+    // Whoever waits for this kernel (a shutdown, another restart) waits for the whole move.
+    const previous = kernel.ready;
+    let settle!: () => void;
+    kernel.ready = new Promise<void>(resolve => (settle = resolve));
+    try {
+      await previous.catch(() => undefined);
+      if (this._kernels.get(kernel.id) !== kernel) {
+        throw new NoSuchKernelError(kernel.id);
+      }
+      this._checkMovable(kernel);
+      const from = Private.describeTarget(kernel);
+      const state = kernel.executionState;
+      kernel.executionState = 'starting';
+      kernel.touch();
+      try {
+        await this._leave(kernel);
+      } catch (error) {
+        // The old process still runs where it ran.
+        kernel.executionState = state;
+        throw new KernelStartError(
+          `Kernel ${kernel.id} could not be stopped on its worker to move: ${(error as Error).message}`
+        );
+      }
+      // Its last words (the status of its shutdown) came before this. Not 'restarting': JupyterLab
+      // takes that for a crash, says "the kernel appears to have died" and reconnects; 'starting'
+      // is what a kernel waiting for its devices shows, and 'idle' follows once it runs.
+      kernel.executionState = 'starting';
+      kernel.channels.broadcastStatus('starting');
+      const spec =
+        'offer' in destination
+          ? `offer:${destination.offer.name}`
+          : formatAcceleratorSpec(destination.accelerator);
+      kernel.launch = {
+        ...kernel.launch,
+        env: Private.withAccelerator(kernel.launch.env, spec)
+      };
+      this._log.info(
+        { kernel: kernel.id, from, to: spec },
+        'moving kernel to other devices'
+      );
+      if ('offer' in destination) {
+        await this._provision(
+          kernel,
+          destination.offer,
+          destination.provisioner
+        ).catch(error => {
+          this._markDead(kernel, (error as Error).message);
+          throw error;
+        });
+        return kernel;
+      }
+      kernel.accelerator = destination.accelerator;
+      let result;
+      try {
+        result = this._scheduler.request(kernel.id, destination.accelerator);
+      } catch (error) {
+        // The workers changed while the old process stopped.
+        this._markDead(kernel, `move failed: ${(error as Error).message}`);
+        throw new KernelStartError(
+          `Kernel ${kernel.id} could not move to ${spec}: ${(error as Error).message}`
+        );
+      }
+      if (result.state === 'queued') {
+        kernel.queuedSince = new Date();
+        this._log.info(
+          { kernel: kernel.id, position: result.position },
+          'moved kernel queued for its devices'
+        );
+        return kernel;
+      }
+      try {
+        await this._run(kernel, result.placement);
+      } catch (error) {
+        this._markDead(kernel, `start failed: ${(error as Error).message}`);
+        throw new KernelStartError(
+          `Kernel ${kernel.name} failed to start on ${spec}: ${(error as Error).message}`
+        );
+      }
+      return kernel;
+    } finally {
+      settle();
+    }
+  }
+
+  /**
+   * Refuse to move a kernel that is dead, or whose worker is away: a process the worker cannot be
+   * told to stop would live on there, on devices the scheduler then hands to others.
+   */
+  private _checkMovable(kernel: ManagedKernel): void {
+    if (kernel.executionState === 'dead') {
+      throw new KernelStateError(
+        `kernel ${kernel.id} is dead (${kernel.reason ?? 'no reason given'}): start a new kernel instead`
+      );
+    }
+    const worker =
+      kernel.placement && this._pool.get(kernel.placement.workerId);
+    if (kernel.running && worker && !worker.connected) {
+      throw new KernelStateError(
+        `kernel ${kernel.id} runs on worker ${worker.name}, which is unreachable now: move it once the worker is back`
+      );
+    }
+  }
+
+  /** Stop a kernel's process and let go of its devices and engine job; the kernel stays known. */
+  private async _leave(kernel: ManagedKernel): Promise<void> {
+    const worker =
+      kernel.placement && this._pool.get(kernel.placement.workerId);
+    if (worker && kernel.running) {
+      await worker.shutdownKernel(kernel.id);
+    }
+    kernel.running = false;
+    kernel.placement = undefined;
+    kernel.queuedSince = undefined;
+    this._scheduler.release(kernel.id);
+    const provisioned = kernel.provisioned;
+    if (provisioned) {
+      kernel.provisioned = undefined;
+      await provisioned.job
+        .cancel()
+        .catch(error =>
+          this._log.error(
+            { kernel: kernel.id, err: (error as Error).message },
+            "could not cancel the kernel's job"
+          )
+        );
+      this._forgetJobWorker(provisioned.job);
+    }
   }
 
   /** A provisioned kernel's worker registered: the kernel takes every device of the allocation. */
@@ -583,7 +789,12 @@ export class KernelRegistry {
   /** A provisioned kernel's job changed: an ending outside Ferry kills the kernel, with why. */
   private _onJobChanged(kernel: ManagedKernel, job: IProvisionedJob): void {
     const state = job.state;
-    if (state.state !== 'ended' || this._kernels.get(kernel.id) !== kernel) {
+    if (
+      state.state !== 'ended' ||
+      this._kernels.get(kernel.id) !== kernel ||
+      // A job the kernel moved away from.
+      kernel.provisioned?.job !== job
+    ) {
       return;
     }
     // A job that completed after its kernel died says less than the kernel's own reason.
@@ -592,13 +803,13 @@ export class KernelRegistry {
     }
     this._forgotten.add(kernel.id);
     this._markDead(kernel, state.reason);
-    this._forgetJobWorker(kernel);
+    this._forgetJobWorker(job);
   }
 
   /** A provisioned kernel's job is over: its worker goes at once, not after a grace period. */
-  private _forgetJobWorker(kernel: ManagedKernel): void {
-    const workerId = kernel.provisioned?.job.workerId;
-    if (workerId && this._pool.get(workerId)) {
+  private _forgetJobWorker(job: IProvisionedJob): void {
+    const workerId = job.workerId;
+    if (this._pool.get(workerId)) {
       this._pool.forget(workerId);
       this._scheduler.removeWorker(workerId);
     }
@@ -810,13 +1021,72 @@ export namespace KernelRegistry {
     provisioners?: Partial<Record<Engine, IProvisioner>>;
   }
 
-  export interface IStartRequest {
-    name?: string;
-    env?: Record<string, string>;
-    cwd?: string;
+  /** What a kernel runs on, as `requestedAccelerator` reads a request. */
+  export interface IAcceleratorTarget {
     /** The devices to run on (default: none, a CPU kernel). */
     accelerator?: IAcceleratorRequest;
     /** An offer of the profiles file instead: an engine starts a worker for the kernel. */
     offer?: string;
+  }
+
+  export interface IStartRequest extends IAcceleratorTarget {
+    name?: string;
+    env?: Record<string, string>;
+    cwd?: string;
+  }
+}
+
+/** The module-private parts. */
+namespace Private {
+  /** Where a kernel moves: a request the cluster can meet, or an offer and its engine. */
+  export type Destination =
+    | { accelerator: IAcceleratorRequest }
+    | { offer: IAcceleratorOffer; provisioner: IProvisioner };
+
+  /** The request an offer's kernel shows. */
+  export function offerRequest(offer: IAcceleratorOffer): IAcceleratorRequest {
+    const { kind, model, count, profile } = offer.accelerator;
+    return {
+      kind,
+      count,
+      ...(model ? { model } : {}),
+      ...(profile ? { profile } : {})
+    };
+  }
+
+  /** Whether two normalized requests ask for the same thing (models match in any case). */
+  export function sameRequest(
+    a: IAcceleratorRequest,
+    b: IAcceleratorRequest
+  ): boolean {
+    return (
+      a.kind === b.kind &&
+      a.count === b.count &&
+      (a.model ?? '').toLowerCase() === (b.model ?? '').toLowerCase() &&
+      (a.profile ?? '') === (b.profile ?? '') &&
+      (a.memoryGiB ?? 0) === (b.memoryGiB ?? 0)
+    );
+  }
+
+  /** What a kernel runs on now, for the log. */
+  export function describeTarget(kernel: ManagedKernel): string {
+    return kernel.provisioned
+      ? `offer:${kernel.provisioned.offer.name}`
+      : formatAcceleratorSpec(kernel.accelerator);
+  }
+
+  /**
+   * A launch environment whose `KERNEL_ACCELERATOR`, where the client set one, names the new
+   * target, so the new process does not read the old one (a CPU target removes it).
+   */
+  export function withAccelerator(
+    env: Record<string, string>,
+    spec: string
+  ): Record<string, string> {
+    if (env.KERNEL_ACCELERATOR === undefined) {
+      return env;
+    }
+    const { KERNEL_ACCELERATOR: _old, ...rest } = env;
+    return spec === 'cpu' ? rest : { ...rest, KERNEL_ACCELERATOR: spec };
   }
 }

@@ -189,6 +189,32 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   /**
+   * Check a request as {@link request} would, without placing or queueing anything: a kernel that
+   * moves to other devices learns that it never could before it lets go of its own.
+   *
+   * @returns the request, normalized.
+   * @throws {@link BadAcceleratorRequestError} for a malformed request, and
+   *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
+   */
+  check(request: IAcceleratorRequest): IAcceleratorRequest {
+    if (
+      (request?.kind === 'gpu' || request?.kind === 'tpu') &&
+      request.count === 0
+    ) {
+      throw new UnsatisfiableRequestError(
+        `a ${request.kind} request for 0 devices can never be placed: ask for at least 1, or for cpu to hold no device`,
+        request
+      );
+    }
+    const normalized = normalizeAcceleratorRequest(request);
+    const why = this._whyUnsatisfiable(normalized);
+    if (why !== undefined) {
+      throw new UnsatisfiableRequestError(why, normalized);
+    }
+    return normalized;
+  }
+
+  /**
    * Ask for devices for a kernel: they are assigned now, or the request waits in the queue.
    *
    * @param kernelId - the kernel that will hold the devices; one request per kernel.
@@ -212,20 +238,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (this._queue.has(kernelId)) {
       throw new Error(`kernel ${kernelId} already waits in the queue`);
     }
-    if (
-      (request?.kind === 'gpu' || request?.kind === 'tpu') &&
-      request.count === 0
-    ) {
-      throw new UnsatisfiableRequestError(
-        `a ${request.kind} request for 0 devices can never be placed: ask for at least 1, or for cpu to hold no device`,
-        request
-      );
-    }
-    const normalized = normalizeAcceleratorRequest(request);
-    const why = this._whyUnsatisfiable(normalized);
-    if (why !== undefined) {
-      throw new UnsatisfiableRequestError(why, normalized);
-    }
+    const normalized = this.check(request);
     const signature = Private.signatureOf(normalized);
     const seq = ++this._seq;
     // Requests of the same shape already waiting do not fit, so this one would not either.

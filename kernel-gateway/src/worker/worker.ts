@@ -46,6 +46,8 @@ export class Worker
   readonly devices: readonly IDevice[];
   readonly acceptsCpu: boolean;
   readonly remote = false;
+  /** In-process: always reachable. */
+  readonly connected = true;
 
   async listKernelspecs(): Promise<IKernelspecInfo[]> {
     const specs = await this._kernelspecs.findAll((dir, error) =>

@@ -77,6 +77,8 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   readonly acceptsCpu: boolean;
   /** Whether the worker is reached over the network (gRPC) rather than in-process. */
   readonly remote: boolean;
+  /** Whether commands reach the worker now (a remote one may be away for its grace period). */
+  readonly connected: boolean;
 
   /** The kernelspecs this worker can launch. */
   listKernelspecs(): Promise<IKernelspecInfo[]>;

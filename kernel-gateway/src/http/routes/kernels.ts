@@ -8,7 +8,7 @@ import { requestedAccelerator } from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
 
-/** `/api/kernels` and each kernel's `interrupt` and `restart`. */
+/** `/api/kernels` and each kernel's `interrupt` and `restart` (in place, or onto other devices). */
 export function kernelsRouter(context: IGatewayContext): Router {
   const { registry, schemas, options } = context;
   const router = Router();
@@ -57,9 +57,21 @@ export function kernelsRouter(context: IGatewayContext): Router {
     await registry.interrupt(request.params.id);
     response.status(204).end();
   });
-  router.post('/api/kernels/:id/restart', async (request, response) => {
-    const kernel = await registry.restart(request.params.id);
-    response.json(registry.model(kernel));
-  });
+  router.post(
+    '/api/kernels/:id/restart',
+    validateBody(schemas, 'KernelRestartRequest'),
+    async (request, response) => {
+      const { accelerator } = request.body as { accelerator?: unknown };
+      const id = registry.require(request.params.id).id;
+      // No accelerator: in place (jupyter_server and JupyterLab send none). One: maybe a move.
+      const kernel = await registry.restart(
+        id,
+        accelerator === undefined
+          ? undefined
+          : requestedAccelerator(accelerator, {})
+      );
+      response.json(registry.model(kernel));
+    }
+  );
   return router;
 }
