@@ -11,29 +11,29 @@ import type {
 } from '@jupyterlab/application';
 import { ILayoutRestorer } from '@jupyterlab/application';
 import {
-  Dialog,
   ICommandPalette,
+  IThemeManager,
   IToolbarWidgetRegistry,
-  Notification,
-  showDialog,
   showErrorMessage
 } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { KernelMessage } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { IAcceleratorRequest } from '@ferry/accelerators';
 import {
   AcceleratorManager,
   AcceleratorPanel,
-  AcceleratorPicker,
   AcceleratorStatusItem,
   benchmarkCode,
   formatAccelerator,
   formatBenchmark,
   formatStatus,
+  gatewayProblem,
   IAcceleratorManager,
   kernelMatches,
   nearestOffer,
@@ -42,6 +42,7 @@ import {
   toAcceleratorString,
   toNotebookMetadata
 } from '@ferry/accelerators';
+import { chooseAccelerator } from './dialog';
 
 /**
  * The command IDs of the extension.
@@ -50,6 +51,10 @@ namespace CommandIDs {
   export const changeAccelerator = 'ferry:change-accelerator';
   export const showAccelerators = 'ferry:show-accelerators';
   export const benchmark = 'ferry:benchmark-accelerator';
+  /** JupyterLab's: opens a file (docmanager-extension). */
+  export const openDocument = 'docmanager:open';
+  /** JupyterLab's: opens the settings editor (settingeditor-extension). */
+  export const openSettings = 'settingeditor:open';
 }
 
 /**
@@ -62,18 +67,45 @@ const chipIcon = new LabIcon({
 });
 
 /**
- * The accelerator manager: one pushed stream per JupyterLab page.
+ * The accelerator manager: one pushed stream per JupyterLab page, from this server or from the
+ * gateway URL of the settings (schema/manager.json) or the page config.
  */
 const managerPlugin: JupyterFrontEndPlugin<IAcceleratorManager> = {
   id: '@ferry/accelerators-extension:manager',
   description:
-    "Follows the gateway's /api/accelerators stream: devices, samples, holders, queue and offers.",
+    "Follows Ferry's /api/accelerators stream (this server, or the gateway URL in the settings): devices, samples, holders, queue and offers.",
   autoStart: true,
   provides: IAcceleratorManager,
-  activate: (app: JupyterFrontEnd): IAcceleratorManager =>
-    new AcceleratorManager({
-      serverSettings: app.serviceManager.serverSettings
-    })
+  optional: [ISettingRegistry],
+  activate: async (
+    app: JupyterFrontEnd,
+    settingRegistry: ISettingRegistry | null
+  ): Promise<IAcceleratorManager> => {
+    const manager = new AcceleratorManager({
+      serverSettings: app.serviceManager.serverSettings,
+      autoStart: false
+    });
+    if (settingRegistry) {
+      try {
+        const settings = await settingRegistry.load(managerPlugin.id);
+        const apply = () => {
+          manager.gateway = {
+            gatewayUrl: settings.get('gatewayUrl').composite as string,
+            gatewayToken: settings.get('gatewayToken').composite as string
+          };
+        };
+        apply();
+        settings.changed.connect(apply);
+      } catch (error) {
+        console.warn(
+          'Ferry accelerators: no settings, following this server',
+          error
+        );
+      }
+    }
+    manager.start();
+    return manager;
+  }
 };
 
 /**
@@ -110,22 +142,6 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
       command: CommandIDs.changeAccelerator,
       category: 'Kernel Operations'
     });
-    app.commands.addCommand(CommandIDs.benchmark, {
-      label: 'Measure Accelerator Speed',
-      caption:
-        "Time a matrix multiply in this notebook's kernel and compare it with the datasheet peak",
-      isEnabled: () => !!tracker.currentWidget?.sessionContext.session?.kernel,
-      execute: async () => {
-        const panel = tracker.currentWidget;
-        if (panel) {
-          await Private.benchmark(panel, manager);
-        }
-      }
-    });
-    palette?.addItem({
-      command: CommandIDs.benchmark,
-      category: 'Kernel Operations'
-    });
     tracker.widgetAdded.connect((_, panel) => {
       void Private.applyNotebookChoice(panel, manager);
     });
@@ -136,6 +152,7 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
         const item = new AcceleratorStatusItem({
           manager,
           showFree: false,
+          showUtilisation: false,
           onClick: () => {
             void Private.changeAccelerator(panel, manager);
           }
@@ -149,43 +166,69 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
 };
 
 /**
- * The "Accelerators" sidebar with live charts.
+ * The "Accelerators" sidebar with live charts, and the speed check whose result it keeps.
  */
 const sidebarPlugin: JupyterFrontEndPlugin<void> = {
   id: '@ferry/accelerators-extension:sidebar',
   description:
-    'Adds the "Accelerators" sidebar: every GPU and TPU live, who holds it, and the queue.',
+    'Adds the "Accelerators" sidebar: every GPU and TPU live, which kernel holds it (yours open their notebook), the queue, and a speed check.',
   autoStart: true,
   requires: [IAcceleratorManager],
-  optional: [ILayoutRestorer, ICommandPalette],
+  optional: [ILayoutRestorer, ICommandPalette, INotebookTracker, IThemeManager],
   activate: (
     app: JupyterFrontEnd,
     manager: IAcceleratorManager,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    tracker: INotebookTracker | null,
+    themeManager: IThemeManager | null
   ): void => {
-    const names = new Map<string, string>();
-    const refreshNames = () => {
-      names.clear();
+    // Kernel ids are Ferry's even behind `jupyter server --gateway-url`, so the sessions of this
+    // JupyterLab name the user's own kernels.
+    const paths = new Map<string, string>();
+    const refreshPaths = () => {
+      paths.clear();
       for (const session of app.serviceManager.sessions.running()) {
         if (session.kernel) {
-          names.set(session.kernel.id, session.path);
+          paths.set(session.kernel.id, session.path);
         }
       }
     };
-    app.serviceManager.sessions.runningChanged.connect(refreshNames);
-    refreshNames();
+    refreshPaths();
     const panel = new AcceleratorPanel({
       manager,
-      describeKernel: id => names.get(id) ?? `kernel ${id.slice(0, 8)}`,
-      onBenchmark: () => {
-        void app.commands.execute(CommandIDs.benchmark);
+      describeKernel: id => {
+        const path = paths.get(id);
+        return path
+          ? { label: PathExt.basename(path), path, own: true }
+          : { label: `kernel ${id.slice(0, 8)}`, own: false };
+      },
+      openKernel: id => {
+        const path = paths.get(id);
+        if (path) {
+          void app.commands.execute(CommandIDs.openDocument, { path });
+        }
+      },
+      onBenchmark: tracker
+        ? () => {
+            void app.commands.execute(CommandIDs.benchmark);
+          }
+        : undefined,
+      onConfigure: () => {
+        void app.commands.execute(CommandIDs.openSettings, {
+          query: 'Ferry Accelerators'
+        });
       }
     });
+    app.serviceManager.sessions.runningChanged.connect(() => {
+      refreshPaths();
+      panel.refreshKernels();
+    });
+    themeManager?.themeChanged.connect(() => panel.refreshTheme());
     panel.id = 'jp-ferry-accelerators';
     panel.title.icon = chipIcon;
     panel.title.caption = 'Accelerators';
-    app.shell.add(panel, 'right', { rank: 700 });
+    app.shell.add(panel, 'left', { rank: 700 });
     restorer?.add(panel, 'ferry-accelerators');
     app.commands.addCommand(CommandIDs.showAccelerators, {
       label: 'Show Accelerators',
@@ -196,16 +239,37 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       command: CommandIDs.showAccelerators,
       category: 'Kernel Operations'
     });
+    if (!tracker) {
+      return;
+    }
+    app.commands.addCommand(CommandIDs.benchmark, {
+      label: 'Measure Accelerator Speed',
+      caption:
+        "Time a matrix multiply in this notebook's kernel and compare it with the datasheet peak",
+      isEnabled: () => !!tracker.currentWidget?.sessionContext.session?.kernel,
+      execute: async () => {
+        const notebook = tracker.currentWidget;
+        if (notebook) {
+          app.shell.activateById(panel.id);
+          await Private.benchmark(notebook, manager, panel);
+        }
+      }
+    });
+    palette?.addItem({
+      command: CommandIDs.benchmark,
+      category: 'Kernel Operations'
+    });
   }
 };
 
 /**
- * The status bar item: the current notebook's accelerator and the free devices.
+ * The status bar item: the current notebook's device and how busy it is; a click shows the
+ * sidebar.
  */
 const statusBarPlugin: JupyterFrontEndPlugin<void> = {
   id: '@ferry/accelerators-extension:status-bar',
   description:
-    "Shows the current notebook's accelerator and how many devices are free in the status bar.",
+    "Shows the current notebook's accelerator, its utilisation and the free devices in the status bar; a click opens the sidebar.",
   autoStart: true,
   requires: [IAcceleratorManager, IStatusBar, INotebookTracker],
   activate: (
@@ -216,8 +280,12 @@ const statusBarPlugin: JupyterFrontEndPlugin<void> = {
   ): void => {
     const item = new AcceleratorStatusItem({
       manager,
+      actionLabel: 'Show accelerators',
       onClick: () => {
-        void app.commands.execute(CommandIDs.changeAccelerator);
+        // The sidebar plugin may be disabled.
+        if (app.commands.hasCommand(CommandIDs.showAccelerators)) {
+          void app.commands.execute(CommandIDs.showAccelerators);
+        }
       }
     });
     let stop: (() => void) | null = null;
@@ -277,23 +345,23 @@ namespace Private {
 
   /**
    * Run the matmul benchmark in the notebook's kernel (silently: nothing lands in the notebook) and
-   * show the result beside the datasheet peak of the kernel's device.
+   * keep the result, beside the datasheet peak of the kernel's device, in the sidebar.
    */
   export async function benchmark(
-    panel: NotebookPanel,
-    manager: IAcceleratorManager
+    notebook: NotebookPanel,
+    manager: IAcceleratorManager,
+    panel: AcceleratorPanel
   ): Promise<void> {
-    const kernel = panel.sessionContext.session?.kernel;
+    const kernel = notebook.sessionContext.session?.kernel;
     if (!kernel) {
       return;
     }
     const status = manager.kernelStatus(kernel.id);
-    const where = formatStatus(status);
-    const id = Notification.emit(
-      `Measuring matmul speed on ${where}…`,
-      'in-progress',
-      { autoClose: false }
-    );
+    const where = `${notebook.title.label} on ${formatStatus(status)}`;
+    panel.setBenchmark({
+      running: true,
+      text: `Measuring matmul speed of ${where}…`
+    });
     let output = '';
     let failure = '';
     try {
@@ -312,26 +380,23 @@ namespace Private {
       await future.done;
     } catch (error) {
       failure = failure || String(error);
-    } finally {
-      Notification.dismiss(id);
     }
     const result = parseBenchmark(output);
-    await showDialog({
-      title: `Accelerator speed: ${where}`,
-      body: result
-        ? formatBenchmark(
+    panel.setBenchmark({
+      running: false,
+      text: result
+        ? `${where}: ${formatBenchmark(
             result,
             status?.state === 'assigned' ? status.model : undefined
-          )
-        : `The benchmark printed no result. ${failure}`.trim(),
-      buttons: [Dialog.okButton()]
+          )}`
+        : `${where}: the benchmark printed no result. ${failure}`.trim()
     });
   }
 
   /**
-   * Start an opened notebook's kernel on the accelerator its Ferry metadata names. Colab and Kaggle
-   * choices are only translated in the picker, since they need the user to accept a substitute.
-   * Does nothing where the gateway does not report accelerators.
+   * When a notebook opens, ask again for the accelerator its metadata names: Ferry's own choice
+   * moves the kernel onto it at once (same id); a Colab or Kaggle choice opens the picker on the nearest
+   * offer, since the user must accept a substitute. Does nothing where Ferry cannot be reached.
    */
   export async function applyNotebookChoice(
     panel: NotebookPanel,
@@ -341,7 +406,7 @@ namespace Private {
     const choice = panel.model
       ? readNotebookAccelerator(panel.model.metadata)
       : null;
-    if (!choice || choice.source !== 'ferry') {
+    if (!choice) {
       return;
     }
     await panel.sessionContext.ready;
@@ -358,16 +423,30 @@ namespace Private {
       ) {
         return;
       }
-      await panel.sessionContext.changeKernel({
-        name: kernel.name,
-        env: { KERNEL_ACCELERATOR: toAcceleratorString(choice.request) }
-      } as Partial<Kernel.IModel>);
+      if (choice.source === 'ferry') {
+        await moveKernel(kernel, manager, choice.request);
+      } else if (await modelReady(manager)) {
+        await changeAccelerator(panel, manager);
+      }
     } catch (error) {
       console.warn(
         `Could not start ${panel.context.path} on ${formatAccelerator(choice.request)}`,
         error
       );
     }
+  }
+
+  /** Whether the manager has a picture of the cluster, waiting a little for the first one. */
+  async function modelReady(manager: IAcceleratorManager): Promise<boolean> {
+    if (!manager.model && !manager.connectionError) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        manager.ready,
+        new Promise(resolve => (timer = setTimeout(resolve, 5000)))
+      ]);
+      clearTimeout(timer);
+    }
+    return !!manager.model;
   }
 
   /**
@@ -382,16 +461,14 @@ namespace Private {
     if (!model) {
       return;
     }
-    if (!manager.model) {
-      await Promise.race([
-        manager.ready,
-        new Promise(resolve => setTimeout(resolve, 5000))
-      ]);
-    }
-    if (!manager.model) {
+    if (!(await modelReady(manager))) {
       await showErrorMessage(
         'Accelerators unavailable',
-        'The gateway does not report accelerators (is this JupyterLab served by or pointed at Ferry?).'
+        gatewayProblem(
+          manager.connectionError,
+          manager.client.serverSettings.baseUrl
+        ) ??
+          "Ferry's accelerators did not answer yet: is this JupyterLab served by Ferry, or is its gateway URL set in Settings → Ferry Accelerators?"
       );
       return;
     }
@@ -420,32 +497,16 @@ namespace Private {
         .filter(Boolean)
         .join(' ');
     }
-    const body = new AcceleratorPicker({
-      offers: manager.offers,
+    const request = await chooseAccelerator({
+      manager,
       value,
       note,
+      warning: kernelId
+        ? 'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+        : undefined,
       label: `Accelerator for ${panel.title.label}`
     });
-    const refresh = () => {
-      body.offers = manager.offers;
-    };
-    manager.changed.connect(refresh);
-    const result = await showDialog<IAcceleratorRequest | null>({
-      title: 'Change Accelerator',
-      body,
-      // Start on the chosen offer, so arrow keys move the choice at once.
-      focusNodeSelector: '.jp-FerryPicker-radio[tabindex="0"]',
-      buttons: [
-        Dialog.cancelButton(),
-        Dialog.okButton({
-          label: 'Restart on It',
-          ariaLabel: 'Restart the kernel on the chosen accelerator'
-        })
-      ]
-    });
-    manager.changed.disconnect(refresh);
-    const request = result.value;
-    if (!result.button.accept || !request) {
+    if (!request) {
       return;
     }
     // Keep any other Ferry settings of the notebook.
@@ -466,19 +527,71 @@ namespace Private {
       // Already there (or waiting for it): keep the kernel and its state.
       return;
     }
-    const name =
-      panel.sessionContext.session?.kernel?.name ??
-      panel.sessionContext.kernelPreference.name;
     try {
-      await panel.sessionContext.changeKernel({
-        name,
-        env: { KERNEL_ACCELERATOR: toAcceleratorString(request) }
-      } as Partial<Kernel.IModel>);
+      await placeKernel(panel, manager, request);
     } catch (error) {
       await showErrorMessage(
-        `Could not start a kernel on ${formatAccelerator(request)}`,
+        `Could not start ${panel.title.label} on ${formatAccelerator(request)}`,
         error as Error
       );
+    }
+  }
+
+  /**
+   * Run the notebook's kernel on `request`: its kernel moves there under the same id (Ferry's
+   * restart with an accelerator); a notebook without a kernel starts one there.
+   *
+   * #### Notes
+   * A new kernel asks with `KERNEL_ACCELERATOR` in its environment. A Jupyter server in front of
+   * Ferry (`jupyter server --gateway-url`, 1.23) drops the environment a browser sends, so a kernel
+   * that came up elsewhere is moved too: Ferry's endpoint is reached directly, with the gateway URL
+   * and token of the manager's client.
+   */
+  async function placeKernel(
+    panel: NotebookPanel,
+    manager: IAcceleratorManager,
+    request: IAcceleratorRequest
+  ): Promise<void> {
+    // A notebook just opened may still be starting its kernel: move that one, not a second.
+    await panel.sessionContext.ready;
+    const current = panel.sessionContext.session?.kernel;
+    if (current) {
+      await moveKernel(current, manager, request);
+      return;
+    }
+    await panel.sessionContext.changeKernel({
+      name: panel.sessionContext.kernelPreference.name,
+      env: { KERNEL_ACCELERATOR: toAcceleratorString(request) }
+    } as Partial<Kernel.IModel>);
+    const started = panel.sessionContext.session?.kernel;
+    if (
+      started &&
+      !kernelMatches(
+        (await manager.client.getKernel(started.id)).accelerator,
+        request
+      )
+    ) {
+      await moveKernel(started, manager, request);
+    }
+  }
+
+  /**
+   * Move a kernel to other devices, keeping its id, and let its connection catch up.
+   *
+   * #### Notes
+   * Ferry keeps the kernel's websockets open across the move and tells them `starting`, then
+   * `idle` once the new process runs (not `restarting`, which JupyterLab takes for a crash). A
+   * fresh websocket, as after JupyterLab's own restart, has the connection ask the new process for
+   * its kernel info before it sends anything else.
+   */
+  async function moveKernel(
+    kernel: Kernel.IKernelConnection,
+    manager: IAcceleratorManager,
+    request: IAcceleratorRequest
+  ): Promise<void> {
+    await manager.client.moveKernel(kernel.id, request);
+    if (!kernel.isDisposed) {
+      await kernel.reconnect();
     }
   }
 }

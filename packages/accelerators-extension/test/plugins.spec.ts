@@ -11,15 +11,18 @@ import type {
 import { IAcceleratorManager } from '@ferry/accelerators';
 import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
-import type { Widget } from '@lumino/widgets';
+import { Widget } from '@lumino/widgets';
 import plugins from '../src';
 
 /** The one seam: a manager that never connects. */
 class TestManager implements IAcceleratorManager {
-  client = {} as AcceleratorClient;
+  client = {
+    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
+  } as AcceleratorClient;
   model: IAccelerators | null = null;
   offers = [];
   connectionState: AcceleratorStream.State = 'open';
+  connectionError: Error | null = null;
   changed: Signal<IAcceleratorManager, IAccelerators> = new Signal(this);
   connectionChanged: Signal<IAcceleratorManager, AcceleratorStream.State> =
     new Signal(this);
@@ -61,7 +64,7 @@ describe('plugins', () => {
     expect(plugin('manager').provides).toBe(IAcceleratorManager);
   });
 
-  it('picker: registers "Change Accelerator…", the benchmark and the notebook toolbar item', () => {
+  it('picker: registers "Change Accelerator…" and the notebook toolbar item', () => {
     const commands = new CommandRegistry();
     const tracker = new NotebookTracker({ namespace: 'test' });
     const toolbar = new ToolbarWidgetRegistry({
@@ -78,23 +81,20 @@ describe('plugins', () => {
     expect(commands.label('ferry:change-accelerator')).toBe(
       'Change Accelerator…'
     );
-    // No notebook is open: nothing to change or measure.
+    // No notebook is open: nothing to change.
     expect(commands.isEnabled('ferry:change-accelerator')).toBe(false);
-    expect(commands.isEnabled('ferry:benchmark-accelerator')).toBe(false);
-    expect(palette).toEqual([
-      'ferry:change-accelerator',
-      'ferry:benchmark-accelerator'
-    ]);
+    expect(palette).toEqual(['ferry:change-accelerator']);
     // Registering again hands back the factory the plugin registered.
     expect(
       toolbar.addFactory('Notebook', 'accelerator', () => null as never)
     ).toBeInstanceOf(Function);
   });
 
-  it('sidebar: adds the "Accelerators" panel on the right and a command to show it', () => {
+  it('sidebar: adds the "Accelerators" panel on the right, a command to show it, and the speed check', () => {
     const commands = new CommandRegistry();
     const added: { widget: Widget; area: string }[] = [];
     const activated: string[] = [];
+    const palette: string[] = [];
     const app = {
       commands,
       shell: {
@@ -108,16 +108,32 @@ describe('plugins', () => {
         }
       }
     } as unknown as JupyterFrontEnd;
-    plugin('sidebar').activate(app, new TestManager(), null, null);
+    plugin('sidebar').activate(
+      app,
+      new TestManager(),
+      null,
+      { addItem: (item: { command: string }) => palette.push(item.command) },
+      new NotebookTracker({ namespace: 'test' }),
+      null
+    );
     expect(added).toHaveLength(1);
-    expect(added[0].area).toBe('right');
+    expect(added[0].area).toBe('left');
     expect(added[0].widget.title.caption).toBe('Accelerators');
     expect(added[0].widget.hasClass('jp-FerryAccelerators')).toBe(true);
     void commands.execute('ferry:show-accelerators');
     expect(activated).toEqual([added[0].widget.id]);
+    expect(palette).toEqual([
+      'ferry:show-accelerators',
+      'ferry:benchmark-accelerator'
+    ]);
+    // No notebook is open: nothing to measure.
+    expect(commands.isEnabled('ferry:benchmark-accelerator')).toBe(false);
+    expect(
+      added[0].widget.node.querySelector('.jp-FerryAccelerators-benchmark')
+    ).not.toBeNull();
   });
 
-  it('status bar: registers the item, active only while a notebook is current', () => {
+  it('status bar: registers the item, active only while a notebook is current; a click shows the sidebar', async () => {
     const statusBar = new StatusBar();
     const items: { id: string; isActive?: () => boolean; item: Widget }[] = [];
     const bar = {
@@ -129,8 +145,11 @@ describe('plugins', () => {
         return statusBar.registerStatusItem(id, item);
       }
     };
+    const commands = new CommandRegistry();
+    let shown = 0;
+    commands.addCommand('ferry:show-accelerators', { execute: () => shown++ });
     plugin('status-bar').activate(
-      { commands: new CommandRegistry() } as unknown as JupyterFrontEnd,
+      { commands } as unknown as JupyterFrontEnd,
       new TestManager(),
       bar,
       new NotebookTracker({ namespace: 'test' })
@@ -139,8 +158,14 @@ describe('plugins', () => {
       '@ferry/accelerators-extension:status-bar'
     ]);
     expect(items[0].isActive?.()).toBe(false);
-    expect(items[0].item.node.getAttribute('aria-label')).toBe(
-      'Accelerator: No kernel. Change accelerator…'
+    const node = items[0].item.node;
+    expect(node.tagName).toBe('BUTTON');
+    expect(node.getAttribute('aria-label')).toBe(
+      'Accelerator: No kernel. Show accelerators'
     );
+    Widget.attach(statusBar, document.body);
+    node.click();
+    expect(shown).toBe(1);
+    Widget.detach(statusBar);
   });
 });

@@ -37,3 +37,32 @@ describe('picker settings schema', () => {
     expect(picker.type).toBe('object');
   });
 });
+
+describe('manager settings schema', () => {
+  const manager = JSON.parse(
+    readFileSync(join(__dirname, '../schema/manager.json'), 'utf8')
+  );
+
+  it('is named after its plugin and closed to unknown settings', () => {
+    expect(source).toContain("id: '@ferry/accelerators-extension:manager'");
+    expect(manager.additionalProperties).toBe(false);
+    expect(manager.title).toBe('Ferry Accelerators');
+  });
+
+  it('has the gateway URL and token, empty by default (this server)', () => {
+    expect(manager.properties.gatewayUrl).toMatchObject({
+      type: 'string',
+      default: '',
+      title: 'Gateway URL'
+    });
+    expect(manager.properties.gatewayToken).toMatchObject({
+      type: 'string',
+      default: '',
+      title: 'Gateway token'
+    });
+    // The plugin reads exactly these.
+    for (const name of Object.keys(manager.properties)) {
+      expect(source).toContain(`settings.get('${name}')`);
+    }
+  });
+});

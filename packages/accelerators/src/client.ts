@@ -1,10 +1,15 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
-import type { IAccelerators, IDeviceSample, IKernelModel } from './models';
+import type {
+  IAcceleratorRequest,
+  IAccelerators,
+  IDeviceSample,
+  IKernelModel
+} from './models';
 
 /**
  * The REST client of Ferry's accelerator endpoints (`GET /api/accelerators`, Ferry's `accelerator`
- * field of `GET /api/kernels/{id}`).
+ * field of `GET /api/kernels/{id}`, and moving a kernel with `POST /api/kernels/{id}/restart`).
  *
  * #### Notes
  * Every call goes through `ServerConnection.makeRequest` with the injected settings, so tokens and
@@ -53,10 +58,51 @@ export class AcceleratorClient {
     return (await this._get(url)) as IKernelModel;
   }
 
-  private async _get(url: string): Promise<unknown> {
+  /**
+   * Restart a kernel on other devices, keeping its id: Ferry shuts its process down, frees its
+   * devices and places it anew (it may wait in the queue; the model says so).
+   *
+   * @param kernelId - The kernel.
+   * @param accelerator - What to run on; what the kernel already has restarts it in place.
+   * @returns The kernel's model once it runs, or waits in the queue.
+   *
+   * #### Notes
+   * Ferry's own endpoint, also when JupyterLab's server is a `jupyter server --gateway-url` in
+   * front of Ferry (whose restart carries no accelerator). The kernel's websockets stay open; a
+   * JupyterLab kernel connection catches up with `reconnect()`.
+   */
+  async moveKernel(
+    kernelId: string,
+    accelerator: IAcceleratorRequest
+  ): Promise<IKernelModel> {
+    const url = URLExt.join(
+      this.serverSettings.baseUrl,
+      'api/kernels',
+      encodeURIComponent(kernelId),
+      'restart'
+    );
+    // Only the fields of the contract: Ferry refuses unknown ones (a status's `state`, `devices`).
+    const { kind, model, count, memoryGiB, profile, offer } = accelerator;
+    const body = {
+      accelerator: offer
+        ? { offer }
+        : { kind, model, count, memoryGiB, profile }
+    };
+    return (await this._request(url, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' }
+    })) as IKernelModel;
+  }
+
+  private _get(url: string): Promise<unknown> {
+    return this._request(url, { method: 'GET' });
+  }
+
+  private async _request(url: string, init: RequestInit): Promise<unknown> {
     const response = await ServerConnection.makeRequest(
       url,
-      { method: 'GET' },
+      init,
       this.serverSettings
     );
     if (!response.ok) {

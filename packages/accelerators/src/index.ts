@@ -8,6 +8,7 @@
 
 export * from './benchmark';
 export * from './client';
+export * from './gateway';
 export * from './labels';
 export * from './manager';
 export * from './metadata';

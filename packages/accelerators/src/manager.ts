@@ -1,7 +1,10 @@
 import { PromiseDelegate } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 import { Signal } from '@lumino/signaling';
+import { ServerConnection } from '@jupyterlab/services';
 import { AcceleratorClient } from './client';
+import type { IGatewayLocation } from './gateway';
+import { gatewayServerSettings } from './gateway';
 import type {
   IAcceleratorStatus,
   IAccelerators,
@@ -16,35 +19,52 @@ import type { IAcceleratorManager } from './tokens';
  * The default accelerator manager: follows `/api/accelerators/stream`, keeps a short history of
  * samples per device, and after each (re)connection fills that history from
  * `/api/accelerators?history=1` so that charts have no hole where the connection was down.
+ *
+ * #### Notes
+ * Ferry is the page's own server by default; `gateway` points the manager at Ferry elsewhere (a
+ * JupyterLab whose server uses Ferry through `jupyter server --gateway-url`).
  */
 export class AcceleratorManager implements IAcceleratorManager {
   /**
    * Create a manager and start following the stream.
    *
-   * @param options - Server settings, history length, backoff.
+   * @param options - Server settings, where Ferry is, history length, backoff.
    */
   constructor(options: AcceleratorManager.IOptions = {}) {
-    this.client = new AcceleratorClient({
-      serverSettings: options.serverSettings
-    });
+    this._pageSettings =
+      options.serverSettings ?? ServerConnection.makeSettings();
+    this._gateway = { ...options.gateway };
     this._historyLength = options.historyLength ?? 300;
-    this._stream = new AcceleratorStream({
-      serverSettings: this.client.serverSettings,
-      backoff: options.backoff,
-      idleTimeoutMs: options.idleTimeoutMs
-    });
-    this._stream.received.connect(this._onEvent, this);
-    this._stream.stateChanged.connect(
-      (_, state) => this._connectionChanged.emit(state),
-      this
-    );
+    this._backoff = options.backoff;
+    this._idleTimeoutMs = options.idleTimeoutMs;
+    this._connect();
     if (options.autoStart !== false) {
-      this._stream.start();
+      this.start();
     }
   }
 
-  /** The REST client. */
-  readonly client: AcceleratorClient;
+  /** The REST client of the gateway the manager follows. */
+  get client(): AcceleratorClient {
+    return this._client;
+  }
+
+  /**
+   * Where Ferry is: empty fields mean the page config's, then the page's own server. Setting it
+   * drops the picture of the previous gateway and connects to the new one.
+   */
+  get gateway(): IGatewayLocation {
+    return { ...this._gateway };
+  }
+  set gateway(location: IGatewayLocation) {
+    if (
+      (location.gatewayUrl ?? '') === (this._gateway.gatewayUrl ?? '') &&
+      (location.gatewayToken ?? '') === (this._gateway.gatewayToken ?? '')
+    ) {
+      return;
+    }
+    this._gateway = { ...location };
+    this._connect();
+  }
 
   /** The latest model. */
   get model(): IAccelerators | null {
@@ -66,7 +86,17 @@ export class AcceleratorManager implements IAcceleratorManager {
 
   /** The state of the stream. */
   get connectionState(): AcceleratorStream.State {
-    return this._stream.state;
+    return this._stream?.state ?? 'idle';
+  }
+
+  /** Why the manager has no live picture: a bad gateway URL, or the stream's last failure. */
+  get connectionError(): Error | null {
+    if (this._configError) {
+      return this._configError;
+    }
+    return this.connectionState === 'open'
+      ? null
+      : (this._stream?.lastError ?? null);
   }
 
   /** Emitted when the stream's state changes. */
@@ -86,7 +116,8 @@ export class AcceleratorManager implements IAcceleratorManager {
 
   /** Start following the stream (when created with `autoStart: false`). */
   start(): void {
-    this._stream.start();
+    this._started = true;
+    this._stream?.start();
   }
 
   /** The recent samples of one device, oldest first. */
@@ -105,7 +136,7 @@ export class AcceleratorManager implements IAcceleratorManager {
       return;
     }
     this._isDisposed = true;
-    this._stream.dispose();
+    this._stream?.dispose();
     this._history.clear();
     Signal.clearData(this);
   }
@@ -136,10 +167,56 @@ export class AcceleratorManager implements IAcceleratorManager {
     this._setModel(model);
   }
 
-  private async _backfill(): Promise<void> {
+  /** Follow the gateway `_gateway` names, from a clean picture. */
+  private _connect(): void {
+    const previous = this._stream;
+    if (previous) {
+      previous.received.disconnect(this._onEvent, this);
+      previous.stateChanged.disconnect(this._onState, this);
+      previous.dispose();
+    }
+    this._stream = null;
+    this._history.clear();
+    const hadModel = this._model !== null;
+    this._model = null;
+    this._offers = null;
+    let settings = this._pageSettings;
     try {
-      const model = await this.client.fetch({ history: true });
-      if (this._isDisposed) {
+      settings = gatewayServerSettings(this._gateway, this._pageSettings);
+      this._configError = null;
+    } catch (error) {
+      this._configError = error as Error;
+    }
+    this._client = new AcceleratorClient({ serverSettings: settings });
+    if (!this._configError) {
+      this._stream = new AcceleratorStream({
+        serverSettings: settings,
+        backoff: this._backoff,
+        idleTimeoutMs: this._idleTimeoutMs
+      });
+      this._stream.received.connect(this._onEvent, this);
+      this._stream.stateChanged.connect(this._onState, this);
+      if (this._started) {
+        this._stream.start();
+      }
+    }
+    if (previous || hadModel) {
+      this._connectionChanged.emit(this.connectionState);
+    }
+  }
+
+  private _onState(
+    _stream: AcceleratorStream,
+    state: AcceleratorStream.State
+  ): void {
+    this._connectionChanged.emit(state);
+  }
+
+  private async _backfill(): Promise<void> {
+    const client = this._client;
+    try {
+      const model = await client.fetch({ history: true });
+      if (this._isDisposed || client !== this._client) {
         return;
       }
       for (const worker of model.workers) {
@@ -187,12 +264,19 @@ export class AcceleratorManager implements IAcceleratorManager {
     this._changed.emit(model);
   }
 
+  private _pageSettings: ServerConnection.ISettings;
+  private _gateway: IGatewayLocation;
+  private _configError: Error | null = null;
+  private _client!: AcceleratorClient;
+  private _started = false;
+  private _backoff: Partial<AcceleratorStream.IBackoff> | undefined;
+  private _idleTimeoutMs: number | undefined;
   private _isDisposed = false;
   private _model: IAccelerators | null = null;
   private _offers: IAcceleratorOffer[] | null = null;
   private _history = new Map<string, IDeviceSample[]>();
   private _historyLength: number;
-  private _stream: AcceleratorStream;
+  private _stream: AcceleratorStream | null = null;
   private _ready = new PromiseDelegate<IAccelerators>();
   private _changed = new Signal<this, IAccelerators>(this);
   private _connectionChanged = new Signal<this, AcceleratorStream.State>(this);
@@ -204,6 +288,8 @@ export class AcceleratorManager implements IAcceleratorManager {
 export namespace AcceleratorManager {
   /** The options of a manager. */
   export interface IOptions extends AcceleratorClient.IOptions {
+    /** Where Ferry is when it is not the page's own server (see `gatewayServerSettings`). */
+    gateway?: IGatewayLocation;
     /** Samples kept per device (300: five minutes at one a second). */
     historyLength?: number;
     /** The stream's reconnection backoff. */

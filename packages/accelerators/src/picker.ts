@@ -25,17 +25,28 @@ export class AcceleratorPicker extends Widget {
     super();
     this.addClass('jp-FerryPicker');
     this._name = Private.nextName();
-    if (options.note) {
-      const note = document.createElement('p');
-      note.className = 'jp-FerryPicker-note';
-      note.setAttribute('role', 'note');
-      note.textContent = options.note;
-      this.node.appendChild(note);
+    const described: string[] = [];
+    for (const [kind, text] of [
+      ['note', options.note],
+      ['warning', options.warning]
+    ]) {
+      if (text) {
+        const node = document.createElement('p');
+        node.className = `jp-FerryPicker-${kind}`;
+        node.id = `${this._name}-${kind}`;
+        node.setAttribute('role', 'note');
+        node.textContent = text;
+        this.node.appendChild(node);
+        described.push(node.id);
+      }
     }
     this._list = document.createElement('div');
     this._list.className = 'jp-FerryPicker-list';
     this._list.setAttribute('role', 'radiogroup');
     this._list.setAttribute('aria-label', options.label ?? 'Accelerator');
+    if (described.length) {
+      this._list.setAttribute('aria-describedby', described.join(' '));
+    }
     this._list.addEventListener('keydown', this);
     this._list.addEventListener('change', this);
     this.node.appendChild(this._list);
@@ -218,6 +229,8 @@ export namespace AcceleratorPicker {
     value?: IAcceleratorRequest | null;
     /** A sentence above the list, e.g. how a Colab notebook's choice was translated. */
     note?: string;
+    /** A warning above the list, e.g. that changing restarts the kernel and loses its state. */
+    warning?: string;
     /** The accessible name of the list; `Accelerator` by default. */
     label?: string;
   }

@@ -1,12 +1,13 @@
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { formatStatus } from './labels';
+import type { IAccelerators } from './models';
 import type { IAcceleratorManager } from './tokens';
 
 /**
- * The status bar item: what the current notebook's kernel runs on (`GPU · H100 × 1`,
- * `Queued · #2`, `CPU`) and how many devices are free in the cluster. Clicking it (or Enter/Space)
- * calls `onClick`, which opens the picker.
+ * The status bar and toolbar item: what the current notebook's kernel runs on (`GPU · H100 × 1`,
+ * `Queued · #2`, `CPU`), how busy its devices are, and how many devices are free in the cluster.
+ * It is a button: clicking it (or Enter/Space) calls `onClick`, which `actionLabel` names.
  */
 export class AcceleratorStatusItem extends Widget {
   /**
@@ -21,6 +22,8 @@ export class AcceleratorStatusItem extends Widget {
     this._manager = options.manager;
     this._onClick = options.onClick ?? null;
     this._showFree = options.showFree ?? true;
+    this._actionLabel = options.actionLabel ?? 'Change accelerator…';
+    this._showUtilisation = options.showUtilisation ?? true;
     this._manager.changed.connect(this._refresh, this);
     this._manager.connectionChanged.connect(this._refresh, this);
     this._refresh();
@@ -87,12 +90,20 @@ export class AcceleratorStatusItem extends Widget {
     const kernel = this._kernelId ? formatStatus(status) : 'No kernel';
     const offline = this._manager.connectionState === 'waiting';
     const cluster = model && this._showFree ? `${free}/${total} free` : '';
-    this.node.textContent = [kernel, offline ? 'offline' : cluster]
+    const busy =
+      model &&
+      this._kernelId &&
+      this._showUtilisation &&
+      status?.state === 'assigned'
+        ? Private.utilisation(model, this._kernelId)
+        : undefined;
+    const usage = busy === undefined ? '' : `${busy} % busy`;
+    this.node.textContent = [kernel, usage, offline ? 'offline' : cluster]
       .filter(Boolean)
       .join(' · ');
     this.toggleClass('jp-mod-queued', status?.state === 'queued');
     this.toggleClass('jp-mod-disconnected', offline);
-    const label = `Accelerator: ${kernel}. ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? `${free} of ${total} devices free.` : ''} Change accelerator…`;
+    const label = `Accelerator: ${kernel}${usage ? `, ${usage}` : ''}. ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? `${free} of ${total} devices free.` : ''} ${this._actionLabel}`;
     this.node.setAttribute('aria-label', label.replace(/\s+/g, ' ').trim());
     this.node.title = label;
   }
@@ -101,6 +112,8 @@ export class AcceleratorStatusItem extends Widget {
   private _kernelId: string | null = null;
   private _onClick: (() => void) | null;
   private _showFree: boolean;
+  private _actionLabel: string;
+  private _showUtilisation: boolean;
 }
 
 /**
@@ -111,9 +124,39 @@ export namespace AcceleratorStatusItem {
   export interface IOptions {
     /** Where the live picture comes from. */
     manager: IAcceleratorManager;
-    /** What a click does (open the picker). */
+    /** What a click does (open the picker, or the sidebar). */
     onClick?: () => void;
+    /** What a click does, in words, for the accessible name (`Change accelerator…` by default). */
+    actionLabel?: string;
     /** Also show how many devices are free in the cluster (default). */
     showFree?: boolean;
+    /** Also show how busy the kernel's devices are (default). */
+    showUtilisation?: boolean;
+  }
+}
+
+/**
+ * The module-private parts.
+ */
+namespace Private {
+  /** The mean utilisation of a kernel's devices in their latest samples, if they report it. */
+  export function utilisation(
+    model: IAccelerators,
+    kernelId: string
+  ): number | undefined {
+    const values: number[] = [];
+    for (const worker of model.workers) {
+      for (const device of worker.devices) {
+        const value = device.sample?.utilizationPercent;
+        if (device.kernels.includes(kernelId) && value !== undefined) {
+          values.push(value);
+        }
+      }
+    }
+    return values.length
+      ? Math.round(
+          values.reduce((sum, value) => sum + value, 0) / values.length
+        )
+      : undefined;
   }
 }

@@ -14,7 +14,7 @@ import type { AcceleratorStream } from './stream';
  * The accelerator manager: the live picture of the cluster's accelerators, pushed by the gateway.
  */
 export interface IAcceleratorManager extends IDisposable {
-  /** The REST client, for one-off requests. */
+  /** The REST client of the gateway followed, for one-off requests. */
   readonly client: AcceleratorClient;
 
   /** The latest model, `null` until the first snapshot. */
@@ -29,7 +29,13 @@ export interface IAcceleratorManager extends IDisposable {
   /** The state of the pushed stream. */
   readonly connectionState: AcceleratorStream.State;
 
-  /** Emitted when the stream connects, drops or reconnects. */
+  /**
+   * Why there is no live picture: a bad gateway URL, or the stream's last failure while it is not
+   * open (see `gatewayProblem` for what to tell the user).
+   */
+  readonly connectionError: Error | null;
+
+  /** Emitted when the stream connects, drops or reconnects, or the manager follows another gateway. */
   readonly connectionChanged: ISignal<
     IAcceleratorManager,
     AcceleratorStream.State

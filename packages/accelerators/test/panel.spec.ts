@@ -1,6 +1,7 @@
 /**
  * @jest-environment jsdom
  */
+import { ServerConnection } from '@jupyterlab/services';
 import { MessageLoop } from '@lumino/messaging';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
@@ -15,9 +16,12 @@ import { cluster } from './fixtures';
 
 /** The one seam: a manager whose model the test sets, as the stream would. */
 class TestManager implements IAcceleratorManager {
-  client = {} as AcceleratorClient;
+  client = {
+    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
+  } as AcceleratorClient;
   model: IAccelerators | null = null;
   connectionState: AcceleratorStream.State = 'open';
+  connectionError: Error | null = null;
   changed: Signal<IAcceleratorManager, IAccelerators> = new Signal(this);
   connectionChanged: Signal<IAcceleratorManager, AcceleratorStream.State> =
     new Signal(this);
@@ -37,8 +41,9 @@ class TestManager implements IAcceleratorManager {
     this.model = model;
     this.changed.emit(model);
   }
-  setState(state: AcceleratorStream.State): void {
+  setState(state: AcceleratorStream.State, error: Error | null = null): void {
     this.connectionState = state;
+    this.connectionError = error;
     this.connectionChanged.emit(state);
   }
   dispose(): void {
@@ -77,12 +82,18 @@ function busyCluster(): IAccelerators {
 describe('AcceleratorPanel', () => {
   let manager: TestManager;
   let panel: AcceleratorPanel;
+  let opened: string[];
 
   beforeEach(() => {
     manager = new TestManager();
+    opened = [];
     panel = new AcceleratorPanel({
       manager,
-      describeKernel: id => (id === 'kernel-aaaaaaaa' ? 'train.ipynb' : id)
+      describeKernel: id =>
+        id === 'kernel-aaaaaaaa'
+          ? { label: 'train.ipynb', path: 'work/train.ipynb', own: true }
+          : { label: id, own: false },
+      openKernel: id => opened.push(id)
     });
   });
 
@@ -90,15 +101,17 @@ describe('AcceleratorPanel', () => {
     panel.dispose();
   });
 
-  it('shows each device with its numbers, holder and the queue', () => {
+  it('shows each device with its numbers, holders with their memory, and the queue', () => {
     Widget.attach(panel, document.body);
     manager.push(busyCluster());
     MessageLoop.flush();
     const card = panel.node.querySelector('.jp-FerryAccelerators-device')!;
-    expect(card.querySelector('h4')?.textContent).toBe('H100 · 0 (simulated)');
+    // "simulated" is a word on the card, not a colour.
+    expect(card.querySelector('h4')?.textContent).toBe('H100 · 0 simulated');
+    expect(card.getAttribute('aria-label')).toBe('H100 · 0 (simulated)');
     expect(
       card.querySelector('.jp-FerryAccelerators-holder')?.textContent
-    ).toBe('In use by train.ipynb');
+    ).toBe('In use by train.ipynb yours · 10.0 GiB');
     expect(card.classList).toContain('jp-mod-busy');
     const metrics = Array.from(card.querySelectorAll('dt, dd')).map(
       node => node.textContent
@@ -111,9 +124,7 @@ describe('AcceleratorPanel', () => {
       'Temperature',
       '61 °C',
       'Power',
-      '350 of 700 W',
-      'Kernel kernel-a',
-      '10.0 GiB'
+      '350 of 700 W'
     ]);
     const free = panel.node.querySelectorAll('.jp-FerryAccelerators-device')[1];
     expect(
@@ -124,6 +135,70 @@ describe('AcceleratorPanel', () => {
     expect(
       panel.node.querySelector('.jp-FerryAccelerators-queueItem')?.textContent
     ).toBe('#1 GPU · H100 × 2 · kernel-bbbbbbbb · waiting 10 s');
+    Widget.detach(panel);
+  });
+
+  it("marks the user's own kernel in words and opens its notebook on click, keeping focus across updates", () => {
+    Widget.attach(panel, document.body);
+    manager.push(busyCluster());
+    MessageLoop.flush();
+    const card = panel.node.querySelector('.jp-FerryAccelerators-device')!;
+    const own = card.querySelector('.jp-FerryAccelerators-kernel')!;
+    expect(own.classList).toContain('jp-mod-own');
+    expect(own.querySelector('.jp-FerryAccelerators-yours')?.textContent).toBe(
+      'yours'
+    );
+    const button = own.querySelector('button')!;
+    expect(button.getAttribute('aria-label')).toBe(
+      'Open work/train.ipynb (your kernel)'
+    );
+    button.focus();
+    // Another second's update: the same button, still focused.
+    manager.push(busyCluster());
+    MessageLoop.flush();
+    expect(document.activeElement).toBe(button);
+    button.click();
+    expect(opened).toEqual(['kernel-aaaaaaaa']);
+    // Someone else's kernel in the queue: plain words, nothing to open, no "yours".
+    const other = panel.node.querySelector(
+      '.jp-FerryAccelerators-queueItem .jp-FerryAccelerators-kernel'
+    )!;
+    expect(other.querySelector('button')).toBeNull();
+    expect(other.textContent).toBe('kernel-bbbbbbbb');
+    Widget.detach(panel);
+  });
+
+  it('charts utilisation and memory, and temperature and power where the device reports them', () => {
+    Widget.attach(panel, document.body);
+    manager.samples = [
+      {
+        deviceId: 'gpu0',
+        time: '2026-01-01T00:00:09.000Z',
+        utilizationPercent: 80,
+        temperatureC: 60,
+        powerW: 300,
+        kernelMemoryBytes: {}
+      },
+      {
+        deviceId: 'gpu0',
+        time: '2026-01-01T00:00:10.000Z',
+        utilizationPercent: 87,
+        temperatureC: 61,
+        powerW: 350,
+        kernelMemoryBytes: {}
+      }
+    ];
+    manager.push(busyCluster());
+    MessageLoop.flush();
+    const card = panel.node.querySelector('.jp-FerryAccelerators-device')!;
+    expect(
+      Array.from(card.querySelectorAll('[role="img"]')).map(chart =>
+        chart.getAttribute('aria-label')
+      )
+    ).toEqual([
+      'Utilisation and memory of H100 · 0 (simulated) over the last 2 s',
+      'Temperature and power of H100 · 0 (simulated) over the last 2 s'
+    ]);
     Widget.detach(panel);
   });
 
@@ -141,48 +216,117 @@ describe('AcceleratorPanel', () => {
     Widget.detach(panel);
   });
 
-  it('offers a named "Measure speed" button when given a benchmark action', () => {
+  it('offers a named "Measure speed" button and keeps the result in the panel', () => {
     let runs = 0;
     const withButton = new AcceleratorPanel({
       manager,
       onBenchmark: () => runs++
     });
+    Widget.attach(withButton, document.body);
     const button = withButton.node.querySelector('button')!;
     expect(button.getAttribute('aria-label')).toBe(
       "Measure matmul TFLOPS in the current notebook's kernel"
     );
     button.click();
     expect(runs).toBe(1);
-    expect(panel.node.querySelector('button')).toBeNull();
+    withButton.setBenchmark({ running: true, text: 'Measuring…' });
+    expect(button.disabled).toBe(true);
+    withButton.setBenchmark({
+      running: false,
+      text: 'train.ipynb on CPU: 0.100 TFLOPS float32 on the CPU (numpy, n=2048)'
+    });
+    // The result stays while the picture updates every second.
+    manager.push(busyCluster());
+    MessageLoop.flush();
+    const output = withButton.node.querySelector('output')!;
+    expect(output.getAttribute('aria-live')).toBe('polite');
+    expect(output.textContent).toBe(
+      'train.ipynb on CPU: 0.100 TFLOPS float32 on the CPU (numpy, n=2048)'
+    );
+    expect(button.disabled).toBe(false);
+    expect(
+      panel.node.querySelector('.jp-FerryAccelerators-benchmark')
+    ).toBeNull();
     withButton.dispose();
   });
 
   it('says when the connection is lost, in words', () => {
-    manager.setState('waiting');
+    manager.setState('waiting', new Error('The stream ended'));
     expect(panel.node.querySelector('[role="status"]')?.textContent).toBe(
       'Connection lost: reconnecting…'
     );
     expect(panel.hasClass('jp-mod-disconnected')).toBe(true);
   });
+
+  it('tells the user to set the gateway URL when Ferry cannot be reached, with a way to the settings', () => {
+    let configured = 0;
+    const lost = new AcceleratorPanel({
+      manager,
+      onConfigure: () => configured++
+    });
+    Widget.attach(lost, document.body);
+    const settings = lost.node.querySelector<HTMLButtonElement>(
+      '.jp-FerryAccelerators-configure'
+    )!;
+    expect(settings.hidden).toBe(true);
+    manager.setState(
+      'waiting',
+      new ServerConnection.ResponseError(
+        { status: 404, statusText: 'Not Found' } as Response,
+        'Not Found'
+      )
+    );
+    const status = lost.node.querySelector('[role="status"]')!;
+    expect(status.textContent).toContain(
+      'http://127.0.0.1:8888/api/accelerators was not found (404): this server is not Ferry. If this JupyterLab uses Ferry through `jupyter server --gateway-url`, set "Gateway URL" and "Gateway token" in Settings → Ferry Accelerators.'
+    );
+    // Reconnection attempts do not blank the message.
+    manager.setState('connecting', manager.connectionError);
+    expect(status.textContent).toContain('was not found (404)');
+    expect(lost.hasClass('jp-mod-unreachable')).toBe(true);
+    expect(settings.hidden).toBe(false);
+    expect(settings.getAttribute('aria-label')).toBe(
+      "Open the settings of Ferry Accelerators to set the gateway's URL and token"
+    );
+    settings.click();
+    expect(configured).toBe(1);
+    manager.setState(
+      'waiting',
+      new ServerConnection.NetworkError(new TypeError('Failed to fetch'))
+    );
+    expect(status.textContent).toMatch(
+      /^http:\/\/127\.0\.0\.1:8888\/api\/accelerators cannot be reached \(Failed to fetch\)\. .* start Ferry with --allow-origin http:\/\/localhost/
+    );
+    manager.setState('open');
+    expect(
+      status.querySelector('.jp-FerryAccelerators-message')?.textContent
+    ).toBe('Live');
+    expect(settings.hidden).toBe(true);
+    lost.dispose();
+  });
 });
 
 describe('AcceleratorStatusItem', () => {
-  it("shows the current kernel's accelerator and the free devices, and opens the picker", () => {
+  it("shows the current kernel's accelerator, how busy it is and the free devices, and does its action", () => {
     const manager = new TestManager();
     let clicks = 0;
     const item = new AcceleratorStatusItem({
       manager,
+      actionLabel: 'Show accelerators',
       onClick: () => clicks++
     });
     Widget.attach(item, document.body);
     manager.push(busyCluster());
     item.kernelId = 'kernel-aaaaaaaa';
-    expect(item.text).toBe('GPU · H100 × 1 (simulated) · 5/6 free');
+    expect(item.text).toBe('GPU · H100 × 1 (simulated) · 87 % busy · 5/6 free');
+    expect(item.node.getAttribute('aria-label')).toBe(
+      'Accelerator: GPU · H100 × 1 (simulated), 87 % busy. 5 of 6 devices free. Show accelerators'
+    );
     item.kernelId = 'kernel-bbbbbbbb';
     expect(item.text).toBe('Queued · #1 · 5/6 free');
     expect(item.hasClass('jp-mod-queued')).toBe(true);
     expect(item.node.getAttribute('aria-label')).toBe(
-      'Accelerator: Queued · #1. 5 of 6 devices free. Change accelerator…'
+      'Accelerator: Queued · #1. 5 of 6 devices free. Show accelerators'
     );
     manager.setState('waiting');
     expect(item.text).toBe('Queued · #1 · offline');

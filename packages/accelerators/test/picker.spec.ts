@@ -168,6 +168,24 @@ describe('AcceleratorPicker', () => {
     );
   });
 
+  it('warns that choosing restarts the kernel, and ties the warning to the list for screen readers', () => {
+    picker = new AcceleratorPicker({
+      offers: computeOffers(cluster()),
+      note: 'This notebook asks for Colab GPU T4.',
+      warning:
+        'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+    });
+    const group = picker.node.querySelector('[role="radiogroup"]')!;
+    const described = group
+      .getAttribute('aria-describedby')!
+      .split(' ')
+      .map(id => picker.node.querySelector(`#${id}`)?.textContent);
+    expect(described).toEqual([
+      'This notebook asks for Colab GPU T4.',
+      'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+    ]);
+  });
+
   it('selects with a click (change event)', () => {
     picker = new AcceleratorPicker({ offers: computeOffers(cluster()) });
     Widget.attach(picker, document.body);

@@ -1,5 +1,4 @@
 import { ServerConnection } from '@jupyterlab/services';
-import type { ISignal } from '@lumino/signaling';
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
 import { AcceleratorClient } from '../src/client';
@@ -7,22 +6,7 @@ import { AcceleratorManager } from '../src/manager';
 import type { IAccelerators } from '../src/models';
 import { AcceleratorStream } from '../src/stream';
 import { cluster } from './fixtures';
-
-/** Resolves with the first emission that satisfies `test`. */
-function next<T, A>(
-  signal: ISignal<T, A>,
-  test: (args: A) => boolean = () => true
-): Promise<A> {
-  return new Promise(resolve => {
-    const slot = (_: T, args: A) => {
-      if (test(args)) {
-        signal.disconnect(slot);
-        resolve(args);
-      }
-    };
-    signal.connect(slot);
-  });
-}
+import { next } from './helpers';
 
 /**
  * A gateway stand-in on a real socket: `/api/accelerators/stream` sends a snapshot and an update,

@@ -1,0 +1,123 @@
+import type {
+  AcceleratorClient,
+  AcceleratorStream,
+  IAccelerators,
+  IAcceleratorManager,
+  IDeviceSample
+} from '@ferry/accelerators';
+import { computeOffers, kernelStatus } from '@ferry/accelerators';
+import { waitForDialog } from '@jupyterlab/testing';
+import { Signal } from '@lumino/signaling';
+import { cluster } from '../../accelerators/test/fixtures';
+import { chooseAccelerator } from '../src/dialog';
+
+/** The one seam: a manager whose model the test sets, as the stream would. */
+class TestManager implements IAcceleratorManager {
+  constructor(public model: IAccelerators) {}
+  client = {
+    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
+  } as AcceleratorClient;
+  connectionState: AcceleratorStream.State = 'open';
+  connectionError: Error | null = null;
+  changed: Signal<IAcceleratorManager, IAccelerators> = new Signal(this);
+  connectionChanged: Signal<IAcceleratorManager, AcceleratorStream.State> =
+    new Signal(this);
+  ready = new Promise<IAccelerators>(() => undefined);
+  isDisposed = false;
+  get offers() {
+    return computeOffers(this.model);
+  }
+  history(): readonly IDeviceSample[] {
+    return [];
+  }
+  kernelStatus(kernelId: string) {
+    return kernelStatus(this.model, kernelId);
+  }
+  push(model: IAccelerators): void {
+    this.model = model;
+    this.changed.emit(model);
+  }
+  dispose(): void {
+    this.isDisposed = true;
+  }
+}
+
+/** A key press where the focus is, as a keyboard sends it. */
+function press(key: string): void {
+  (document.activeElement ?? document.body).dispatchEvent(
+    new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true })
+  );
+}
+
+function radios(): HTMLInputElement[] {
+  return Array.from(
+    document.querySelectorAll<HTMLInputElement>(
+      '.jp-Dialog .jp-FerryPicker-radio'
+    )
+  );
+}
+
+describe('the "Change Accelerator" dialog', () => {
+  it('is used with the keyboard alone: arrows move the choice, Enter restarts on it', async () => {
+    const manager = new TestManager(cluster());
+    const chosen = chooseAccelerator({
+      manager,
+      value: { kind: 'cpu', count: 0 },
+      warning:
+        'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.',
+      label: 'Accelerator for train.ipynb'
+    });
+    await waitForDialog();
+    const dialog = document.querySelector('.jp-Dialog')!;
+    expect(dialog.querySelector('.jp-FerryPicker-warning')?.textContent).toBe(
+      'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+    );
+    expect(
+      dialog.querySelector('[role="radiogroup"]')?.getAttribute('aria-label')
+    ).toBe('Accelerator for train.ipynb');
+    // Every button has a name that says what it does (Dialog sets it on the button's label by ARIA
+    // reflection, which browsers turn into the aria-label attribute).
+    expect(
+      Array.from(dialog.querySelectorAll('button .jp-Dialog-buttonLabel')).map(
+        label => label.ariaLabel
+      )
+    ).toEqual([
+      'Cancel',
+      'Restart the kernel on the chosen accelerator; its state is lost'
+    ]);
+    // The focus starts on the current choice.
+    expect(document.activeElement).toBe(radios()[0]);
+
+    press('ArrowDown');
+    expect(document.activeElement).toBe(radios()[1]);
+    expect(radios()[1].checked).toBe(true);
+    press('ArrowDown');
+    press('ArrowUp');
+    expect(radios()[1].checked).toBe(true);
+
+    // Someone takes a device while the dialog is open: the count follows, the choice stays.
+    manager.push(cluster({ h100Holders: [['other'], []] }));
+    expect(document.activeElement).toBe(radios()[1]);
+    expect(document.activeElement?.getAttribute('aria-label')).toBe(
+      'GPU · H100 × 1 (simulated): 1 of 2 free · starts now'
+    );
+
+    press('Enter');
+    expect(await chosen).toEqual({ kind: 'gpu', model: 'H100', count: 1 });
+    expect(document.querySelector('.jp-Dialog')).toBeNull();
+  });
+
+  it('is left with Escape, changing nothing', async () => {
+    const manager = new TestManager(cluster());
+    const chosen = chooseAccelerator({
+      manager,
+      value: { kind: 'gpu', model: 'H100', count: 1 }
+    });
+    await waitForDialog();
+    expect(document.activeElement).toBe(radios()[1]);
+    press('End');
+    expect(radios()[5].checked).toBe(true);
+    press('Escape');
+    expect(await chosen).toBeNull();
+  });
+});
