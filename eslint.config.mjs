@@ -8,7 +8,8 @@ export default tseslint.config(
       'coverage/**',
       '**/generated/**',
       'packages/*/labextension/**',
-      'packages/*/build/**'
+      'packages/*/build/**',
+      'packages/lab-app/.build/**'
     ]
   },
   ...tseslint.configs.recommended,

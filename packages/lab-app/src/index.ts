@@ -1,0 +1,14 @@
+/**
+ * @packageDocumentation
+ * The entry the page loads. Every other file of the bundle is a chunk loaded relative to the static
+ * URL the gateway puts in the page config, so the base URL can change without a rebuild.
+ */
+import { PageConfig } from '@jupyterlab/coreutils';
+
+__webpack_public_path__ = PageConfig.getOption('fullStaticUrl') + '/';
+
+import('./app')
+  .then(({ main }) => main())
+  .catch(error => {
+    console.error('JupyterLab failed to start', error);
+  });
