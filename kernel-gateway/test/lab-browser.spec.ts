@@ -1,0 +1,465 @@
+/// <reference lib="dom" />
+/**
+ * The whole product in a real browser: `ferry gateway` (the CLI `npm start` runs) serving the hosted
+ * JupyterLab with Ferry's extension, driven in Debian's Chromium through playwright-core. The devices
+ * are simulated (no GPU here) and say so; everything else is real: the kernel is ipykernel over
+ * ZeroMQ, the page is the bundled JupyterLab 4.6.4, the clicks are a user's.
+ *
+ * Screenshots of the picker dialog and the sidebar land in test-artifacts/screenshots/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import {
+  chromium,
+  type Browser,
+  type Locator,
+  type Page
+} from 'playwright-core';
+import { apiFor } from './helpers';
+
+const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
+const CHROMIUM = '/usr/bin/chromium';
+const LAB_BUILD = path.join(
+  __dirname,
+  '..',
+  '..',
+  'packages',
+  'lab-app',
+  'build',
+  'lab.json'
+);
+const SCREENSHOTS = path.join(
+  __dirname,
+  '..',
+  '..',
+  'test-artifacts',
+  'screenshots'
+);
+
+/** Why this suite cannot run here, if it cannot. */
+const missing = !existsSync(CHROMIUM)
+  ? `${CHROMIUM} is missing (apt-get install chromium)`
+  : !existsSync(LAB_BUILD)
+    ? 'the JupyterLab app is not built (npm run build)'
+    : undefined;
+const describeInBrowser = missing ? describe.skip : describe;
+if (missing) {
+  console.warn(`Browser tests skipped: ${missing}`);
+}
+
+jest.setTimeout(120_000);
+
+describeInBrowser(
+  'JupyterLab served by Ferry, in Chromium (simulated GPU · H100 × 1)',
+  () => {
+    let ferry: ChildProcess;
+    let link: string;
+    let base: string;
+    let token: string;
+    let api: ReturnType<typeof apiFor>;
+    let browser: Browser;
+    let page: Page;
+    let rootDir: string;
+    let labDir: string;
+    const consoleErrors: string[] = [];
+    const failedRequests: string[] = [];
+
+    beforeAll(async () => {
+      rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-root-'));
+      labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-settings-'));
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      ({ child: ferry, link } = await startFerry([
+        '--simulate',
+        'gpu:H100:1',
+        '--no-discover',
+        '--root-dir',
+        rootDir,
+        '--lab-settings-dir',
+        // Workspaces and notebook signatures go beside the settings, as under ~/.ferry/lab.
+        path.join(labDir, 'user-settings')
+      ]));
+      const url = new URL(link);
+      token = url.searchParams.get('token')!;
+      base = url.origin;
+      api = apiFor(base, token);
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--no-first-run'
+        ]
+      });
+      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      // Fail a step well before the test's own timeout, with a picture of the page.
+      page.setDefaultTimeout(30_000);
+      page.on('console', message => {
+        if (message.type() === 'error') {
+          consoleErrors.push(message.text());
+        }
+      });
+      page.on('response', response => {
+        if (response.status() >= 400) {
+          failedRequests.push(`${response.status()} ${response.url()}`);
+        }
+      });
+    });
+
+    afterEach(async () => {
+      const state = expect.getState();
+      if (page && state.currentTestName) {
+        // The page as the step left it: the first thing to look at when a step fails.
+        const name = state.currentTestName
+          .replace(/[^a-z0-9]+/gi, '-')
+          .slice(-60);
+        await page.screenshot({
+          path: path.join(SCREENSHOTS, `last-${name}.png`)
+        });
+      }
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+      if (ferry && ferry.exitCode === null) {
+        const exited = new Promise(resolve => ferry.once('exit', resolve));
+        ferry.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(rootDir, { recursive: true, force: true });
+      rmSync(labDir, { recursive: true, force: true });
+    });
+
+    it('signs in with the printed token link and shows JupyterLab with the launcher', async () => {
+      await page.goto(link);
+      await appRestored(page);
+      // The token left the address bar for a cookie.
+      expect(new URL(page.url()).searchParams.get('token')).toBeNull();
+      await page.locator('.jp-Launcher').waitFor();
+      expect(
+        await page.locator('.jp-LauncherCard[data-category="Notebook"]').count()
+      ).toBeGreaterThan(0);
+    });
+
+    it('runs a new notebook on the GPU it picks and shows the device id', async () => {
+      await newNotebook(page);
+      const notebook = currentNotebook(page);
+      const picker = notebook.locator('.jp-FerryPicker-toolbarItem');
+      await picker.filter({ hasText: 'CPU' }).waitFor();
+      await picker.click();
+      const dialog = page.getByRole('dialog');
+      const h100 = dialog.getByRole('radio', { name: /H100/ });
+      await h100.waitFor();
+      await h100.check();
+      await dialog.screenshot({ path: path.join(SCREENSHOTS, 'picker.png') });
+      await dialog
+        .getByRole('button', {
+          name: 'Restart the kernel on the chosen accelerator'
+        })
+        .click();
+      await picker.filter({ hasText: 'GPU · H100 × 1' }).waitFor();
+      await picker.filter({ hasText: 'simulated' }).waitFor();
+
+      const output = await runCell(
+        page,
+        "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"
+      );
+      const kernelId = await currentKernelId(page);
+      const device = await deviceOf(kernelId);
+      expect(device.simulated).toBe(true);
+      expect(output.trim()).toBe(device.visibleId);
+    });
+
+    it('shows the device held by this notebook in the sidebar, busy while a cell loops', async () => {
+      await showLeftPanel(page, 'jp-ferry-accelerators');
+      const sidebar = page.locator('#jp-ferry-accelerators');
+      const card = sidebar.locator('.jp-FerryAccelerators-device').first();
+      await card.filter({ hasText: 'Untitled.ipynb' }).waitFor();
+      await card.filter({ hasText: /Busy\s*0 %/ }).waitFor();
+      await startCell(
+        page,
+        'import time\nt = time.time()\nwhile time.time() - t < 60: pass'
+      );
+      await card.filter({ hasText: /Busy\s*100 %/ }).waitFor();
+      await sidebar.screenshot({ path: path.join(SCREENSHOTS, 'sidebar.png') });
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'lab.png') });
+      await currentNotebook(page)
+        .locator('[data-command="notebook:interrupt-kernel"]')
+        .click();
+      await card.filter({ hasText: /Busy\s*0 %/ }).waitFor();
+    });
+
+    it('queues a second notebook for the same GPU and runs it once the first lets go', async () => {
+      const first = await currentKernelId(page);
+      await newNotebook(page);
+      const notebook = currentNotebook(page);
+      await chooseAccelerator(page, /H100/);
+      await notebook
+        .locator('.jp-FerryPicker-toolbarItem')
+        .filter({ hasText: 'Queued · #1' })
+        .waitFor();
+      // The first notebook moves to the CPU: the GPU is free for the second.
+      await page
+        .locator('.lm-TabBar-tab', { hasText: 'Untitled.ipynb' })
+        .click();
+      await chooseAccelerator(page, /CPU/);
+      await page
+        .locator('.lm-TabBar-tab', { hasText: 'Untitled1.ipynb' })
+        .click();
+      await currentNotebook(page)
+        .locator('.jp-FerryPicker-toolbarItem')
+        .filter({ hasText: 'GPU · H100 × 1' })
+        .waitFor();
+      const second = await currentKernelId(page);
+      expect(second).not.toBe(first);
+      const output = await runCell(
+        page,
+        "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"
+      );
+      expect(output.trim()).toBe((await deviceOf(second)).visibleId);
+    });
+
+    it('keeps the notebook, its outputs and its kernel across a page reload', async () => {
+      await runCell(page, 'x = 41\nprint(x)');
+      await save(page);
+      const kernelId = await currentKernelId(page);
+      await page.reload();
+      await appRestored(page);
+      const notebook = currentNotebook(page);
+      await notebook
+        .locator('.jp-OutputArea-output', { hasText: '41' })
+        .waitFor();
+      expect(await currentKernelId(page)).toBe(kernelId);
+      // The kernel's state is still there: x was defined before the reload.
+      expect((await runCell(page, 'print(x + 1)')).trim()).toBe('42');
+    });
+
+    it('brings the accelerator choice back from the notebook metadata when reopened', async () => {
+      await save(page);
+      const saved = await api('GET', '/api/contents/Untitled1.ipynb');
+      const content = (saved.body as { content: { metadata: unknown } })
+        .content;
+      expect(content.metadata).toMatchObject({
+        ferry: { accelerator: { kind: 'gpu', model: 'H100', count: 1 } }
+      });
+      const closedKernel = await currentKernelId(page);
+      // Close the notebook and shut its kernel down, as "Close and Shut Down" does.
+      // (Not awaited in the page: the command waits for the dialog answered below.)
+      await page.evaluate(() => {
+        void (
+          window as unknown as { jupyterapp: { commands: ICommands } }
+        ).jupyterapp.commands.execute('notebook:close-and-shutdown');
+      });
+      await page
+        .getByRole('dialog')
+        .getByRole('button', { name: 'Ok' })
+        .click();
+      await page
+        .locator('.lm-TabBar-tab', { hasText: 'Untitled1.ipynb' })
+        .waitFor({ state: 'detached' });
+      // Reopen it from the file browser.
+      await showLeftPanel(page, 'filebrowser');
+      await page
+        .locator('.jp-DirListing-item', { hasText: 'Untitled1.ipynb' })
+        .dblclick();
+      await currentNotebook(page)
+        .locator('.jp-FerryPicker-toolbarItem')
+        .filter({ hasText: 'GPU · H100 × 1' })
+        .waitFor();
+      // Nothing failed on the way, apart from JupyterLab reconnecting to the kernel it just shut
+      // down (its socket closes before the shutdown's answer arrives) and the favicon it asks for.
+      const unexpected = (line: string) =>
+        !line.includes(closedKernel) && !/favicon/.test(line);
+      expect(failedRequests.filter(unexpected)).toEqual([]);
+      expect(
+        consoleErrors
+          .filter(unexpected)
+          .filter(e => !e.startsWith('Failed to load resource'))
+      ).toEqual([]);
+    });
+
+    /** The device the gateway says holds `kernelId`. */
+    async function deviceOf(
+      kernelId: string
+    ): Promise<{ visibleId: string; simulated: boolean }> {
+      const response = await api('GET', '/api/accelerators');
+      const body = response.body as {
+        workers: {
+          devices: {
+            visibleId: string;
+            simulated: boolean;
+            kernels: string[];
+          }[];
+        }[];
+      };
+      const device = body.workers
+        .flatMap(w => w.devices)
+        .find(d => d.kernels.includes(kernelId));
+      if (!device) {
+        throw new Error(`no device holds kernel ${kernelId}`);
+      }
+      return device;
+    }
+  }
+);
+
+interface ICommands {
+  execute(id: string, args?: unknown): Promise<unknown>;
+}
+
+/** Start `ferry gateway` from the CLI and resolve with the token link it prints. */
+async function startFerry(
+  args: string[]
+): Promise<{ child: ChildProcess; link: string }> {
+  const child = spawn(
+    process.execPath,
+    [FERRY, 'gateway', '--port', '0', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] }
+  );
+  let stderr = '';
+  child.stderr!.on('data', chunk => (stderr += chunk));
+  const reader = createInterface({ input: child.stdout! });
+  const link = await new Promise<string>((resolve, reject) => {
+    child.once('exit', code =>
+      reject(new Error(`ferry exited with ${code}: ${stderr}`))
+    );
+    reader.on('line', line => {
+      const match = /(http:\/\/\S+\/lab\?token=\S+)/.exec(line);
+      if (match) {
+        resolve(match[1]);
+      }
+    });
+  });
+  return { child, link };
+}
+
+/** Wait until JupyterLab has started and restored its layout. */
+async function appRestored(page: Page): Promise<void> {
+  await page.waitForFunction(() => 'jupyterapp' in window);
+  await page.evaluate(
+    () =>
+      (window as unknown as { jupyterapp: { restored: Promise<void> } })
+        .jupyterapp.restored
+  );
+}
+
+/** The notebook panel in front. */
+function currentNotebook(page: Page): Locator {
+  return page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
+}
+
+/** The current notebook's kernel id, as JupyterLab knows it. */
+async function currentKernelId(page: Page): Promise<string> {
+  const handle = await page.waitForFunction(() => {
+    const app = (
+      window as unknown as {
+        jupyterapp: {
+          shell: {
+            currentWidget: {
+              sessionContext?: { session?: { kernel?: { id: string } } };
+            } | null;
+          };
+        };
+      }
+    ).jupyterapp;
+    return app.shell.currentWidget?.sessionContext?.session?.kernel?.id;
+  });
+  return (await handle.jsonValue()) as string;
+}
+
+/** Open a new Python notebook from a launcher, as a user does, and wait for its kernel. */
+async function newNotebook(page: Page): Promise<void> {
+  const before = await page.locator('.jp-NotebookPanel').count();
+  if (!(await page.locator('.jp-Launcher:visible').count())) {
+    await showLeftPanel(page, 'filebrowser');
+    await page.locator('[data-command="launcher:create"]:visible').click();
+  }
+  await page
+    .locator('.jp-Launcher:visible .jp-LauncherCard[data-category="Notebook"]')
+    .first()
+    .click();
+  await page.waitForFunction(
+    count => document.querySelectorAll('.jp-NotebookPanel').length > count,
+    before
+  );
+  await currentNotebook(page)
+    .locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    .waitFor();
+}
+
+/** Show a panel of the left sidebar by clicking its tab, unless it shows already. */
+async function showLeftPanel(page: Page, id: string): Promise<void> {
+  if (!(await page.locator(`#${id}:visible`).count())) {
+    await page.locator(`.lm-TabBar-tab[data-id="${id}"]`).click();
+  }
+  await page.locator(`#${id}`).waitFor();
+}
+
+/** Choose an accelerator in the current notebook's picker and restart on it. */
+async function chooseAccelerator(page: Page, name: RegExp): Promise<void> {
+  await currentNotebook(page).locator('.jp-FerryPicker-toolbarItem').click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByRole('radio', { name }).check();
+  await dialog
+    .getByRole('button', {
+      name: 'Restart the kernel on the chosen accelerator'
+    })
+    .click();
+  const warning = page.getByRole('dialog');
+  // A kernel with state asks before it is restarted.
+  if (await warning.getByRole('button', { name: /Restart/ }).count()) {
+    await warning.getByRole('button', { name: /Restart/ }).click();
+  }
+}
+
+/** Type `code` into the last cell and run it (Shift+Enter) without waiting for its output. */
+async function startCell(page: Page, code: string): Promise<Locator> {
+  const notebook = currentNotebook(page);
+  const cells = notebook.locator('.jp-Notebook .jp-Cell');
+  const index = (await cells.count()) - 1;
+  const cell = cells.nth(index);
+  await cell.locator('.cm-content').click();
+  await page.keyboard.insertText(code);
+  await page.keyboard.press('Shift+Enter');
+  return cell;
+}
+
+/** Run `code` in the last cell and resolve with its printed output. */
+async function runCell(page: Page, code: string): Promise<string> {
+  const cell = await startCell(page, code);
+  const output = cell.locator('.jp-OutputArea-output');
+  await output.first().waitFor();
+  await cell
+    .locator('.jp-InputPrompt', { hasText: /\[\d+\]/ })
+    .first()
+    .waitFor();
+  return output.allInnerTexts().then(texts => texts.join(''));
+}
+
+/**
+ * Save the current notebook (Ctrl+S) and wait until it is clean. JupyterLab offers to rename an
+ * untitled notebook on its first save: keep the name.
+ */
+async function save(page: Page): Promise<void> {
+  await page.keyboard.press('Control+s');
+  const rename = page
+    .getByRole('dialog')
+    .getByRole('button', { name: 'Rename' });
+  const clean = page
+    .locator('.lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)')
+    .first();
+  await rename.or(clean).first().waitFor();
+  if (await rename.isVisible()) {
+    await rename.click();
+  }
+  await page
+    .locator('.lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)')
+    .first()
+    .waitFor();
+}
