@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { KernelChannels, type IRateLimits } from '../channels';
 import {
@@ -151,8 +152,9 @@ export class ManagedKernel {
  * worker, tracks activity and execution state, restarts and shuts kernels down, culls idle ones, and
  * adopts the kernels workers report after a drop or a gateway restart.
  */
-export class KernelRegistry {
+export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   constructor(options: KernelRegistry.IOptions) {
+    super();
     this._options = options;
     this._pool = options.pool;
     this._scheduler = options.scheduler;
@@ -221,7 +223,58 @@ export class KernelRegistry {
    * @throws NoSuchKernelspecError, the scheduler's errors for requests that can never be met, or
    * KernelStartError.
    */
-  async start(request: KernelRegistry.IStartRequest): Promise<ManagedKernel> {
+  start(request: KernelRegistry.IStartRequest): Promise<ManagedKernel> {
+    return this._announce(
+      'start',
+      undefined,
+      request.name,
+      () => this._start(request),
+      kernel => kernel
+    );
+  }
+
+  interrupt(id: string): Promise<void> {
+    return this._announce('interrupt', id, this.get(id)?.name, () =>
+      this._interrupt(id)
+    );
+  }
+
+  /**
+   * Restart a kernel: in place (the same worker and devices, a fresh process), or, when `target`
+   * asks for other devices or another offer, on those, under the same id.
+   *
+   * @param target - What to run on, as `requestedAccelerator` reads it; left out, or what the
+   *   kernel already asks for, restarts in place.
+   *
+   * @throws NoSuchKernelError; for a move, before anything changes, the scheduler's errors for a
+   *   request that can never be met, {@link BadAcceleratorRequestError} for an unknown offer and
+   *   {@link KernelStateError} for a dead kernel; KernelStartError when the new process fails.
+   *
+   * #### Notes
+   * A move shuts the process down, frees its devices (cancelling its engine job, if an engine started
+   * its worker) and places the kernel anew like a new one: it may wait in the queue, and resolves
+   * then at once (its model says where it stands). Its websockets, replay buffer, environment and
+   * working directory stay; `KERNEL_ACCELERATOR` in its environment follows the move.
+   */
+  restart(
+    id: string,
+    target?: KernelRegistry.IAcceleratorTarget
+  ): Promise<ManagedKernel> {
+    return this._announce('restart', id, this.get(id)?.name, () =>
+      this._restart(id, target)
+    );
+  }
+
+  /** Shut a kernel down (or take it out of the queue), free its devices, close its websockets. */
+  shutdown(id: string, reason = 'kernel shut down'): Promise<void> {
+    return this._announce('shutdown', id, this.get(id)?.name, () =>
+      this._shutdown(id, reason)
+    );
+  }
+
+  private async _start(
+    request: KernelRegistry.IStartRequest
+  ): Promise<ManagedKernel> {
     const { default: fallback, specs } = await this.kernelspecs();
     const name = request.name || fallback;
     if (!specs.some(s => s.name === name)) {
@@ -309,7 +362,7 @@ export class KernelRegistry {
     return model;
   }
 
-  async interrupt(id: string): Promise<void> {
+  private async _interrupt(id: string): Promise<void> {
     const kernel = this.require(id);
     kernel.touch();
     if (kernel.running) {
@@ -317,24 +370,7 @@ export class KernelRegistry {
     }
   }
 
-  /**
-   * Restart a kernel: in place (the same worker and devices, a fresh process), or, when `target`
-   * asks for other devices or another offer, on those, under the same id.
-   *
-   * @param target - What to run on, as `requestedAccelerator` reads it; left out, or what the
-   *   kernel already asks for, restarts in place.
-   *
-   * @throws NoSuchKernelError; for a move, before anything changes, the scheduler's errors for a
-   *   request that can never be met, {@link BadAcceleratorRequestError} for an unknown offer and
-   *   {@link KernelStateError} for a dead kernel; KernelStartError when the new process fails.
-   *
-   * #### Notes
-   * A move shuts the process down, frees its devices (cancelling its engine job, if an engine started
-   * its worker) and places the kernel anew like a new one: it may wait in the queue, and resolves
-   * then at once (its model says where it stands). Its websockets, replay buffer, environment and
-   * working directory stay; `KERNEL_ACCELERATOR` in its environment follows the move.
-   */
-  async restart(
+  private async _restart(
     id: string,
     target?: KernelRegistry.IAcceleratorTarget
   ): Promise<ManagedKernel> {
@@ -364,8 +400,7 @@ export class KernelRegistry {
     return kernel;
   }
 
-  /** Shut a kernel down (or take it out of the queue), free its devices, close its websockets. */
-  async shutdown(id: string, reason = 'kernel shut down'): Promise<void> {
+  private async _shutdown(id: string, reason: string): Promise<void> {
     const kernel = this.require(id);
     this._kernels.delete(id);
     await kernel.ready.catch(() => undefined);
@@ -461,6 +496,32 @@ export class KernelRegistry {
   dispose(): void {
     if (this._cullTimer) {
       clearInterval(this._cullTimer);
+    }
+  }
+
+  /**
+   * Do `work` and tell listeners of `action` how it went (jupyter_server's kernel action events),
+   * whoever asked: REST, sessions or culling.
+   */
+  private async _announce<T>(
+    action: KernelRegistry.KernelAction,
+    kernelId: string | undefined,
+    kernelName: string | undefined,
+    work: () => Promise<T>,
+    started?: (result: T) => ManagedKernel
+  ): Promise<T> {
+    try {
+      const result = await work();
+      const kernel = started?.(result);
+      this.emit('action', {
+        action,
+        kernelId: kernel?.id ?? kernelId,
+        kernelName: kernel?.name ?? kernelName
+      });
+      return result;
+    } catch (error) {
+      this.emit('action', { action, kernelId, kernelName, error });
+      throw error;
     }
   }
 
@@ -1005,6 +1066,24 @@ export class KernelRegistry {
 }
 
 export namespace KernelRegistry {
+  /** What a kernel action event is about. */
+  export type KernelAction = 'start' | 'interrupt' | 'restart' | 'shutdown';
+
+  /** A start, interrupt, restart or shutdown, done or failed. */
+  export interface IActionEvent {
+    action: KernelAction;
+    /** Unknown for a start that failed. */
+    kernelId: string | undefined;
+    kernelName: string | undefined;
+    /** Why it failed; absent when it succeeded. */
+    error?: unknown;
+  }
+
+  /** The events of a registry. */
+  export interface IEvents {
+    action: [event: IActionEvent];
+  }
+
   export interface IOptions {
     pool: WorkerPool;
     scheduler: Scheduler;
