@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what Ferry needs, and only what is missing:
 #   - Debian packages: python3-ipykernel (a kernel to run) and, for `test`, python3-jupyter-server
-#     (the reference client), chromium (the browser the JupyterLab tests drive), and slurm-wlm slurmctld slurmd slurm-client munge (a real Slurm for
-#     the Slurm engine's tests). Installed with apt-get when running as root; otherwise named.
+#     (the reference client), chromium (the browser the JupyterLab tests drive), and slurm-wlm slurmctld slurmd slurm-client munge slurmrestd
+#     slurm-wlm-jwt-plugin (a real Slurm, with its REST API, for the Slurm engine's tests). Installed with apt-get when running as root; otherwise named.
 #   - npm dependencies: `npm ci` when node_modules is missing or older than package-lock.json.
 # Usage: scripts/setup.sh [start|test]
 set -euo pipefail
@@ -21,7 +21,7 @@ fi
 # optional: without them (or without root) those tests skip and say why.
 optional=()
 if [ "$purpose" = test ] && command -v dpkg-query >/dev/null; then
-  for package in slurm-wlm slurmctld slurmd slurm-client munge; do
+  for package in slurm-wlm slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
       optional+=("$package")
   done

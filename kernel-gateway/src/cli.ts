@@ -185,6 +185,18 @@ export function createProgram(): Command {
       'where Slurm jobs write their output (default: discarded)'
     )
     .option(
+      '--slurm-rest-url <url>',
+      'submit Slurm jobs through slurmrestd (unix:/path/to/socket or http://host:port) instead of sbatch; its token comes from SLURM_JWT or --slurm-jwt-file'
+    )
+    .option(
+      '--slurm-rest-user <user>',
+      "the user slurmrestd runs the jobs as (X-SLURM-USER-NAME; default: the token's user)"
+    )
+    .option(
+      '--slurm-jwt-file <file>',
+      'a file holding the slurmrestd token (as `scontrol token` prints it), read again for every request'
+    )
+    .option(
       '--kubeconfig <file>',
       'the kubeconfig for Kubernetes offers (default: KUBECONFIG, ~/.kube/config, or in-cluster)'
     )
@@ -274,6 +286,9 @@ namespace Private {
     jobGatewayHost?: string;
     jobOutputDir?: string;
     jobWorkerCommand?: string;
+    slurmRestUrl?: string;
+    slurmRestUser?: string;
+    slurmJwtFile?: string;
     kubeconfig?: string;
     kubeNamespace?: string;
     kubeImage?: string;
@@ -443,7 +458,14 @@ namespace Private {
       slurm: {
         workerHost: flags.jobGatewayHost ?? flags.ip,
         workerCommand: flags.jobWorkerCommand?.split(/\s+/).filter(Boolean),
-        outputDir: flags.jobOutputDir && path.resolve(flags.jobOutputDir)
+        outputDir: flags.jobOutputDir && path.resolve(flags.jobOutputDir),
+        rest: flags.slurmRestUrl
+          ? {
+              url: flags.slurmRestUrl,
+              user: flags.slurmRestUser,
+              tokenFile: flags.slurmJwtFile && path.resolve(flags.slurmJwtFile)
+            }
+          : undefined
       },
       kubernetes: {
         kubeconfig: flags.kubeconfig && path.resolve(flags.kubeconfig),

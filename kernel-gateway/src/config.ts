@@ -14,8 +14,20 @@ export interface ISlurmSettings {
   outputDir?: string;
   /** Extra environment for sbatch, squeue and scancel (`SLURM_CONF`). */
   env?: Record<string, string>;
-  /** How often squeue is asked about every job (default 1000 ms). */
+  /** How often Slurm is asked about every job (default 1000 ms). */
   pollIntervalMs?: number;
+  /**
+   * Submit, follow and cancel jobs through slurmrestd instead of sbatch, squeue and scancel: its URL
+   * (`unix:/path/to/socket`, `http://host:port`), the user (default: the token's) and the token
+   * (`token`, or `tokenFile` read for every request, else `SLURM_JWT`).
+   */
+  rest?: {
+    url: string;
+    user?: string;
+    token?: string;
+    tokenFile?: string;
+    apiVersion?: string;
+  };
 }
 
 /** How the gateway starts pods for the offers that name Kubernetes. */

@@ -1,13 +1,23 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, promises as fs, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  promises as fs,
+  openSync,
+  readFileSync,
+  rmSync
+} from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 /**
  * A real single-node Slurm cluster for tests: munged, slurmctld and slurmd from the Debian packages,
- * with two fake GPUs (GRES backed by character devices), all under one scratch directory. It installs
- * nothing: {@link SlurmCluster.unavailable} says why it cannot run here.
+ * with two fake GPUs (GRES backed by character devices), all under one scratch directory; and
+ * slurmrestd on a unix socket when it is installed ({@link SlurmCluster.restUnavailable} says why
+ * not). It installs nothing: {@link SlurmCluster.unavailable} says why it cannot run here.
  */
 export class SlurmCluster {
   private constructor(readonly dir: string) {}
@@ -17,7 +27,20 @@ export class SlurmCluster {
     return { SLURM_CONF: path.join(this.dir, 'slurm.conf') };
   }
 
-  /** The daemons' process ids (munged, slurmctld, slurmd), read from their pid files. */
+  /** Where slurmrestd listens, and the user its jobs run as; undefined without slurmrestd. */
+  rest: { url: string; user: string; outputDir: string } | undefined;
+
+  /** A token for slurmrestd's user, as `scontrol token` prints it (`SLURM_JWT=...`). */
+  async restToken(): Promise<string> {
+    const out = await this.run('scontrol', [
+      'token',
+      `username=${Private.REST_USER}`,
+      'lifespan=7200'
+    ]);
+    return out.trim();
+  }
+
+  /** The daemons' process ids (munged, slurmctld, slurmd, slurmrestd), read from their pid files. */
   pids(): number[] {
     return Private.DAEMONS.map(name => this._pid(name)).filter(
       (pid): pid is number => pid !== undefined
@@ -64,6 +87,22 @@ export class SlurmCluster {
       } catch {
         // nothing to remove
       }
+    }
+    return undefined;
+  }
+
+  /** Why slurmrestd cannot be started here (the CLI tests still can), or undefined when it can. */
+  static restUnavailable(): string | undefined {
+    if (!Private.which('slurmrestd')) {
+      return 'slurmrestd is not installed (scripts/setup.sh test installs slurmrestd slurm-wlm-jwt-plugin)';
+    }
+    if (!Private.jwtPlugin()) {
+      return "Slurm's JWT plugin (auth_jwt.so) is not installed (apt-get install slurm-wlm-jwt-plugin)";
+    }
+    try {
+      execFileSync('id', ['-u', Private.REST_USER], { stdio: 'ignore' });
+    } catch {
+      return `there is no user ${Private.REST_USER} for slurmrestd and its jobs to run as`;
     }
     return undefined;
   }
@@ -123,14 +162,22 @@ export class SlurmCluster {
     }
     this._stopped = true;
     if (this._pid('slurmctld') !== undefined) {
-      await this.run('scancel', ['-u', 'root']).catch(() => undefined);
+      const jobs = await this.activeJobs().catch(() => []);
+      if (jobs.length > 0) {
+        await this.run('scancel', jobs).catch(() => undefined);
+      }
       await Private.until(
         async () => (await this.activeJobs().catch(() => [])).length === 0,
         30_000
       ).catch(() => undefined);
     }
     // Job steps outlive slurmd, so the jobs go first; then the daemons, munged last.
-    for (const name of ['slurmd', 'slurmctld', 'munged'] as const) {
+    for (const name of [
+      'slurmrestd',
+      'slurmd',
+      'slurmctld',
+      'munged'
+    ] as const) {
       const pid = this._pid(name);
       if (pid === undefined) {
         continue;
@@ -158,13 +205,20 @@ export class SlurmCluster {
     for (const sub of ['munge', 'state', 'spool', 'log', 'dev']) {
       await fs.mkdir(path.join(d, sub), { recursive: true });
     }
+    const rest = !SlurmCluster.restUnavailable();
+    if (rest) {
+      // slurmctld checks the tokens slurmrestd passes on with this key (root's alone).
+      await fs.writeFile(path.join(d, 'jwt_hs256.key'), randomBytes(32), {
+        mode: 0o600
+      });
+    }
     const [ctldPort, slurmdPort] = [
       await Private.freePort(),
       await Private.freePort()
     ];
     await fs.writeFile(
       path.join(d, 'slurm.conf'),
-      Private.slurmConf(d, ctldPort, slurmdPort)
+      Private.slurmConf(d, ctldPort, slurmdPort, rest)
     );
     await fs.writeFile(
       path.join(d, 'gres.conf'),
@@ -209,6 +263,69 @@ export class SlurmCluster {
         `the Slurm node never became idle; slurmd log:\n${Private.tail(path.join(d, 'log', 'slurmd.log'))}\nslurmctld log:\n${Private.tail(path.join(d, 'log', 'slurmctld.log'))}`
       );
     });
+    if (rest) {
+      await this._startRest(conf);
+    }
+  }
+
+  /**
+   * slurmrestd on a unix socket, as an unprivileged user (it refuses to run as root), passing each
+   * client's JWT on to slurmctld (`SLURM_JWT=daemon`); the jobs it submits run as that user.
+   */
+  private async _startRest(conf: string): Promise<void> {
+    const d = this.dir;
+    const user = Private.REST_USER;
+    const group = execFileSync('id', ['-gn', user], {
+      encoding: 'utf8'
+    }).trim();
+    // It binds the socket after dropping to its user; jobs write their output as that user.
+    for (const sub of ['rest', 'jobs']) {
+      await fs.mkdir(path.join(d, sub));
+      execFileSync('chown', [`${user}:${group}`, path.join(d, sub)]);
+    }
+    const socket = path.join(d, 'rest', 'slurmrestd.socket');
+    const log = openSync(path.join(d, 'log', 'slurmrestd.log'), 'a');
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...this.env,
+      SLURM_JWT: 'daemon'
+    };
+    const child = spawn(
+      'slurmrestd',
+      [
+        '-f',
+        conf,
+        '-u',
+        user,
+        '-g',
+        group,
+        '-a',
+        'rest_auth/jwt',
+        '-s',
+        'openapi/v0.0.38',
+        `unix:${socket}`
+      ],
+      { env, stdio: ['ignore', log, log], detached: true }
+    );
+    closeSync(log);
+    child.unref();
+    if (child.pid !== undefined) {
+      await fs.writeFile(path.join(d, 'slurmrestd.pid'), `${child.pid}\n`);
+    }
+    const token = (await this.restToken()).replace(/^SLURM_JWT=/, '');
+    await Private.until(
+      async () => (await Private.ping(socket, user, token)) === 200,
+      30_000
+    ).catch(() => {
+      throw new Error(
+        `slurmrestd never answered on ${socket}; its log:\n${Private.tail(path.join(d, 'log', 'slurmrestd.log'))}`
+      );
+    });
+    this.rest = {
+      url: `unix:${socket}`,
+      user,
+      outputDir: path.join(d, 'jobs')
+    };
   }
 
   private _pid(name: (typeof Private.DAEMONS)[number]): number | undefined {
@@ -228,9 +345,62 @@ export class SlurmCluster {
 }
 
 namespace Private {
-  export const DAEMONS = ['munged', 'slurmctld', 'slurmd'] as const;
+  export const DAEMONS = [
+    'munged',
+    'slurmctld',
+    'slurmd',
+    'slurmrestd'
+  ] as const;
 
-  export function slurmConf(d: string, ctld: number, slurmd: number): string {
+  /** Who slurmrestd and the jobs it submits run as. */
+  export const REST_USER = 'nobody';
+
+  export function jwtPlugin(): boolean {
+    return [
+      '/usr/lib/x86_64-linux-gnu',
+      '/usr/lib/aarch64-linux-gnu',
+      '/usr/lib64',
+      '/usr/lib'
+    ]
+      .map(lib => path.join(lib, 'slurm-wlm', 'auth_jwt.so'))
+      .concat(['/usr/lib/slurm/auth_jwt.so', '/usr/lib64/slurm/auth_jwt.so'])
+      .some(file => existsSync(file));
+  }
+
+  /** slurmrestd's answer to a ping, as an HTTP status (0: no answer). */
+  export function ping(
+    socketPath: string,
+    user: string,
+    token: string
+  ): Promise<number> {
+    return new Promise(resolve => {
+      const req = request(
+        {
+          socketPath,
+          path: '/slurm/v0.0.38/ping',
+          headers: { 'x-slurm-user-name': user, 'x-slurm-user-token': token },
+          timeout: 5000
+        },
+        response => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode ?? 0));
+        }
+      );
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => resolve(0));
+      req.end();
+    });
+  }
+
+  export function slurmConf(
+    d: string,
+    ctld: number,
+    slurmd: number,
+    jwt: boolean
+  ): string {
+    const auth = jwt
+      ? `AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=${d}/jwt_hs256.key\n`
+      : '';
     return `ClusterName=ferry
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=${ctld}
@@ -240,7 +410,7 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=${d}/munge/munge.socket.2
-StateSaveLocation=${d}/state
+${auth}StateSaveLocation=${d}/state
 SlurmdSpoolDir=${d}/spool
 SlurmctldPidFile=${d}/slurmctld.pid
 SlurmdPidFile=${d}/slurmd.pid

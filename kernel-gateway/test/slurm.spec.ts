@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -275,256 +276,490 @@ if (unavailable) {
   );
 }
 const describeSlurm = unavailable ? describe.skip : describe;
+const restUnavailable = unavailable
+  ? undefined
+  : SlurmCluster.restUnavailable();
+if (restUnavailable) {
+  console.warn(
+    `\n*** SKIPPING the slurmrestd tests: ${restUnavailable}. ***\n`
+  );
+}
+const describeRest = unavailable || restUnavailable ? describe.skip : describe;
 
+/** Poll what a client sees until `done` holds. */
+const until = <T>(read: () => Promise<T>, done: (value: T) => boolean) =>
+  pollUntil(read, done, 45_000, 250);
+
+/** One cluster for both ways of talking to Slurm (its daemons start once). */
 describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
   let cluster: SlurmCluster;
-  let gw: ITestGateway;
   let daemons: number[] = [];
-
-  const model = (id: string) => kernelModel(gw, id);
-
-  /** Poll what a client sees until `done` holds. */
-  const until = <T>(read: () => Promise<T>, done: (value: T) => boolean) =>
-    pollUntil(read, done, 45_000, 250);
-
-  async function startOffer(body: Record<string, unknown>): Promise<string> {
-    const response = await gw.api('POST', '/api/kernels', {
-      name: 'python3',
-      ...body
-    });
-    expect(response.status).toBe(201);
-    expectSchema('Kernel', response.body);
-    return response.body.id;
-  }
 
   beforeAll(async () => {
     cluster = await SlurmCluster.start();
     daemons = cluster.pids();
-    const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
-    gw = await startGateway({
-      worker: new Worker({ logger, kernelTimings: { shutdownWaitMs: 2000 } }),
-      workerPort: 0,
-      workerToken: WORKER_TOKEN,
-      workerGraceMs: 5000,
-      offers: OFFERS,
-      slurm: { env: cluster.env, pollIntervalMs: 500, outputDir: cluster.dir }
-    });
   }, 60_000);
 
   afterAll(async () => {
-    await gw?.close();
     await cluster?.stop();
   }, 60_000);
 
-  it('lists the offers in /api/accelerators', async () => {
-    const response = await gw.api('GET', '/api/accelerators');
-    expectSchema('Accelerators', response.body);
-    expect(response.body.offers).toEqual([
-      {
-        name: 'slurm-gpu',
-        displayName: 'GPU on Slurm',
-        engine: 'slurm',
-        accelerator: { kind: 'gpu', model: 'fake', count: 1 }
+  /** A gateway whose Slurm offers go through `slurm`; `model` and `startOffer` read and start on it. */
+  function gatewayFor(
+    slurm: () => Promise<Record<string, unknown>> | Record<string, unknown>
+  ) {
+    const it = {
+      gw: undefined as unknown as ITestGateway,
+      model: (id: string) => kernelModel(it.gw, id),
+      async startOffer(body: Record<string, unknown>): Promise<string> {
+        const response = await it.gw.api('POST', '/api/kernels', {
+          name: 'python3',
+          ...body
+        });
+        expect(response.status).toBe(201);
+        expectSchema('Kernel', response.body);
+        return response.body.id;
       }
-    ]);
-  });
+    };
+    beforeAll(async () => {
+      const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+      it.gw = await startGateway({
+        worker: new Worker({
+          logger,
+          kernelTimings: { shutdownWaitMs: 2000 }
+        }),
+        workerPort: 0,
+        workerToken: WORKER_TOKEN,
+        workerGraceMs: 5000,
+        offers: OFFERS,
+        slurm: { env: cluster.env, pollIntervalMs: 500, ...(await slurm()) }
+      });
+    }, 60_000);
+    afterAll(async () => {
+      await it.gw?.close();
+    }, 60_000);
+    return it;
+  }
 
-  it('refuses an offer that does not exist', async () => {
-    const response = await gw.api('POST', '/api/kernels', {
-      name: 'python3',
-      accelerator: { offer: 'nope' }
+  describe('through sbatch, squeue and scancel', () => {
+    const it_ = gatewayFor(() => ({ outputDir: cluster.dir }));
+    let gw: ITestGateway;
+    beforeAll(() => {
+      gw = it_.gw;
     });
-    expect(response.status).toBe(400);
-    expect(response.body.message).toContain(
-      "no accelerator offer named 'nope'"
-    );
-  });
+    const model = (id: string) => it_.model(id);
+    const startOffer = (body: Record<string, unknown>) => it_.startOffer(body);
 
-  let first: string;
-  let second: string;
-  let third: string;
-
-  it('runs a kernel inside a Slurm job, on the GPU Slurm gave it', async () => {
-    first = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
-    const queued = await model(first);
-    expect(queued.accelerator).toMatchObject({
-      offer: 'slurm-gpu',
-      engine: 'slurm',
-      kind: 'gpu',
-      count: 1
+    it('lists the offers in /api/accelerators', async () => {
+      const response = await gw.api('GET', '/api/accelerators');
+      expectSchema('Accelerators', response.body);
+      expect(response.body.offers).toEqual([
+        {
+          name: 'slurm-gpu',
+          displayName: 'GPU on Slurm',
+          engine: 'slurm',
+          accelerator: { kind: 'gpu', model: 'fake', count: 1 }
+        }
+      ]);
     });
-    expect(queued.accelerator.job).toMatch(/^\d+$/);
-    const job = queued.accelerator.job;
-    const running = await until(
-      () => model(first),
-      m => m.execution_state === 'idle'
-    );
-    expect(running.accelerator).toMatchObject({
-      state: 'assigned',
-      engine: 'slurm',
-      job,
-      worker: `job-${first}`,
-      timeLimit: '10:00'
-    });
-    expect(running.accelerator.devices).toHaveLength(1);
-    expect(await cluster.jobState(job)).toBe('RUNNING|None');
-    const client = await KernelSocket.connect(gw, first);
-    const result = await client.execute(
-      "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['SLURM_JOB_ID'], os.environ.get('FERRY_WORKER_TOKEN'))"
-    );
-    const [cuda, jobId, token] = result.stdout.trim().split(' ');
-    expect(['0', '1']).toContain(cuda);
-    expect(jobId).toBe(job);
-    // The worker token stays with the worker: the kernel's user code never sees it.
-    expect(token).toBe('None');
-    client.close();
-  }, 90_000);
 
-  it("queues a third kernel with Slurm's reason while both GPUs are taken, and runs it when one frees", async () => {
-    second = await startOffer({
-      env: { KERNEL_ACCELERATOR: 'offer:slurm-gpu' }
-    });
-    await until(
-      () => model(second),
-      m => m.execution_state === 'idle'
-    );
-    third = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
-    const waiting = await until(
-      () => model(third),
-      m => m.accelerator?.reason === 'Resources'
-    );
-    expect(waiting.accelerator).toMatchObject({
-      state: 'queued',
-      engine: 'slurm',
-      reason: 'Resources'
-    });
-    const firstJob = (await model(first)).accelerator.job;
-    const deleted = await gw.api('DELETE', `/api/kernels/${first}`);
-    expect(deleted.status).toBe(204);
-    // Deleting the kernel ended its job.
-    await until(
-      () => cluster.activeJobs(),
-      jobs => !jobs.includes(firstJob)
-    );
-    const running = await until(
-      () => model(third),
-      m => m.execution_state === 'idle'
-    );
-    expect(running.accelerator.state).toBe('assigned');
-  }, 120_000);
-
-  it('marks a kernel dead with the reason when its job is cancelled outside Ferry', async () => {
-    const job = (await model(second)).accelerator.job;
-    await cluster.run('scancel', [job]);
-    const dead = await until(
-      () => model(second),
-      m => m.execution_state === 'dead'
-    );
-    expect(dead.reason).toBe(`Slurm job ${job} was cancelled`);
-    expect(dead.accelerator).toMatchObject({ state: 'ended', job });
-  }, 60_000);
-
-  it('cancels a job that is still pending when its kernel is deleted', async () => {
-    // One GPU is held by the third kernel: the next job takes the other, the one after waits.
-    const running = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
-    const waiting = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
-    const pending = await until(
-      () => model(waiting),
-      m => m.accelerator?.reason === 'Resources'
-    );
-    const job = pending.accelerator.job;
-    expect((await gw.api('DELETE', `/api/kernels/${waiting}`)).status).toBe(
-      204
-    );
-    await until(
-      () => cluster.activeJobs(),
-      jobs => !jobs.includes(job)
-    );
-    await gw.api('DELETE', `/api/kernels/${running}`);
-  }, 60_000);
-
-  it('starts a session on an offer, and deleting the session cancels its job', async () => {
-    const created = await gw.api('POST', '/api/sessions', {
-      path: 'slurm.ipynb',
-      type: 'notebook',
-      kernel: {
+    it('refuses an offer that does not exist', async () => {
+      const response = await gw.api('POST', '/api/kernels', {
         name: 'python3',
+        accelerator: { offer: 'nope' }
+      });
+      expect(response.status).toBe(400);
+      expect(response.body.message).toContain(
+        "no accelerator offer named 'nope'"
+      );
+    });
+
+    let first: string;
+    let second: string;
+    let third: string;
+
+    it('runs a kernel inside a Slurm job, on the GPU Slurm gave it', async () => {
+      first = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      const queued = await model(first);
+      expect(queued.accelerator).toMatchObject({
+        offer: 'slurm-gpu',
+        engine: 'slurm',
+        kind: 'gpu',
+        count: 1
+      });
+      expect(queued.accelerator.job).toMatch(/^\d+$/);
+      const job = queued.accelerator.job;
+      const running = await until(
+        () => model(first),
+        m => m.execution_state === 'idle'
+      );
+      expect(running.accelerator).toMatchObject({
+        state: 'assigned',
+        engine: 'slurm',
+        job,
+        worker: `job-${first}`,
+        timeLimit: '10:00'
+      });
+      expect(running.accelerator.devices).toHaveLength(1);
+      expect(await cluster.jobState(job)).toBe('RUNNING|None');
+      const client = await KernelSocket.connect(gw, first);
+      const result = await client.execute(
+        "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['SLURM_JOB_ID'], os.environ.get('FERRY_WORKER_TOKEN'))"
+      );
+      const [cuda, jobId, token] = result.stdout.trim().split(' ');
+      expect(['0', '1']).toContain(cuda);
+      expect(jobId).toBe(job);
+      // The worker token stays with the worker: the kernel's user code never sees it.
+      expect(token).toBe('None');
+      client.close();
+    }, 90_000);
+
+    it("queues a third kernel with Slurm's reason while both GPUs are taken, and runs it when one frees", async () => {
+      second = await startOffer({
         env: { KERNEL_ACCELERATOR: 'offer:slurm-gpu' }
+      });
+      await until(
+        () => model(second),
+        m => m.execution_state === 'idle'
+      );
+      third = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      const waiting = await until(
+        () => model(third),
+        m => m.accelerator?.reason === 'Resources'
+      );
+      expect(waiting.accelerator).toMatchObject({
+        state: 'queued',
+        engine: 'slurm',
+        reason: 'Resources'
+      });
+      const firstJob = (await model(first)).accelerator.job;
+      const deleted = await gw.api('DELETE', `/api/kernels/${first}`);
+      expect(deleted.status).toBe(204);
+      // Deleting the kernel ended its job.
+      await until(
+        () => cluster.activeJobs(),
+        jobs => !jobs.includes(firstJob)
+      );
+      const running = await until(
+        () => model(third),
+        m => m.execution_state === 'idle'
+      );
+      expect(running.accelerator.state).toBe('assigned');
+    }, 120_000);
+
+    it('marks a kernel dead with the reason when its job is cancelled outside Ferry', async () => {
+      const job = (await model(second)).accelerator.job;
+      await cluster.run('scancel', [job]);
+      const dead = await until(
+        () => model(second),
+        m => m.execution_state === 'dead'
+      );
+      expect(dead.reason).toBe(`Slurm job ${job} was cancelled`);
+      expect(dead.accelerator).toMatchObject({ state: 'ended', job });
+    }, 60_000);
+
+    it('cancels a job that is still pending when its kernel is deleted', async () => {
+      // One GPU is held by the third kernel: the next job takes the other, the one after waits.
+      const running = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      const waiting = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      const pending = await until(
+        () => model(waiting),
+        m => m.accelerator?.reason === 'Resources'
+      );
+      const job = pending.accelerator.job;
+      expect((await gw.api('DELETE', `/api/kernels/${waiting}`)).status).toBe(
+        204
+      );
+      await until(
+        () => cluster.activeJobs(),
+        jobs => !jobs.includes(job)
+      );
+      await gw.api('DELETE', `/api/kernels/${running}`);
+    }, 60_000);
+
+    it('starts a session on an offer, and deleting the session cancels its job', async () => {
+      const created = await gw.api('POST', '/api/sessions', {
+        path: 'slurm.ipynb',
+        type: 'notebook',
+        kernel: {
+          name: 'python3',
+          env: { KERNEL_ACCELERATOR: 'offer:slurm-gpu' }
+        }
+      });
+      expect(created.status).toBe(201);
+      const { accelerator } = created.body.kernel;
+      expect(accelerator).toMatchObject({
+        offer: 'slurm-gpu',
+        engine: 'slurm'
+      });
+      await gw.api('DELETE', `/api/sessions/${created.body.id}`);
+      await until(
+        () => cluster.activeJobs(),
+        jobs => !jobs.includes(accelerator.job)
+      );
+    }, 60_000);
+
+    it('moves a kernel onto a Slurm job and back to the CPU under the same id, cancelling the job it leaves', async () => {
+      const id = await startOffer({});
+      const client = await KernelSocket.connect(gw, id);
+      const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
+        accelerator: { offer: 'slurm-gpu' }
+      });
+      expect(moved.status).toBe(200);
+      expectSchema('Kernel', moved.body);
+      expect(moved.body).toMatchObject({
+        id,
+        accelerator: { offer: 'slurm-gpu', engine: 'slurm' }
+      });
+      const job: string = moved.body.accelerator.job;
+      const running = await until(
+        () => model(id),
+        m => m.execution_state === 'idle' && m.accelerator?.state === 'assigned'
+      );
+      expect(running.accelerator).toMatchObject({ worker: `job-${id}`, job });
+      const where = "import os; print(os.environ.get('SLURM_JOB_ID'))";
+      expect((await client.execute(where)).stdout).toBe(`${job}\n`);
+
+      const back = await gw.api('POST', `/api/kernels/${id}/restart`, {
+        accelerator: 'cpu'
+      });
+      expect(back.status).toBe(200);
+      expect(back.body.accelerator).toMatchObject({
+        kind: 'cpu',
+        state: 'assigned',
+        devices: []
+      });
+      expect(back.body.accelerator.job).toBeUndefined();
+      expect(back.body.accelerator.worker).not.toBe(`job-${id}`);
+      await until(
+        () => cluster.activeJobs(),
+        jobs => !jobs.includes(job)
+      );
+      // The job ended because the kernel left it: the kernel lives on, on the CPU.
+      expect((await client.execute(where)).stdout).toBe('None\n');
+      expect((await model(id)).execution_state).toBe('idle');
+      await client.close();
+      expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
+    }, 90_000);
+
+    it('leaves no job behind once every kernel is deleted', async () => {
+      for (const id of [second, third]) {
+        await gw.api('DELETE', `/api/kernels/${id}`);
+      }
+      expect((await gw.api('GET', '/api/kernels')).body).toEqual([]);
+      // Their workers are gone at once, not after the grace period.
+      const { workers } = (await gw.api('GET', '/api/accelerators')).body;
+      expect(
+        workers.filter((w: { id: string }) => w.id.startsWith('job-'))
+      ).toEqual([]);
+      await until(
+        () => cluster.activeJobs(),
+        jobs => jobs.length === 0
+      );
+    }, 60_000);
+  });
+
+  describeRest('through slurmrestd', () => {
+    let tokenFile: string;
+    const rest = gatewayFor(async () => {
+      // A token file, as operators rotate them: the gateway reads it for every request.
+      tokenFile = path.join(cluster.dir, 'slurmrestd.token');
+      await fs.writeFile(tokenFile, `${await cluster.restToken()}\n`, {
+        mode: 0o600
+      });
+      return {
+        outputDir: cluster.rest!.outputDir,
+        rest: { url: cluster.rest!.url, tokenFile }
+      };
+    });
+    const model = (id: string) => rest.model(id);
+    let first: string;
+    let second: string;
+    let third: string;
+
+    /** Wait until a kernel runs; if it never does, say what its job wrote. */
+    async function running(id: string) {
+      try {
+        return await until(
+          () => model(id),
+          m => m.execution_state === 'idle'
+        );
+      } catch (error) {
+        const job = (await model(id)).accelerator?.job;
+        const log = await fs
+          .readFile(
+            path.join(cluster.rest!.outputDir, `ferry-job-${job}.log`),
+            'utf8'
+          )
+          .catch(() => '(no output)');
+        throw new Error(
+          `${(error as Error).message}\njob ${job} wrote:\n${log.slice(-3000)}`
+        );
+      }
+    }
+
+    it('runs a kernel inside a job slurmrestd submitted, as its user, on the GPU Slurm gave it', async () => {
+      first = await rest.startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      const job = (await model(first)).accelerator.job;
+      expect(job).toMatch(/^\d+$/);
+      const started = await running(first);
+      expect(started.accelerator).toMatchObject({
+        state: 'assigned',
+        engine: 'slurm',
+        job,
+        worker: `job-${first}`,
+        timeLimit: '10:00'
+      });
+      expect(await cluster.jobState(job)).toBe('RUNNING|None');
+      expect(
+        (await cluster.run('squeue', ['-h', '-j', job, '-o', '%u'])).trim()
+      ).toBe(cluster.rest!.user);
+      const client = await KernelSocket.connect(rest.gw, first);
+      const result = await client.execute(
+        "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['SLURM_JOB_ID'], os.environ.get('FERRY_WORKER_TOKEN'), os.environ.get('SLURM_JWT'))"
+      );
+      const [cuda, jobId, token, jwt] = result.stdout.trim().split(' ');
+      expect(['0', '1']).toContain(cuda);
+      expect(jobId).toBe(job);
+      expect(token).toBe('None');
+      // The gateway's slurmrestd token never reaches a job.
+      expect(jwt).toBe('None');
+      client.close();
+    }, 90_000);
+
+    it("queues a kernel with Slurm's reason while both GPUs are taken, runs it when one frees, and deleting a kernel cancels its job", async () => {
+      second = await rest.startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      await running(second);
+      third = await rest.startOffer({ accelerator: { offer: 'slurm-gpu' } });
+      const waiting = await until(
+        () => model(third),
+        m => m.accelerator?.reason === 'Resources'
+      );
+      expect(waiting.accelerator).toMatchObject({
+        state: 'queued',
+        engine: 'slurm',
+        reason: 'Resources'
+      });
+      const firstJob = (await model(first)).accelerator.job;
+      expect(
+        (await rest.gw.api('DELETE', `/api/kernels/${first}`)).status
+      ).toBe(204);
+      await until(
+        () => cluster.activeJobs(),
+        jobs => !jobs.includes(firstJob)
+      );
+      expect((await running(third)).accelerator.state).toBe('assigned');
+    }, 120_000);
+
+    it('marks a kernel dead with the reason when its job is cancelled outside Ferry', async () => {
+      const job = (await model(second)).accelerator.job;
+      await cluster.run('scancel', [job]);
+      const dead = await until(
+        () => model(second),
+        m => m.execution_state === 'dead'
+      );
+      expect(dead.reason).toBe(`Slurm job ${job} was cancelled`);
+      expect(dead.accelerator).toMatchObject({ state: 'ended', job });
+    }, 60_000);
+
+    it('refuses to start a kernel with a clear error when slurmctld does not take the token, without the token in it', async () => {
+      const good = await fs.readFile(tokenFile, 'utf8');
+      const bad = Private.foreignToken(cluster.rest!.user);
+      const kernels = (await rest.gw.api('GET', '/api/kernels')).body.length;
+      await fs.writeFile(tokenFile, `SLURM_JWT=${bad}\n`);
+      try {
+        const response = await rest.gw.api('POST', '/api/kernels', {
+          name: 'python3',
+          accelerator: { offer: 'slurm-gpu' }
+        });
+        expect(response.status).toBe(500);
+        expect(response.body.message).toMatch(
+          /^could not submit a slurm job for offer slurm-gpu: slurmrestd at unix:\S+ refused the job: .*token/
+        );
+        expect(JSON.stringify(response.body)).not.toContain(bad);
+        expect(JSON.stringify(response.body)).not.toContain(bad.split('.')[2]);
+        // No kernel was left behind for it.
+        expect((await rest.gw.api('GET', '/api/kernels')).body).toHaveLength(
+          kernels
+        );
+      } finally {
+        await fs.writeFile(tokenFile, good);
+      }
+      // With the good token back (read again for each request), kernels start again.
+      const again = await rest.startOffer({
+        accelerator: { offer: 'slurm-gpu' }
+      });
+      expect((await model(again)).accelerator.job).toMatch(/^\d+$/);
+      expect(
+        (await rest.gw.api('DELETE', `/api/kernels/${again}`)).status
+      ).toBe(204);
+    }, 60_000);
+
+    it('says what slurmrestd said when it refuses a job, and which sbatch options it cannot take', async () => {
+      const provisioner = new SlurmProvisioner({
+        gateway: () => '127.0.0.1:1',
+        token: WORKER_TOKEN,
+        workerCommand: ['/bin/true'],
+        logger: createLogger('silent'),
+        rest: { url: cluster.rest!.url, tokenFile }
+      });
+      try {
+        const offer = (
+          slurm: IAcceleratorOffer['slurm']
+        ): IAcceleratorOffer => ({
+          ...OFFERS[0],
+          slurm
+        });
+        await expect(
+          provisioner.provision(
+            'k',
+            offer({ gres: 'gpu:1', partition: 'nope' })
+          )
+        ).rejects.toThrow(
+          `slurmrestd at ${cluster.rest!.url} refused the job: Invalid partition name specified`
+        );
+        await expect(
+          provisioner.provision(
+            'k',
+            offer({ gres: 'gpu:1', extraArgs: ['--mem=4G'] })
+          )
+        ).rejects.toThrow(
+          "slurmrestd cannot take the sbatch option '--mem=4G'"
+        );
+      } finally {
+        provisioner.dispose();
       }
     });
-    expect(created.status).toBe(201);
-    const { accelerator } = created.body.kernel;
-    expect(accelerator).toMatchObject({ offer: 'slurm-gpu', engine: 'slurm' });
-    await gw.api('DELETE', `/api/sessions/${created.body.id}`);
-    await until(
-      () => cluster.activeJobs(),
-      jobs => !jobs.includes(accelerator.job)
-    );
-  }, 60_000);
 
-  it('moves a kernel onto a Slurm job and back to the CPU under the same id, cancelling the job it leaves', async () => {
-    const id = await startOffer({});
-    const client = await KernelSocket.connect(gw, id);
-    const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
-      accelerator: { offer: 'slurm-gpu' }
-    });
-    expect(moved.status).toBe(200);
-    expectSchema('Kernel', moved.body);
-    expect(moved.body).toMatchObject({
-      id,
-      accelerator: { offer: 'slurm-gpu', engine: 'slurm' }
-    });
-    const job: string = moved.body.accelerator.job;
-    const running = await until(
-      () => model(id),
-      m => m.execution_state === 'idle' && m.accelerator?.state === 'assigned'
-    );
-    expect(running.accelerator).toMatchObject({ worker: `job-${id}`, job });
-    const where = "import os; print(os.environ.get('SLURM_JOB_ID'))";
-    expect((await client.execute(where)).stdout).toBe(`${job}\n`);
-
-    const back = await gw.api('POST', `/api/kernels/${id}/restart`, {
-      accelerator: 'cpu'
-    });
-    expect(back.status).toBe(200);
-    expect(back.body.accelerator).toMatchObject({
-      kind: 'cpu',
-      state: 'assigned',
-      devices: []
-    });
-    expect(back.body.accelerator.job).toBeUndefined();
-    expect(back.body.accelerator.worker).not.toBe(`job-${id}`);
-    await until(
-      () => cluster.activeJobs(),
-      jobs => !jobs.includes(job)
-    );
-    // The job ended because the kernel left it: the kernel lives on, on the CPU.
-    expect((await client.execute(where)).stdout).toBe('None\n');
-    expect((await model(id)).execution_state).toBe('idle');
-    await client.close();
-    expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
-  }, 90_000);
-
-  it('leaves no job behind once every kernel is deleted', async () => {
-    for (const id of [second, third]) {
-      await gw.api('DELETE', `/api/kernels/${id}`);
-    }
-    expect((await gw.api('GET', '/api/kernels')).body).toEqual([]);
-    // Their workers are gone at once, not after the grace period.
-    const { workers } = (await gw.api('GET', '/api/accelerators')).body;
-    expect(
-      workers.filter((w: { id: string }) => w.id.startsWith('job-'))
-    ).toEqual([]);
-    await until(
-      () => cluster.activeJobs(),
-      jobs => jobs.length === 0
-    );
-  }, 60_000);
+    it('leaves no job behind once every kernel is deleted', async () => {
+      for (const id of [second, third]) {
+        await rest.gw.api('DELETE', `/api/kernels/${id}`);
+      }
+      expect((await rest.gw.api('GET', '/api/kernels')).body).toEqual([]);
+      await until(
+        () => cluster.activeJobs(),
+        jobs => jobs.length === 0
+      );
+    }, 60_000);
+  });
 
   it('stops every daemon on teardown', async () => {
-    expect(daemons).toHaveLength(3);
-    await gw.close();
+    expect(daemons).toHaveLength(restUnavailable ? 3 : 4);
     await cluster.stop();
     expect(daemons.filter(pid => processAlive(pid))).toEqual([]);
   }, 60_000);
 });
+
+namespace Private {
+  /** A well-formed token for `user` that this cluster did not sign (another cluster's key). */
+  export function foreignToken(user: string): string {
+    const part = (value: object) =>
+      Buffer.from(JSON.stringify(value)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const unsigned = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ exp: now + 3600, iat: now, sun: user })}`;
+    const signature = createHmac('sha256', randomBytes(32))
+      .update(unsigned)
+      .digest('base64url');
+    return `${unsigned}.${signature}`;
+  }
+}

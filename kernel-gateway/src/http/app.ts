@@ -295,7 +295,8 @@ namespace Private {
         logger,
         outputDir: slurm.outputDir,
         env: slurm.env,
-        pollIntervalMs: slurm.pollIntervalMs
+        pollIntervalMs: slurm.pollIntervalMs,
+        rest: slurm.rest
       });
     }
     return provisioners;

@@ -8,4 +8,5 @@ export * from './kubernetes';
 export * from './kubernetes-manifests';
 export * from './profiles';
 export * from './slurm';
+export * from './slurm-rest';
 export * from './types';

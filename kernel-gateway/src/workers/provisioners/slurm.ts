@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import type { Logger } from 'pino';
+import { SlurmRestClient } from './slurm-rest';
 import {
   jobWorkerId,
   ProvisionedJob,
@@ -8,20 +9,70 @@ import {
   type IProvisioner
 } from './types';
 
+/** One job to submit, whichever way it is submitted: the offer's options, the script, its environment. */
+export interface ISlurmSubmission {
+  name: string;
+  gres: string;
+  partition?: string;
+  /** A Slurm time (`60`, `1:00:00`). */
+  timeLimit?: string;
+  account?: string;
+  /** More sbatch options, one argument each. */
+  extraArgs: string[];
+  /** Where the job's output goes (`%j`: the job id). */
+  output: string;
+  /** The job's working directory. */
+  cwd: string;
+  /** The batch script. */
+  script: string;
+  /** The job's whole environment (it holds the worker token). */
+  env: NodeJS.ProcessEnv;
+}
+
+/** A job as Slurm reports it. */
+export interface ISlurmJobInfo {
+  /** `PENDING`, `RUNNING`, `CANCELLED`, ... */
+  state: string;
+  /** Why it waits (`Resources`), `None` when it does not. */
+  reason: string;
+  /** As squeue writes it (`1:00:00`, `UNLIMITED`). */
+  timeLimit?: string;
+}
+
+/** How the provisioner talks to Slurm: its commands ({@link SlurmCliClient}) or slurmrestd ({@link SlurmRestClient}). */
+export interface ISlurmClient {
+  /** For logs and errors: `sbatch` or `slurmrestd at unix:/run/slurmrestd.socket`. */
+  readonly description: string;
+  /** Submit a job; resolve with its id. */
+  submit(job: ISlurmSubmission): Promise<string>;
+  /** How each job is; `null` for a job Slurm no longer knows. Rejects when Slurm could not be asked. */
+  states(ids: string[]): Promise<Map<string, ISlurmJobInfo | null>>;
+  /** Ask Slurm to end a job. */
+  cancel(id: string): Promise<void>;
+}
+
 /**
- * Starts each kernel's worker as a Slurm job: `sbatch --parsable` with the offer's `--gres`,
- * partition, time limit and account; one `squeue` poll loop watches every job (pending and why,
- * running, ended and how); `scancel` ends one.
+ * Starts each kernel's worker as a Slurm job with the offer's `--gres`, partition, time limit and
+ * account; one poll loop watches every job (pending and why, running, ended and how); cancelling
+ * ends one. It talks to Slurm through its commands (`sbatch --parsable`, `squeue`, `scancel`) or,
+ * given `rest`, through slurmrestd; both submit the same script with the same environment.
  *
  * #### Notes
  * The job runs `ferry worker --once`, which dials the gateway and exits once its kernel is shut down.
- * The worker token reaches it through the environment sbatch exports (`FERRY_WORKER_TOKEN`), never on
- * a command line or in the job script, where `ps` or `scontrol show job` would show it.
+ * The worker token reaches it through the job's environment (`FERRY_WORKER_TOKEN`), never on a
+ * command line or in the job script, where `ps` or `scontrol show job` would show it.
  */
 export class SlurmProvisioner implements IProvisioner {
   constructor(options: SlurmProvisioner.IOptions) {
     this._options = options;
     this._log = options.logger.child({ engine: 'slurm' });
+    this._client = options.rest
+      ? new SlurmRestClient(options.rest)
+      : new SlurmCliClient({ env: options.env, bin: options.bin });
+    this._log.info(
+      { via: this._client.description },
+      'Slurm jobs are submitted through ' + this._client.description
+    );
   }
 
   readonly engine = 'slurm';
@@ -30,68 +81,13 @@ export class SlurmProvisioner implements IProvisioner {
     kernelId: string,
     offer: IAcceleratorOffer
   ): Promise<IProvisionedJob> {
-    const slurm = offer.slurm;
-    if (!slurm) {
-      throw new Error(`offer ${offer.name} has no slurm section`);
-    }
+    const submission = this._submission(kernelId, offer);
+    const id = await this._client.submit(submission);
     const workerId = jobWorkerId(kernelId);
-    const args = [
-      '--parsable',
-      `--job-name=ferry-${kernelId}`,
-      `--gres=${slurm.gres}`,
-      '--nodes=1',
-      '--ntasks=1',
-      `--output=${this._options.outputDir ?? '/dev/null'}/ferry-job-%j.log`,
-      '--export=ALL'
-    ];
-    if (slurm.partition) {
-      args.push(`--partition=${slurm.partition}`);
-    }
-    if (slurm.timeLimit) {
-      args.push(`--time=${slurm.timeLimit}`);
-    }
-    if (slurm.account) {
-      args.push(`--account=${slurm.account}`);
-    }
-    args.push(...(slurm.extraArgs ?? []));
-    const accelerator = offer.accelerator;
-    const worker = [
-      ...this._options.workerCommand,
-      'worker',
-      '--once',
-      '--id',
-      workerId,
-      '--name',
-      `${offer.name} (Slurm)`,
-      '--gateway',
-      this._options.gateway(),
-      '--no-cpu',
-      '--allocated',
-      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`
-    ];
-    const script =
-      '#!/bin/sh\n' +
-      `# Ferry: a worker for kernel ${kernelId} (offer ${offer.name})\n` +
-      `exec ${worker.map(Private.quote).join(' ')}\n`;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      ...this._options.env,
-      FERRY_WORKER_TOKEN: this._options.token
-    };
-    // slurmrestd's variable makes a root sbatch fail with "Invalid user id".
-    delete env.SLURM_JWT;
-    const out = await Private.run(this._options.bin?.sbatch ?? 'sbatch', args, {
-      env,
-      input: script
-    });
-    const id = out.trim().split(';')[0];
-    if (!/^\d+$/.test(id)) {
-      throw new Error(`sbatch answered '${out.trim()}' instead of a job id`);
-    }
     const job = new Private.SlurmJob(id, workerId, () => this._cancel(id));
     this._jobs.set(id, job);
     this._log.info(
-      { kernel: kernelId, job: id, gres: slurm.gres },
+      { kernel: kernelId, job: id, gres: submission.gres },
       'submitted a Slurm job'
     );
     this._schedulePoll(0);
@@ -104,35 +100,28 @@ export class SlurmProvisioner implements IProvisioner {
     if (ids.length === 0) {
       return;
     }
-    let out: string;
+    let states: Map<string, ISlurmJobInfo | null>;
     try {
-      out = await Private.run(
-        this._options.bin?.squeue ?? 'squeue',
-        ['-h', '-t', 'all', '-j', ids.join(','), '-o', '%i|%T|%r|%l'],
-        { env: this._env() }
-      );
+      states = await this._client.states(ids);
     } catch (error) {
-      // A job id squeue no longer knows (past MinJobAge) fails the whole call: ask one by one.
-      if (ids.length > 1 && /Invalid job id/i.test(String(error))) {
-        for (const id of ids) {
-          await this._pollOne(id);
-        }
-      } else if (ids.length === 1 && /Invalid job id/i.test(String(error))) {
-        this._end(ids[0], 'UNKNOWN');
-      } else {
-        this._log.warn({ err: (error as Error).message }, 'squeue failed');
-      }
+      this._log.warn(
+        { err: (error as Error).message },
+        `${this._client.description} could not say how the jobs are`
+      );
       return;
     }
-    const seen = new Set<string>();
-    for (const line of out.split('\n')) {
-      const [id, state, reason, limit] = line.trim().split('|');
-      const job = id ? this._jobs.get(id) : undefined;
+    for (const id of ids) {
+      const job = this._jobs.get(id);
       if (!job) {
         continue;
       }
-      seen.add(id);
-      job.timeLimit = limit || job.timeLimit;
+      const info = states.get(id);
+      if (!info) {
+        this._end(id, 'UNKNOWN');
+        continue;
+      }
+      job.timeLimit = info.timeLimit || job.timeLimit;
+      const { state, reason } = info;
       if (state === 'PENDING') {
         job.update({
           state: 'pending',
@@ -147,11 +136,6 @@ export class SlurmProvisioner implements IProvisioner {
         this._end(id, state);
       }
     }
-    for (const id of ids) {
-      if (!seen.has(id) && this._jobs.has(id)) {
-        this._end(id, 'UNKNOWN');
-      }
-    }
   }
 
   dispose(): void {
@@ -160,19 +144,54 @@ export class SlurmProvisioner implements IProvisioner {
     this._jobs.clear();
   }
 
-  private async _pollOne(id: string): Promise<void> {
-    try {
-      const out = await Private.run(
-        this._options.bin?.squeue ?? 'squeue',
-        ['-h', '-t', 'all', '-j', id, '-o', '%T'],
-        { env: this._env() }
-      );
-      if (out.trim() === '') {
-        this._end(id, 'UNKNOWN');
-      }
-    } catch {
-      this._end(id, 'UNKNOWN');
+  /** What to submit for a kernel on an offer: the same for sbatch and slurmrestd. */
+  private _submission(
+    kernelId: string,
+    offer: IAcceleratorOffer
+  ): ISlurmSubmission {
+    const slurm = offer.slurm;
+    if (!slurm) {
+      throw new Error(`offer ${offer.name} has no slurm section`);
     }
+    const accelerator = offer.accelerator;
+    const worker = [
+      ...this._options.workerCommand,
+      'worker',
+      '--once',
+      '--id',
+      jobWorkerId(kernelId),
+      '--name',
+      `${offer.name} (Slurm)`,
+      '--gateway',
+      this._options.gateway(),
+      '--no-cpu',
+      '--allocated',
+      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`
+    ];
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...this._options.env,
+      FERRY_WORKER_TOKEN: this._options.token
+    };
+    // slurmrestd's token is the gateway's alone (and makes a root sbatch fail with "Invalid user id").
+    delete env.SLURM_JWT;
+    return {
+      name: `ferry-${kernelId}`,
+      gres: slurm.gres,
+      partition: slurm.partition,
+      timeLimit: slurm.timeLimit,
+      account: slurm.account,
+      extraArgs: slurm.extraArgs ?? [],
+      output: this._options.outputDir
+        ? `${this._options.outputDir}/ferry-job-%j.log`
+        : '/dev/null',
+      cwd: process.cwd(),
+      script:
+        '#!/bin/sh\n' +
+        `# Ferry: a worker for kernel ${kernelId} (offer ${offer.name})\n` +
+        `exec ${worker.map(Private.quote).join(' ')}\n`,
+      env
+    };
   }
 
   private _end(id: string, state: string): void {
@@ -192,12 +211,10 @@ export class SlurmProvisioner implements IProvisioner {
 
   private async _cancel(id: string): Promise<void> {
     try {
-      await Private.run(this._options.bin?.scancel ?? 'scancel', [id], {
-        env: this._env()
-      });
+      await this._client.cancel(id);
     } catch (error) {
       // Already over: nothing to cancel.
-      this._log.debug({ job: id, err: (error as Error).message }, 'scancel');
+      this._log.debug({ job: id, err: (error as Error).message }, 'cancel');
     }
     this._schedulePoll(0);
   }
@@ -225,14 +242,9 @@ export class SlurmProvisioner implements IProvisioner {
     this._timer.unref();
   }
 
-  private _env(): NodeJS.ProcessEnv {
-    const env = { ...process.env, ...this._options.env };
-    delete env.SLURM_JWT;
-    return env;
-  }
-
   private _options: SlurmProvisioner.IOptions;
   private _log: Logger;
+  private _client: ISlurmClient;
   private _jobs = new Map<string, Private.SlurmJob>();
   private _timer: NodeJS.Timeout | undefined;
   private _polling = false;
@@ -250,10 +262,124 @@ export namespace SlurmProvisioner {
     logger: Logger;
     /** Where jobs write their output (`ferry-job-<id>.log`); default: discarded. */
     outputDir?: string;
+    /** Extra environment for the jobs, and for sbatch, squeue and scancel (`SLURM_CONF`). */
+    env?: Record<string, string>;
+    /** How often to ask Slurm about every job (default every second). */
+    pollIntervalMs?: number;
+    /** Paths of the Slurm commands (default: found on PATH). */
+    bin?: SlurmCliClient.IOptions['bin'];
+    /** Talk to slurmrestd instead of running the Slurm commands. */
+    rest?: SlurmRestClient.IOptions;
+  }
+}
+
+/** Slurm through its commands: `sbatch --parsable`, one `squeue` for every job, `scancel`. */
+export class SlurmCliClient implements ISlurmClient {
+  constructor(options: SlurmCliClient.IOptions = {}) {
+    this._options = options;
+  }
+
+  readonly description = 'sbatch';
+
+  async submit(job: ISlurmSubmission): Promise<string> {
+    const args = [
+      '--parsable',
+      `--job-name=${job.name}`,
+      `--gres=${job.gres}`,
+      '--nodes=1',
+      '--ntasks=1',
+      `--output=${job.output}`,
+      `--chdir=${job.cwd}`,
+      '--export=ALL'
+    ];
+    if (job.partition) {
+      args.push(`--partition=${job.partition}`);
+    }
+    if (job.timeLimit) {
+      args.push(`--time=${job.timeLimit}`);
+    }
+    if (job.account) {
+      args.push(`--account=${job.account}`);
+    }
+    args.push(...job.extraArgs);
+    const out = await Private.run(this._options.bin?.sbatch ?? 'sbatch', args, {
+      env: job.env,
+      input: job.script
+    });
+    const id = out.trim().split(';')[0];
+    if (!/^\d+$/.test(id)) {
+      throw new Error(`sbatch answered '${out.trim()}' instead of a job id`);
+    }
+    return id;
+  }
+
+  async states(ids: string[]): Promise<Map<string, ISlurmJobInfo | null>> {
+    const states = new Map<string, ISlurmJobInfo | null>();
+    let out: string;
+    try {
+      out = await this._squeue(['-j', ids.join(','), '-o', '%i|%T|%r|%l']);
+    } catch (error) {
+      if (!/Invalid job id/i.test(String(error))) {
+        throw error;
+      }
+      // A job id squeue no longer knows (past MinJobAge) fails the whole call: ask one by one.
+      for (const id of ids) {
+        states.set(id, ids.length > 1 ? await this._one(id) : null);
+      }
+      return states;
+    }
+    for (const line of out.split('\n')) {
+      const [id, state, reason, limit] = line.trim().split('|');
+      if (id && ids.includes(id)) {
+        states.set(id, { state, reason, timeLimit: limit || undefined });
+      }
+    }
+    for (const id of ids) {
+      if (!states.has(id)) {
+        states.set(id, null);
+      }
+    }
+    return states;
+  }
+
+  async cancel(id: string): Promise<void> {
+    await Private.run(this._options.bin?.scancel ?? 'scancel', [id], {
+      env: this._env()
+    });
+  }
+
+  /** One job on its own: what squeue says, or null once it no longer knows it. */
+  private async _one(id: string): Promise<ISlurmJobInfo | null> {
+    try {
+      const out = await this._squeue(['-j', id, '-o', '%i|%T|%r|%l']);
+      const [, state, reason, limit] = out.trim().split('|');
+      return state ? { state, reason, timeLimit: limit || undefined } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  private _squeue(args: string[]): Promise<string> {
+    return Private.run(
+      this._options.bin?.squeue ?? 'squeue',
+      ['-h', '-t', 'all', ...args],
+      { env: this._env() }
+    );
+  }
+
+  private _env(): NodeJS.ProcessEnv {
+    const env = { ...process.env, ...this._options.env };
+    delete env.SLURM_JWT;
+    return env;
+  }
+
+  private _options: SlurmCliClient.IOptions;
+}
+
+export namespace SlurmCliClient {
+  export interface IOptions {
     /** Extra environment for sbatch, squeue and scancel (`SLURM_CONF`). */
     env?: Record<string, string>;
-    /** How often to ask squeue (default every second). */
-    pollIntervalMs?: number;
     /** Paths of the Slurm commands (default: found on PATH). */
     bin?: { sbatch?: string; squeue?: string; scancel?: string };
   }
