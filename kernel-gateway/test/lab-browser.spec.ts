@@ -8,6 +8,7 @@
  * Screenshots of the picker dialog and the sidebar land in test-artifacts/screenshots/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -137,6 +138,15 @@ describeInBrowser(
     });
 
     it('signs in with the printed token link and shows JupyterLab with the launcher', async () => {
+      const scripts: { url: string; encoding: string | undefined }[] = [];
+      page.on('response', response => {
+        if (/\/static\/lab\/.*\.js$/.test(response.url())) {
+          scripts.push({
+            url: response.url(),
+            encoding: response.headers()['content-encoding']
+          });
+        }
+      });
       await page.goto(link);
       await appRestored(page);
       // The token left the address bar for a cookie.
@@ -145,6 +155,16 @@ describeInBrowser(
       expect(
         await page.locator('.jp-LauncherCard[data-category="Notebook"]').count()
       ).toBeGreaterThan(0);
+      // The bundle travels gzipped (copies the build made of every file over 1 KiB)...
+      const entry = scripts.find(s => /\/lab\.[0-9a-f]+\.js$/.test(s.url));
+      expect(entry?.encoding).toBe('gzip');
+      // ...and as it is to clients that do not take gzip.
+      const plain = await new Promise<IncomingMessage>(resolve =>
+        httpGet(entry!.url, resolve)
+      );
+      plain.resume();
+      expect(plain.statusCode).toBe(200);
+      expect(plain.headers['content-encoding']).toBeUndefined();
     });
 
     it('runs a new notebook on the GPU it picks and shows the device id', async () => {

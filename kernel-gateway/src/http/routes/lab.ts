@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import express, { Router, type Request } from 'express';
+import expressStaticGzip from 'express-static-gzip';
 import { TokenAuth } from '../../auth';
 import {
   labPage,
@@ -30,21 +31,26 @@ export function isLabAsset(requestPath: string): boolean {
   );
 }
 
-/** `/static/lab/*` (hashed files cached for a year) and `/lab/api/themes/*`, from the build. */
+/**
+ * `/static/lab/*` (hashed files cached for a year; the gzip copies the build wrote beside the files
+ * for browsers that take gzip) and `/lab/api/themes/*`, from the build.
+ */
 export function labAssetsRouter(build: LabBuild): Router {
   const router = Router();
   router.use(
     '/static/lab',
-    express.static(build.staticDir, {
+    expressStaticGzip(build.staticDir, {
       index: false,
-      fallthrough: false,
-      setHeaders: (response, file) => {
-        response.setHeader(
-          'Cache-Control',
-          Private.HASHED.test(path.basename(file))
-            ? 'public, max-age=31536000, immutable'
-            : 'no-cache'
-        );
+      serveStatic: {
+        fallthrough: false,
+        setHeaders: (response, file) => {
+          response.setHeader(
+            'Cache-Control',
+            Private.HASHED.test(path.basename(file).replace(/\.gz$/, ''))
+              ? 'public, max-age=31536000, immutable'
+              : 'no-cache'
+          );
+        }
       }
     })
   );
