@@ -577,13 +577,21 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
     let second: string;
     let third: string;
 
-    /** Wait until a kernel runs; if it never does, say what its job wrote. */
+    /**
+     * Wait until a kernel runs; if it never does, say what its job wrote. Waits past the worker's
+     * start-up timeout (60 s), so a kernel that never answers fails with the worker's reason.
+     */
     async function running(id: string) {
       try {
-        return await until(
+        const settled = await pollUntil(
           () => model(id),
-          m => m.execution_state === 'idle'
+          m => m.execution_state === 'idle' || m.execution_state === 'dead',
+          75_000
         );
+        if (settled.execution_state === 'dead') {
+          throw new Error(`kernel ${id} died: ${settled.reason}`);
+        }
+        return settled;
       } catch (error) {
         const job = (await model(id)).accelerator?.job;
         const log = await fs

@@ -366,7 +366,10 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         }
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
-          throw new Error('kernel did not answer kernel_info_request in time');
+          const stderr = this._stderrTail.trim().slice(-800);
+          throw new Error(
+            `kernel did not answer kernel_info_request in time${stderr ? `; its stderr: ${stderr}` : ' (and wrote nothing on stderr)'}`
+          );
         }
         const { msgId, reply } = this._request(
           'shell',
