@@ -624,9 +624,11 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
       ).toBe(cluster.rest!.user);
       const client = await KernelSocket.connect(rest.gw, first);
       const result = await client.execute(
-        "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['SLURM_JOB_ID'], os.environ.get('FERRY_WORKER_TOKEN'), os.environ.get('SLURM_JWT'))"
+        "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['SLURM_JOB_ID'], os.environ.get('FERRY_WORKER_TOKEN'), os.environ.get('SLURM_JWT'), os.path.expanduser('~'))"
       );
-      const [cuda, jobId, token, jwt] = result.stdout.trim().split(' ');
+      const [cuda, jobId, token, jwt, home] = result.stdout.trim().split(' ');
+      // The job runs as the token's user, in that user's home, not the gateway user's.
+      expect(home).not.toBe(os.homedir());
       expect(['0', '1']).toContain(cuda);
       expect(jobId).toBe(job);
       expect(token).toBe('None');

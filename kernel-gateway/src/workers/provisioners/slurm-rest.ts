@@ -359,11 +359,25 @@ namespace Private {
     }
   }
 
+  /**
+   * Variables that name the gateway's own user: a job slurmrestd runs as another user must not
+   * inherit them (its programs would look for their files in the gateway user's home).
+   */
+  const IDENTITY = new Set([
+    'HOME',
+    'USER',
+    'LOGNAME',
+    'MAIL',
+    'PWD',
+    'OLDPWD',
+    'XDG_RUNTIME_DIR'
+  ]);
+
   /** The job's environment as v0.0.38 takes it: a dictionary of strings. */
   export function environment(env: NodeJS.ProcessEnv): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [key, value] of Object.entries(env)) {
-      if (value !== undefined) {
+      if (value !== undefined && !IDENTITY.has(key)) {
         out[key] = value;
       }
     }
