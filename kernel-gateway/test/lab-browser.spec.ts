@@ -438,8 +438,35 @@ async function chooseAccelerator(page: Page, name: RegExp): Promise<void> {
   }
 }
 
+/**
+ * Wait until the current notebook's kernel is connected and idle, as the status bar shows it
+ * ("Python 3 (ipykernel) | Idle"): after a move the kernel runs before the page's connection to it
+ * has caught up.
+ */
+async function kernelIdle(page: Page): Promise<void> {
+  await page.waitForFunction(() => {
+    const kernel = (
+      window as unknown as {
+        jupyterapp: {
+          shell: {
+            currentWidget: {
+              sessionContext?: {
+                session?: {
+                  kernel?: { connectionStatus: string; status: string };
+                };
+              };
+            } | null;
+          };
+        };
+      }
+    ).jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel;
+    return kernel?.connectionStatus === 'connected' && kernel.status === 'idle';
+  });
+}
+
 /** Type `code` into the last cell and run it (Shift+Enter) without waiting for its output. */
 async function startCell(page: Page, code: string): Promise<Locator> {
+  await kernelIdle(page);
   const notebook = currentNotebook(page);
   const cells = notebook.locator('.jp-Notebook .jp-Cell');
   const index = (await cells.count()) - 1;
