@@ -1,46 +1,6 @@
-import type {
-  AcceleratorClient,
-  AcceleratorStream,
-  IAccelerators,
-  IAcceleratorManager,
-  IDeviceSample
-} from '@ferry/accelerators';
-import { computeOffers, kernelStatus } from '@ferry/accelerators';
 import { waitForDialog } from '@jupyterlab/testing';
-import { Signal } from '@lumino/signaling';
-import { cluster } from '../../accelerators/test/fixtures';
+import { cluster, TestManager } from '../../accelerators/test/fixtures';
 import { chooseAccelerator } from '../src/dialog';
-
-/** The one seam: a manager whose model the test sets, as the stream would. */
-class TestManager implements IAcceleratorManager {
-  constructor(public model: IAccelerators) {}
-  client = {
-    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
-  } as AcceleratorClient;
-  connectionState: AcceleratorStream.State = 'open';
-  connectionError: Error | null = null;
-  changed: Signal<IAcceleratorManager, IAccelerators> = new Signal(this);
-  connectionChanged: Signal<IAcceleratorManager, AcceleratorStream.State> =
-    new Signal(this);
-  ready = new Promise<IAccelerators>(() => undefined);
-  isDisposed = false;
-  get offers() {
-    return computeOffers(this.model);
-  }
-  history(): readonly IDeviceSample[] {
-    return [];
-  }
-  kernelStatus(kernelId: string) {
-    return kernelStatus(this.model, kernelId);
-  }
-  push(model: IAccelerators): void {
-    this.model = model;
-    this.changed.emit(model);
-  }
-  dispose(): void {
-    this.isDisposed = true;
-  }
-}
 
 /** A key press where the focus is, as a keyboard sends it. */
 function press(key: string): void {

@@ -2,42 +2,14 @@ import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { ToolbarWidgetRegistry } from '@jupyterlab/apputils';
 import { NotebookTracker } from '@jupyterlab/notebook';
 import { StatusBar } from '@jupyterlab/statusbar';
-import type {
-  AcceleratorClient,
-  AcceleratorStream,
-  IAccelerators,
-  IDeviceSample
-} from '@ferry/accelerators';
 import { IAcceleratorManager } from '@ferry/accelerators';
 import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
+import { TestManager } from '../../accelerators/test/fixtures';
 import plugins from '../src';
 
 /** The one seam: a manager that never connects. */
-class TestManager implements IAcceleratorManager {
-  client = {
-    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
-  } as AcceleratorClient;
-  model: IAccelerators | null = null;
-  offers = [];
-  connectionState: AcceleratorStream.State = 'open';
-  connectionError: Error | null = null;
-  changed: Signal<IAcceleratorManager, IAccelerators> = new Signal(this);
-  connectionChanged: Signal<IAcceleratorManager, AcceleratorStream.State> =
-    new Signal(this);
-  ready = new Promise<IAccelerators>(() => undefined);
-  isDisposed = false;
-  history(): readonly IDeviceSample[] {
-    return [];
-  }
-  kernelStatus() {
-    return undefined;
-  }
-  dispose(): void {
-    this.isDisposed = true;
-  }
-}
 
 function plugin(name: string) {
   const found = plugins.find(

@@ -1,4 +1,13 @@
-import type { IAccelerators, IDevice, IWorker } from '../src/models';
+import { Signal } from '@lumino/signaling';
+import type {
+  IAccelerators,
+  IDevice,
+  IDeviceSample,
+  IWorker
+} from '../src/models';
+import { computeOffers, kernelStatus } from '../src/offers';
+import type { AcceleratorStream } from '../src/stream';
+import type { IAcceleratorManager } from '../src/tokens';
 
 /** A device as the gateway reports it; `kernels` names its holders. */
 export function device(
@@ -58,4 +67,45 @@ export function cluster(
     ],
     queue: options.queue ?? []
   };
+}
+
+/**
+ * An accelerator manager the test drives by hand: `push` a new picture of the cluster, `setState`
+ * the stream's connection, `samples` for the charts' history.
+ */
+export class TestManager implements IAcceleratorManager {
+  constructor(public model: IAccelerators | null = null) {}
+  // Never called by the widgets under test. Typed `never` (and the signals' sender as this class)
+  // so that it also fits the built package's types, which the extension's specs see.
+  client = {
+    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
+  } as never;
+  connectionState: AcceleratorStream.State = 'open';
+  connectionError: Error | null = null;
+  changed = new Signal<TestManager, IAccelerators>(this);
+  connectionChanged = new Signal<TestManager, AcceleratorStream.State>(this);
+  ready = new Promise<IAccelerators>(() => undefined);
+  isDisposed = false;
+  samples: IDeviceSample[] = [];
+  get offers() {
+    return this.model ? computeOffers(this.model) : [];
+  }
+  history(): readonly IDeviceSample[] {
+    return this.samples;
+  }
+  kernelStatus(kernelId: string) {
+    return this.model ? kernelStatus(this.model, kernelId) : undefined;
+  }
+  push(model: IAccelerators): void {
+    this.model = model;
+    this.changed.emit(model);
+  }
+  setState(state: AcceleratorStream.State, error: Error | null = null): void {
+    this.connectionState = state;
+    this.connectionError = error;
+    this.connectionChanged.emit(state);
+  }
+  dispose(): void {
+    this.isDisposed = true;
+  }
 }

@@ -3,53 +3,13 @@
  */
 import { ServerConnection } from '@jupyterlab/services';
 import { MessageLoop } from '@lumino/messaging';
-import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import type { AcceleratorClient } from '../src/client';
-import type { IAccelerators, IDeviceSample } from '../src/models';
-import { computeOffers, kernelStatus } from '../src/offers';
+import type { IAccelerators } from '../src/models';
 import { AcceleratorPanel } from '../src/panel';
 import { AcceleratorStatusItem } from '../src/statusitem';
-import type { AcceleratorStream } from '../src/stream';
-import type { IAcceleratorManager } from '../src/tokens';
-import { cluster } from './fixtures';
+import { cluster, TestManager } from './fixtures';
 
 /** The one seam: a manager whose model the test sets, as the stream would. */
-class TestManager implements IAcceleratorManager {
-  client = {
-    serverSettings: { baseUrl: 'http://127.0.0.1:8888/' }
-  } as AcceleratorClient;
-  model: IAccelerators | null = null;
-  connectionState: AcceleratorStream.State = 'open';
-  connectionError: Error | null = null;
-  changed: Signal<IAcceleratorManager, IAccelerators> = new Signal(this);
-  connectionChanged: Signal<IAcceleratorManager, AcceleratorStream.State> =
-    new Signal(this);
-  ready = new Promise<IAccelerators>(() => undefined);
-  isDisposed = false;
-  samples: IDeviceSample[] = [];
-  get offers() {
-    return this.model ? computeOffers(this.model) : [];
-  }
-  history(): readonly IDeviceSample[] {
-    return this.samples;
-  }
-  kernelStatus(kernelId: string) {
-    return this.model ? kernelStatus(this.model, kernelId) : undefined;
-  }
-  push(model: IAccelerators): void {
-    this.model = model;
-    this.changed.emit(model);
-  }
-  setState(state: AcceleratorStream.State, error: Error | null = null): void {
-    this.connectionState = state;
-    this.connectionError = error;
-    this.connectionChanged.emit(state);
-  }
-  dispose(): void {
-    this.isDisposed = true;
-  }
-}
 
 function busyCluster(): IAccelerators {
   const model = cluster({
