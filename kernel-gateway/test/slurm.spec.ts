@@ -304,13 +304,55 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
     await cluster?.stop();
   }, 60_000);
 
-  /** A gateway whose Slurm offers go through `slurm`; `model` and `startOffer` read and start on it. */
+  /**
+   * A gateway whose Slurm offers go through `slurm`; `model`, `startOffer` and `running` read, start
+   * and wait on it.
+   */
   function gatewayFor(
-    slurm: () => Promise<Record<string, unknown>> | Record<string, unknown>
+    slurm: () =>
+      | Promise<{ outputDir: string } & Record<string, unknown>>
+      | ({ outputDir: string } & Record<string, unknown>)
   ) {
     const it = {
       gw: undefined as unknown as ITestGateway,
+      outputDir: '',
       model: (id: string) => kernelModel(it.gw, id),
+      /**
+       * Wait until a kernel runs; if it never does, say what its job wrote. Waits past the worker's
+       * start-up timeout (60 s), so a kernel that never answers fails with the worker's reason.
+       */
+      async running(id: string) {
+        try {
+          const settled = await pollUntil(
+            () => it.model(id),
+            m => m.execution_state === 'idle' || m.execution_state === 'dead',
+            75_000
+          );
+          if (settled.execution_state === 'dead') {
+            throw new Error(`kernel ${id} died: ${settled.reason}`);
+          }
+          return settled;
+        } catch (error) {
+          const job = (await it.model(id)).accelerator?.job;
+          const log = await fs
+            .readFile(path.join(it.outputDir, `ferry-job-${job}.log`), 'utf8')
+            .catch(() => '(no output)');
+          throw new Error(
+            `${(error as Error).message}\njob ${job} wrote:\n${log.slice(-3000)}`
+          );
+        }
+      },
+      /** Cancel a kernel's job behind Ferry's back: the kernel is dead, and says why. */
+      async cancelledOutside(id: string) {
+        const job = (await it.model(id)).accelerator.job;
+        await cluster.run('scancel', [job]);
+        const dead = await until(
+          () => it.model(id),
+          m => m.execution_state === 'dead'
+        );
+        expect(dead.reason).toBe(`Slurm job ${job} was cancelled`);
+        expect(dead.accelerator).toMatchObject({ state: 'ended', job });
+      },
       async startOffer(body: Record<string, unknown>): Promise<string> {
         const response = await it.gw.api('POST', '/api/kernels', {
           name: 'python3',
@@ -323,6 +365,8 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
     };
     beforeAll(async () => {
       const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+      const settings = await slurm();
+      it.outputDir = settings.outputDir;
       it.gw = await startGateway({
         worker: new Worker({
           logger,
@@ -332,7 +376,7 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
         workerToken: WORKER_TOKEN,
         workerGraceMs: 5000,
         offers: OFFERS,
-        slurm: { env: cluster.env, pollIntervalMs: 500, ...(await slurm()) }
+        slurm: { env: cluster.env, pollIntervalMs: 500, ...settings }
       });
     }, 60_000);
     afterAll(async () => {
@@ -349,6 +393,7 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
     });
     const model = (id: string) => it_.model(id);
     const startOffer = (body: Record<string, unknown>) => it_.startOffer(body);
+    const running = (id: string) => it_.running(id);
 
     it('lists the offers in /api/accelerators', async () => {
       const response = await gw.api('GET', '/api/accelerators');
@@ -389,18 +434,15 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
       });
       expect(queued.accelerator.job).toMatch(/^\d+$/);
       const job = queued.accelerator.job;
-      const running = await until(
-        () => model(first),
-        m => m.execution_state === 'idle'
-      );
-      expect(running.accelerator).toMatchObject({
+      const started = await running(first);
+      expect(started.accelerator).toMatchObject({
         state: 'assigned',
         engine: 'slurm',
         job,
         worker: `job-${first}`,
         timeLimit: '10:00'
       });
-      expect(running.accelerator.devices).toHaveLength(1);
+      expect(started.accelerator.devices).toHaveLength(1);
       expect(await cluster.jobState(job)).toBe('RUNNING|None');
       const client = await KernelSocket.connect(gw, first);
       const result = await client.execute(
@@ -418,10 +460,7 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
       second = await startOffer({
         env: { KERNEL_ACCELERATOR: 'offer:slurm-gpu' }
       });
-      await until(
-        () => model(second),
-        m => m.execution_state === 'idle'
-      );
+      await running(second);
       third = await startOffer({ accelerator: { offer: 'slurm-gpu' } });
       const waiting = await until(
         () => model(third),
@@ -440,22 +479,11 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
         () => cluster.activeJobs(),
         jobs => !jobs.includes(firstJob)
       );
-      const running = await until(
-        () => model(third),
-        m => m.execution_state === 'idle'
-      );
-      expect(running.accelerator.state).toBe('assigned');
+      expect((await running(third)).accelerator.state).toBe('assigned');
     }, 120_000);
 
     it('marks a kernel dead with the reason when its job is cancelled outside Ferry', async () => {
-      const job = (await model(second)).accelerator.job;
-      await cluster.run('scancel', [job]);
-      const dead = await until(
-        () => model(second),
-        m => m.execution_state === 'dead'
-      );
-      expect(dead.reason).toBe(`Slurm job ${job} was cancelled`);
-      expect(dead.accelerator).toMatchObject({ state: 'ended', job });
+      await it_.cancelledOutside(second);
     }, 60_000);
 
     it('cancels a job that is still pending when its kernel is deleted', async () => {
@@ -577,34 +605,7 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
     let second: string;
     let third: string;
 
-    /**
-     * Wait until a kernel runs; if it never does, say what its job wrote. Waits past the worker's
-     * start-up timeout (60 s), so a kernel that never answers fails with the worker's reason.
-     */
-    async function running(id: string) {
-      try {
-        const settled = await pollUntil(
-          () => model(id),
-          m => m.execution_state === 'idle' || m.execution_state === 'dead',
-          75_000
-        );
-        if (settled.execution_state === 'dead') {
-          throw new Error(`kernel ${id} died: ${settled.reason}`);
-        }
-        return settled;
-      } catch (error) {
-        const job = (await model(id)).accelerator?.job;
-        const log = await fs
-          .readFile(
-            path.join(cluster.rest!.outputDir, `ferry-job-${job}.log`),
-            'utf8'
-          )
-          .catch(() => '(no output)');
-        throw new Error(
-          `${(error as Error).message}\njob ${job} wrote:\n${log.slice(-3000)}`
-        );
-      }
-    }
+    const running = (id: string) => rest.running(id);
 
     it('runs a kernel inside a job slurmrestd submitted, as its user, on the GPU Slurm gave it', async () => {
       first = await rest.startOffer({ accelerator: { offer: 'slurm-gpu' } });
@@ -662,14 +663,7 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
     }, 120_000);
 
     it('marks a kernel dead with the reason when its job is cancelled outside Ferry', async () => {
-      const job = (await model(second)).accelerator.job;
-      await cluster.run('scancel', [job]);
-      const dead = await until(
-        () => model(second),
-        m => m.execution_state === 'dead'
-      );
-      expect(dead.reason).toBe(`Slurm job ${job} was cancelled`);
-      expect(dead.accelerator).toMatchObject({ state: 'ended', job });
+      await rest.cancelledOutside(second);
     }, 60_000);
 
     it('refuses to start a kernel with a clear error when slurmctld does not take the token, without the token in it', async () => {
