@@ -13,6 +13,7 @@ import WebSocket from 'ws';
 import {
   ApiSchemas,
   createGateway,
+  createHeader,
   createLogger,
   V1_SUBPROTOCOL,
   Worker,
@@ -255,17 +256,10 @@ export class KernelSocket {
     msgType: string,
     content: unknown
   ): string {
-    const msgId = randomUUID();
+    const header = createHeader(msgType, this.session, 'test');
     const message = {
       channel,
-      header: {
-        msg_id: msgId,
-        msg_type: msgType,
-        session: this.session,
-        username: 'test',
-        date: new Date().toISOString(),
-        version: '5.3'
-      },
+      header,
       parent_header: {},
       metadata: {},
       content,
@@ -274,7 +268,7 @@ export class KernelSocket {
     this.socket.send(
       serialize(message, this.framing === 'v1' ? V1_SUBPROTOCOL : '')
     );
-    return msgId;
+    return header.msg_id;
   }
 
   /** The first message (already received or still to come) that matches. */

@@ -6,6 +6,7 @@ import {
 } from '@jupyterlab/services/lib/kernel/serialize';
 import WebSocket from 'ws';
 import { V1_SUBPROTOCOL } from '../channels/framing';
+import { createHeader } from '../wire';
 import {
   Subscribers,
   type IKernelClient,
@@ -60,24 +61,17 @@ export class WebSocketKernelClient implements IKernelClient {
   }
 
   send(channel: RequestChannel, msgType: string, content: unknown): string {
-    const msgId = randomUUID();
+    const header = createHeader(msgType, this._session, 'bench');
     const message = {
       channel,
-      header: {
-        msg_id: msgId,
-        msg_type: msgType,
-        session: this._session,
-        username: 'bench',
-        date: new Date().toISOString(),
-        version: '5.3'
-      },
+      header,
       parent_header: {},
       metadata: {},
       content,
       buffers: []
     } as unknown as KernelMessage.IMessage;
     this._socket.send(serialize(message, V1_SUBPROTOCOL));
-    return msgId;
+    return header.msg_id;
   }
 
   subscribe(handler: MessageHandler): () => void {
