@@ -102,6 +102,32 @@ describe('websocket channels', () => {
     await Promise.all([watcher.close(), back.close(), fresh.close()]);
   });
 
+  it('takes a legacy message without a channel field as shell, as jupyter_server does', async () => {
+    const client = await KernelSocket.connect(gw, kernelId);
+    const msgId = randomUUID();
+    client.socket.send(
+      JSON.stringify({
+        header: {
+          msg_id: msgId,
+          msg_type: 'kernel_info_request',
+          session: client.session,
+          username: 'test',
+          date: new Date().toISOString(),
+          version: '5.3'
+        },
+        parent_header: {},
+        metadata: {},
+        content: {}
+      })
+    );
+    const reply = await client.next(
+      m => m.header.msg_type === 'kernel_info_reply' && parentOf(m) === msgId
+    );
+    expect(reply.channel).toBe('shell');
+    expect(reply.content).toMatchObject({ status: 'ok' });
+    await client.close();
+  });
+
   it('accepts legacy binary messages, also inside text frames', async () => {
     const client = await KernelSocket.connect(gw, kernelId);
     const msgId = randomUUID();

@@ -110,6 +110,11 @@ export interface IInboundMessage {
   channel: Exclude<Channel, 'iopub'>;
   header: IMessageHeader;
   parts: MessageParts;
+  /**
+   * True when a legacy message named no channel and was taken as `shell`, as jupyter_server does for
+   * jupyter_server 1.23's own `GatewayKernelClient`, which never sends one.
+   */
+  defaultedChannel?: boolean;
 }
 
 /**
@@ -255,7 +260,7 @@ namespace Private {
 
   export function fromJson(data: Buffer): IInboundMessage {
     const msg = parseMessageJson(data);
-    return build(msg.channel, toParts(msg), msg.header);
+    return legacyChannel(msg, toParts(msg));
   }
 
   export function fromLegacyBinary(data: Buffer): IInboundMessage {
@@ -281,7 +286,15 @@ namespace Private {
     for (let i = 1; i < count; i++) {
       buffers.push(data.subarray(offsets[i], offsets[i + 1]));
     }
-    return build(msg.channel, [...toParts(msg), ...buffers], msg.header);
+    return legacyChannel(msg, [...toParts(msg), ...buffers]);
+  }
+
+  /** Build a legacy message; one without a `channel` field goes to `shell`, as jupyter_server does. */
+  function legacyChannel(msg: IJsonMessage, parts: Buffer[]): IInboundMessage {
+    if (msg.channel === undefined || msg.channel === null) {
+      return { ...build('shell', parts, msg.header), defaultedChannel: true };
+    }
+    return build(msg.channel, parts, msg.header);
   }
 
   interface IJsonMessage {

@@ -183,6 +183,13 @@ export class KernelChannels {
       }
       throw error;
     }
+    if (message.defaultedChannel && !client.warnedChannel) {
+      client.warnedChannel = true;
+      this._log.warn(
+        { msgType: message.header.msg_type },
+        'client messages without a channel field are sent to shell'
+      );
+    }
     if (this._pending.size >= MAX_PENDING_REQUESTS) {
       this._pending.delete(this._pending.keys().next().value!);
     }
@@ -289,5 +296,7 @@ namespace Private {
     stream: Duplex | undefined;
     /** The newest buffered message this client received: where its replay starts. */
     lastSeq: number;
+    /** Whether this client was told (in the log) that its channel-less messages go to shell. */
+    warnedChannel?: boolean;
   }
 }
