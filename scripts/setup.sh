@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install what Ferry needs, and only what is missing:
 #   - Debian packages: python3-ipykernel (a kernel to run) and, for `test`, python3-jupyter-server
-#     (the reference client), chromium (the browser the JupyterLab tests drive), and slurm-wlm slurmctld slurmd slurm-client munge slurmrestd
-#     slurm-wlm-jwt-plugin (a real Slurm, with its REST API, for the Slurm engine's tests). Installed with apt-get when running as root; otherwise named.
+#     (the reference client), python3-numpy (the speed check's tests measure with it), chromium (the
+#     browser the JupyterLab tests drive), and slurm-wlm slurmctld slurmd slurm-client munge
+#     slurmrestd slurm-wlm-jwt-plugin (a real Slurm, with its REST API, for the Slurm engine's tests).
+#     Installed with apt-get when running as root; otherwise named.
 #   - npm dependencies: `npm ci` when node_modules is missing or older than package-lock.json.
 # Usage: scripts/setup.sh [start|test]
 set -euo pipefail
@@ -14,6 +16,7 @@ python_has() { /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
 python_has ipykernel || missing+=(python3-ipykernel)
 if [ "$purpose" = test ]; then
   python_has jupyter_server || missing+=(python3-jupyter-server)
+  python_has numpy || missing+=(python3-numpy)
   # The browser tests drive Debian's Chromium through playwright-core; never a downloaded browser.
   [ -x /usr/bin/chromium ] || missing+=(chromium)
 fi

@@ -24,7 +24,12 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { next, startFerry, stopFerry } from '../../accelerators/test/helpers';
+import {
+  next,
+  startFerry,
+  stopFerry,
+  writeKernelspecWithout
+} from '../../accelerators/test/helpers';
 import plugins from '../src';
 
 const PICKER = '@ferry/accelerators-extension:picker';
@@ -64,13 +69,14 @@ function servicesOf(
 async function openNotebook(
   services: ServiceManager.IManager,
   path: string,
-  tracker: NotebookTracker
+  tracker: NotebookTracker,
+  kernelName = 'python3'
 ): Promise<NotebookPanel> {
   const context = new Context<INotebookModel>({
     manager: services,
     factory: new NotebookModelFactory(),
     path,
-    kernelPreference: { name: 'python3' }
+    kernelPreference: { name: kernelName }
   });
   const panel: NotebookPanel = NBTestUtils.createNotebookPanel(context);
   await context.initialize(false);
@@ -82,7 +88,8 @@ async function openNotebook(
 /** A notebook file with this top-level metadata. */
 function writeNotebook(
   path: string,
-  metadata: { [key: string]: unknown }
+  metadata: { [key: string]: unknown },
+  kernelName = 'python3'
 ): void {
   writeFileSync(
     path,
@@ -91,11 +98,44 @@ function writeNotebook(
       nbformat_minor: 5,
       metadata: {
         ...metadata,
-        kernelspec: { name: 'python3', display_name: 'Python 3' }
+        kernelspec: { name: kernelName, display_name: kernelName }
       },
       cells: []
     })
   );
+}
+
+/**
+ * The sidebar plugin, activated on `tracker` with `manager`: its commands and the panel it showed.
+ */
+function activateSidebar(
+  tracker: NotebookTracker,
+  manager: IAcceleratorManager,
+  services: ServiceManager.IManager
+): { commands: CommandRegistry; panel: Widget } {
+  const commands = new CommandRegistry();
+  const shown: Widget[] = [];
+  plugins
+    .find(p => p.id === '@ferry/accelerators-extension:sidebar')!
+    .activate(
+      {
+        commands,
+        shell: {
+          add: (widget: Widget) => {
+            shown.push(widget);
+            Widget.attach(widget, document.body);
+          },
+          activateById: () => undefined
+        },
+        serviceManager: services
+      } as unknown as JupyterFrontEnd,
+      manager,
+      null,
+      null,
+      tracker,
+      null
+    );
+  return { commands, panel: shown[0] };
 }
 
 /** A key press where the focus is, as a keyboard sends it. */
@@ -108,6 +148,7 @@ function press(key: string): void {
 describe('the picker on a notebook served by a real ferry gateway', () => {
   let ferry: { process: ChildProcess; port: number };
   let rootDir: string;
+  let dataDir: string;
   let serverSettings: ServerConnection.ISettings;
   let services: ServiceManager.IManager;
   let manager: AcceleratorManager;
@@ -119,12 +160,20 @@ describe('the picker on a notebook served by a real ferry gateway', () => {
       accelerator: 'GPU',
       colab: { gpuType: 'A100' }
     });
-    ferry = await startFerry(0, [
-      '--root-dir',
-      rootDir,
-      '--allow-origin',
-      location.origin
+    // A kernel whose Python has none of the array libraries the speed check can use.
+    dataDir = mkdtempSync(join(tmpdir(), 'ferry-kernelspecs-'));
+    writeKernelspecWithout(dataDir, 'python3-no-arrays', [
+      'torch',
+      'jax',
+      'cupy',
+      'numpy'
     ]);
+    writeNotebook(join(rootDir, 'plain.ipynb'), {}, 'python3-no-arrays');
+    ferry = await startFerry(
+      0,
+      ['--root-dir', rootDir, '--allow-origin', location.origin],
+      { ...process.env, JUPYTER_PATH: dataDir }
+    );
     serverSettings = ServerConnection.makeSettings({
       baseUrl: `http://127.0.0.1:${ferry.port}/`,
       wsUrl: `ws://127.0.0.1:${ferry.port}/`,
@@ -142,6 +191,7 @@ describe('the picker on a notebook served by a real ferry gateway', () => {
     services?.kernels.dispose();
     await stopFerry(ferry.process);
     rmSync(rootDir, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it("opens a Colab notebook on the nearest offer, moves its kernel there under the same id, saves the choice, and keeps the speed check's result in the sidebar", async () => {
@@ -186,35 +236,35 @@ describe('the picker on a notebook served by a real ferry gateway', () => {
     expect(panel.model!.getMetadata('colab')).toEqual({ gpuType: 'A100' });
 
     // The speed check runs in this kernel and its result stays in the sidebar.
-    const commands = new CommandRegistry();
-    const shown: Widget[] = [];
-    plugins
-      .find(p => p.id === '@ferry/accelerators-extension:sidebar')!
-      .activate(
-        {
-          commands,
-          shell: {
-            add: (widget: Widget) => {
-              shown.push(widget);
-              Widget.attach(widget, document.body);
-            },
-            activateById: () => undefined
-          },
-          serviceManager: services
-        } as unknown as JupyterFrontEnd,
-        manager,
-        null,
-        null,
-        tracker,
-        null
-      );
+    const sidebar = activateSidebar(tracker, manager, services);
     expect(tracker.currentWidget).toBe(panel);
-    await commands.execute('ferry:benchmark-accelerator');
-    const result = shown[0].node.querySelector('output')!.textContent;
+    await sidebar.commands.execute('ferry:benchmark-accelerator');
+    const result = sidebar.panel.node.querySelector('output')!.textContent;
     expect(result).toMatch(
       /^colab\.ipynb on GPU · H100 × 1 \(simulated\): [\d.]+ TFLOPS float32 on the CPU \(numpy, n=2048\): no H100 is visible to the kernel \(simulated or missing\), so this is the CPU$/
     );
-    shown[0].dispose();
+    sidebar.panel.dispose();
+    panel.dispose();
+  }, 60000);
+
+  it('says what to install when the kernel has no array library for the speed check', async () => {
+    const tracker = new NotebookTracker({ namespace: 'no-arrays-test' });
+    const panel = await openNotebook(
+      services,
+      'plain.ipynb',
+      tracker,
+      'python3-no-arrays'
+    );
+    const sidebar = activateSidebar(tracker, manager, services);
+    await sidebar.commands.execute('ferry:benchmark-accelerator');
+    expect(sidebar.panel.node.querySelector('output')!.textContent).toBe(
+      `plain.ipynb on CPU: No array library in this kernel: install one of torch, jax, cupy or numpy (${
+        existsSync('/etc/debian_version')
+          ? 'Debian: apt-get install python3-numpy'
+          : 'e.g. /usr/bin/python3 -m pip install numpy'
+      })`
+    );
+    sidebar.panel.dispose();
     panel.dispose();
   }, 60000);
 });

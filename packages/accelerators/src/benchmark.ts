@@ -5,9 +5,9 @@
 
 /** What the benchmark measured. */
 export interface IBenchmarkResult {
-  /** `torch`, `jax` or `numpy`. */
+  /** The array library that ran the matmul: `torch`, `jax`, `cupy` or `numpy`. */
   backend: string;
-  /** The device the matmul ran on, as the backend names it (`cuda:0`, `TPU_0`, `cpu`). */
+  /** The device the matmul ran on, as the backend names it (`NVIDIA H100 80GB HBM3`, `TPU v5 lite`, `cpu`). */
   device: string;
   /** `bfloat16`, `float16` or `float32`. */
   dtype: string;
@@ -17,7 +17,26 @@ export interface IBenchmarkResult {
   seconds: number;
   /** Achieved TFLOPS (2·n³ / seconds). */
   tflops: number;
+  /** Libraries that are installed but failed (to import, or to run), with the error. */
+  failed?: { [library: string]: string };
 }
+
+/** What the benchmark found where the kernel has no array library to measure with. */
+export interface IBenchmarkNoLibrary {
+  backend: null;
+  /** The kernel's Python (`sys.executable`). */
+  python: string;
+  /** Whether that Python is the system's on Debian (or a derivative), where apt-get installs numpy. */
+  debian: boolean;
+  /** Libraries that are installed but failed (to import, or to run), with the error. */
+  failed?: { [library: string]: string };
+}
+
+/** What the speed check printed: a measurement, or that there was nothing to measure with. */
+export type BenchmarkOutcome = IBenchmarkResult | IBenchmarkNoLibrary;
+
+/** The array libraries the benchmark tries, in order. */
+export const BENCHMARK_LIBRARIES = ['torch', 'jax', 'cupy', 'numpy'] as const;
 
 /** The marker of the result line the benchmark prints. */
 export const BENCHMARK_MARKER = 'FERRY_BENCHMARK';
@@ -47,11 +66,17 @@ export const DATASHEET_PEAK_TFLOPS: {
 };
 
 /**
- * The Python the benchmark runs in the kernel: torch on a CUDA/ROCm GPU, else JAX on a TPU or GPU
- * (bfloat16, float16 on GPUs older than Ampere), else numpy float32 on the CPU. It prints one line,
- * `FERRY_BENCHMARK {json}`, and leaves nothing behind in the user's namespace.
+ * The Python the benchmark runs in the kernel, with whatever array library the kernel has: the
+ * first of torch (CUDA/ROCm), JAX (TPU or GPU) and CuPy (CUDA) that sees an accelerator, in
+ * bfloat16 (float16 on GPUs older than Ampere, and with CuPy); else float32 on the CPU with the
+ * first of torch, JAX and numpy. It prints one line, `FERRY_BENCHMARK {json}` (with `"backend":
+ * null` where the kernel has none of them), and leaves nothing behind in the user's namespace.
  *
- * @param options - `n`: matrix size for accelerators (CPU uses at most 2048); `repeats`: timed runs.
+ * #### Notes
+ * A library that is installed but fails (a broken install, a device it cannot use) is skipped, and
+ * its error goes with the result, so the user sees why it was not the one used.
+ *
+ * @param options - `n`: matrix size for accelerators; `cpuN`: the most the CPU gets; `repeats`: timed runs.
  */
 export function benchmarkCode(
   options: { n?: number; cpuN?: number; repeats?: number } = {}
@@ -60,43 +85,83 @@ export function benchmarkCode(
   const cpuN = options.cpuN ?? 2048;
   const repeats = options.repeats ?? 5;
   return `def __ferry_benchmark(n=${n}, cpu_n=${cpuN}, repeats=${repeats}):
-    import json, time
+    import importlib, json, os, sys, time
     def timed(run, sync):
         run(); sync()
         times = []
         for _ in range(repeats):
             start = time.perf_counter(); run(); sync(); times.append(time.perf_counter() - start)
         return sorted(times)[len(times) // 2]
-    result = None
-    try:
-        import torch
-        if torch.cuda.is_available():
-            major = torch.cuda.get_device_capability()[0]
-            dtype = torch.bfloat16 if major >= 8 else torch.float16
-            a = torch.randn(n, n, device='cuda', dtype=dtype); b = torch.randn(n, n, device='cuda', dtype=dtype)
-            s = timed(lambda: a @ b, torch.cuda.synchronize)
-            result = dict(backend='torch', device=torch.cuda.get_device_name(), dtype=str(dtype).replace('torch.', ''), n=n, seconds=s)
-    except ImportError:
-        pass
-    if result is None:
+    failed = {}
+    def why(error):
+        text = ('%s: %s' % (type(error).__name__, error)).strip().splitlines()[0]
+        return text if len(text) <= 200 else text[:199] + '…'
+    def load(name):
         try:
-            import jax, jax.numpy as jnp
-            device = jax.devices()[0]
-            if device.platform in ('tpu', 'gpu'):
-                a = jnp.ones((n, n), jnp.bfloat16); b = jnp.ones((n, n), jnp.bfloat16)
-                f = jax.jit(lambda x, y: x @ y)
-                out = []
-                s = timed(lambda: out.append(f(a, b)), lambda: out[-1].block_until_ready())
-                result = dict(backend='jax', device=str(device.device_kind), dtype='bfloat16', n=n, seconds=s)
-        except ImportError:
-            pass
+            return importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            # The library itself is absent; one of its own imports missing is a broken install.
+            if error.name != name:
+                failed[name] = why(error)
+        except Exception as error:
+            failed[name] = why(error)
+        return None
+    cpu_n = min(n, cpu_n)
+    def torch_gpu(torch):
+        if not torch.cuda.is_available():
+            return None
+        dtype = torch.bfloat16 if torch.cuda.get_device_capability()[0] >= 8 else torch.float16
+        a = torch.randn(n, n, device='cuda', dtype=dtype); b = torch.randn(n, n, device='cuda', dtype=dtype)
+        return dict(device=torch.cuda.get_device_name(), dtype=str(dtype).replace('torch.', ''), n=n, seconds=timed(lambda: a @ b, torch.cuda.synchronize))
+    def torch_cpu(torch):
+        a = torch.randn(cpu_n, cpu_n, dtype=torch.float32); b = torch.randn(cpu_n, cpu_n, dtype=torch.float32)
+        return dict(device='cpu', dtype='float32', n=cpu_n, seconds=timed(lambda: a @ b, lambda: None))
+    def jax_run(jax, size, dtype):
+        import jax.numpy as jnp
+        a = jnp.ones((size, size), dtype); b = jnp.ones((size, size), dtype)
+        f = jax.jit(lambda x, y: x @ y)
+        out = []
+        return timed(lambda: out.append(f(a, b)), lambda: out.pop().block_until_ready())
+    def jax_accelerator(jax):
+        device = jax.devices()[0]
+        if device.platform not in ('tpu', 'gpu'):
+            return None
+        return dict(device=str(device.device_kind), dtype='bfloat16', n=n, seconds=jax_run(jax, n, 'bfloat16'))
+    def jax_cpu(jax):
+        return dict(device='cpu', dtype='float32', n=cpu_n, seconds=jax_run(jax, cpu_n, 'float32'))
+    def cupy_gpu(cupy):
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)['name']
+        a = cupy.random.rand(n, n, dtype=cupy.float32).astype(cupy.float16); b = cupy.random.rand(n, n, dtype=cupy.float32).astype(cupy.float16)
+        return dict(device=name.decode() if isinstance(name, bytes) else str(name), dtype='float16', n=n, seconds=timed(lambda: a @ b, cupy.cuda.Device().synchronize))
+    def numpy_cpu(np):
+        a = np.random.rand(cpu_n, cpu_n).astype(np.float32); b = np.random.rand(cpu_n, cpu_n).astype(np.float32)
+        return dict(device='cpu', dtype='float32', n=cpu_n, seconds=timed(lambda: a @ b, lambda: None))
+    runs = dict(torch=(torch_gpu, torch_cpu), jax=(jax_accelerator, jax_cpu), cupy=(cupy_gpu, None), numpy=(None, numpy_cpu))
+    libraries = [(name, load(name)) for name in (${BENCHMARK_LIBRARIES.map(name => `'${name}'`).join(', ')})]
+    def measure():
+        # Any accelerator first, then the CPU.
+        for place in (0, 1):
+            for name, library in libraries:
+                run = runs[name][place]
+                if library is None or run is None or name in failed:
+                    continue
+                try:
+                    found = run(library)
+                except Exception as error:
+                    failed[name] = why(error)
+                    continue
+                if found is not None:
+                    found = dict(backend=name, **found)
+                    found['tflops'] = 2 * found['n'] ** 3 / found['seconds'] / 1e12
+                    return found
+        return None
+    result = measure()
     if result is None:
-        import numpy as np
-        n = min(n, cpu_n)
-        a = np.random.rand(n, n).astype(np.float32); b = np.random.rand(n, n).astype(np.float32)
-        s = timed(lambda: a @ b, lambda: None)
-        result = dict(backend='numpy', device='cpu', dtype='float32', n=n, seconds=s)
-    result['tflops'] = 2 * result['n'] ** 3 / result['seconds'] / 1e12
+        result = dict(backend=None, python=sys.executable, debian=sys.prefix == '/usr' and os.path.exists('/etc/debian_version'))
+    if failed:
+        result['failed'] = failed
     print('${BENCHMARK_MARKER}', json.dumps(result))
 try:
     __ferry_benchmark()
@@ -106,11 +171,11 @@ finally:
 }
 
 /**
- * The result in the benchmark's output, or `null` when it printed none.
+ * What the benchmark's output says, or `null` when it printed no result line.
  *
  * @param output - The text the kernel printed.
  */
-export function parseBenchmark(output: string): IBenchmarkResult | null {
+export function parseBenchmark(output: string): BenchmarkOutcome | null {
   const line = output
     .split('\n')
     .reverse()
@@ -120,7 +185,12 @@ export function parseBenchmark(output: string): IBenchmarkResult | null {
   }
   try {
     const data = JSON.parse(line.slice(BENCHMARK_MARKER.length + 1));
-    return typeof data.tflops === 'number' ? (data as IBenchmarkResult) : null;
+    if (data?.backend === null && typeof data.python === 'string') {
+      return data as IBenchmarkNoLibrary;
+    }
+    return typeof data?.backend === 'string' && typeof data.tflops === 'number'
+      ? (data as IBenchmarkResult)
+      : null;
   } catch {
     return null;
   }
@@ -146,26 +216,38 @@ export function datasheetPeak(
 }
 
 /**
- * The result in words: `412.3 TFLOPS bfloat16 on NVIDIA H100 (torch, n=8192): 42 % of the 989
- * TFLOPS datasheet peak`. A kernel on a simulated device measures the CPU, and says so.
+ * The outcome in words: `412.3 TFLOPS bfloat16 on NVIDIA H100 (torch, n=8192): 42 % of the 989
+ * TFLOPS datasheet peak`. A kernel on a simulated device measures the CPU, and says so; a kernel
+ * without an array library is told what to install; a library that failed is named with its error.
  *
- * @param result - The measurement.
+ * @param outcome - What the benchmark printed.
  * @param model - The model of the kernel's device, for the datasheet comparison.
  */
 export function formatBenchmark(
-  result: IBenchmarkResult,
+  outcome: BenchmarkOutcome,
   model?: string
 ): string {
+  const failed = Object.entries(outcome.failed ?? {})
+    .map(([library, error]) => `; ${library} failed (${error})`)
+    .join('');
+  if (outcome.backend === null) {
+    const libraries = `${BENCHMARK_LIBRARIES.slice(0, -1).join(', ')} or ${BENCHMARK_LIBRARIES[BENCHMARK_LIBRARIES.length - 1]}`;
+    const how = outcome.debian
+      ? 'Debian: apt-get install python3-numpy'
+      : `e.g. ${outcome.python} -m pip install numpy`;
+    return `No array library in this kernel: install one of ${libraries} (${how})${failed}`;
+  }
+  const result = outcome;
   const tflops =
     result.tflops >= 10 ? result.tflops.toFixed(1) : result.tflops.toFixed(3);
   const measured = `${tflops} TFLOPS ${result.dtype} on ${result.device === 'cpu' ? 'the CPU' : result.device} (${result.backend}, n=${result.n})`;
-  if (result.backend === 'numpy') {
+  if (result.device === 'cpu') {
     return model
-      ? `${measured}: no ${model} is visible to the kernel (simulated or missing), so this is the CPU`
-      : measured;
+      ? `${measured}: no ${model} is visible to the kernel (simulated or missing), so this is the CPU${failed}`
+      : `${measured}${failed}`;
   }
   const peak = datasheetPeak(model, result.dtype);
   return peak
-    ? `${measured}: ${Math.round((100 * result.tflops) / peak)} % of the ${peak} TFLOPS datasheet peak`
-    : measured;
+    ? `${measured}: ${Math.round((100 * result.tflops) / peak)} % of the ${peak} TFLOPS datasheet peak${failed}`
+    : `${measured}${failed}`;
 }
