@@ -378,6 +378,27 @@ namespace Private {
     );
   }
 
+  /**
+   * The command that puts jupyter_server 1.23 in front of this gateway, as it runs on Debian
+   * (python3-jupyter-server installs no `jupyter` script): the token in the environment, where `ps`
+   * does not show it, and `--allow-root` when run as root, which jupyter_server otherwise refuses.
+   */
+  export function jupyterServerCommand(
+    url: string,
+    token: string | undefined
+  ): string {
+    const env = token ? `JUPYTER_GATEWAY_AUTH_TOKEN=${shellQuote(token)} ` : '';
+    const root = process.getuid?.() === 0 ? ' --allow-root' : '';
+    return `${env}python3 -m jupyter_server --gateway-url=${shellQuote(url)}${root}`;
+  }
+
+  /** `value` as one word for a POSIX shell (quoted only when it needs to be). */
+  export function shellQuote(value: string): string {
+    return /^[\w@%+=:,./-]+$/.test(value)
+      ? value
+      : `'${value.replace(/'/g, `'\\''`)}'`;
+  }
+
   /** `--allocated gpu[:model]`. */
   function parseAllocated(spec: string): {
     kind: 'gpu' | 'tpu';
@@ -478,14 +499,14 @@ namespace Private {
     const host =
       address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `http://${host}:${address.port}/`;
+    // The printed commands pass tokens through the environment, never on a command line, where `ps`
+    // shows them to every user of the host.
     process.stdout.write(
       `Ferry gateway ${VERSION} is ready at ${url}\n` +
         `    ${url}lab${token ? `?token=${token}` : ''}\n` +
-        `    jupyter server --gateway-url=${url}` +
-        (token ? ` --GatewayClient.auth_token=${token}` : '') +
-        '\n' +
+        `    ${Private.jupyterServerCommand(url, token)}\n` +
         (gateway.workerPort !== undefined
-          ? `    workers: ferry worker --gateway ${flags.ip}:${gateway.workerPort} --token ${workerToken}\n`
+          ? `    workers: FERRY_WORKER_TOKEN=${Private.shellQuote(workerToken!)} ferry worker --gateway ${flags.ip}:${gateway.workerPort}\n`
           : '')
     );
     onSignals(logger, 'shutting down: stopping every kernel', () =>

@@ -1,6 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
+import { apiFor, freePort } from './helpers';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 
@@ -27,7 +31,7 @@ async function startCli(
     );
     reader.on('line', line => {
       lines.push(line);
-      if (line.includes('jupyter server --gateway-url')) {
+      if (line.includes('jupyter_server --gateway-url')) {
         resolve();
       }
     });
@@ -99,6 +103,73 @@ describe('ferry CLI', () => {
     expect(stderr()).not.toContain(token);
     expect(stderr()).toContain('shutting down');
   });
+
+  it('prints a jupyter_server command that runs as printed, with the token out of its argv', async () => {
+    const token = 'cli-test-token-9876543210';
+    const { child, lines } = await startCli([], { FERRY_TOKEN: token });
+    const command = lines
+      .find(l => l.includes('-m jupyter_server --gateway-url'))!
+      .trim();
+    expect(command).toMatch(
+      new RegExp(
+        `^JUPYTER_GATEWAY_AUTH_TOKEN=${token} python3 -m jupyter_server --gateway-url=http://127\\.0\\.0\\.1:\\d+/` +
+          (process.getuid?.() === 0 ? ' --allow-root$' : '$')
+      )
+    );
+    const ferryUrl = command.match(/--gateway-url=(\S+)/)![1];
+    // Debian's python3 (with python3-jupyter-server) first on the PATH, as on a Debian host.
+    const home = mkdtempSync(path.join(tmpdir(), 'ferry-cli-jupyter-'));
+    const port = await freePort();
+    const serverToken = randomUUID();
+    const server = spawn('bash', ['-c', command], {
+      env: {
+        PATH: `/usr/bin:/bin:${process.env.PATH}`,
+        HOME: home,
+        JUPYTER_PORT: String(port),
+        JUPYTER_TOKEN: serverToken,
+        JUPYTER_CONFIG_DIR: path.join(home, '.config'),
+        JUPYTER_RUNTIME_DIR: path.join(home, '.runtime'),
+        JUPYTER_DATA_DIR: path.join(home, '.data')
+      },
+      cwd: home,
+      stdio: ['ignore', 'ignore', 'pipe']
+    });
+    let serverLog = '';
+    server.stderr!.on('data', chunk => (serverLog += chunk));
+    const exited = new Promise(resolve => server.once('exit', resolve));
+    try {
+      const api = apiFor(`http://127.0.0.1:${port}`, serverToken);
+      const ready = new Promise<void>((resolve, reject) => {
+        server.once('exit', code =>
+          reject(new Error(`jupyter_server exited with ${code}:\n${serverLog}`))
+        );
+        server.stderr!.on('data', () => {
+          if (serverLog.includes(`:${port}/`)) {
+            resolve();
+          }
+        });
+      });
+      await ready;
+      const specs = await api('GET', '/api/kernelspecs');
+      expect(specs.status).toBe(200);
+      const ferrySpecs = await apiFor(ferryUrl.replace(/\/$/, ''), token)(
+        'GET',
+        '/api/kernelspecs'
+      );
+      expect(Object.keys(specs.body.kernelspecs).sort()).toEqual(
+        Object.keys(ferrySpecs.body.kernelspecs).sort()
+      );
+      // What `ps` shows of jupyter_server does not hold Ferry's token.
+      const argv = readFileSync(`/proc/${server.pid}/cmdline`, 'utf8');
+      expect(argv).toContain('--gateway-url');
+      expect(argv).not.toContain(token);
+    } finally {
+      server.kill('SIGTERM');
+      await exited;
+      rmSync(home, { recursive: true, force: true });
+      await stop(child);
+    }
+  }, 60000);
 
   it('warns loudly without authentication', async () => {
     const { child, lines, stderr } = await startCli(['--no-auth']);

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import {
   deserialize,
   serialize
@@ -373,4 +374,13 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A port nobody listens on right now (jupyter_server 1.23 cannot report a port it picked itself). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise(resolve => server.close(resolve));
+  return port;
 }

@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { serialize } from '@jupyterlab/services/lib/kernel/serialize';
@@ -23,17 +22,9 @@ import {
   startGateway,
   type IApiResponse,
   type ITestGateway,
-  apiFor
+  apiFor,
+  freePort
 } from './helpers';
-
-/** A port nobody listens on right now (jupyter_server 1.23 cannot report a port it picked itself). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise(resolve => server.close(resolve));
-  return port;
-}
 
 /**
  * Open a websocket to a kernel through jupyter_server and wait until the kernel answers on it.
