@@ -453,11 +453,18 @@ describe('accelerators with real ferry worker processes', () => {
     );
     link.cut();
     await disconnected;
+    expect(
+      (await gw.api('GET', `/api/kernels/${id}`)).body.execution_state
+    ).toBe('unknown');
     await fs.writeFile(go, '');
     await untilExists(printed);
     const back = flaky.registered();
     link.restore();
     await back;
+    // Back: the state the worker reports, no longer unknown.
+    expect(
+      (await gw.api('GET', `/api/kernels/${id}`)).body.execution_state
+    ).not.toBe('unknown');
     const output = await client.next(
       m => m.header.msg_type === 'stream' && parentOf(m) === msgId
     );
@@ -553,6 +560,13 @@ describe('accelerators with real ferry worker processes', () => {
     });
     await client.next(m => isStatus(m, 'busy'));
     doomed.child.kill('SIGKILL');
+    // At once, not after the grace period: the kernel's state is unknown, and clients are told.
+    await client.next(m => isStatus(m, 'unknown'));
+    const away = (await gw.api('GET', `/api/kernels/${id}`)).body;
+    expect(away.execution_state).toBe('unknown');
+    expect(away.reason).toBe(
+      'worker doomed is unreachable; its kernels are reported dead unless it comes back within 6 s'
+    );
     await client.next(m => isStatus(m, 'dead'), 30000);
     const model = (await gw.api('GET', `/api/kernels/${id}`)).body;
     expect(model.execution_state).toBe('dead');

@@ -126,6 +126,8 @@ export class ManagedKernel {
   lastActivity = new Date();
   executionState = 'starting';
   reason: string | undefined;
+  /** Set while its worker is unreachable: the state it had before. */
+  unreachable: { executionState: string } | undefined;
   /** When it joined the queue, if it had to wait. */
   queuedSince: Date | undefined;
   /** Where it runs, once placed. */
@@ -168,6 +170,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     );
     this._pool.on('workerLost', (worker, reason) =>
       this._onWorkerLost(worker, reason)
+    );
+    this._pool.on('workerDisconnected', worker =>
+      this._onWorkerUnreachable(worker)
     );
     this._scheduler.on('assigned', (id, placement) => {
       const kernel = this._kernels.get(id);
@@ -976,6 +981,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     worker: IWorkerConnection,
     kernels: IRunningKernel[]
   ): void {
+    this._onWorkerBack(worker, kernels);
     const owner = this.list().find(
       k => k.provisioned?.job.workerId === worker.id
     );
@@ -1032,6 +1038,48 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
   }
 
+  /**
+   * A worker dropped: its kernels read `unknown` at once (in the model, with the reason, and on every
+   * websocket) instead of looking alive for the grace period; they are dead if it stays away.
+   */
+  private _onWorkerUnreachable(worker: IWorkerConnection): void {
+    const reason =
+      `worker ${worker.name} is unreachable; its kernels are reported dead ` +
+      `unless it comes back within ${this._pool.graceMs / 1000} s`;
+    for (const kernel of this.list()) {
+      if (
+        kernel.placement?.workerId !== worker.id ||
+        kernel.executionState === 'dead' ||
+        kernel.unreachable
+      ) {
+        continue;
+      }
+      kernel.unreachable = { executionState: kernel.executionState };
+      kernel.executionState = 'unknown';
+      kernel.reason = reason;
+      kernel.channels.broadcastStatus('unknown');
+      this._log.warn({ kernel: kernel.id, worker: worker.id }, reason);
+    }
+  }
+
+  /** The worker of an unreachable kernel is back: the kernel reads what the worker reports. */
+  private _onWorkerBack(
+    worker: IWorkerConnection,
+    kernels: IRunningKernel[]
+  ): void {
+    for (const kernel of this.list()) {
+      if (kernel.placement?.workerId !== worker.id || !kernel.unreachable) {
+        continue;
+      }
+      const running = kernels.find(k => k.kernelId === kernel.id);
+      kernel.executionState =
+        running?.executionState || kernel.unreachable.executionState;
+      kernel.unreachable = undefined;
+      kernel.reason = undefined;
+      kernel.channels.broadcastStatus(kernel.executionState);
+    }
+  }
+
   /** A worker stayed away past its grace period: its kernels are dead, their devices free. */
   private _onWorkerLost(worker: IWorkerConnection, reason: string): void {
     this._scheduler.removeWorker(worker.id);
@@ -1039,6 +1087,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       if (kernel.placement?.workerId === worker.id) {
         this._forgotten.add(kernel.id);
         kernel.running = false;
+        kernel.unreachable = undefined;
         if (kernel.executionState !== 'dead') {
           this._markDead(kernel, reason);
         }

@@ -85,7 +85,8 @@ export interface IKernelModel {
   id: string;
   name: string;
   last_activity: string;
-  execution_state: 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
+  execution_state:
+    'starting' | 'idle' | 'busy' | 'restarting' | 'dead' | 'unknown';
   connections: number;
   reason?: string;
   accelerator?: IAcceleratorStatus;
