@@ -8,6 +8,7 @@ import { TokenAuth } from './auth';
 import { DEFAULT_GATEWAY_OPTIONS } from './config';
 import { createGateway } from './http';
 import { createLogger } from './log';
+import { parseKernelspecAccelerators } from './kernels';
 import { createHostWorker, WorkerAgent } from './worker';
 import { loadProfiles } from './workers';
 
@@ -22,6 +23,16 @@ function number(value: string): number {
     throw new InvalidArgumentError('expected a non-negative number');
   }
   return parsed;
+}
+
+function kernelspecAccelerators(
+  value: string
+): ReturnType<typeof parseKernelspecAccelerators> {
+  try {
+    return parseKernelspecAccelerators(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -169,6 +180,12 @@ export function createProgram(): Command {
       1
     )
     .option(
+      '--kernelspec-accelerators <choices>',
+      'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at count 1, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',
+      kernelspecAccelerators,
+      'auto'
+    )
+    .option(
       '--profiles <file>',
       'accelerator offers (YAML or JSON) that Slurm or Kubernetes start workers for'
     )
@@ -282,6 +299,8 @@ namespace Private {
     workerTlsKey?: string;
     placement: 'pack' | 'spread';
     shareDevices: number;
+    /** Parsed, except the default `auto`, which commander hands over as it is. */
+    kernelspecAccelerators: ReturnType<typeof parseKernelspecAccelerators>;
     profiles?: string;
     jobGatewayHost?: string;
     jobOutputDir?: string;
@@ -476,6 +495,7 @@ namespace Private {
         maxKernelsPerDevice: Math.max(1, flags.shareDevices)
       },
       offers,
+      kernelspecAccelerators: flags.kernelspecAccelerators,
       slurm: {
         workerHost: flags.jobGatewayHost ?? flags.ip,
         workerCommand: flags.jobWorkerCommand?.split(/\s+/).filter(Boolean),

@@ -1,6 +1,6 @@
 import type { ServerCredentials } from '@grpc/grpc-js';
 import type { IRateLimits } from './channels';
-import type { ICullingOptions } from './kernels';
+import type { AcceleratorKernelspecs, ICullingOptions } from './kernels';
 import type { Scheduler } from './scheduler';
 import type { IAcceleratorOffer } from './workers';
 
@@ -73,6 +73,13 @@ export interface IGatewayOptions {
   culling: ICullingOptions;
   /** Jupyter data directories to find kernelspecs in (default: the standard ones). */
   kernelspecPaths?: string[];
+  /**
+   * Which accelerator choices `/api/kernelspecs` also lists as kernelspecs of their own
+   * (`python3.gpu-h100-x1`, "Python 3 · GPU · H100 × 1"), for clients that can only pick a
+   * kernelspec: `auto` (default: each device type at count 1, and each offer), `none`, or a list
+   * (`parseKernelspecAccelerators` reads `gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100`).
+   */
+  kernelspecAccelerators: AcceleratorKernelspecs.Setting;
   /** Port of the gRPC endpoint remote workers dial; undefined: no remote workers. */
   workerPort?: number;
   /** Address of that endpoint (default: the HTTP address). */
@@ -109,6 +116,7 @@ export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
     cullBusy: false
   },
   workerGraceMs: 30_000,
+  kernelspecAccelerators: 'auto',
   scheduling: { policy: 'pack', maxKernelsPerDevice: 1 }
 };
 

@@ -76,7 +76,8 @@ export class Gateway {
       culling: resolved.culling,
       onShutdown: id => this.sessions.dropKernel(id),
       offers: resolved.offers,
-      provisioners: this.provisioners
+      provisioners: this.provisioners,
+      kernelspecAccelerators: resolved.kernelspecAccelerators
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
     this.events = new EventBus();

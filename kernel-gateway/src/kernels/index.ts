@@ -7,3 +7,4 @@ export * from './registry';
 export * from './sessions';
 export * from './working-dir';
 export * from './env-policy';
+export * from './accelerator-kernelspecs';

@@ -5,6 +5,7 @@ import { KernelChannels, type IRateLimits } from '../channels';
 import {
   BadAcceleratorRequestError,
   formatAcceleratorSpec,
+  sameAcceleratorRequest,
   type IAcceleratorRequest,
   type IPlacement,
   type Scheduler
@@ -23,6 +24,11 @@ import {
   type KernelLifecycleEvent,
   type WorkerPool
 } from '../workers';
+import {
+  AcceleratorKernelspecs,
+  sameAcceleratorTarget,
+  type IAcceleratorKernelspec
+} from './accelerator-kernelspecs';
 
 /** The engine job a provisioned kernel runs in, as the kernel model shows it. */
 export interface IJobStatus {
@@ -117,10 +123,16 @@ const MAX_BACKLOG = 1000;
 export class ManagedKernel {
   constructor(
     readonly id: string,
-    readonly name: string,
+    /**
+     * The kernelspec name clients know it by: `specName`, or an accelerator kernelspec of it
+     * (`python3.gpu-h100-x1`), which a move to other devices renames.
+     */
+    public name: string,
     /** What it asks for; a move to other devices changes it. */
     public accelerator: IAcceleratorRequest,
-    readonly channels: KernelChannels
+    readonly channels: KernelChannels,
+    /** The real kernelspec its worker launches. */
+    readonly specName: string = name
   ) {}
 
   lastActivity = new Date();
@@ -161,6 +173,14 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._pool = options.pool;
     this._scheduler = options.scheduler;
     this._log = options.logger;
+    this._acceleratorSpecs = new AcceleratorKernelspecs({
+      setting: options.kernelspecAccelerators ?? 'none',
+      scheduler: options.scheduler,
+      // Only offers this gateway can start workers for.
+      offers: (options.offers ?? []).filter(
+        offer => options.provisioners?.[offerEngine(offer)] !== undefined
+      )
+    });
     this._pool.on('message', (id, channel, parts) =>
       this._kernels.get(id)?.channels.deliver(channel, parts)
     );
@@ -189,8 +209,15 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
   }
 
-  /** The kernelspecs on offer (every worker's, the first worker's winning a name) and the default. */
-  async kernelspecs(): Promise<{ default: string; specs: IKernelspecInfo[] }> {
+  /**
+   * The kernelspecs on offer (every worker's, the first worker's winning a name), then their
+   * accelerator kernelspecs (`python3.gpu-h100-x1`, see {@link AcceleratorKernelspecs}), and the
+   * default.
+   */
+  async kernelspecs(): Promise<{
+    default: string;
+    specs: (IKernelspecInfo | IAcceleratorKernelspec)[];
+  }> {
     const byName = new Map<string, IKernelspecInfo>();
     for (const worker of this._pool.list()) {
       for (const spec of await worker.listKernelspecs()) {
@@ -201,9 +228,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     const names = [...byName.keys()];
     const preferred = this._options.defaultKernelName ?? 'python3';
+    const specs = [...byName.values()];
     return {
       default: names.includes(preferred) ? preferred : (names[0] ?? preferred),
-      specs: [...byName.values()]
+      specs: [...specs, ...this._acceleratorSpecs.derive(specs)]
     };
   }
 
@@ -212,6 +240,11 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     name: string,
     file: string
   ): Promise<Buffer | undefined> {
+    // An accelerator kernelspec's files are its real kernelspec's.
+    const listed = (await this.kernelspecs()).specs.find(s => s.name === name);
+    if (listed && 'base' in listed) {
+      name = listed.base;
+    }
     for (const worker of this._pool.list()) {
       const specs = await worker.listKernelspecs();
       if (specs.some(s => s.name === name && s.resources.includes(file))) {
@@ -282,17 +315,24 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   ): Promise<ManagedKernel> {
     const { default: fallback, specs } = await this.kernelspecs();
     const name = request.name || fallback;
-    if (!specs.some(s => s.name === name)) {
+    const spec = specs.find(s => s.name === name);
+    if (!spec) {
       throw new NoSuchKernelspecError(
         name,
         specs.map(s => s.name)
       );
     }
+    const { specName, target, env } = this._resolve(spec, request);
     const id = randomUUID();
-    if (request.offer !== undefined) {
-      const { offer, provisioner } = this._offerNamed(request.offer);
-      const kernel = this._create(id, name, Private.offerRequest(offer));
-      kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
+    if (target.offer !== undefined) {
+      const { offer, provisioner } = this._offerNamed(target.offer);
+      const kernel = this._create(
+        id,
+        name,
+        Private.offerRequest(offer),
+        specName
+      );
+      kernel.launch = { env, cwd: request.cwd };
       try {
         await this._provision(kernel, offer, provisioner);
       } catch (error) {
@@ -301,9 +341,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       }
       return kernel;
     }
-    const accelerator = request.accelerator ?? { kind: 'cpu', count: 0 };
-    const kernel = this._create(id, name, accelerator);
-    kernel.launch = { env: request.env ?? {}, cwd: request.cwd };
+    const accelerator = target.accelerator ?? { kind: 'cpu', count: 0 };
+    const kernel = this._create(id, name, accelerator, specName);
+    kernel.launch = { env, cwd: request.cwd };
     let result;
     try {
       result = this._scheduler.request(id, accelerator);
@@ -329,6 +369,57 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       );
     }
     return kernel;
+  }
+
+  /**
+   * What a start runs: the kernelspec it names on what it asks for, or an accelerator kernelspec's
+   * real kernelspec on that kernelspec's choice.
+   *
+   * @throws BadAcceleratorRequestError when the request's own `accelerator` (or offer) asks for
+   *   something other than the accelerator kernelspec it names.
+   *
+   * #### Notes
+   * `KERNEL_ACCELERATOR` in the environment yields to the kernelspec's choice (jupyter_server sends
+   * its own `KERNEL_*` variables with every start: a server-wide default, not this start's choice),
+   * and the kernel's `KERNEL_ACCELERATOR` is rewritten to say what it runs on.
+   */
+  private _resolve(
+    spec: IKernelspecInfo | IAcceleratorKernelspec,
+    request: KernelRegistry.IStartRequest
+  ): {
+    specName: string;
+    target: KernelRegistry.IAcceleratorTarget;
+    env: Record<string, string>;
+  } {
+    const env = request.env ?? {};
+    if (!('base' in spec)) {
+      return { specName: spec.name, target: request, env };
+    }
+    const asked: AcceleratorKernelspecs.Target | undefined =
+      request.offer !== undefined
+        ? { offer: request.offer }
+        : request.accelerator
+          ? { accelerator: request.accelerator }
+          : undefined;
+    if (asked && !sameAcceleratorTarget(asked, spec.target)) {
+      if (!request.fromEnvironment) {
+        throw new BadAcceleratorRequestError(
+          `kernelspec ${spec.name} runs on ${Private.targetSpec(spec.target)}, but the request asks for ${Private.targetSpec(asked)}: leave the accelerator out, or start ${spec.base} with it`
+        );
+      }
+      this._log.info(
+        {
+          kernelspec: spec.name,
+          ignored: Private.targetSpec(asked)
+        },
+        "the kernelspec's accelerator wins over KERNEL_ACCELERATOR"
+      );
+    }
+    return {
+      specName: spec.base,
+      target: spec.target,
+      env: Private.withAccelerator(env, Private.targetSpec(spec.target))
+    };
   }
 
   get(id: string): ManagedKernel | undefined {
@@ -533,7 +624,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private _create(
     id: string,
     name: string,
-    accelerator: IAcceleratorRequest
+    accelerator: IAcceleratorRequest,
+    specName = name
   ): ManagedKernel {
     const kernel: ManagedKernel = new ManagedKernel(
       id,
@@ -564,7 +656,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
             }
           }
         }
-      })
+      }),
+      specName
     );
     this._kernels.set(id, kernel);
     return kernel;
@@ -579,7 +672,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     const worker = this._workerOf(kernel);
     kernel.ready = worker.startKernel({
       kernelId: kernel.id,
-      kernelName: kernel.name,
+      kernelName: kernel.specName,
       env: kernel.launch.env,
       cwd: kernel.launch.cwd,
       deviceIds: placement.deviceIds
@@ -686,7 +779,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     return (
       !kernel.provisioned &&
-      Private.sameRequest(kernel.accelerator, destination.accelerator)
+      sameAcceleratorRequest(kernel.accelerator, destination.accelerator)
     );
   }
 
@@ -731,6 +824,16 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         ...kernel.launch,
         env: Private.withAccelerator(kernel.launch.env, spec)
       };
+      if (kernel.name !== kernel.specName) {
+        // Its accelerator kernelspec's name would now say what it no longer runs on.
+        kernel.name =
+          this._acceleratorSpecs.nameFor(
+            kernel.specName,
+            'offer' in destination
+              ? { offer: destination.offer.name }
+              : { accelerator: destination.accelerator }
+          ) ?? kernel.specName;
+      }
       this._log.info(
         { kernel: kernel.id, from, to: spec },
         'moving kernel to other devices'
@@ -1105,6 +1208,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
   private _options: KernelRegistry.IOptions;
+  private _acceleratorSpecs: AcceleratorKernelspecs;
   private _pool: WorkerPool;
   private _scheduler: Scheduler;
   private _log: Logger;
@@ -1147,6 +1251,8 @@ export namespace KernelRegistry {
     offers?: IAcceleratorOffer[];
     /** The engines that start workers for offers. */
     provisioners?: Partial<Record<Engine, IProvisioner>>;
+    /** Which accelerator choices are listed as kernelspecs of their own (default: none). */
+    kernelspecAccelerators?: AcceleratorKernelspecs.Setting;
   }
 
   /** What a kernel runs on, as `requestedAccelerator` reads a request. */
@@ -1158,9 +1264,15 @@ export namespace KernelRegistry {
   }
 
   export interface IStartRequest extends IAcceleratorTarget {
+    /** A kernelspec, or an accelerator kernelspec (`python3.gpu-h100-x1`). */
     name?: string;
     env?: Record<string, string>;
     cwd?: string;
+    /**
+     * Whether `accelerator` or `offer` came from `KERNEL_ACCELERATOR` in `env` rather than the
+     * request itself: an accelerator kernelspec's own choice then wins over it.
+     */
+    fromEnvironment?: boolean;
   }
 }
 
@@ -1182,18 +1294,13 @@ namespace Private {
     };
   }
 
-  /** Whether two normalized requests ask for the same thing (models match in any case). */
-  export function sameRequest(
-    a: IAcceleratorRequest,
-    b: IAcceleratorRequest
-  ): boolean {
-    return (
-      a.kind === b.kind &&
-      a.count === b.count &&
-      (a.model ?? '').toLowerCase() === (b.model ?? '').toLowerCase() &&
-      (a.profile ?? '') === (b.profile ?? '') &&
-      (a.memoryGiB ?? 0) === (b.memoryGiB ?? 0)
-    );
+  /** A start's or move's target in the environment form (`gpu:H100:1`, `offer:a100`, `cpu`). */
+  export function targetSpec(
+    target: KernelRegistry.IAcceleratorTarget
+  ): string {
+    return target.offer !== undefined
+      ? `offer:${target.offer}`
+      : formatAcceleratorSpec(target.accelerator ?? { kind: 'cpu', count: 0 });
   }
 
   /** What a kernel runs on now, for the log. */

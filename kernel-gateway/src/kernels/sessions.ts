@@ -32,6 +32,8 @@ export interface ISessionRequest {
     accelerator?: IAcceleratorRequest;
     /** Or an offer of the profiles file, which an engine starts a worker for. */
     offer?: string;
+    /** Whether the accelerator or offer came from `KERNEL_ACCELERATOR` in `env`. */
+    fromEnvironment?: boolean;
   };
 }
 
@@ -148,6 +150,7 @@ export class SessionStore {
       env: request.kernel?.env,
       accelerator: request.kernel?.accelerator,
       offer: request.kernel?.offer,
+      fromEnvironment: request.kernel?.fromEnvironment,
       cwd: kernelWorkingDir(this._rootDir, path)
     });
     return kernel.id;

@@ -200,23 +200,49 @@ export function acceleratorOfferName(value: unknown): string | undefined {
 
 /**
  * What a kernel start asks for: an engine's offer by name, or devices. The REST form (`requested`)
- * wins; jupyter_server clients can only ask through `KERNEL_ACCELERATOR` in the kernel's environment.
- * Neither: a CPU kernel (both fields undefined).
+ * wins; jupyter_server clients can only ask through `KERNEL_ACCELERATOR` in the kernel's environment
+ * (`fromEnvironment` then says so: jupyter_server 1.23 sends its own `KERNEL_*` variables with every
+ * start, so such a request may be a server-wide default rather than this start's choice).
+ * Neither: a CPU kernel (every field undefined).
  *
  * @throws BadAcceleratorRequestError for a request that cannot be read.
  */
 export function requestedAccelerator(
   requested: unknown,
   env: Record<string, string>
-): { offer?: string; accelerator?: IAcceleratorRequest } {
-  const source = requested ?? (env.KERNEL_ACCELERATOR || undefined);
+): {
+  offer?: string;
+  accelerator?: IAcceleratorRequest;
+  fromEnvironment?: boolean;
+} {
+  const fromEnvironment = requested === undefined || requested === null;
+  const source = fromEnvironment
+    ? env.KERNEL_ACCELERATOR || undefined
+    : requested;
   if (source === undefined) {
     return {};
   }
   const offer = acceleratorOfferName(source);
-  return offer !== undefined
-    ? { offer }
-    : { accelerator: normalizeAcceleratorRequest(source) };
+  return {
+    ...(offer !== undefined
+      ? { offer }
+      : { accelerator: normalizeAcceleratorRequest(source) }),
+    ...(fromEnvironment ? { fromEnvironment } : {})
+  };
+}
+
+/** Whether two normalized requests ask for the same thing (models and profiles match in any case). */
+export function sameAcceleratorRequest(
+  a: IAcceleratorRequest,
+  b: IAcceleratorRequest
+): boolean {
+  return (
+    a.kind === b.kind &&
+    a.count === b.count &&
+    (a.model ?? '').toLowerCase() === (b.model ?? '').toLowerCase() &&
+    (a.profile ?? '').toLowerCase() === (b.profile ?? '').toLowerCase() &&
+    (a.memoryGiB ?? 0) === (b.memoryGiB ?? 0)
+  );
 }
 
 /**

@@ -411,6 +411,22 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return result;
   }
 
+  /**
+   * The types of device requests can be placed on (kind, model and MIG profile), with how many
+   * there are, the most on one worker, and whether every one of them is simulated. Devices of
+   * dedicated workers and GPUs split into MIG instances are left out, as placement leaves them out.
+   */
+  deviceTypes(): Scheduler.IDeviceType[] {
+    return [...this._pools.values()].map(pool => ({
+      kind: pool.kind,
+      model: pool.model,
+      ...(pool.profile !== undefined ? { profile: pool.profile } : {}),
+      devices: pool.deviceCount,
+      mostOnOneWorker: Math.max(0, ...pool.sizes.keys()),
+      simulated: pool.simulatedCount === pool.deviceCount
+    }));
+  }
+
   /** The largest the queue has been. */
   get queuedPeak(): number {
     return this._queuedPeak;
@@ -1035,6 +1051,21 @@ export namespace Scheduler {
     position: number;
     /** When it was queued. */
     since: Date;
+  }
+
+  /** Devices of one kind, model and MIG profile that requests can be placed on. */
+  export interface IDeviceType {
+    kind: DeviceKind;
+    /** The model as first seen (`H100`). */
+    model: string;
+    /** The MIG profile of MIG instances (`1g.10gb`); absent for whole devices. */
+    profile?: string;
+    /** How many there are, on every worker. */
+    devices: number;
+    /** The most one worker has: the largest count a request can ask for. */
+    mostOnOneWorker: number;
+    /** Whether every one of them is simulated. */
+    simulated: boolean;
   }
 
   /** One device and the kernels that hold it (none when it is free). */

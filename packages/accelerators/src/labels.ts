@@ -1,3 +1,5 @@
+// The gateway labels its accelerator kernelspecs with these functions too (`Python 3 · GPU · H100 × 1`),
+// so this module stays free of the DOM and of runtime imports.
 import type {
   IAcceleratorRequest,
   IAcceleratorStatus,
@@ -30,6 +32,28 @@ export function formatAccelerator(
     return `GPU · ${model} · MIG ${request.profile}${times}${suffix}`;
   }
   return `GPU · ${model} × ${count}${suffix}`;
+}
+
+/**
+ * The name of a cluster engine for people: `Slurm`, `Kubernetes`.
+ *
+ * @param engine - The engine.
+ */
+export function formatEngine(engine: string): string {
+  return Private.ENGINES[engine] ?? engine;
+}
+
+/**
+ * The label of an offer of the gateway's profiles file: `A100 (Slurm) · Slurm`, its display name
+ * and the engine that starts a worker for it.
+ *
+ * @param offer - The offer's `displayName` and `engine`.
+ */
+export function formatEngineOffer(offer: {
+  displayName: string;
+  engine: string;
+}): string {
+  return `${offer.displayName} · ${formatEngine(offer.engine)}`;
 }
 
 /**
@@ -109,4 +133,15 @@ export function toAcceleratorString(request: IAcceleratorRequest): string {
   return request.model
     ? [request.kind, request.model, count].join(':')
     : [request.kind, count].join(':');
+}
+
+/**
+ * The module-private parts.
+ */
+namespace Private {
+  /** Engine names for people. */
+  export const ENGINES: { [engine: string]: string } = {
+    slurm: 'Slurm',
+    kubernetes: 'Kubernetes'
+  };
 }

@@ -1,4 +1,4 @@
-import { formatAccelerator } from './labels';
+import { formatAccelerator, formatEngine, formatEngineOffer } from './labels';
 import type {
   AcceleratorKind,
   EngineKind,
@@ -144,14 +144,14 @@ export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
     };
     offers.push({
       request,
-      label: `${offer.displayName} · ${Private.ENGINES[offer.engine] ?? offer.engine}`,
+      label: formatEngineOffer(offer),
       total: 0,
       free: 0,
       maxPerWorker: offer.accelerator.count,
       simulated: false,
       availability: 'queued',
       engine: offer.engine,
-      reason: `Starts a ${Private.ENGINES[offer.engine] ?? offer.engine} job for ${formatAccelerator(offer.accelerator)}: the kernel waits until the cluster runs it`
+      reason: `Starts a ${formatEngine(offer.engine)} job for ${formatAccelerator(offer.accelerator)}: the kernel waits until the cluster runs it`
     });
   }
   return offers;
@@ -234,12 +234,6 @@ export function sameRequest(
  * The module-private parts.
  */
 namespace Private {
-  /** Engine names for people. */
-  export const ENGINES: { [engine: string]: string } = {
-    slurm: 'Slurm',
-    kubernetes: 'Kubernetes'
-  };
-
   /** Devices of one type. */
   export interface IGroup {
     kind: Exclude<AcceleratorKind, 'cpu'>;

@@ -29,16 +29,11 @@ export function kernelsRouter(context: IGatewayContext): Router {
       const cwd = body.path
         ? kernelWorkingDir(options.rootDir, body.path)
         : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR);
-      const { offer, accelerator } = requestedAccelerator(
-        body.accelerator,
-        env
-      );
       const kernel = await registry.start({
         name: body.name,
         env,
         cwd,
-        accelerator,
-        offer
+        ...requestedAccelerator(body.accelerator, env)
       });
       response
         .status(201)

@@ -14,18 +14,13 @@ export function sessionsRouter(context: IGatewayContext): Router {
       return { ...body, kernel: undefined };
     }
     const env = filterKernelEnv(body.kernel.env, options.envAllow);
-    const { offer, accelerator } = requestedAccelerator(
-      body.kernel.accelerator,
-      env
-    );
     return {
       ...body,
       kernel: {
         id: body.kernel.id ?? undefined,
         name: body.kernel.name ?? undefined,
         env,
-        offer,
-        accelerator
+        ...requestedAccelerator(body.kernel.accelerator, env)
       }
     };
   };
