@@ -1,0 +1,324 @@
+/**
+ * `npm run soak`: the real `ferry gateway` under a steady mix of hostile-but-ordinary use for a fixed
+ * time (10 minutes by default): kernels printing as fast as they can, clients that read fast, clients
+ * that never read, clients connecting and leaving, notebooks saved. The gateway's RSS is sampled every
+ * few seconds; the report says whether it stayed flat. Loopback only; every loop is bounded in time.
+ *
+ * Usage: node kernel-gateway/lib/bench/soak.js [--minutes N] [--kernels N] [--out DIR]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import WebSocket from 'ws';
+import { createHeader } from '../wire';
+
+interface ISample {
+  /** Seconds since the soak started. */
+  t: number;
+  /** The gateway process's resident set, MiB. */
+  rssMiB: number;
+  clients: number;
+  /** Output bytes the fast clients received since the last sample. */
+  receivedMiB: number;
+}
+
+interface IOptions {
+  minutes: number;
+  kernels: number;
+  out: string;
+}
+
+const FERRY = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
+
+/** A cell that prints 100-character lines as fast as Python can, forever. */
+const FLOOD = "while True:\n    print('y' * 100)";
+
+function parseArgs(argv: string[]): IOptions {
+  const options: IOptions = {
+    minutes: 10,
+    kernels: 3,
+    out: path.resolve('test-artifacts', 'soak')
+  };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [flag, value] = [argv[i], argv[i + 1]];
+    if (flag === '--minutes') {
+      options.minutes = Number(value);
+    } else if (flag === '--kernels') {
+      options.kernels = Number(value);
+    } else if (flag === '--out') {
+      options.out = path.resolve(value);
+    } else {
+      throw new Error(`unknown option ${flag}`);
+    }
+  }
+  if (!(options.minutes > 0) || !(options.kernels > 0)) {
+    throw new Error('--minutes and --kernels must be positive numbers');
+  }
+  return options;
+}
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+async function startGateway(
+  root: string,
+  token: string
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      FERRY,
+      'gateway',
+      '--port',
+      '0',
+      '--root-dir',
+      root,
+      '--log-level',
+      'warn'
+    ],
+    {
+      env: { ...process.env, FERRY_TOKEN: token },
+      stdio: ['ignore', 'pipe', 'inherit']
+    }
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', code =>
+      reject(new Error(`gateway exited with ${code}`))
+    );
+    createInterface({ input: child.stdout! }).on('line', line => {
+      const match = /is ready at (http:\/\/\S+?)\/?$/.exec(line);
+      if (match) {
+        resolve(match[1]);
+      }
+    });
+  });
+  return { child, url };
+}
+
+async function api(
+  url: string,
+  token: string,
+  method: string,
+  route: string,
+  body?: unknown
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers: {
+      Authorization: `token ${token}`,
+      'Content-Type': 'application/json'
+    },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : {} };
+}
+
+/** Open a legacy-framed websocket to a kernel; `read: false` makes a client that never reads. */
+async function connect(
+  url: string,
+  token: string,
+  kernelId: string,
+  read: boolean,
+  onBytes: (n: number) => void
+): Promise<WebSocket> {
+  const ws = new WebSocket(
+    `${url.replace(/^http/, 'ws')}/api/kernels/${kernelId}/channels?token=${token}`
+  );
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  ws.on('error', () => undefined);
+  if (read) {
+    ws.on('message', (data: Buffer) => onBytes(data.length));
+  } else {
+    // The TCP socket under it stops reading: the gateway's writes pile up on its side.
+    (ws as unknown as { _socket: { pause(): void } })._socket.pause();
+  }
+  return ws;
+}
+
+function execute(ws: WebSocket, code: string): void {
+  const session = randomUUID();
+  ws.send(
+    JSON.stringify({
+      channel: 'shell',
+      header: createHeader('execute_request', session),
+      parent_header: {},
+      metadata: {},
+      content: { code, silent: false, store_history: false }
+    })
+  );
+}
+
+async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
+  const token = randomUUID();
+  const root = mkdtempSync(path.join(tmpdir(), 'ferry-soak-'));
+  const { child, url } = await startGateway(root, token);
+  const samples: ISample[] = [];
+  const clients = new Set<WebSocket>();
+  let received = 0;
+  let saves = 0;
+  let saveErrors = 0;
+  let connections = 0;
+  const started = Date.now();
+  const end = started + options.minutes * 60_000;
+  let rng = 0x2545f491;
+  const random = () => {
+    rng ^= rng << 13;
+    rng ^= rng >>> 17;
+    rng ^= rng << 5;
+    return (rng >>> 0) / 2 ** 32;
+  };
+  try {
+    const kernels: string[] = [];
+    for (let i = 0; i < options.kernels; i++) {
+      const started = await api(url, token, 'POST', '/api/kernels', {
+        name: 'python3'
+      });
+      if (started.status !== 201) {
+        throw new Error(
+          `kernel start: ${started.status} ${JSON.stringify(started.body)}`
+        );
+      }
+      kernels.push(started.body.id as string);
+    }
+    // Each kernel floods from its first client on; clients come and go from then on.
+    for (const id of kernels) {
+      const ws = await connect(url, token, id, true, n => (received += n));
+      execute(ws, FLOOD);
+      ws.close();
+    }
+    const sampler = setInterval(() => {
+      samples.push({
+        t: (Date.now() - started) / 1000,
+        rssMiB: rssMiB(child.pid!),
+        clients: clients.size,
+        receivedMiB: received / 2 ** 20
+      });
+      received = 0;
+    }, 5000);
+    while (Date.now() < end) {
+      // A client arrives (fast or never-reading) or one leaves, and a notebook is saved.
+      if (clients.size < 2 * options.kernels && random() < 0.6) {
+        const id = kernels[Math.floor(random() * kernels.length)];
+        const ws = await connect(
+          url,
+          token,
+          id,
+          random() < 0.5,
+          n => (received += n)
+        );
+        connections++;
+        clients.add(ws);
+      } else if (clients.size > 0) {
+        const leaving = [...clients][Math.floor(random() * clients.size)];
+        clients.delete(leaving);
+        leaving.terminate();
+      }
+      const name = `soak-${Math.floor(random() * 20)}.ipynb`;
+      const saved = await api(url, token, 'PUT', `/api/contents/${name}`, {
+        type: 'notebook',
+        format: 'json',
+        content: {
+          nbformat: 4,
+          nbformat_minor: 5,
+          metadata: {},
+          cells: [
+            {
+              cell_type: 'code',
+              source: `print(${saves})`,
+              metadata: {},
+              outputs: [],
+              execution_count: null,
+              id: randomUUID().slice(0, 8)
+            }
+          ]
+        }
+      });
+      saves++;
+      if (saved.status >= 300) {
+        saveErrors++;
+      }
+      await new Promise(resolve => setTimeout(resolve, 500));
+    }
+    clearInterval(sampler);
+    for (const id of kernels) {
+      await api(url, token, 'DELETE', `/api/kernels/${id}`);
+    }
+  } finally {
+    for (const ws of clients) {
+      ws.terminate();
+    }
+    child.kill('SIGTERM');
+    rmSync(root, { recursive: true, force: true });
+  }
+  report(options, samples, { connections, saves, saveErrors });
+}
+
+function report(
+  options: IOptions,
+  samples: ISample[],
+  counts: { connections: number; saves: number; saveErrors: number }
+): void {
+  mkdirSync(options.out, { recursive: true });
+  const rss = samples.map(s => s.rssMiB);
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+  };
+  // The first fifth is warm-up; then the first and the last fifths of the rest are compared.
+  const settled = rss.slice(Math.ceil(rss.length / 5));
+  const fifth = Math.max(1, Math.floor(settled.length / 5));
+  const early = median(settled.slice(0, fifth));
+  const late = median(settled.slice(-fifth));
+  const peak = Math.max(...rss);
+  const flat = late <= early * 1.1 + 16 && peak <= early * 1.5 + 64;
+  const lines = [
+    `# Ferry soak: ${options.minutes} min, ${options.kernels} kernels printing without pause`,
+    '',
+    `${counts.connections} client connections (half never read), ${counts.saves} notebook saves (${counts.saveErrors} failed).`,
+    '',
+    `Gateway RSS: median ${early.toFixed(1)} MiB after warm-up, ${late.toFixed(1)} MiB at the end, peak ${peak.toFixed(1)} MiB: ${flat ? 'FLAT' : 'GROWING'}.`,
+    '',
+    '| t (s) | RSS (MiB) | clients | received by fast clients (MiB / 5 s) |',
+    '| ---: | ---: | ---: | ---: |',
+    ...samples.map(
+      s =>
+        `| ${s.t.toFixed(0)} | ${s.rssMiB.toFixed(1)} | ${s.clients} | ${s.receivedMiB.toFixed(1)} |`
+    )
+  ];
+  writeFileSync(path.join(options.out, 'soak.md'), lines.join('\n') + '\n');
+  writeFileSync(
+    path.join(options.out, 'soak.json'),
+    JSON.stringify(
+      { options, counts, samples, early, late, peak, flat },
+      null,
+      2
+    )
+  );
+  process.stdout.write(lines.slice(0, 5).join('\n') + '\n');
+  process.stdout.write(`report: ${path.join(options.out, 'soak.md')}\n`);
+  if (!flat) {
+    process.exitCode = 1;
+  }
+}
+
+main().catch(error => {
+  process.stderr.write(`soak failed: ${(error as Error).stack}\n`);
+  process.exitCode = 1;
+});
