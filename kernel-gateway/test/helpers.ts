@@ -1,10 +1,14 @@
 /**
- * Test harness: a real gateway with a real embedded worker on port 0, and a raw websocket client that
- * frames messages with JupyterLab's own serializer (so our framing is checked against theirs).
+ * Test harness: a real gateway with a real embedded worker on port 0, a raw websocket client that
+ * frames messages with JupyterLab's own serializer (so our framing is checked against theirs), and
+ * Debian's jupyter_server 1.23 in front of a gateway.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import {
   deserialize,
   serialize
@@ -383,4 +387,127 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise(resolve => server.close(resolve));
   return port;
+}
+
+/** Debian's jupyter_server 1.23 running with `--gateway-url` in front of a gateway. */
+export interface IJupyterServer {
+  /** jupyter_server, seen through the same REST helper with its own URL and token. */
+  server: ITestGateway;
+  child: ChildProcess;
+  /** What it printed on stderr so far. */
+  stderr(): string;
+  /** Stop it (SIGTERM, SIGKILL after 10 s), wait until it has exited, and remove its files. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start Debian's jupyter_server 1.23 with `--gateway-url` pointing at `ferry`, in a directory of its
+ * own, and resolve once it answers.
+ *
+ * @param env - More of its environment (it sends its own `KERNEL_*` variables with every start).
+ */
+export async function startJupyterServer(
+  ferry: ITestGateway,
+  env: Record<string, string> = {}
+): Promise<IJupyterServer> {
+  const rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-jupyter-server-'));
+  const port = await freePort();
+  const token = randomUUID();
+  const child = spawn(
+    '/usr/bin/python3',
+    [
+      '-m',
+      'jupyter_server',
+      `--gateway-url=${ferry.url}`,
+      `--GatewayClient.auth_token=${ferry.token}`,
+      '--ServerApp.ip=127.0.0.1',
+      `--ServerApp.port=${port}`,
+      '--ServerApp.port_retries=0',
+      `--ServerApp.token=${token}`,
+      `--ServerApp.root_dir=${rootDir}`,
+      '--ServerApp.open_browser=False',
+      '--no-browser',
+      '--allow-root'
+    ],
+    {
+      env: {
+        ...process.env,
+        JUPYTER_CONFIG_DIR: path.join(rootDir, '.config'),
+        JUPYTER_RUNTIME_DIR: path.join(rootDir, '.runtime'),
+        JUPYTER_DATA_DIR: path.join(rootDir, '.data'),
+        ...env
+      },
+      stdio: ['ignore', 'ignore', 'pipe']
+    }
+  );
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>(resolve => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10000);
+      await exited;
+      clearTimeout(killer);
+    }
+    rmSync(rootDir, { recursive: true, force: true });
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const server = { ...ferry, url, token, api: apiFor(url, token) };
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      await stop();
+      throw new Error(`jupyter_server exited early:\n${stderr}`);
+    }
+    try {
+      if ((await server.api('GET', '/api')).status === 200) {
+        break;
+      }
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`jupyter_server did not answer within 30 s:\n${stderr}`);
+    }
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+  return { server, child, stderr: () => stderr, stop };
+}
+
+/**
+ * Open a websocket to a kernel through jupyter_server and wait until the kernel answers on it.
+ *
+ * jupyter_server 1.23's gateway proxy opens its own websocket to Ferry only after the browser's is
+ * open. A message the browser sends before the proxy has even begun connecting waits on a future that
+ * is then replaced and never resolves: it is dropped without a word (seen here in about one connection
+ * in six). A browser copes by repeating `kernel_info_request` until a reply comes; so does this.
+ */
+export async function connectThrough(
+  server: ITestGateway,
+  kernelId: string
+): Promise<KernelSocket> {
+  const client = await KernelSocket.connect(server, kernelId, {
+    sessionId: randomUUID()
+  });
+  const sent = new Set<string>();
+  const ask = () => sent.add(client.send('shell', 'kernel_info_request', {}));
+  ask();
+  const retry = setInterval(ask, 500);
+  try {
+    const reply = await client.next(
+      m =>
+        m.header.msg_type === 'kernel_info_reply' &&
+        sent.has(parentOf(m) ?? ''),
+      20000
+    );
+    expect(reply.content).toMatchObject({ status: 'ok' });
+  } finally {
+    clearInterval(retry);
+  }
+  return client;
 }

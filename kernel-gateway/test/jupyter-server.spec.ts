@@ -2,11 +2,7 @@
  * Debian's jupyter_server 1.23 with `--gateway-url` in front of Ferry, driven through jupyter_server's
  * own REST and websocket API the way a browser drives it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { serialize } from '@jupyterlab/services/lib/kernel/serialize';
 import WebSocket from 'ws';
 import {
@@ -16,48 +12,15 @@ import {
   Worker
 } from '../src';
 import {
-  KernelSocket,
-  parentOf,
+  connectThrough,
+  type KernelSocket,
   processAlive,
   startGateway,
+  startJupyterServer,
   type IApiResponse,
-  type ITestGateway,
-  apiFor,
-  freePort
+  type IJupyterServer,
+  type ITestGateway
 } from './helpers';
-
-/**
- * Open a websocket to a kernel through jupyter_server and wait until the kernel answers on it.
- *
- * jupyter_server 1.23's gateway proxy opens its own websocket to Ferry only after the browser's is
- * open. A message the browser sends before the proxy has even begun connecting waits on a future that
- * is then replaced and never resolves: it is dropped without a word (seen here in about one connection
- * in six). A browser copes by repeating `kernel_info_request` until a reply comes; so does this.
- */
-async function connectThrough(
-  server: ITestGateway,
-  kernelId: string
-): Promise<KernelSocket> {
-  const client = await KernelSocket.connect(server, kernelId, {
-    sessionId: randomUUID()
-  });
-  const sent = new Set<string>();
-  const ask = () => sent.add(client.send('shell', 'kernel_info_request', {}));
-  ask();
-  const retry = setInterval(ask, 500);
-  try {
-    const reply = await client.next(
-      m =>
-        m.header.msg_type === 'kernel_info_reply' &&
-        sent.has(parentOf(m) ?? ''),
-      20000
-    );
-    expect(reply.content).toMatchObject({ status: 'ok' });
-  } finally {
-    clearInterval(retry);
-  }
-  return client;
-}
 
 /** Ids in a kernel list. */
 function ids(response: IApiResponse): string[] {
@@ -66,12 +29,9 @@ function ids(response: IApiResponse): string[] {
 
 describe('jupyter_server --gateway-url in front of Ferry', () => {
   let ferry: ITestGateway;
+  let jupyter: IJupyterServer;
   /** jupyter_server, seen through the same REST helper with its own URL and token. */
   let server: ITestGateway;
-  let child: ChildProcess;
-  let exited: Promise<void>;
-  let stderr = '';
-  let rootDir: string;
 
   beforeAll(async () => {
     // One simulated H100 beside the CPU, for the kernel that Ferry moves onto it.
@@ -82,86 +42,22 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
         kernelTimings: { shutdownWaitMs: 2000 }
       })
     });
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-jupyter-server-'));
-    const port = await freePort();
-    const token = randomUUID();
-    child = spawn(
-      '/usr/bin/python3',
-      [
-        '-m',
-        'jupyter_server',
-        `--gateway-url=${ferry.url}`,
-        `--GatewayClient.auth_token=${ferry.token}`,
-        '--ServerApp.ip=127.0.0.1',
-        `--ServerApp.port=${port}`,
-        '--ServerApp.port_retries=0',
-        `--ServerApp.token=${token}`,
-        `--ServerApp.root_dir=${rootDir}`,
-        '--ServerApp.open_browser=False',
-        '--no-browser',
-        '--allow-root'
-      ],
-      {
-        env: {
-          ...process.env,
-          JUPYTER_CONFIG_DIR: path.join(rootDir, '.config'),
-          JUPYTER_RUNTIME_DIR: path.join(rootDir, '.runtime'),
-          JUPYTER_DATA_DIR: path.join(rootDir, '.data'),
-          // jupyter_server sends its whole environment when a session starts a kernel.
-          FERRY_TEST_SECRET: 'do-not-leak',
-          KERNEL_FERRY_TEST: 'passed-on'
-        },
-        stdio: ['ignore', 'ignore', 'pipe']
-      }
-    );
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    exited = new Promise(resolve => {
-      child.once('exit', () => resolve());
-      child.once('error', () => resolve());
+    jupyter = await startJupyterServer(ferry, {
+      // jupyter_server sends its whole environment when a session starts a kernel.
+      FERRY_TEST_SECRET: 'do-not-leak',
+      KERNEL_FERRY_TEST: 'passed-on'
     });
-    server = {
-      ...ferry,
-      url: `http://127.0.0.1:${port}`,
-      token,
-      api: apiFor(`http://127.0.0.1:${port}`, token)
-    };
-    const deadline = Date.now() + 30000;
-    for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`jupyter_server exited early:\n${stderr}`);
-      }
-      try {
-        if ((await server.api('GET', '/api')).status === 200) {
-          break;
-        }
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `jupyter_server did not answer within 30 s:\n${stderr}`
-        );
-      }
-      await new Promise(resolve => setTimeout(resolve, 100));
-    }
+    server = jupyter.server;
   }, 60000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 10000);
-      await exited;
-      clearTimeout(killer);
-    }
-    if (child?.pid) {
-      expect(processAlive(child.pid)).toBe(false);
+    await jupyter?.stop();
+    if (jupyter?.child.pid) {
+      expect(processAlive(jupyter.child.pid)).toBe(false);
     }
     // Nothing went wrong behind the user's back.
-    expect(stderr).not.toMatch(/^\[E |Traceback/m);
+    expect(jupyter?.stderr()).not.toMatch(/^\[E |Traceback/m);
     await ferry?.close();
-    if (rootDir) {
-      rmSync(rootDir, { recursive: true, force: true });
-    }
   }, 30000);
 
   it('lists the kernelspecs Ferry serves', async () => {
@@ -437,4 +333,80 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
       (await server.api('DELETE', `/api/kernels/${kernelId}`)).status
     ).toBe(204);
   });
+});
+
+describe('accelerator kernelspecs through jupyter_server --gateway-url', () => {
+  let ferry: ITestGateway;
+  let jupyter: IJupyterServer;
+
+  beforeAll(async () => {
+    ferry = await startGateway({
+      worker: new Worker({
+        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+        devices: parseSimulateSpec('gpu:H100:1'),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      })
+    });
+    // A server-wide KERNEL_ACCELERATOR, which jupyter_server sends with every start.
+    jupyter = await startJupyterServer(ferry, { KERNEL_ACCELERATOR: 'cpu' });
+  }, 60000);
+
+  afterAll(async () => {
+    await jupyter?.stop();
+    expect(jupyter?.stderr()).not.toMatch(/^\[E |Traceback/m);
+    await ferry?.close();
+  }, 30000);
+
+  it('lists the GPU kernelspec, and a notebook started from it runs on the GPU', async () => {
+    const server = jupyter.server;
+    const specs = (await server.api('GET', '/api/kernelspecs')).body;
+    const gpu = specs.kernelspecs['python3.gpu-h100-x1'];
+    expect(gpu.spec.display_name).toBe(
+      `${specs.kernelspecs.python3.spec.display_name} · GPU · H100 × 1 (simulated)`
+    );
+    expect(gpu.spec.metadata.ferry).toEqual({
+      base: 'python3',
+      accelerator: { kind: 'gpu', model: 'H100', count: 1 },
+      simulated: true
+    });
+    // Its logo (python3's), through jupyter_server's own resource URL; jupyter_server 1.23 labels
+    // what its gateway proxy relays application/json, whatever it is.
+    const logo = await fetch(`${server.url}${gpu.resources['logo-64x64']}`, {
+      headers: { Authorization: `token ${server.token}` }
+    });
+    expect(logo.status).toBe(200);
+    const real = await fetch(
+      `${ferry.url}/kernelspecs/python3/logo-64x64.png`,
+      {
+        headers: { Authorization: `token ${ferry.token}` }
+      }
+    );
+    expect(Buffer.from(await logo.arrayBuffer())).toEqual(
+      Buffer.from(await real.arrayBuffer())
+    );
+
+    const created = await server.api('POST', '/api/sessions', {
+      path: 'gpu.ipynb',
+      name: 'gpu.ipynb',
+      type: 'notebook',
+      kernel: { name: 'python3.gpu-h100-x1' }
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.kernel.name).toBe('python3.gpu-h100-x1');
+    const kernelId: string = created.body.kernel.id;
+    const model = (await ferry.api('GET', `/api/kernels/${kernelId}`)).body;
+    expect(model).toMatchObject({
+      name: 'python3.gpu-h100-x1',
+      accelerator: { state: 'assigned', devices: [{ id: 'sim-gpu-0' }] }
+    });
+    const client = await connectThrough(server, kernelId);
+    const run = await client.execute(
+      'import os\nprint(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["KERNEL_ACCELERATOR"])'
+    );
+    expect(run.stdout).toBe('0 gpu:H100:1\n');
+    await client.close();
+    expect(
+      (await server.api('DELETE', `/api/sessions/${created.body.id}`)).status
+    ).toBe(204);
+  }, 60000);
 });
