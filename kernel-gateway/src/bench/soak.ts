@@ -6,20 +6,19 @@
  *
  * Usage: node kernel-gateway/lib/bench/soak.js [--minutes N] [--kernels N] [--out DIR]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { createInterface } from 'node:readline';
-import WebSocket from 'ws';
-import { createHeader } from '../wire';
+import type WebSocket from 'ws';
+import {
+  api,
+  connect,
+  execute,
+  FLOOD,
+  rssMiB,
+  startGateway
+} from './live-gateway';
 
 interface ISample {
   /** Seconds since the soak started. */
@@ -36,11 +35,6 @@ interface IOptions {
   kernels: number;
   out: string;
 }
-
-const FERRY = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
-
-/** A cell that prints 100-character lines as fast as Python can, forever. */
-const FLOOD = "while True:\n    print('y' * 100)";
 
 function parseArgs(argv: string[]): IOptions {
   const options: IOptions = {
@@ -64,104 +58,6 @@ function parseArgs(argv: string[]): IOptions {
     throw new Error('--minutes and --kernels must be positive numbers');
   }
   return options;
-}
-
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-  return kb / 1024;
-}
-
-async function startGateway(
-  root: string,
-  token: string
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      FERRY,
-      'gateway',
-      '--port',
-      '0',
-      '--root-dir',
-      root,
-      '--log-level',
-      'warn'
-    ],
-    {
-      env: { ...process.env, FERRY_TOKEN: token },
-      stdio: ['ignore', 'pipe', 'inherit']
-    }
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', code =>
-      reject(new Error(`gateway exited with ${code}`))
-    );
-    createInterface({ input: child.stdout! }).on('line', line => {
-      const match = /is ready at (http:\/\/\S+?)\/?$/.exec(line);
-      if (match) {
-        resolve(match[1]);
-      }
-    });
-  });
-  return { child, url };
-}
-
-async function api(
-  url: string,
-  token: string,
-  method: string,
-  route: string,
-  body?: unknown
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: {
-      Authorization: `token ${token}`,
-      'Content-Type': 'application/json'
-    },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : {} };
-}
-
-/** Open a legacy-framed websocket to a kernel; `read: false` makes a client that never reads. */
-async function connect(
-  url: string,
-  token: string,
-  kernelId: string,
-  read: boolean,
-  onBytes: (n: number) => void
-): Promise<WebSocket> {
-  const ws = new WebSocket(
-    `${url.replace(/^http/, 'ws')}/api/kernels/${kernelId}/channels?token=${token}`
-  );
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  ws.on('error', () => undefined);
-  if (read) {
-    ws.on('message', (data: Buffer) => onBytes(data.length));
-  } else {
-    // The TCP socket under it stops reading: the gateway's writes pile up on its side.
-    (ws as unknown as { _socket: { pause(): void } })._socket.pause();
-  }
-  return ws;
-}
-
-function execute(ws: WebSocket, code: string): void {
-  const session = randomUUID();
-  ws.send(
-    JSON.stringify({
-      channel: 'shell',
-      header: createHeader('execute_request', session),
-      parent_header: {},
-      metadata: {},
-      content: { code, silent: false, store_history: false }
-    })
-  );
 }
 
 async function main(): Promise<void> {
