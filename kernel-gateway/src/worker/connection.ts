@@ -68,15 +68,22 @@ export async function createConnectionInfo(
   };
 }
 
-/** Write a connection file readable by its owner alone. */
+/**
+ * Write a connection file readable by its owner alone: this process, or `owner` (the user a kernel
+ * runs as, which must then be able to read it).
+ */
 export async function writeConnectionFile(
   dir: string,
   kernelId: string,
-  info: IConnectionInfo
+  info: IConnectionInfo,
+  owner?: { uid: number; gid: number }
 ): Promise<string> {
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, `kernel-${kernelId}.json`);
   await fs.writeFile(file, JSON.stringify(info, null, 1), { mode: 0o600 });
+  if (owner) {
+    await fs.chown(file, owner.uid, owner.gid);
+  }
   return file;
 }
 

@@ -10,6 +10,7 @@ export * from './host';
 export * from './isolation';
 export * from './environment';
 export * from './kernel-process';
+export * from './kernel-user';
 export * from './kernelspecs';
 export * from './socket-writer';
 export * from './worker';

@@ -203,7 +203,8 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     const file = await writeConnectionFile(
       this._options.runtimeDir,
       this.id,
-      info
+      info,
+      this._options.runAs
     );
     this._connectionFile = file;
     const argv = this.spec.argv.map(arg =>
@@ -217,7 +218,9 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       env: this._options.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, so interrupt and shutdown reach the children of the kernel too.
-      detached: true
+      detached: true,
+      // Another user (uid and gid; Node drops the supplementary groups): see KernelUser.
+      ...this._options.runAs
     });
     this._child = child;
     this._stderrTail = '';
@@ -556,6 +559,8 @@ export namespace KernelProcess {
     cwd?: string;
     /** Where connection files are written. */
     runtimeDir: string;
+    /** Run as this uid and gid (the connection file is theirs too); default: this process's. */
+    runAs?: { uid: number; gid: number };
     logger: Logger;
     ip?: string;
     startupTimeoutMs?: number;

@@ -17,6 +17,7 @@ import type { IDevice } from './devices/types';
 import { INHERITED_ENV, kernelEnvironment } from './environment';
 import { isolationEnv } from './isolation';
 import { KernelProcess } from './kernel-process';
+import type { KernelUser } from './kernel-user';
 import { KernelspecStore } from './kernelspecs';
 
 /**
@@ -39,6 +40,10 @@ export class Worker
     this._runtimeDir =
       options.runtimeDir ??
       path.join(os.tmpdir(), `ferry-${process.pid}-${this.id}`);
+    options.kernelUser?.assertSwitchable();
+    this._kernelUser = options.kernelUser?.isSelf
+      ? undefined
+      : options.kernelUser;
   }
 
   readonly id: string;
@@ -94,13 +99,17 @@ export class Worker
     const tpuPort = devices.some(d => d.kind === 'tpu')
       ? (await findFreePorts(1, '127.0.0.1'))[0]
       : undefined;
+    const inherit = this._options.inheritEnv ?? INHERITED_ENV;
+    // Another user: its own directory, HOME, USER and LOGNAME, and none of this user's.
+    const sandbox = await this._kernelUser?.prepare(launch.cwd, this._log);
     const env = {
       ...kernelEnvironment(
         process.env,
-        this._options.inheritEnv ?? INHERITED_ENV,
+        this._kernelUser?.inheritable(inherit) ?? inherit,
         spec.env,
         launch.env
       ),
+      ...sandbox?.env,
       // Last, so neither the kernelspec nor the client can widen what the kernel sees.
       ...isolationEnv(devices, tpuPort)
     };
@@ -111,7 +120,8 @@ export class Worker
       spec,
       env,
       cwd: launch.cwd,
-      runtimeDir: this._runtimeDir,
+      runtimeDir: sandbox?.runtimeDir ?? this._runtimeDir,
+      runAs: sandbox?.runAs,
       logger: this._log,
       ...this._options.kernelTimings
     });
@@ -119,7 +129,8 @@ export class Worker
       kernel,
       restarts: [],
       deviceIds: launch.deviceIds,
-      executionState: 'starting'
+      executionState: 'starting',
+      sandbox
     };
     kernel.on('message', (channel, parts) => {
       if (channel === 'iopub') {
@@ -134,6 +145,7 @@ export class Worker
       entry.executionState = 'idle';
     } catch (error) {
       this._kernels.delete(kernel.id);
+      await sandbox?.dispose();
       throw error;
     }
   }
@@ -201,6 +213,7 @@ export class Worker
     this._kernels.delete(kernelId);
     await entry.kernel.shutdown();
     entry.kernel.removeAllListeners();
+    await entry.sandbox?.dispose();
   }
 
   async dispose(): Promise<void> {
@@ -244,6 +257,7 @@ export class Worker
       );
       this._kernels.delete(kernel.id);
       await kernel.shutdown();
+      await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
         state: 'dead',
         reason: `${reason}; restarted ${limit} times in ${windowMs / 1000} s`
@@ -262,6 +276,7 @@ export class Worker
     } catch (error) {
       this._kernels.delete(kernel.id);
       await kernel.shutdown();
+      await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
         state: 'dead',
         reason: `restart failed: ${(error as Error).message}`
@@ -273,6 +288,7 @@ export class Worker
   private _log: Logger;
   private _kernelspecs: KernelspecStore;
   private _runtimeDir: string;
+  private _kernelUser: KernelUser | undefined;
   private _kernels = new Map<string, Private.IEntry>();
 }
 
@@ -291,6 +307,11 @@ export namespace Worker {
     kernelspecPaths?: string[];
     /** Names of this process's variables that kernels inherit. */
     inheritEnv?: readonly string[];
+    /**
+     * The user kernels run as (default: this process's). Another user needs this process to be
+     * root; its kernels then cannot read this process's memory, environment or files.
+     */
+    kernelUser?: KernelUser;
     runtimeDir?: string;
     /** At most this many automatic restarts per window before a kernel is declared dead. */
     autoRestartLimit?: number;
@@ -312,6 +333,8 @@ namespace Private {
     restarts: number[];
     deviceIds: string[];
     executionState: string;
+    /** The kernel's own directory and identity, when it runs as another user. */
+    sandbox?: KernelUser.ISandbox;
   }
 
   /** Follow the kernel's execution state from its iopub status messages. */
