@@ -17,7 +17,7 @@ import {
   showErrorMessage
 } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
-import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { KernelMessage } from '@jupyterlab/services';
@@ -26,6 +26,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { IAcceleratorRequest } from '@ferry/accelerators';
 import {
+  acceleratorKernelspecName,
   AcceleratorManager,
   AcceleratorPanel,
   AcceleratorStatusItem,
@@ -36,6 +37,7 @@ import {
   gatewayProblem,
   IAcceleratorManager,
   kernelMatches,
+  kernelspecAccelerator,
   nearestOffer,
   parseBenchmark,
   readNotebookAccelerator,
@@ -397,6 +399,11 @@ namespace Private {
    * When a notebook opens, ask again for the accelerator its metadata names: Ferry's own choice
    * moves the kernel onto it at once (same id); a Colab or Kaggle choice opens the picker on the nearest
    * offer, since the user must accept a substitute. Does nothing where Ferry cannot be reached.
+   *
+   * #### Notes
+   * A kernel started from an accelerator kernelspec (`python3.gpu-h100-x1`, picked in JupyterLab's
+   * kernel list, or where this extension was not installed) runs on what its name says: that is
+   * the user's latest choice, so it is saved as the notebook's instead of undone.
    */
   export async function applyNotebookChoice(
     panel: NotebookPanel,
@@ -421,6 +428,15 @@ namespace Private {
         !model.accelerator ||
         kernelMatches(model.accelerator, choice.request)
       ) {
+        return;
+      }
+      const own = kernelspecAccelerator(
+        panel.sessionContext.specsManager.specs?.kernelspecs[model.name]
+      );
+      if (own) {
+        if (panel.model && !panel.isDisposed) {
+          saveChoice(panel.model, own.accelerator);
+        }
         return;
       }
       if (choice.source === 'ferry') {
@@ -509,14 +525,7 @@ namespace Private {
     if (!request) {
       return;
     }
-    // Keep any other Ferry settings of the notebook.
-    const ferry = model.getMetadata('ferry');
-    model.setMetadata('ferry', {
-      ...(ferry && typeof ferry === 'object' && !Array.isArray(ferry)
-        ? ferry
-        : {}),
-      ...toNotebookMetadata(request)
-    });
+    saveChoice(model, request);
     const current = kernelId ? manager.kernelStatus(kernelId) : undefined;
     if (
       kernelId &&
@@ -537,6 +546,20 @@ namespace Private {
     }
   }
 
+  /** Save a choice as the notebook's, keeping its other Ferry settings. */
+  function saveChoice(
+    model: INotebookModel,
+    request: IAcceleratorRequest
+  ): void {
+    const ferry = model.getMetadata('ferry');
+    model.setMetadata('ferry', {
+      ...(ferry && typeof ferry === 'object' && !Array.isArray(ferry)
+        ? ferry
+        : {}),
+      ...toNotebookMetadata(request)
+    });
+  }
+
   /**
    * Run the notebook's kernel on `request`: its kernel moves there under the same id (Ferry's
    * restart with an accelerator); a notebook without a kernel starts one there.
@@ -546,6 +569,11 @@ namespace Private {
    * Ferry (`jupyter server --gateway-url`, 1.23) drops the environment a browser sends, so a kernel
    * that came up elsewhere is moved too: Ferry's endpoint is reached directly, with the gateway URL
    * and token of the manager's client.
+   *
+   * A kernel started from an accelerator kernelspec (`python3.gpu-h100-x1`) is named after what it
+   * runs on, so it is not moved: the notebook changes to the kernelspec of the new choice (or the
+   * plain one, `python3`, where none is listed), as JupyterLab's own kernel picker would, and
+   * JupyterLab then shows and saves that kernelspec.
    */
   async function placeKernel(
     panel: NotebookPanel,
@@ -554,13 +582,19 @@ namespace Private {
   ): Promise<void> {
     // A notebook just opened may still be starting its kernel: move that one, not a second.
     await panel.sessionContext.ready;
-    const current = panel.sessionContext.session?.kernel;
-    if (current) {
+    const context = panel.sessionContext;
+    const current = context.session?.kernel;
+    const specs = context.specsManager.specs;
+    const from = kernelspecAccelerator(
+      specs?.kernelspecs[current?.name ?? context.kernelPreference.name ?? '']
+    );
+    if (current && !from) {
       await moveKernel(current, manager, request);
       return;
     }
-    await panel.sessionContext.changeKernel({
-      name: panel.sessionContext.kernelPreference.name,
+    const base = from?.base ?? context.kernelPreference.name;
+    await context.changeKernel({
+      name: (base && acceleratorKernelspecName(specs, base, request)) ?? base,
       env: { KERNEL_ACCELERATOR: toAcceleratorString(request) }
     } as Partial<Kernel.IModel>);
     const started = panel.sessionContext.session?.kernel;

@@ -14,7 +14,7 @@ import {
   SessionManager
 } from '@jupyterlab/services';
 import { waitForDialog } from '@jupyterlab/testing';
-import { Notification } from '@jupyterlab/apputils';
+import { Notification, ToolbarWidgetRegistry } from '@jupyterlab/apputils';
 import { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
 import type { ChildProcess } from 'node:child_process';
@@ -426,3 +426,164 @@ describeWithJupyterServer(
     }, 60000);
   }
 );
+
+describe('a notebook whose kernel was started from an accelerator kernelspec', () => {
+  let ferry: { process: ChildProcess; port: number };
+  let rootDir: string;
+  let services: ServiceManager.IManager;
+  let manager: AcceleratorManager;
+
+  beforeAll(async () => {
+    rootDir = mkdtempSync(join(tmpdir(), 'ferry-kernelspec-'));
+    // Last run on the CPU with this extension; since then switched to the GPU kernelspec in a
+    // JupyterLab without it.
+    writeNotebook(
+      join(rootDir, 'picked.ipynb'),
+      { ferry: { accelerator: { kind: 'cpu', count: 0 } } },
+      'python3.gpu-h100-x1'
+    );
+    ferry = await startFerry(0, [
+      '--root-dir',
+      rootDir,
+      '--allow-origin',
+      location.origin,
+      '--simulate',
+      'gpu:H100:2,tpu:v5e:4'
+    ]);
+    const serverSettings = ServerConnection.makeSettings({
+      baseUrl: `http://127.0.0.1:${ferry.port}/`,
+      wsUrl: `ws://127.0.0.1:${ferry.port}/`,
+      token: 'picker-test'
+    });
+    services = servicesOf(serverSettings);
+    manager = new AcceleratorManager({ serverSettings });
+    await manager.ready;
+  });
+
+  afterAll(async () => {
+    manager?.dispose();
+    await services?.sessions.shutdownAll();
+    services?.sessions.dispose();
+    services?.kernels.dispose();
+    await stopFerry(ferry.process);
+    rmSync(rootDir, { recursive: true, force: true });
+  });
+
+  it('shows its accelerator, keeps the kernel and saves the choice, and picking another starts that kernelspec', async () => {
+    const tracker = new NotebookTracker({ namespace: 'kernelspec-test' });
+    const commands = new CommandRegistry();
+    const toolbar = new ToolbarWidgetRegistry({
+      defaultFactory: () => null as never
+    });
+    plugins
+      .find(p => p.id === PICKER)!
+      .activate(
+        { commands } as unknown as JupyterFrontEnd,
+        manager,
+        tracker,
+        null,
+        toolbar
+      );
+    const statusItems: Widget[] = [];
+    plugins
+      .find(p => p.id === '@ferry/accelerators-extension:status-bar')!
+      .activate(
+        { commands } as unknown as JupyterFrontEnd,
+        manager,
+        {
+          registerStatusItem: (_: string, item: { item: Widget }) =>
+            statusItems.push(item.item)
+        },
+        tracker
+      );
+    const panel = await openNotebook(
+      services,
+      'picked.ipynb',
+      tracker,
+      'python3.gpu-h100-x1'
+    );
+    const item = toolbar.createWidget('Notebook', panel, {
+      name: 'accelerator'
+    });
+    const model = panel.model!;
+    const first = panel.sessionContext.session!.kernel!;
+    expect(first.name).toBe('python3.gpu-h100-x1');
+    const placed = async (id: string) => {
+      if (manager.kernelStatus(id)?.state !== 'assigned') {
+        await next(
+          manager.changed,
+          () => manager.kernelStatus(id)?.state === 'assigned'
+        );
+      }
+    };
+    /** Wait until the notebook's metadata says this. */
+    const saved = async (key: string, test: (value: unknown) => boolean) => {
+      if (!test(model.getMetadata(key))) {
+        await next(model.metadataChanged, () => test(model.getMetadata(key)));
+      }
+    };
+    const kernels = async () =>
+      (
+        await (
+          await fetch(`http://127.0.0.1:${ferry.port}/api/kernels`, {
+            headers: { Authorization: 'token picker-test' }
+          })
+        ).json()
+      ).map((k: { id: string; name: string }) => [k.id, k.name]);
+
+    // The toolbar and the status bar show the GPU it runs on.
+    await placed(first.id);
+    expect(item.node.textContent).toBe('GPU · H100 × 1 (simulated)');
+    expect(statusItems[0].node.textContent).toMatch(
+      /^GPU · H100 × 1 \(simulated\) · /
+    );
+    // The notebook's saved CPU choice yields to the kernelspec picked since: saved, not undone.
+    await saved('ferry', value =>
+      isGpu((value as { accelerator?: unknown })?.accelerator)
+    );
+    expect(model.getMetadata('ferry')).toEqual({
+      accelerator: { kind: 'gpu', model: 'H100', count: 1 }
+    });
+    expect(panel.sessionContext.session!.kernel).toBe(first);
+    expect(await kernels()).toEqual([[first.id, 'python3.gpu-h100-x1']]);
+    expect(item.node.textContent).toBe('GPU · H100 × 1 (simulated)');
+
+    // Picking a TPU starts the TPU kernelspec, as JupyterLab's kernel list would.
+    const changed = commands.execute('ferry:change-accelerator');
+    await waitForDialog();
+    const tpu = Array.from(
+      document.querySelectorAll<HTMLInputElement>(
+        '.jp-Dialog .jp-FerryPicker-radio'
+      )
+    ).find(radio =>
+      radio.getAttribute('aria-label')?.startsWith('TPU · v5e-1 (simulated)')
+    )!;
+    tpu.click();
+    tpu.focus();
+    press('Enter');
+    await changed;
+    const second = panel.sessionContext.session!.kernel!;
+    expect(second.name).toBe('python3.tpu-v5e-x1');
+    await placed(second.id);
+    expect(item.node.textContent).toBe('TPU · v5e-1 (simulated)');
+    expect(await kernels()).toEqual([[second.id, 'python3.tpu-v5e-x1']]);
+    expect(model.getMetadata('ferry')).toEqual({
+      accelerator: { kind: 'tpu', model: 'v5e', count: 1 }
+    });
+    await saved(
+      'kernelspec',
+      value => (value as { name?: string })?.name === 'python3.tpu-v5e-x1'
+    );
+    expect(model.getMetadata('kernelspec')).toMatchObject({
+      display_name: 'Python 3 (ipykernel) · TPU · v5e-1 (simulated)'
+    });
+    item.dispose();
+    panel.dispose();
+  }, 60000);
+});
+
+/** Whether a saved choice is one H100. */
+function isGpu(value: unknown): boolean {
+  const request = value as { kind?: string; model?: string } | undefined;
+  return request?.kind === 'gpu' && request.model === 'H100';
+}

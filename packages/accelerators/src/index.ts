@@ -9,6 +9,7 @@
 export * from './benchmark';
 export * from './client';
 export * from './gateway';
+export * from './kernelspecs';
 export * from './labels';
 export * from './manager';
 export * from './metadata';

@@ -92,6 +92,19 @@ export interface IKernelModel {
   accelerator?: IAcceleratorStatus;
 }
 
+/**
+ * What an accelerator kernelspec runs on: schema `KernelspecAccelerator`, the `ferry` field of the
+ * spec's `metadata` (`python3.gpu-h100-x1` is `python3` on one H100).
+ */
+export interface IKernelspecAccelerator {
+  /** The kernelspec it runs (`python3`). */
+  base: string;
+  /** What it runs on; `offer` names the offer of the profiles file that gives it. */
+  accelerator: IAcceleratorRequest;
+  /** Its devices are simulated. */
+  simulated: boolean;
+}
+
 /** The latest telemetry of a device: schema `DeviceSample`. A field that cannot be measured is absent, never 0. */
 export interface IDeviceSample {
   deviceId: string;
