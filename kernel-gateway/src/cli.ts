@@ -9,7 +9,13 @@ import { DEFAULT_GATEWAY_OPTIONS } from './config';
 import { createGateway } from './http';
 import { createLogger } from './log';
 import { parseKernelspecAccelerators } from './kernels';
-import { createHostWorker, WorkerAgent } from './worker';
+import {
+  readTokenFile,
+  secretOnCommandLine,
+  takeSecretEnv,
+  type SecretEnvName
+} from './secrets';
+import { createHostWorker, KernelUser, WorkerAgent } from './worker';
 import { loadProfiles } from './workers';
 
 /** This package's version. */
@@ -39,6 +45,30 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, ...value.split(',').filter(Boolean)];
 }
 
+/**
+ * A hidden option that refuses any value, with where the secret goes instead: a secret on a command
+ * line is readable by every user of the host. Commander would repeat the value in its own message.
+ */
+function refusedSecret(
+  command: Command,
+  option: string,
+  envName: SecretEnvName,
+  fileOption: string
+): Option {
+  return new Option(`${option} <token>`).hideHelp().argParser(() =>
+    command.error(
+      `error: ${secretOnCommandLine(option, envName, fileOption)}`,
+      {
+        exitCode: 2,
+        code: 'ferry.secretOnCommandLine'
+      }
+    )
+  );
+}
+
+const KERNEL_USER_HELP =
+  'the user kernels run as, by name or uid (default: nobody when Ferry runs as root, else this user); `root` keeps them as root, where kernel code can read every secret of this host';
+
 /** The `ferry` command line. */
 export function createProgram(): Command {
   const program = new Command('ferry')
@@ -47,9 +77,12 @@ export function createProgram(): Command {
     )
     .version(VERSION);
 
-  program
+  const gateway = program
     .command('gateway')
-    .description('Serve the Jupyter kernel gateway API with an embedded worker')
+    .description(
+      'Serve the Jupyter kernel gateway API with an embedded worker'
+    );
+  gateway
     .option('--ip <address>', 'address to listen on', '127.0.0.1')
     .option(
       '--port <port>',
@@ -57,12 +90,11 @@ export function createProgram(): Command {
       number,
       8888
     )
-    .addOption(
-      new Option(
-        '--token <token>',
-        'token clients must present (default: random)'
-      ).env('FERRY_TOKEN')
+    .option(
+      '--token-file <file>',
+      'a file holding the token clients must present (- reads one line from standard input); else FERRY_TOKEN, else random'
     )
+    .addOption(refusedSecret(gateway, '--token', 'FERRY_TOKEN', '--token-file'))
     .option('--no-auth', 'accept requests without a token (local use only)')
     .option('--root-dir <dir>', 'directory notebooks live in', process.cwd())
     .option(
@@ -145,12 +177,19 @@ export function createProgram(): Command {
       'accept remote workers (ferry worker) on this gRPC port',
       number
     )
-    .addOption(
-      new Option(
-        '--worker-token <token>',
-        'token remote workers must present (default: random)'
-      ).env('FERRY_WORKER_TOKEN')
+    .option(
+      '--worker-token-file <file>',
+      'a file holding the token remote workers must present (- reads one line from standard input); else FERRY_WORKER_TOKEN, else random'
     )
+    .addOption(
+      refusedSecret(
+        gateway,
+        '--worker-token',
+        'FERRY_WORKER_TOKEN',
+        '--worker-token-file'
+      )
+    )
+    .option('--kernel-user <user>', KERNEL_USER_HELP)
     .option(
       '--worker-grace <seconds>',
       'how long a worker may be unreachable before its kernels are dead',
@@ -229,17 +268,21 @@ export function createProgram(): Command {
       await Private.runGateway(opts);
     });
 
-  program
+  const worker = program
     .command('worker')
     .description(
       'Run kernels on this host for a gateway: dial it, register devices, run what it asks'
-    )
+    );
+  worker
     .requiredOption('--gateway <host:port>', "the gateway's worker port")
-    .addOption(
-      new Option('--token <token>', 'the worker token the gateway expects')
-        .env('FERRY_WORKER_TOKEN')
-        .makeOptionMandatory()
+    .option(
+      '--token-file <file>',
+      'a file holding the worker token the gateway expects (- reads one line from standard input); else FERRY_WORKER_TOKEN'
     )
+    .addOption(
+      refusedSecret(worker, '--token', 'FERRY_WORKER_TOKEN', '--token-file')
+    )
+    .option('--kernel-user <user>', KERNEL_USER_HELP)
     .option('--name <name>', 'name shown in the UI', os.hostname())
     .option('--id <id>', 'stable worker id (default: the name)')
     .option('--simulate <spec>', 'simulated devices, e.g. gpu:H100:2,tpu:v5e:4')
@@ -273,7 +316,7 @@ namespace Private {
   export interface IGatewayFlags {
     ip: string;
     port: number;
-    token?: string;
+    tokenFile?: string;
     auth: boolean;
     rootDir: string;
     allowHidden: boolean;
@@ -293,7 +336,8 @@ namespace Private {
     simulate?: string;
     discover: boolean;
     workerPort?: number;
-    workerToken?: string;
+    workerTokenFile?: string;
+    kernelUser?: string;
     workerGrace: number;
     workerTlsCert?: string;
     workerTlsKey?: string;
@@ -315,7 +359,8 @@ namespace Private {
 
   export interface IWorkerFlags {
     gateway: string;
-    token: string;
+    tokenFile?: string;
+    kernelUser?: string;
     name: string;
     id?: string;
     simulate?: string;
@@ -348,7 +393,20 @@ namespace Private {
   }
 
   export async function runWorker(flags: IWorkerFlags): Promise<void> {
+    // First of all, before anything starts a child that would inherit them.
+    const secrets = takeSecretEnv();
     const logger = createLogger(flags.logLevel);
+    const token = flags.tokenFile
+      ? await readTokenFile(flags.tokenFile, '--token-file', message =>
+          logger.warn(message)
+        )
+      : secrets.FERRY_WORKER_TOKEN;
+    if (!token) {
+      throw new Error(
+        'ferry worker needs the worker token: set FERRY_WORKER_TOKEN in the environment or use --token-file FILE'
+      );
+    }
+    const kernelUser = chooseKernelUser(flags.kernelUser, logger);
     const worker = await createHostWorker({
       logger,
       id: flags.id ?? flags.name,
@@ -356,7 +414,8 @@ namespace Private {
       simulate: flags.simulate,
       discover: flags.discover,
       acceptsCpu: flags.cpu,
-      allocated: flags.allocated ? parseAllocated(flags.allocated) : undefined
+      allocated: flags.allocated ? parseAllocated(flags.allocated) : undefined,
+      kernelUser
     });
     const credentials =
       flags.tls || flags.tlsCa
@@ -366,7 +425,7 @@ namespace Private {
         : undefined;
     const agent = new WorkerAgent({
       gateway: flags.gateway,
-      token: flags.token,
+      token,
       worker,
       logger,
       version: VERSION,
@@ -418,6 +477,42 @@ namespace Private {
       : `'${value.replace(/'/g, `'\\''`)}'`;
   }
 
+  /**
+   * The user kernels run as: `--kernel-user`, else nobody when this process is root, else this
+   * process's user (undefined), said once at start-up with what kernel code can then reach.
+   *
+   * @throws Error for an unknown user, or another user when this process is not root.
+   */
+  export function chooseKernelUser(
+    flag: string | undefined,
+    logger: Logger
+  ): KernelUser | undefined {
+    const uid = process.getuid?.();
+    const user =
+      flag !== undefined
+        ? KernelUser.resolve(flag)
+        : uid === 0
+          ? KernelUser.resolve('nobody')
+          : undefined;
+    user?.assertSwitchable();
+    if (user && !user.isSelf) {
+      logger.info(
+        { kernelUser: user.description },
+        `kernels run as ${user.description}: kernel code cannot read this process's memory, environment or tokens`
+      );
+    } else if (uid === 0) {
+      logger.warn(
+        'kernels run as root (--kernel-user root): kernel code can read every secret of this host, Ferry tokens included'
+      );
+    } else {
+      logger.info(
+        { uid },
+        "kernels run as this process's user: kernel code can read whatever this user can, Ferry's memory and start-up environment included (a uid boundary needs Ferry to run as root, with --kernel-user)"
+      );
+    }
+    return user;
+  }
+
   /** `--allocated gpu[:model]`. */
   function parseAllocated(spec: string): {
     kind: 'gpu' | 'tpu';
@@ -433,25 +528,39 @@ namespace Private {
   }
 
   export async function runGateway(flags: IGatewayFlags): Promise<void> {
+    // First of all, before anything starts a child that would inherit them.
+    const secrets = takeSecretEnv();
     const logger = createLogger(flags.logLevel);
+    if (flags.tokenFile === '-' && flags.workerTokenFile === '-') {
+      throw new Error(
+        '--token-file - and --worker-token-file - cannot both read standard input'
+      );
+    }
+    const warn = (message: string) => logger.warn(message);
+    const given = flags.tokenFile
+      ? await readTokenFile(flags.tokenFile, '--token-file', warn)
+      : secrets.FERRY_TOKEN;
+    const givenWorkerToken = flags.workerTokenFile
+      ? await readTokenFile(flags.workerTokenFile, '--worker-token-file', warn)
+      : secrets.FERRY_WORKER_TOKEN;
     // A bad profiles file stops start-up with the field it got wrong.
     const offers = flags.profiles ? loadProfiles(flags.profiles) : undefined;
-    const token = flags.auth
-      ? (flags.token ?? TokenAuth.generate())
-      : undefined;
+    const token = flags.auth ? (given ?? TokenAuth.generate()) : undefined;
     if (!flags.auth) {
       logger.warn(
         'AUTHENTICATION IS OFF (--no-auth): anyone who can reach this port can run code as this user'
       );
     }
+    const kernelUser = chooseKernelUser(flags.kernelUser, logger);
     const worker = await createHostWorker({
       logger,
       simulate: flags.simulate,
-      discover: flags.discover
+      discover: flags.discover,
+      kernelUser
     });
     const workerToken =
       flags.workerPort !== undefined
-        ? (flags.workerToken ?? TokenAuth.generate())
+        ? (givenWorkerToken ?? TokenAuth.generate())
         : undefined;
     const gateway = createGateway({
       workers: [worker],
@@ -504,7 +613,9 @@ namespace Private {
           ? {
               url: flags.slurmRestUrl,
               user: flags.slurmRestUser,
-              tokenFile: flags.slurmJwtFile && path.resolve(flags.slurmJwtFile)
+              tokenFile: flags.slurmJwtFile && path.resolve(flags.slurmJwtFile),
+              // Taken out of the environment at start-up: the file, if given, comes first.
+              token: flags.slurmJwtFile ? undefined : secrets.SLURM_JWT
             }
           : undefined
       },

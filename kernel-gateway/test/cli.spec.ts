@@ -56,7 +56,9 @@ describe('ferry CLI', () => {
     for (const option of [
       '--ip',
       '--port',
-      '--token',
+      '--token-file',
+      '--worker-token-file',
+      '--kernel-user',
       '--no-auth',
       '--root-dir',
       '--log-level',

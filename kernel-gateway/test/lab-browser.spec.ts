@@ -10,7 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -339,7 +339,17 @@ async function startFerry(
 ): Promise<{ child: ChildProcess; link: string }> {
   const child = spawn(
     process.execPath,
-    [FERRY, 'gateway', '--port', '0', ...args],
+    // Kernels as this user: as root, `ferry` would run them as nobody, to whom the temporary
+    // notebook directory is closed.
+    [
+      FERRY,
+      'gateway',
+      '--port',
+      '0',
+      '--kernel-user',
+      userInfo().username,
+      ...args
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] }
   );
   let stderr = '';

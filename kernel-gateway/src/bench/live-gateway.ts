@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
@@ -36,7 +37,10 @@ export async function startGateway(
       '--root-dir',
       root,
       '--log-level',
-      'warn'
+      'warn',
+      // Kernels as this user: as root, Ferry would run them as nobody, to whom `root` is closed.
+      '--kernel-user',
+      userInfo().username
     ],
     {
       env: { ...process.env, FERRY_TOKEN: token },

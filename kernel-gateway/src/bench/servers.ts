@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
+import { userInfo } from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { findFreePorts } from '../worker/connection';
@@ -24,6 +25,12 @@ export interface IRunningServer extends IServerEndpoint {
 }
 
 /**
+ * Kernels as this user, whoever runs the bench: as root, Ferry would run them as nobody, to whom
+ * the bench's temporary directories are closed.
+ */
+const SAME_USER = ['--kernel-user', userInfo().username];
+
+/**
  * Start `ferry gateway --port 0` as a child process (so its memory is its own), with its temporary
  * directory (connection files) under `dir`; resolves once it printed its URL.
  */
@@ -45,16 +52,20 @@ export async function startFerry(
       'gateway',
       '--port',
       '0',
-      '--token',
-      token,
       '--root-dir',
       root,
       '--no-discover',
       '--worker-port',
-      '0'
+      '0',
+      ...SAME_USER
     ],
     {
-      env: { ...process.env, TMPDIR: tmp, FERRY_WORKER_TOKEN: workerToken },
+      env: {
+        ...process.env,
+        TMPDIR: tmp,
+        FERRY_TOKEN: token,
+        FERRY_WORKER_TOKEN: workerToken
+      },
       stdio: ['ignore', 'pipe', 'pipe']
     }
   );
@@ -108,6 +119,7 @@ export async function startFerryWorker(
       `gpu:bench:${devices}`,
       '--no-discover',
       '--no-cpu',
+      ...SAME_USER,
       '--log-level',
       'warn'
     ],

@@ -2,6 +2,7 @@ import type { ISignal } from '@lumino/signaling';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 
 // Helpers of the specs of both accelerator packages.
@@ -45,16 +46,22 @@ export function startFerry(
       'gateway',
       '--port',
       String(port),
-      '--token',
-      'picker-test',
       '--simulate',
       'gpu:H100:2',
       '--no-discover',
       '--log-level',
       'error',
+      // Kernels as this user: as root, `ferry` would run them as nobody, to whom the tests'
+      // temporary notebook directories are closed.
+      '--kernel-user',
+      userInfo().username,
       ...extra
     ],
-    { env, stdio: ['ignore', 'pipe', 'inherit'] }
+    // The token in the environment, where `ps` does not show it.
+    {
+      env: { ...env, FERRY_TOKEN: 'picker-test' },
+      stdio: ['ignore', 'pipe', 'inherit']
+    }
   );
   return new Promise((resolve, reject) => {
     let text = '';
