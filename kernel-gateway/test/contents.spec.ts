@@ -18,7 +18,13 @@ import {
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ContentsManager, ServerConnection } from '@jupyterlab/services';
-import { expectSchema, startGateway, type ITestGateway } from './helpers';
+import { stagingName } from '../src';
+import {
+  expectSchema,
+  startGateway,
+  type IApiResponse,
+  type ITestGateway
+} from './helpers';
 
 /** A request whose path goes out exactly as written (fetch would resolve `..` and `%2e%2e`). */
 function rawRequest(
@@ -678,6 +684,349 @@ describe('contents API', () => {
       });
       expect(response.status).toBe(401);
       expectSchema('Error', response.body);
+    });
+  });
+});
+
+describe('contents API: every file operation stays inside the root', () => {
+  let gw: ITestGateway;
+  let rootDir: string;
+  let outside: string;
+
+  /** A PUT of a text file's content, or of one chunk of it. */
+  const put = (apiPath: string, content: string, chunk?: number) =>
+    gw.api('PUT', `/api/contents/${encodePath(apiPath)}`, {
+      type: 'file',
+      format: 'text',
+      content,
+      ...(chunk === undefined ? {} : { chunk })
+    });
+  const encodePath = (apiPath: string) =>
+    apiPath.split('/').map(encodeURIComponent).join('/');
+  /** The answer, checked to be an error that shows nothing of where the root is on disk. */
+  const refused = (response: IApiResponse) => {
+    expectSchema('Error', response.body);
+    expect(JSON.stringify(response.body)).not.toContain(rootDir);
+    expect(JSON.stringify(response.body)).not.toContain(tmpdir());
+    return response;
+  };
+  const outsideFiles = () => readdirSync(outside).sort();
+
+  beforeAll(async () => {
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-rooted-')));
+    outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-outside-')));
+    gw = await startGateway({ rootDir });
+  });
+
+  beforeEach(() => {
+    rmSync(outside, { recursive: true, force: true });
+    mkdirSync(outside);
+    writeFileSync(path.join(outside, 'secret.txt'), 'not yours');
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  });
+
+  describe('symlinks leading out', () => {
+    it('a chunked upload does not write through a staging file replaced by a symlink between two chunks', async () => {
+      expect((await put('victim.txt', 'first ', 1)).status).toBe(201);
+      const [staging] = readdirSync(rootDir).filter(n => n.endsWith('.upload'));
+      rmSync(path.join(rootDir, staging));
+      symlinkSync(
+        path.join(outside, 'secret.txt'),
+        path.join(rootDir, staging)
+      );
+
+      const second = refused(await put('victim.txt', 'second', 2));
+      expect(second.status).toBe(409);
+      expect(second.body.message).toMatch(/send chunk 1/);
+      expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(
+        'not yours'
+      );
+      // The upload is over: its last piece does not move the link into place either.
+      expect(refused(await put('victim.txt', 'last', -1)).status).toBe(400);
+      expect(readdirSync(rootDir)).not.toContain('victim.txt');
+
+      // Starting again replaces the link, and the file is uploaded inside the root.
+      expect((await put('victim.txt', 'one ', 1)).status).toBe(201);
+      expect((await put('victim.txt', 'two', -1)).status).toBe(201);
+      expect(readFileSync(path.join(rootDir, 'victim.txt'), 'utf8')).toBe(
+        'one two'
+      );
+      expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(
+        'not yours'
+      );
+      expect(outsideFiles()).toEqual(['secret.txt']);
+    });
+
+    it('a chunked upload does not write through a symlink planted at the staging name', async () => {
+      symlinkSync(
+        path.join(outside, 'planted.txt'),
+        path.join(rootDir, stagingName('planted.txt'))
+      );
+      expect((await put('planted.txt', 'mine', 1)).status).toBe(201);
+      expect((await put('planted.txt', '!', -1)).status).toBe(201);
+      expect(readFileSync(path.join(rootDir, 'planted.txt'), 'utf8')).toBe(
+        'mine!'
+      );
+      expect(outsideFiles()).toEqual(['secret.txt']);
+    });
+
+    it('a .ipynb_checkpoints that is a symlink leading out gets no checkpoint, and the notebook still saves', async () => {
+      mkdirSync(path.join(rootDir, 'nb'));
+      mkdirSync(path.join(outside, 'checkpoints'));
+      symlinkSync(
+        path.join(outside, 'checkpoints'),
+        path.join(rootDir, 'nb', '.ipynb_checkpoints')
+      );
+      const saved = await gw.api('PUT', '/api/contents/nb/work.ipynb', {
+        type: 'notebook',
+        format: 'json',
+        content: { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 }
+      });
+      expect(saved.status).toBe(201);
+      expect(readdirSync(path.join(outside, 'checkpoints'))).toEqual([]);
+
+      const create = refused(
+        await gw.api('POST', '/api/contents/nb/work.ipynb/checkpoints')
+      );
+      expect(create.status).toBe(403);
+      expect(create.body.message).toMatch(/checkpoint.*outside the root/);
+      expect(readdirSync(path.join(outside, 'checkpoints'))).toEqual([]);
+      const list = await gw.api(
+        'GET',
+        '/api/contents/nb/work.ipynb/checkpoints'
+      );
+      expect(list.body).toEqual([]);
+    });
+
+    it('a checkpoint that is a symlink to an outside file is neither listed nor restored', async () => {
+      mkdirSync(path.join(rootDir, 'cp', '.ipynb_checkpoints'), {
+        recursive: true
+      });
+      symlinkSync(
+        path.join(outside, 'secret.txt'),
+        path.join(rootDir, 'cp', '.ipynb_checkpoints', 'work-checkpoint.txt')
+      );
+      expect((await put('cp/work.txt', 'mine')).status).toBe(201);
+      const url = '/api/contents/cp/work.txt/checkpoints';
+      expect((await gw.api('GET', url)).body).toEqual([]);
+
+      const restore = refused(await gw.api('POST', `${url}/checkpoint`));
+      expect(restore.status).toBe(403);
+      expect(readFileSync(path.join(rootDir, 'cp', 'work.txt'), 'utf8')).toBe(
+        'mine'
+      );
+      expect(refused(await gw.api('DELETE', `${url}/checkpoint`)).status).toBe(
+        403
+      );
+      expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(
+        'not yours'
+      );
+    });
+
+    it('a checkpoint that is a symlink inside the root still works', async () => {
+      mkdirSync(path.join(rootDir, 'cp-in', '.ipynb_checkpoints'), {
+        recursive: true
+      });
+      writeFileSync(path.join(rootDir, 'cp-in', 'saved.txt'), 'good');
+      symlinkSync(
+        '../saved.txt',
+        path.join(rootDir, 'cp-in', '.ipynb_checkpoints', 'work-checkpoint.txt')
+      );
+      expect((await put('cp-in/work.txt', 'broken')).status).toBe(201);
+      const url = '/api/contents/cp-in/work.txt/checkpoints';
+      expect((await gw.api('GET', url)).body).toHaveLength(1);
+      expect((await gw.api('POST', `${url}/checkpoint`)).status).toBe(204);
+      expect(
+        readFileSync(path.join(rootDir, 'cp-in', 'work.txt'), 'utf8')
+      ).toBe('good');
+    });
+
+    it('refuses every kind of write through a folder symlinked out of the root', async () => {
+      symlinkSync(outside, path.join(rootDir, 'away'));
+      writeFileSync(path.join(rootDir, 'here.txt'), 'here');
+      for (const [method, url, body] of [
+        [
+          'PUT',
+          '/api/contents/away/new.txt',
+          { type: 'file', format: 'text', content: 'x' }
+        ],
+        [
+          'PUT',
+          '/api/contents/away/up.txt',
+          { type: 'file', format: 'text', content: 'x', chunk: 1 }
+        ],
+        ['PUT', '/api/contents/away/dir', { type: 'directory' }],
+        ['PATCH', '/api/contents/here.txt', { path: 'away/moved.txt' }],
+        ['POST', '/api/contents/away', { copy_from: 'here.txt' }],
+        ['POST', '/api/contents/away', { type: 'notebook' }],
+        ['DELETE', '/api/contents/away/secret.txt', undefined],
+        ['PATCH', '/api/contents/away/secret.txt', { path: 'stolen.txt' }],
+        ['POST', '/api/contents', { copy_from: 'away/secret.txt' }],
+        ['POST', '/api/contents/away/secret.txt/checkpoints', undefined]
+      ] as const) {
+        const response = refused(await gw.api(method, url, body));
+        expect([method, url, response.status]).toEqual([method, url, 403]);
+      }
+      expect(outsideFiles()).toEqual(['secret.txt']);
+      expect(readdirSync(rootDir)).not.toContain('stolen.txt');
+      expect(readFileSync(path.join(rootDir, 'here.txt'), 'utf8')).toBe('here');
+    });
+
+    it('follows relative symlinks only as far as the root, in /api/contents and /files', async () => {
+      const up = path.relative(rootDir, outside);
+      symlinkSync(`${up}/secret.txt`, path.join(rootDir, 'relative-out.txt'));
+      mkdirSync(path.join(rootDir, 'deep'));
+      symlinkSync('../../', path.join(rootDir, 'deep', 'above'));
+      symlinkSync('../here.txt', path.join(rootDir, 'deep', 'alias.txt'));
+      for (const url of [
+        '/api/contents/relative-out.txt',
+        '/files/relative-out.txt',
+        '/api/contents/deep/above',
+        `/files/deep/above/${path.basename(outside)}/secret.txt`
+      ]) {
+        const response = refused(await gw.api('GET', url));
+        expect([url, response.status]).toEqual([url, 403]);
+      }
+      const alias = await fetch(
+        `${gw.url}/files/deep/alias.txt?token=${gw.token}`
+      );
+      expect(alias.status).toBe(200);
+      expect(await alias.text()).toBe('here');
+      expect(
+        (await gw.api('GET', '/api/contents/deep/alias.txt')).body.content
+      ).toBe('here');
+      const listed = (
+        await gw.api('GET', '/api/contents/deep')
+      ).body.content.map((e: { name: string }) => e.name);
+      expect(listed).toEqual(['alias.txt']);
+    });
+
+    it('serves a byte range of a file under /files', async () => {
+      writeFileSync(path.join(rootDir, 'range.txt'), '0123456789');
+      const part = await fetch(`${gw.url}/files/range.txt?token=${gw.token}`, {
+        headers: { Range: 'bytes=2-5' }
+      });
+      expect(part.status).toBe(206);
+      expect(part.headers.get('content-range')).toBe('bytes 2-5/10');
+      expect(await part.text()).toBe('2345');
+      const whole = await fetch(`${gw.url}/files/range.txt?token=${gw.token}`);
+      expect(whole.headers.get('content-length')).toBe('10');
+      const again = await fetch(`${gw.url}/files/range.txt?token=${gw.token}`, {
+        // (fetch adds `Cache-Control: no-cache` to a conditional request unless told otherwise)
+        headers: {
+          'If-None-Match': whole.headers.get('etag')!,
+          'Cache-Control': 'max-age=0'
+        }
+      });
+      expect(again.status).toBe(304);
+    });
+
+    it('answers a symlink loop with a 400, and deletes a link leading out without touching its target', async () => {
+      symlinkSync('loop-b', path.join(rootDir, 'loop-a'));
+      symlinkSync('loop-a', path.join(rootDir, 'loop-b'));
+      const loop = refused(await gw.api('GET', '/api/contents/loop-a'));
+      expect(loop.status).toBe(400);
+      expect(loop.body.message).toMatch(/symbolic links/);
+
+      symlinkSync(
+        path.join(outside, 'secret.txt'),
+        path.join(rootDir, 'out-link')
+      );
+      expect((await gw.api('DELETE', '/api/contents/out-link')).status).toBe(
+        204
+      );
+      expect(readdirSync(rootDir)).not.toContain('out-link');
+      expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(
+        'not yours'
+      );
+    });
+  });
+
+  describe('names', () => {
+    it('takes names of up to 255 bytes: saves, chunked uploads, copies and checkpoints', async () => {
+      mkdirSync(path.join(rootDir, 'long'));
+      const notebook = `${'n'.repeat(249)}.ipynb`; // 255 bytes
+      const text = `${'é'.repeat(120)}.txt`; // 244 bytes
+      const upload = `${'u'.repeat(251)}.bin`; // 255 bytes
+      expect(Buffer.byteLength(notebook)).toBe(255);
+      const saved = await gw.api(
+        'PUT',
+        `/api/contents/long/${encodeURIComponent(notebook)}`,
+        {
+          type: 'notebook',
+          format: 'json',
+          content: { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 }
+        }
+      );
+      expect(saved.status).toBe(201);
+      const checkpoints = await gw.api(
+        'GET',
+        `/api/contents/long/${encodeURIComponent(notebook)}/checkpoints`
+      );
+      expect(checkpoints.body).toHaveLength(1);
+      expect((await put(`long/${text}`, 'text')).status).toBe(201);
+      expect((await put(`long/${upload}`, 'a', 1)).status).toBe(201);
+      expect((await put(`long/${upload}`, 'b', -1)).status).toBe(201);
+      expect(readFileSync(path.join(rootDir, 'long', upload), 'utf8')).toBe(
+        'ab'
+      );
+      const copy = await gw.api('POST', '/api/contents/long', {
+        copy_from: `long/${text}`
+      });
+      expect(copy.status).toBe(201);
+      expect(copy.body.name).toBe(`${'é'.repeat(120)}-Copy1.txt`);
+      // A copy whose name would not fit says so.
+      const tooLong = refused(
+        await gw.api('POST', '/api/contents/long', {
+          copy_from: `long/${upload}`
+        })
+      );
+      expect(tooLong.status).toBe(400);
+      expect(tooLong.body.message).toMatch(/Name too long/);
+      expect(readdirSync(path.join(rootDir, 'long')).sort()).toEqual(
+        [
+          notebook,
+          text,
+          upload,
+          `${'é'.repeat(120)}-Copy1.txt`,
+          '.ipynb_checkpoints'
+        ].sort()
+      );
+    });
+
+    it('refuses a name over 255 bytes with a 400 that says so', async () => {
+      const name = `${'x'.repeat(252)}.txt`; // 256 bytes
+      for (const response of [
+        await put(name, 'x'),
+        await put(name, 'x', 1),
+        await gw.api('GET', `/api/contents/${name}`),
+        await gw.api('PATCH', '/api/contents/here.txt', { path: name }),
+        await gw.api('GET', `/files/${name}`)
+      ]) {
+        expect(refused(response).status).toBe(400);
+        expect(response.body.message).toMatch(/Name too long.*255 bytes/);
+      }
+    });
+  });
+
+  describe('chunked uploads', () => {
+    it('refuses a chunk to a folder', async () => {
+      mkdirSync(path.join(rootDir, 'a-folder'));
+      writeFileSync(path.join(rootDir, 'a-folder', 'kept.txt'), 'kept');
+      for (const chunk of [1, 2, -1]) {
+        const response = refused(await put('a-folder', 'x', chunk));
+        expect(response.status).toBe(400);
+        expect(response.body.message).toMatch(/is a directory/);
+      }
+      expect(readdirSync(path.join(rootDir, 'a-folder'))).toEqual(['kept.txt']);
+      expect(readdirSync(rootDir).filter(n => n.endsWith('.upload'))).toEqual(
+        []
+      );
     });
   });
 });

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { copyAtomic } from './atomic';
-import { ContentsError } from './paths';
+import { writeAtomicIn } from './atomic';
+import { ContentsError, NAME_MAX, showName, type RootedPaths } from './paths';
 
 /** A checkpoint's REST model. */
 export interface ICheckpointModel {
@@ -12,83 +13,223 @@ export interface ICheckpointModel {
 /**
  * One checkpoint per file, kept where jupyter_server keeps it (`.ipynb_checkpoints/<stem>-checkpoint<ext>`
  * beside the file, id `checkpoint`), so checkpoints made by either server are seen by the other.
+ * Checkpoints are files under the root like any other: reached through {@link RootedPaths.locate}, so
+ * a `.ipynb_checkpoints` or a checkpoint that is a symlink leading out of the root is refused (403)
+ * rather than written through or restored from.
  */
 export class FileCheckpoints {
-  /** The checkpoint's path for the file at `osPath`. */
-  static pathOf(osPath: string, id = FileCheckpoints.ID): string {
-    const ext = path.extname(osPath);
-    const stem = path.basename(osPath, ext);
-    return path.join(
-      path.dirname(osPath),
+  constructor(private readonly _paths: RootedPaths) {}
+
+  /**
+   * The API path of the checkpoint of the file at `apiPath` (normalized). A name that would not fit
+   * in {@link NAME_MAX} bytes with `-checkpoint` added is shortened, with a hash of the full name.
+   */
+  static pathOf(apiPath: string, id = FileCheckpoints.ID): string {
+    const name = path.posix.basename(apiPath);
+    const ext = path.posix.extname(name);
+    const stem = name.slice(0, name.length - ext.length);
+    let checkpoint = `${stem}-${id}${ext}`;
+    if (Buffer.byteLength(checkpoint) > NAME_MAX) {
+      const digest = createHash('sha256').update(name).digest('hex');
+      const tail = `~${digest.slice(0, 16)}-${id}${Buffer.byteLength(ext) <= 32 ? ext : ''}`;
+      checkpoint =
+        Private.truncateUtf8(stem, NAME_MAX - Buffer.byteLength(tail)) + tail;
+    }
+    return path.posix.join(
+      path.posix.dirname(apiPath),
       FileCheckpoints.DIR,
-      `${stem}-${id}${ext}`
+      checkpoint
     );
   }
 
-  async list(osPath: string): Promise<ICheckpointModel[]> {
-    const model = await this._model(osPath, FileCheckpoints.ID);
-    return model ? [model] : [];
+  /** The file's checkpoints: none when its checkpoint is missing or leads out of the root. */
+  async list(apiPath: string): Promise<ICheckpointModel[]> {
+    try {
+      const model = await this._model(apiPath, FileCheckpoints.ID);
+      return model ? [model] : [];
+    } catch (error) {
+      if (error instanceof ContentsError) {
+        return [];
+      }
+      throw error;
+    }
   }
 
-  async create(osPath: string): Promise<ICheckpointModel> {
-    const target = FileCheckpoints.pathOf(osPath);
-    await fs.mkdir(path.dirname(target), { recursive: true });
-    await copyAtomic(osPath, target);
-    return (await this._model(osPath, FileCheckpoints.ID))!;
+  async create(apiPath: string): Promise<ICheckpointModel> {
+    const source = await this._paths.locate(apiPath, true);
+    try {
+      if (source.name === undefined) {
+        throw new ContentsError(
+          400,
+          `Cannot checkpoint a directory: ${showName(apiPath)}`
+        );
+      }
+      const file = await source.dir.openFile(source.name, apiPath);
+      try {
+        const target = FileCheckpoints.pathOf(apiPath);
+        const dir = await this._outside(apiPath, () =>
+          this._paths.directory(path.posix.dirname(target), true)
+        );
+        try {
+          await writeAtomicIn(dir, path.posix.basename(target), file);
+        } finally {
+          await dir.close();
+        }
+      } finally {
+        await file.close();
+      }
+    } finally {
+      await source.close();
+    }
+    return (await this._model(apiPath, FileCheckpoints.ID))!;
   }
 
-  /** Put the checkpoint's content back into the file. */
-  async restore(osPath: string, id: string, apiPath: string): Promise<void> {
-    await this._require(osPath, id, apiPath);
-    await copyAtomic(FileCheckpoints.pathOf(osPath, id), osPath);
+  /** Put the checkpoint's content back into the file (what a symlink inside the root leads to). */
+  async restore(apiPath: string, id: string): Promise<void> {
+    const checkpoint = await this._require(apiPath, id);
+    try {
+      const content = await checkpoint.dir.openFile(checkpoint.name!, apiPath);
+      try {
+        const target = await this._paths.locate(apiPath, true);
+        try {
+          const stat = await target.lstat();
+          if (target.name === undefined || stat?.isDirectory()) {
+            throw new ContentsError(400, `${showName(apiPath)} is a directory`);
+          }
+          await writeAtomicIn(target.dir, target.name, content);
+        } finally {
+          await target.close();
+        }
+      } finally {
+        await content.close();
+      }
+    } finally {
+      await checkpoint.close();
+    }
   }
 
-  async delete(osPath: string, id: string, apiPath: string): Promise<void> {
-    await this._require(osPath, id, apiPath);
-    await fs.rm(FileCheckpoints.pathOf(osPath, id));
+  async delete(apiPath: string, id: string): Promise<void> {
+    const checkpoint = await this._require(apiPath, id);
+    try {
+      await fs.unlink(checkpoint.path);
+    } finally {
+      await checkpoint.close();
+    }
   }
 
-  /** Drop every checkpoint of a file (it was deleted). */
-  async deleteAll(osPath: string): Promise<void> {
-    await fs.rm(FileCheckpoints.pathOf(osPath), { force: true });
+  /** Drop every checkpoint of a file (it was deleted); one out of reach is left alone. */
+  async deleteAll(apiPath: string): Promise<void> {
+    const checkpoint = await this._paths
+      .locate(FileCheckpoints.pathOf(apiPath), false)
+      .catch(Private.ignoreRefusal);
+    if (checkpoint) {
+      try {
+        await fs.unlink(checkpoint.path).catch(Private.ignoreMissing);
+      } finally {
+        await checkpoint.close();
+      }
+    }
   }
 
-  /** Move a file's checkpoint along with it. */
-  async rename(fromOsPath: string, toOsPath: string): Promise<void> {
-    const from = FileCheckpoints.pathOf(fromOsPath);
-    if (!(await this._model(fromOsPath, FileCheckpoints.ID))) {
+  /** Move a file's checkpoint along with it (when both places are inside the root). */
+  async rename(fromApiPath: string, toApiPath: string): Promise<void> {
+    if (!(await this.list(fromApiPath)).length) {
       return;
     }
-    const to = FileCheckpoints.pathOf(toOsPath);
-    await fs.mkdir(path.dirname(to), { recursive: true });
-    await fs.rename(from, to);
+    const from = await this._paths
+      .locate(FileCheckpoints.pathOf(fromApiPath), false)
+      .catch(Private.ignoreRefusal);
+    if (!from) {
+      return;
+    }
+    try {
+      const target = FileCheckpoints.pathOf(toApiPath);
+      const dir = await this._paths
+        .directory(path.posix.dirname(target), true)
+        .catch(Private.ignoreRefusal);
+      if (!dir) {
+        return;
+      }
+      try {
+        await fs.rename(from.path, dir.child(path.posix.basename(target)));
+      } finally {
+        await dir.close();
+      }
+    } finally {
+      await from.close();
+    }
   }
 
-  private async _require(
-    osPath: string,
-    id: string,
-    apiPath: string
-  ): Promise<void> {
-    if (!(await this._model(osPath, id))) {
-      throw new ContentsError(
-        404,
-        `Checkpoint does not exist: ${apiPath}@${id}`
-      );
+  /** The checkpoint, held open, or a 404 (403 when it leads out of the root). */
+  private async _require(apiPath: string, id: string) {
+    const missing = new ContentsError(
+      404,
+      `Checkpoint does not exist: ${apiPath}@${id}`
+    );
+    if (id !== FileCheckpoints.ID) {
+      throw missing;
     }
+    const checkpoint = await this._outside(apiPath, () =>
+      this._paths.locate(FileCheckpoints.pathOf(apiPath, id), true)
+    ).catch(error => {
+      throw error instanceof ContentsError && error.status === 404
+        ? missing
+        : error;
+    });
+    if (
+      checkpoint.name === undefined ||
+      !(await checkpoint.lstat())?.isFile()
+    ) {
+      await checkpoint.close();
+      throw missing;
+    }
+    return checkpoint;
   }
 
   private async _model(
-    osPath: string,
+    apiPath: string,
     id: string
   ): Promise<ICheckpointModel | undefined> {
     if (id !== FileCheckpoints.ID) {
       return undefined;
     }
-    try {
-      const stat = await fs.stat(FileCheckpoints.pathOf(osPath, id));
-      return { id, last_modified: stat.mtime.toISOString() };
-    } catch {
+    const checkpoint = await this._paths
+      .locate(FileCheckpoints.pathOf(apiPath, id), true)
+      .catch(error => {
+        if (error instanceof ContentsError && error.status === 404) {
+          return undefined;
+        }
+        throw error;
+      });
+    if (!checkpoint) {
       return undefined;
+    }
+    try {
+      const stat = await checkpoint.lstat();
+      return checkpoint.name !== undefined && stat?.isFile()
+        ? { id, last_modified: stat.mtime.toISOString() }
+        : undefined;
+    } finally {
+      await checkpoint.close();
+    }
+  }
+
+  /** Run `step`, saying which checkpoint it was when it is refused for leading out of the root. */
+  private async _outside<T>(
+    apiPath: string,
+    step: () => Promise<T>
+  ): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (error instanceof ContentsError && error.status === 403) {
+        throw new ContentsError(
+          403,
+          `The checkpoint of ${showName(apiPath)} resolves outside the root directory (${FileCheckpoints.DIR} or the checkpoint is a symlink leading out)`,
+          { cause: error }
+        );
+      }
+      throw error;
     }
   }
 }
@@ -98,4 +239,34 @@ export namespace FileCheckpoints {
   export const DIR = '.ipynb_checkpoints';
   /** The id of a file's one checkpoint. */
   export const ID = 'checkpoint';
+}
+
+namespace Private {
+  /** The longest prefix of `text` that fits in `bytes` UTF-8 bytes, not cutting a character. */
+  export function truncateUtf8(text: string, bytes: number): string {
+    let out = '';
+    let used = 0;
+    for (const c of text) {
+      used += Buffer.byteLength(c);
+      if (used > bytes) {
+        break;
+      }
+      out += c;
+    }
+    return out;
+  }
+
+  /** For best-effort steps: a refusal (outside the root, missing folder) means there is nothing to do. */
+  export function ignoreRefusal(error: unknown): undefined {
+    if (error instanceof ContentsError) {
+      return undefined;
+    }
+    throw error;
+  }
+
+  export function ignoreMissing(error: NodeJS.ErrnoException): void {
+    if (error.code !== 'ENOENT') {
+      throw error;
+    }
+  }
 }

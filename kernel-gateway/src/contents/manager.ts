@@ -1,9 +1,15 @@
 import { createHash } from 'node:crypto';
-import { promises as fs, type Stats } from 'node:fs';
+import { constants, promises as fs, type Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import { lookup as mimeLookup } from 'mime-types';
 import { EventBus } from '../events';
-import { temporaryPath, writeAtomic } from './atomic';
+import {
+  isTemporaryName,
+  stagingName,
+  temporaryName,
+  writeAtomicIn
+} from './atomic';
 import { FileCheckpoints, type ICheckpointModel } from './checkpoints';
 import {
   isNotebook,
@@ -12,7 +18,14 @@ import {
   serializeNotebook
 } from './notebook';
 import { NotebookNotary } from './notary';
-import { ContentsError, RootedPaths } from './paths';
+import {
+  checkNameLength,
+  ContentsError,
+  RootedPaths,
+  showName,
+  type RootedDir,
+  type RootedEntry
+} from './paths';
 
 /** What a contents model describes. */
 export type ContentsType = 'directory' | 'file' | 'notebook';
@@ -44,19 +57,33 @@ export interface ISaveRequest {
   chunk?: unknown;
 }
 
+/** A file opened to be sent as it is (`/files/...`); the caller closes `handle`. */
+export interface IServedFile {
+  handle: FileHandle;
+  stat: Stats;
+  /** Its name (the last segment of the path asked for). */
+  name: string;
+}
+
 /**
  * The files under the gateway's root directory as jupyter_server's FileContentsManager serves them:
  * models, untitled files, copies, saves (atomic), chunked uploads, renames, deletes and checkpoints.
- * Hidden files are neither listed nor served unless `allowHidden`; nothing outside the root is reached.
+ * Hidden files are neither listed nor served unless `allowHidden`. Every file operation, its own
+ * temporaries and checkpoints included, goes through {@link RootedPaths.locate} and acts through the
+ * descriptor of a directory inside the root without following the final name (see `paths.ts`), so
+ * nothing outside the root is reached. Errors name API paths only, never the root's place on disk.
  */
 export class FileContentsManager {
   constructor(options: FileContentsManager.IOptions) {
     this._paths = new RootedPaths(options.rootDir);
+    this._checkpoints = new FileCheckpoints(this._paths);
     this._allowHidden = options.allowHidden ?? false;
     this._events = options.events;
     this._notary = options.notaryDir
       ? new NotebookNotary(options.notaryDir)
       : undefined;
+    this._staleMs =
+      options.staleTemporaryMs ?? FileContentsManager.STALE_TEMPORARY_MS;
   }
 
   /** The model of a file, notebook or directory (a directory's content lists its entries). */
@@ -70,55 +97,47 @@ export class FileContentsManager {
   }
 
   /**
-   * The OS path of a file to send as it is (`/files/...`), after the same checks as {@link get}.
+   * A regular file opened to be sent as it is (`/files/...`), after the same checks as {@link get}.
+   * The caller closes its handle.
    *
    * @throws ContentsError 404 for a directory or a missing file.
    */
-  async fileToServe(apiPath: string): Promise<string> {
-    const p = await this._resolve(apiPath, 'read');
-    if (!(await this._stat(p.os, p.api)).isFile()) {
-      throw new ContentsError(404, `No such file: ${p.api}`);
-    }
-    return fs.realpath(p.os);
+  async openFile(apiPath: string): Promise<IServedFile> {
+    return this._guard(apiPath, async () => {
+      const api = this._api(apiPath, 'read');
+      const entry = await this._paths.locate(api, true);
+      try {
+        const stat = await entry.lstat();
+        if (entry.name === undefined || !stat?.isFile()) {
+          throw new ContentsError(404, `No such file: ${showName(api)}`);
+        }
+        const handle = await entry.dir.openFile(entry.name, api);
+        try {
+          return {
+            handle,
+            stat: await handle.stat(),
+            name: path.posix.basename(api)
+          };
+        } catch (error) {
+          await handle.close();
+          throw error;
+        }
+      } finally {
+        await entry.close();
+      }
+    });
   }
 
   /** Whether a regular file (not a directory) exists at the path. */
   async fileExists(apiPath: string): Promise<boolean> {
-    const p = await this._resolve(apiPath, 'read');
-    return fs
-      .stat(p.os)
-      .then(stat => stat.isFile())
-      .catch(() => false);
-  }
-
-  /** {@link get} without the event, for the models the other actions answer with. */
-  private async _get(
-    apiPath: string,
-    options: FileContentsManager.IGetOptions = {}
-  ): Promise<IContentsModel> {
-    const p = await this._resolve(apiPath, 'read');
-    const stat = await this._stat(p.os, p.api);
-    const content = options.content ?? true;
-    let model: IContentsModel;
-    if (stat.isDirectory()) {
-      if (options.type && options.type !== 'directory') {
-        throw new ContentsError(
-          400,
-          `${p.api || '/'} is a directory, not a ${options.type}`
-        );
+    return this._guard(apiPath, async () => {
+      const entry = await this._paths.locate(this._api(apiPath, 'read'), true);
+      try {
+        return entry.name !== undefined && !!(await entry.lstat())?.isFile();
+      } finally {
+        await entry.close();
       }
-      model = await this._directoryModel(p.api, p.os, stat, content);
-    } else if (
-      options.type === 'notebook' ||
-      (!options.type && p.api.endsWith('.ipynb'))
-    ) {
-      model = await this._notebookModel(p.api, p.os, stat, content, options);
-    } else if (options.type === 'directory') {
-      throw new ContentsError(400, `${p.api} is not a directory`);
-    } else {
-      model = await this._fileModel(p.api, p.os, stat, content, options);
-    }
-    return model;
+    });
   }
 
   /** Create `Untitled.ipynb`, `untitled.txt` or `Untitled Folder` (numbered if taken) in a directory. */
@@ -126,33 +145,38 @@ export class FileContentsManager {
     dirPath: string,
     options: { type?: string; ext?: string } = {}
   ): Promise<IContentsModel> {
-    const dir = await this._resolve(dirPath, 'write');
-    if (!(await Private.isDirectory(dir.os))) {
-      throw new ContentsError(404, `No such directory: ${dir.api}`);
-    }
-    let ext = options.ext ?? '';
-    let type = options.type || (ext === '.ipynb' ? 'notebook' : 'file');
-    if (!['directory', 'notebook', 'file'].includes(type)) {
-      type = 'file';
-    }
-    let base = 'untitled';
-    let insert = '';
-    if (type === 'directory') {
-      base = 'Untitled Folder';
-      insert = ' ';
-      ext = '';
-    } else if (type === 'notebook') {
-      base = 'Untitled';
-      ext = '.ipynb';
-    }
-    const name = await this._increment(dir.os, base + ext, insert);
-    const target = Private.join(dir.api, name);
-    await this._write(target, Private.emptyModel(type as ContentsType));
-    if (type === 'notebook') {
-      await this._ensureCheckpoint(this._paths.osPath(target));
-    }
-    this._emit('create', target);
-    return this._get(target, { content: false });
+    return this._guard(dirPath, async () => {
+      const dirApi = this._api(dirPath, 'write');
+      let ext = options.ext ?? '';
+      let type = options.type || (ext === '.ipynb' ? 'notebook' : 'file');
+      if (!['directory', 'notebook', 'file'].includes(type)) {
+        type = 'file';
+      }
+      let base = 'untitled';
+      let insert = '';
+      if (type === 'directory') {
+        base = 'Untitled Folder';
+        insert = ' ';
+        ext = '';
+      } else if (type === 'notebook') {
+        base = 'Untitled';
+        ext = '.ipynb';
+      }
+      const dir = await this._paths.directory(dirApi);
+      let name: string;
+      try {
+        name = await this._increment(dir, base + ext, insert);
+      } finally {
+        await dir.close();
+      }
+      const target = Private.join(dirApi, name);
+      await this._writeAt(target, Private.emptyModel(type as ContentsType));
+      if (type === 'notebook') {
+        await this._ensureCheckpoint(target);
+      }
+      this._emit('create', target);
+      return this._get(target, { content: false });
+    });
   }
 
   /**
@@ -161,45 +185,52 @@ export class FileContentsManager {
    * @param toPath - a directory to copy into (default: the source's own) or the new file's path.
    */
   async copy(fromPath: string, toPath = ''): Promise<IContentsModel> {
-    const from = await this._resolve(fromPath, 'read');
-    const stat = await this._stat(from.os, from.api);
-    let to = await this._resolve(
-      toPath || path.posix.dirname(from.api),
-      'write'
-    );
-    if (await Private.isDirectory(to.os)) {
-      const name = await this._increment(
-        to.os,
-        path.basename(from.os).replace(/-Copy\d*\./, '.'),
-        '-Copy'
-      );
-      to = await this._resolve(Private.join(to.api, name), 'write');
-    } else if (await Private.exists(to.os)) {
-      throw new ContentsError(409, `File already exists: ${to.api}`);
-    } else if (!(await Private.isDirectory(path.dirname(to.os)))) {
-      throw new ContentsError(
-        404,
-        `No such directory: ${path.posix.dirname(to.api)}`
-      );
-    }
-    if (stat.isDirectory() && `${to.api}/`.startsWith(`${from.api}/`)) {
-      throw new ContentsError(400, `Cannot copy ${from.api} into itself`);
-    }
-    if (stat.isDirectory()) {
-      // Copy under a hidden name, then rename: a failed copy leaves nothing half-made behind.
-      const temp = temporaryPath(to.os);
-      try {
-        await fs.cp(from.os, temp, { recursive: true, errorOnExist: true });
-        await fs.rename(temp, to.os);
-      } catch (error) {
-        await fs.rm(temp, { recursive: true, force: true });
-        throw error;
+    return this._guard(fromPath, async () => {
+      const fromApi = this._api(fromPath, 'read');
+      const toApi = this._api(toPath || path.posix.dirname(fromApi), 'write');
+      if (!fromApi) {
+        throw new ContentsError(400, 'Cannot copy the root directory');
       }
-    } else {
-      await writeAtomic(to.os, await fs.readFile(from.os));
-    }
-    this._emit('copy', to.api, from.api);
-    return this._get(to.api, { content: false });
+      const from = await this._paths.locate(fromApi, true);
+      try {
+        const stat = await from.lstat();
+        if (!stat || !(stat.isFile() || stat.isDirectory())) {
+          throw Private.missing(fromApi);
+        }
+        const targetApi = await this._copyTarget(fromApi, toApi);
+        if (stat.isDirectory() && `${targetApi}/`.startsWith(`${fromApi}/`)) {
+          throw new ContentsError(
+            400,
+            `Cannot copy ${showName(fromApi)} into itself`
+          );
+        }
+        const target = await this._paths.locate(targetApi, false);
+        try {
+          if (await target.lstat()) {
+            throw new ContentsError(
+              409,
+              `File already exists: ${showName(targetApi)}`
+            );
+          }
+          if (stat.isDirectory()) {
+            await this._copyDirectory(from, stat, target);
+          } else {
+            const file = await from.dir.openFile(from.name!, fromApi);
+            try {
+              await writeAtomicIn(target.dir, target.name!, file);
+            } finally {
+              await file.close();
+            }
+          }
+        } finally {
+          await target.close();
+        }
+        this._emit('copy', targetApi, fromApi);
+        return this._get(targetApi, { content: false });
+      } finally {
+        await from.close();
+      }
+    });
   }
 
   /**
@@ -210,104 +241,227 @@ export class FileContentsManager {
     apiPath: string,
     request: ISaveRequest
   ): Promise<{ model: IContentsModel; created: boolean }> {
-    const p = await this._resolve(apiPath, 'write');
-    if (!p.api) {
-      throw new ContentsError(400, 'Cannot save over the root directory');
-    }
-    const created = !(await Private.exists(p.os));
-    if (!(await Private.isDirectory(path.dirname(p.os)))) {
-      throw new ContentsError(
-        404,
-        `No such directory: ${path.posix.dirname(p.api) || '/'}`
-      );
-    }
-    if (request.chunk !== undefined && request.chunk !== null) {
-      const model = await this._saveChunk(p.api, p.os, request);
-      if (request.chunk === -1) {
-        this._emit(created ? 'upload' : 'save', p.api);
+    return this._guard(apiPath, async () => {
+      const api = this._api(apiPath, 'write');
+      if (!api) {
+        throw new ContentsError(400, 'Cannot save over the root directory');
       }
+      if (request.chunk !== undefined && request.chunk !== null) {
+        const result = await this._saveChunk(api, request);
+        if (request.chunk === -1) {
+          this._emit(result.created ? 'upload' : 'save', api);
+        }
+        return result;
+      }
+      // A symlink that stays inside the root is saved through: what it leads to is written.
+      const entry = await this._paths.locate(api, true);
+      let created: boolean;
+      let message: string | undefined;
+      try {
+        created = !(await entry.lstat());
+        message = await this._write(api, entry, request);
+      } finally {
+        await entry.close();
+      }
+      const model = await this._get(api, { content: false });
+      if (message) {
+        model.message = message;
+      }
+      if (model.type === 'notebook') {
+        await this._ensureCheckpoint(api);
+      }
+      this._emit(created ? 'upload' : 'save', api);
       return { model, created };
-    }
-    const message = await this._write(p.api, request);
-    const model = await this._get(p.api, { content: false });
-    if (message) {
-      model.message = message;
-    }
-    if (model.type === 'notebook') {
-      await this._ensureCheckpoint(p.os);
-    }
-    this._emit(created ? 'upload' : 'save', p.api);
-    return { model, created };
+    });
   }
 
   /** Move a file or directory (and its checkpoint); an existing target is a conflict. */
   async rename(fromPath: string, toPath: string): Promise<IContentsModel> {
-    const from = await this._resolve(fromPath, 'write');
-    const to = await this._resolve(toPath, 'write');
-    if (!from.api || !to.api) {
-      throw new ContentsError(400, 'Cannot rename the root directory');
-    }
-    if (from.api === to.api) {
-      return this._get(to.api, { content: false });
-    }
-    await this._stat(from.os, from.api);
-    if (await Private.exists(to.os)) {
-      const same =
-        from.api.toLowerCase() === to.api.toLowerCase() &&
-        (await Private.sameFile(from.os, to.os));
-      if (!same) {
-        throw new ContentsError(409, `File already exists: ${to.api}`);
+    return this._guard(fromPath, async () => {
+      const fromApi = this._api(fromPath, 'write');
+      const toApi = this._api(toPath, 'write');
+      if (!fromApi || !toApi) {
+        throw new ContentsError(400, 'Cannot rename the root directory');
       }
-    }
-    if (!(await Private.isDirectory(path.dirname(to.os)))) {
-      throw new ContentsError(
-        404,
-        `No such directory: ${path.posix.dirname(to.api)}`
-      );
-    }
-    await fs.rename(from.os, to.os);
-    await this._checkpoints.rename(from.os, to.os);
-    this._emit('rename', to.api, from.api);
-    return this._get(to.api, { content: false });
+      if (fromApi === toApi) {
+        return this._get(toApi, { content: false });
+      }
+      // The entries themselves: renaming a symlink moves the link, not what it leads to.
+      const from = await this._paths.locate(fromApi, false);
+      try {
+        const fromStat = await from.lstat();
+        if (!fromStat) {
+          throw Private.missing(fromApi);
+        }
+        const to = await this._paths.locate(toApi, false);
+        try {
+          const toStat = await to.lstat();
+          if (toStat) {
+            const same =
+              fromApi.toLowerCase() === toApi.toLowerCase() &&
+              toStat.dev === fromStat.dev &&
+              toStat.ino === fromStat.ino;
+            if (!same) {
+              throw new ContentsError(
+                409,
+                `File already exists: ${showName(toApi)}`
+              );
+            }
+          }
+          await fs.rename(from.path, to.path);
+        } finally {
+          await to.close();
+        }
+      } finally {
+        await from.close();
+      }
+      await this._checkpoints.rename(fromApi, toApi);
+      this._emit('rename', toApi, fromApi);
+      return this._get(toApi, { content: false });
+    });
   }
 
-  /** Delete a file (and its checkpoint) or a directory with everything in it. */
+  /** Delete a file (and its checkpoint), a symlink (not what it leads to), or a directory with all in it. */
   async delete(apiPath: string): Promise<void> {
-    const p = await this._resolve(apiPath, 'write');
-    if (!p.api) {
-      throw new ContentsError(400, 'Cannot delete the root directory');
-    }
-    const stat = await this._stat(p.os, p.api);
-    if (stat.isDirectory()) {
-      await fs.rm(p.os, { recursive: true });
-    } else {
-      await fs.rm(p.os);
-      await this._checkpoints.deleteAll(p.os);
-    }
-    this._emit('delete', p.api);
+    return this._guard(apiPath, async () => {
+      const api = this._api(apiPath, 'write');
+      if (!api) {
+        throw new ContentsError(400, 'Cannot delete the root directory');
+      }
+      const entry = await this._paths.locate(api, false);
+      let directory: boolean;
+      try {
+        const stat = await entry.lstat();
+        if (!stat) {
+          throw Private.missing(api);
+        }
+        directory = stat.isDirectory();
+        await entry.dir.remove(entry.name!);
+      } finally {
+        await entry.close();
+      }
+      if (!directory) {
+        await this._checkpoints.deleteAll(api);
+      }
+      this._emit('delete', api);
+    });
   }
 
   async listCheckpoints(apiPath: string): Promise<ICheckpointModel[]> {
-    const p = await this._resolve(apiPath, 'read');
-    return this._checkpoints.list(p.os);
+    return this._guard(apiPath, async () =>
+      this._checkpoints.list(this._api(apiPath, 'read'))
+    );
   }
 
   async createCheckpoint(apiPath: string): Promise<ICheckpointModel> {
-    const p = await this._resolve(apiPath, 'write');
-    if ((await this._stat(p.os, p.api)).isDirectory()) {
-      throw new ContentsError(400, `Cannot checkpoint a directory: ${p.api}`);
-    }
-    return this._checkpoints.create(p.os);
+    return this._guard(apiPath, async () => {
+      const api = this._api(apiPath, 'write');
+      const entry = await this._paths.locate(api, true);
+      try {
+        const stat = await entry.lstat();
+        if (!stat) {
+          throw Private.missing(api);
+        }
+        if (entry.name === undefined || stat.isDirectory()) {
+          throw new ContentsError(
+            400,
+            `Cannot checkpoint a directory: ${showName(api)}`
+          );
+        }
+      } finally {
+        await entry.close();
+      }
+      return this._checkpoints.create(api);
+    });
   }
 
   async restoreCheckpoint(apiPath: string, id: string): Promise<void> {
-    const p = await this._resolve(apiPath, 'write');
-    await this._checkpoints.restore(p.os, id, p.api);
+    return this._guard(apiPath, async () =>
+      this._checkpoints.restore(this._api(apiPath, 'write'), id)
+    );
   }
 
   async deleteCheckpoint(apiPath: string, id: string): Promise<void> {
-    const p = await this._resolve(apiPath, 'write');
-    await this._checkpoints.delete(p.os, id, p.api);
+    return this._guard(apiPath, async () =>
+      this._checkpoints.delete(this._api(apiPath, 'write'), id)
+    );
+  }
+
+  /** {@link get} without the event, for the models the other actions answer with. */
+  private async _get(
+    apiPath: string,
+    options: FileContentsManager.IGetOptions = {}
+  ): Promise<IContentsModel> {
+    return this._guard(apiPath, async () => {
+      const api = this._api(apiPath, 'read');
+      const entry = await this._paths.locate(api, true);
+      try {
+        return await this._model(api, entry, options);
+      } finally {
+        await entry.close();
+      }
+    });
+  }
+
+  private async _model(
+    api: string,
+    entry: RootedEntry,
+    options: FileContentsManager.IGetOptions
+  ): Promise<IContentsModel> {
+    const content = options.content ?? true;
+    const stat = await entry.lstat();
+    if (!stat || !(stat.isFile() || stat.isDirectory())) {
+      throw Private.missing(api);
+    }
+    if (stat.isDirectory()) {
+      if (options.type && options.type !== 'directory') {
+        throw new ContentsError(
+          400,
+          `${showName(api || '/')} is a directory, not a ${options.type}`
+        );
+      }
+      const dir =
+        entry.name === undefined
+          ? entry.dir
+          : await entry.dir.openDirectory(entry.name, stat);
+      if (!dir) {
+        throw Private.changed(api);
+      }
+      try {
+        return await this._directoryModel(api, dir, stat, content);
+      } finally {
+        if (dir !== entry.dir) {
+          await dir.close();
+        }
+      }
+    }
+    if (options.type === 'directory') {
+      throw new ContentsError(400, `${showName(api)} is not a directory`);
+    }
+    let bytes: Buffer | undefined;
+    let fileStat = stat;
+    if (content || options.hash) {
+      const handle = await entry.dir.openFile(entry.name!, api);
+      try {
+        fileStat = await handle.stat();
+        bytes = await handle.readFile();
+      } finally {
+        await handle.close();
+      }
+    }
+    const model = await this._base(api, entry.path, fileStat);
+    if (
+      options.type === 'notebook' ||
+      (!options.type && api.endsWith('.ipynb'))
+    ) {
+      await this._notebookContent(model, bytes, content);
+    } else {
+      this._fileContent(model, bytes, content, options);
+    }
+    if (options.hash && bytes) {
+      Object.assign(model, Private.hash(bytes));
+    }
+    return model;
   }
 
   /** Set every code cell's `trusted` flag from the notary (untrusted without one). */
@@ -324,53 +478,56 @@ export class FileContentsManager {
     }
   }
 
-  /** As in jupyter_server, a notebook always has a checkpoint to revert to. */
-  private async _ensureCheckpoint(osPath: string): Promise<void> {
-    if ((await this._checkpoints.list(osPath)).length === 0) {
-      await this._checkpoints.create(osPath);
+  /**
+   * As in jupyter_server, a notebook always has a checkpoint to revert to. The notebook is saved by
+   * then: a checkpoint that cannot be made (its folder leads out of the root, or is not writable)
+   * does not fail the save; asking for one explicitly says why.
+   */
+  private async _ensureCheckpoint(api: string): Promise<void> {
+    try {
+      if ((await this._checkpoints.list(api)).length === 0) {
+        await this._checkpoints.create(api);
+      }
+    } catch (error) {
+      if (
+        !(error instanceof ContentsError) &&
+        typeof (error as NodeJS.ErrnoException)?.code !== 'string'
+      ) {
+        throw error;
+      }
     }
   }
 
-  /** Normalise, refuse hidden paths (404 to read, 400 to write) and paths leaving the root. */
-  private async _resolve(
-    apiPath: string,
-    purpose: 'read' | 'write'
-  ): Promise<{ api: string; os: string }> {
+  /** Normalise; refuse hidden paths (404 to read, 400 to write) unless they are allowed. */
+  private _api(apiPath: string, purpose: 'read' | 'write'): string {
     const api = this._paths.normalize(apiPath);
     if (!this._allowHidden && this._paths.isHidden(api)) {
       throw purpose === 'read'
-        ? new ContentsError(
-            404,
-            `file or directory ${JSON.stringify(api)} does not exist`
-          )
+        ? Private.missing(api)
         : new ContentsError(
             400,
-            `Cannot write hidden file or directory ${JSON.stringify(api)}`
+            `Cannot write hidden file or directory ${showName(api)}`
           );
     }
-    const os = this._paths.osPath(api);
-    await this._paths.assertInside(os, api);
-    return { api, os };
+    return api;
   }
 
-  private async _stat(osPath: string, apiPath: string): Promise<Stats> {
+  /** Run `step`; file system errors become ContentsErrors that name the API path, not the OS path. */
+  private async _guard<T>(apiPath: string, step: () => Promise<T>): Promise<T> {
     try {
-      return await fs.stat(osPath);
-    } catch {
-      throw new ContentsError(
-        404,
-        `file or directory ${JSON.stringify(apiPath)} does not exist`
-      );
+      return await step();
+    } catch (error) {
+      throw Private.contentsError(error, apiPath);
     }
   }
 
   private async _base(
     apiPath: string,
-    osPath: string,
+    accessPath: string,
     stat: Stats
   ): Promise<IContentsModel> {
     const writable = await fs
-      .access(osPath, fs.constants.W_OK)
+      .access(accessPath, fs.constants.W_OK)
       .then(() => true)
       .catch(() => false);
     return {
@@ -394,141 +551,144 @@ export class FileContentsManager {
 
   private async _directoryModel(
     apiPath: string,
-    osPath: string,
+    dir: RootedDir,
     stat: Stats,
     content: boolean
   ): Promise<IContentsModel> {
-    const model = await this._base(apiPath, osPath, stat);
+    const model = await this._base(apiPath, dir.path, stat);
     model.type = 'directory';
     model.size = null;
     if (!content) {
       return model;
     }
     const entries: IContentsModel[] = [];
-    for (const name of await fs.readdir(osPath)) {
+    for (const name of await fs.readdir(dir.path)) {
       if (!this._listed(name)) {
         continue;
       }
-      const entryOs = path.join(osPath, name);
       const entryApi = Private.join(apiPath, name);
-      let entryStat: Stats;
+      let entryStat = await dir.lstat(name).catch(() => undefined);
+      let accessPath = dir.child(name);
+      let target: RootedEntry | undefined;
+      if (entryStat?.isSymbolicLink()) {
+        // Listed only when it leads somewhere inside the root.
+        target = await this._paths
+          .locate(entryApi, true)
+          .catch(() => undefined);
+        entryStat = await target?.lstat().catch(() => undefined);
+        accessPath = target?.path ?? accessPath;
+      }
       try {
-        const link = await fs.lstat(entryOs);
-        if (
-          link.isSymbolicLink() &&
-          !(await this._paths.resolvesInside(entryOs))
-        ) {
-          continue;
+        if (!entryStat || !(entryStat.isFile() || entryStat.isDirectory())) {
+          continue; // dangling, leading out, gone since readdir, or a FIFO, socket or device
         }
-        entryStat = await fs.stat(entryOs);
-      } catch {
-        continue; // a dangling symlink, or gone since readdir
+        const entry = await this._base(entryApi, accessPath, entryStat);
+        if (entryStat.isDirectory()) {
+          entry.type = 'directory';
+          entry.size = null;
+        } else if (name.endsWith('.ipynb')) {
+          entry.type = 'notebook';
+        } else {
+          entry.mimetype = mimeLookup(name) || null;
+        }
+        entries.push(entry);
+      } finally {
+        await target?.close();
       }
-      if (!entryStat.isFile() && !entryStat.isDirectory()) {
-        continue;
-      }
-      const entry = await this._base(entryApi, entryOs, entryStat);
-      if (entryStat.isDirectory()) {
-        entry.type = 'directory';
-        entry.size = null;
-      } else if (name.endsWith('.ipynb')) {
-        entry.type = 'notebook';
-      } else {
-        entry.mimetype = mimeLookup(name) || null;
-      }
-      entries.push(entry);
     }
     model.content = entries;
     model.format = 'json';
     return model;
   }
 
-  private async _fileModel(
-    apiPath: string,
-    osPath: string,
-    stat: Stats,
+  private _fileContent(
+    model: IContentsModel,
+    bytes: Buffer | undefined,
     content: boolean,
     options: FileContentsManager.IGetOptions
-  ): Promise<IContentsModel> {
-    const model = await this._base(apiPath, osPath, stat);
-    model.mimetype = mimeLookup(osPath) || null;
-    const bytes =
-      content || options.hash ? await fs.readFile(osPath) : undefined;
-    if (content && bytes) {
-      let format = options.format;
-      let text: string | undefined;
-      if (format !== 'base64') {
-        text = Private.decodeUtf8(bytes);
-        if (text === undefined && format === 'text') {
-          throw new ContentsError(400, `${apiPath} is not UTF-8 encoded`);
-        }
-        format = text === undefined ? 'base64' : 'text';
-      }
-      model.content = format === 'text' ? text : bytes.toString('base64');
-      model.format = format;
-      model.mimetype ??=
-        format === 'text' ? 'text/plain' : 'application/octet-stream';
+  ): void {
+    model.mimetype = mimeLookup(model.name) || null;
+    if (!content || !bytes) {
+      return;
     }
-    if (options.hash && bytes) {
-      Object.assign(model, Private.hash(bytes));
-    }
-    return model;
-  }
-
-  private async _notebookModel(
-    apiPath: string,
-    osPath: string,
-    stat: Stats,
-    content: boolean,
-    options: FileContentsManager.IGetOptions
-  ): Promise<IContentsModel> {
-    const model = await this._base(apiPath, osPath, stat);
-    model.type = 'notebook';
-    const bytes =
-      content || options.hash ? await fs.readFile(osPath) : undefined;
-    if (content && bytes) {
-      let nb;
-      try {
-        nb = parseNotebook(bytes.toString('utf8'));
-      } catch (error) {
+    let format = options.format;
+    let text: string | undefined;
+    if (format !== 'base64') {
+      text = Private.decodeUtf8(bytes);
+      if (text === undefined && format === 'text') {
         throw new ContentsError(
           400,
-          `Unreadable notebook: ${apiPath}: ${(error as Error).message}`
+          `${showName(model.path)} is not UTF-8 encoded`
         );
       }
-      await this._markTrust(nb);
-      model.content = nb;
-      model.format = 'json';
+      format = text === undefined ? 'base64' : 'text';
     }
-    if (options.hash && bytes) {
-      Object.assign(model, Private.hash(bytes));
+    model.content = format === 'text' ? text : bytes.toString('base64');
+    model.format = format;
+    model.mimetype ??=
+      format === 'text' ? 'text/plain' : 'application/octet-stream';
+  }
+
+  private async _notebookContent(
+    model: IContentsModel,
+    bytes: Buffer | undefined,
+    content: boolean
+  ): Promise<void> {
+    model.type = 'notebook';
+    if (!content || !bytes) {
+      return;
     }
-    return model;
+    let nb;
+    try {
+      nb = parseNotebook(bytes.toString('utf8'));
+    } catch (error) {
+      throw new ContentsError(
+        400,
+        `Unreadable notebook: ${showName(model.path)}: ${(error as Error).message}`
+      );
+    }
+    await this._markTrust(nb);
+    model.content = nb;
+    model.format = 'json';
+  }
+
+  /** Write a whole model at a path. */
+  private async _writeAt(
+    apiPath: string,
+    request: ISaveRequest
+  ): Promise<string | undefined> {
+    const entry = await this._paths.locate(apiPath, true);
+    try {
+      return await this._write(apiPath, entry, request);
+    } finally {
+      await entry.close();
+    }
   }
 
   /** Write a whole model; resolves with a validation message for a doubtful notebook. */
   private async _write(
     apiPath: string,
+    entry: RootedEntry,
     request: ISaveRequest
   ): Promise<string | undefined> {
-    const osPath = this._paths.osPath(apiPath);
     const { type, content, format } = request;
     if (type === undefined || type === null || type === '') {
       throw new ContentsError(400, 'No file type provided');
     }
+    const stat = await entry.lstat();
     if (type === 'directory') {
-      if (!(await Private.exists(osPath))) {
-        await fs.mkdir(osPath);
-      } else if (!(await Private.isDirectory(osPath))) {
-        throw new ContentsError(400, `Not a directory: ${apiPath}`);
+      if (!stat) {
+        await fs.mkdir(entry.path);
+      } else if (!stat.isDirectory()) {
+        throw new ContentsError(400, `Not a directory: ${showName(apiPath)}`);
       }
       return undefined;
     }
     if (content === undefined) {
       throw new ContentsError(400, 'No file content provided');
     }
-    if (await Private.isDirectory(osPath)) {
-      throw new ContentsError(400, `${apiPath} is a directory`);
+    if (entry.name === undefined || stat?.isDirectory()) {
+      throw new ContentsError(400, `${showName(apiPath)} is a directory`);
     }
     if (type === 'notebook') {
       if (!isNotebook(content)) {
@@ -543,21 +703,29 @@ export class FileContentsManager {
       } else {
         NotebookNotary.unmark(nb);
       }
-      await writeAtomic(osPath, serializeNotebook(nb));
+      await writeAtomicIn(entry.dir, entry.name, serializeNotebook(nb));
       return typeof content.nbformat === 'number' && content.nbformat >= 4
         ? undefined
         : `Notebook validation failed: nbformat ${JSON.stringify(content.nbformat)} is not 4`;
     }
-    await writeAtomic(osPath, Private.fileBytes(apiPath, content, format));
+    await writeAtomicIn(
+      entry.dir,
+      entry.name,
+      Private.fileBytes(apiPath, content, format)
+    );
     return undefined;
   }
 
-  /** One piece of a chunked upload: staged in a hidden file, renamed into place with the last. */
+  /**
+   * One piece of a chunked upload, staged in a hidden file beside the target and renamed into place
+   * with the last. Pieces must come in order (1, 2, ..., then -1); chunk 1 starts over. The staging
+   * file is opened without following a symlink and must be the very file (inode and size) that the
+   * previous piece left, so one replaced between two pieces is refused, not written through.
+   */
   private async _saveChunk(
-    apiPath: string,
-    osPath: string,
+    api: string,
     request: ISaveRequest
-  ): Promise<IContentsModel> {
+  ): Promise<{ model: IContentsModel; created: boolean }> {
     const chunk = request.chunk;
     if (
       typeof chunk !== 'number' ||
@@ -576,36 +744,242 @@ export class FileContentsManager {
     if (request.content === undefined) {
       throw new ContentsError(400, 'No file content provided');
     }
-    const bytes = Private.fileBytes(apiPath, request.content, request.format);
-    const staging = path.join(
-      path.dirname(osPath),
-      `.~${path.basename(osPath)}.upload`
-    );
-    if (chunk === 1) {
-      await fs.writeFile(staging, bytes);
-    } else {
-      if (!(await Private.exists(staging))) {
+    const bytes = Private.fileBytes(api, request.content, request.format);
+    const entry = await this._paths.locate(api, true);
+    try {
+      const stat = await entry.lstat();
+      if (entry.name === undefined || stat?.isDirectory()) {
         throw new ContentsError(
           400,
-          `Chunk ${chunk} of ${apiPath} arrived without chunk 1`
+          `${showName(api)} is a directory: a file cannot be uploaded over it`
         );
       }
-      await fs.appendFile(staging, bytes);
+      if (stat && !stat.isFile()) {
+        throw new ContentsError(400, `${showName(api)} is not a regular file`);
+      }
+      const created = !stat;
+      const dirStat = await entry.dir.stat();
+      const key = `${dirStat.dev}:${dirStat.ino}/${entry.name}`;
+      const model = await this._serialized(key, () =>
+        this._stageChunk(api, entry, key, chunk, bytes)
+      );
+      return {
+        model: model ?? (await this._get(api, { content: false })),
+        created
+      };
+    } finally {
+      await entry.close();
     }
-    if (chunk !== -1) {
-      const model = await this._base(apiPath, staging, await fs.stat(staging));
-      return model;
+  }
+
+  /** Write one piece to the staging file; on the last, move it into place (resolves undefined). */
+  private async _stageChunk(
+    api: string,
+    entry: RootedEntry,
+    key: string,
+    chunk: number,
+    bytes: Buffer
+  ): Promise<IContentsModel | undefined> {
+    const name = entry.name!;
+    const staging = entry.dir.child(stagingName(name));
+    const restart = `send chunk 1 to start the upload of ${showName(api)} again`;
+    let upload = this._uploads.get(key);
+    let handle: FileHandle;
+    if (chunk === 1) {
+      this._uploads.delete(key);
+      this._forgetStaleUploads();
+      // Whatever is at the staging name (a file left behind, or something planted) is replaced.
+      await entry.dir.remove(stagingName(name)).catch(Private.ignoreMissing);
+      handle = await fs.open(
+        staging,
+        constants.O_WRONLY |
+          constants.O_CREAT |
+          constants.O_EXCL |
+          constants.O_NOFOLLOW,
+        0o666
+      );
+      const stat = await handle.stat();
+      upload = { next: 1, dev: stat.dev, ino: stat.ino, size: 0, touched: 0 };
+      this._uploads.set(key, upload);
+    } else {
+      if (!upload) {
+        throw new ContentsError(
+          400,
+          `Chunk ${chunk} of ${showName(api)} arrived without chunk 1: ${restart}`
+        );
+      }
+      const changed = new ContentsError(
+        409,
+        `The upload's staging file for ${showName(api)} was changed or removed between two chunks; ${restart}`
+      );
+      try {
+        handle = await fs.open(
+          staging,
+          constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW
+        );
+      } catch (error) {
+        this._uploads.delete(key);
+        throw ['ELOOP', 'ENOENT', 'EISDIR', 'ENXIO'].includes(
+          (error as NodeJS.ErrnoException).code!
+        )
+          ? changed
+          : error;
+      }
+      const stat = await handle.stat().catch(() => undefined);
+      if (
+        !stat?.isFile() ||
+        stat.dev !== upload.dev ||
+        stat.ino !== upload.ino ||
+        stat.size !== upload.size
+      ) {
+        await handle.close();
+        this._uploads.delete(key);
+        throw changed;
+      }
     }
     try {
-      const handle = await fs.open(staging, 'r');
-      await handle.sync();
+      await handle.writeFile(bytes);
+      upload.size += bytes.length;
+      upload.next += 1;
+      upload.touched = Date.now();
+      if (chunk === -1) {
+        await handle.sync();
+      }
+    } finally {
       await handle.close();
-      await fs.rename(staging, osPath);
+    }
+    if (chunk !== -1) {
+      return this._base(api, staging, await fs.lstat(staging));
+    }
+    this._uploads.delete(key);
+    const replaced = new ContentsError(
+      409,
+      `The upload's staging file for ${showName(api)} was replaced; ${restart}`
+    );
+    const ours = (stat: Stats | undefined) =>
+      stat?.isFile() && stat.ino === upload.ino && stat.dev === upload.dev;
+    try {
+      if (!ours(await fs.lstat(staging))) {
+        throw replaced;
+      }
+      if ((await entry.lstat())?.isDirectory()) {
+        throw new ContentsError(
+          400,
+          `${showName(api)} is a directory: a file cannot be uploaded over it`
+        );
+      }
+      // Renaming goes by name, so what is moved is what the staging name holds at that instant:
+      // at worst a link planted there a moment before, which leads nowhere until something follows
+      // it, and everything here checks a symlink before following it.
+      await fs.rename(staging, entry.path);
     } catch (error) {
       await fs.rm(staging, { force: true });
       throw error;
     }
-    return this._get(apiPath, { content: false });
+    return undefined;
+  }
+
+  /** Run steps on one key one after the other (the pieces of one upload). */
+  private async _serialized<T>(
+    key: string,
+    step: () => Promise<T>
+  ): Promise<T> {
+    const previous = this._locks.get(key) ?? Promise.resolve();
+    const run = previous.then(step);
+    const tail = run.then(
+      () => undefined,
+      () => undefined
+    );
+    this._locks.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this._locks.get(key) === tail) {
+        this._locks.delete(key);
+      }
+    }
+  }
+
+  /** Forget uploads nobody has sent a piece of for longer than `staleTemporaryMs`. */
+  private _forgetStaleUploads(): void {
+    const now = Date.now();
+    for (const [key, upload] of this._uploads) {
+      if (now - upload.touched > this._staleMs) {
+        this._uploads.delete(key);
+      }
+    }
+  }
+
+  /** Copy the directory `from` to the new name `target`: under a temporary name, then renamed. */
+  private async _copyDirectory(
+    from: RootedEntry,
+    stat: Stats,
+    target: RootedEntry
+  ): Promise<void> {
+    const source =
+      from.name === undefined
+        ? from.dir
+        : await from.dir.openDirectory(from.name, stat);
+    if (!source) {
+      throw Private.changed(from.name ?? '');
+    }
+    const temp = temporaryName();
+    try {
+      await fs.mkdir(target.dir.child(temp), stat.mode & 0o7777);
+      const copy = await target.dir.openDirectory(temp);
+      if (!copy) {
+        throw Private.changed(target.name ?? '');
+      }
+      try {
+        // A copy into the source itself (through a symlink) must not copy its own temporary.
+        await source.copyInto(copy, isTemporaryName);
+      } finally {
+        await copy.close();
+      }
+      await fs.rename(target.dir.child(temp), target.path);
+    } catch (error) {
+      await target.dir.remove(temp).catch(() => undefined);
+      throw error;
+    } finally {
+      if (source !== from.dir) {
+        await source.close();
+      }
+    }
+  }
+
+  /** Where a copy of `fromApi` goes: into `toApi` when it is a directory (`name-Copy1`), else `toApi`. */
+  private async _copyTarget(fromApi: string, toApi: string): Promise<string> {
+    const to = await this._paths.locate(toApi, true);
+    try {
+      const stat = await to.lstat();
+      if (to.name !== undefined && !stat) {
+        return toApi;
+      }
+      if (to.name !== undefined && !stat!.isDirectory()) {
+        throw new ContentsError(409, `File already exists: ${showName(toApi)}`);
+      }
+      const dir =
+        to.name === undefined
+          ? to.dir
+          : await to.dir.openDirectory(to.name, stat);
+      if (!dir) {
+        throw Private.changed(toApi);
+      }
+      try {
+        const name = await this._increment(
+          dir,
+          path.posix.basename(fromApi).replace(/-Copy\d*\./, '.'),
+          '-Copy'
+        );
+        return Private.join(toApi, name);
+      } finally {
+        if (dir !== to.dir) {
+          await dir.close();
+        }
+      }
+    } finally {
+      await to.close();
+    }
   }
 
   /** Whether a directory entry is listed: not hidden, not in jupyter_server's hidden globs. */
@@ -624,7 +998,7 @@ export class FileContentsManager {
 
   /** The first free name `base`, `base1`, `base2`, ... (the number before the extension). */
   private async _increment(
-    dirOs: string,
+    dir: RootedDir,
     filename: string,
     insert: string
   ): Promise<string> {
@@ -635,7 +1009,8 @@ export class FileContentsManager {
     const suffix = dot < 0 ? '' : filename.slice(dot);
     for (let i = 0; ; i++) {
       const name = `${stem}${i ? `${insert}${i}` : ''}${suffix}`;
-      if (!(await Private.exists(path.join(dirOs, name)))) {
+      checkNameLength(name);
+      if (!(await dir.lstat(name))) {
         return name;
       }
     }
@@ -650,10 +1025,14 @@ export class FileContentsManager {
   }
 
   private _paths: RootedPaths;
+  private _checkpoints: FileCheckpoints;
   private _allowHidden: boolean;
   private _events: EventBus | undefined;
   private _notary: NotebookNotary | undefined;
-  private _checkpoints = new FileCheckpoints();
+  private _staleMs: number;
+  /** Chunked uploads under way, by staging file: the next piece expected, and the file so far. */
+  private _uploads = new Map<string, Private.IUpload>();
+  private _locks = new Map<string, Promise<void>>();
 }
 
 export namespace FileContentsManager {
@@ -669,6 +1048,11 @@ export namespace FileContentsManager {
      * Without it every notebook opens untrusted.
      */
     notaryDir?: string;
+    /**
+     * How long a temporary (of a save, or the staging file of a chunked upload) may sit untouched
+     * before it is taken for left behind and removed (default {@link STALE_TEMPORARY_MS}).
+     */
+    staleTemporaryMs?: number;
   }
 
   export interface IGetOptions {
@@ -679,30 +1063,96 @@ export namespace FileContentsManager {
     /** Include `hash` and `hash_algorithm` (sha256 of the bytes on disk). */
     hash?: boolean;
   }
+
+  /** An hour: far longer than any save, or the pause between two pieces of an upload. */
+  export const STALE_TEMPORARY_MS = 60 * 60 * 1000;
 }
 
 namespace Private {
+  export interface IUpload {
+    /** The number of the next piece (-1 is always accepted for the last). */
+    next: number;
+    dev: number;
+    ino: number;
+    /** Bytes staged so far. */
+    size: number;
+    /** When the last piece came (ms). */
+    touched: number;
+  }
+
   export function join(dir: string, name: string): string {
     return dir ? `${dir}/${name}` : name;
   }
 
-  export async function exists(osPath: string): Promise<boolean> {
-    return fs
-      .lstat(osPath)
-      .then(() => true)
-      .catch(() => false);
+  export function missing(apiPath: string): ContentsError {
+    return new ContentsError(
+      404,
+      `file or directory ${showName(apiPath)} does not exist`
+    );
   }
 
-  export async function isDirectory(osPath: string): Promise<boolean> {
-    return fs
-      .stat(osPath)
-      .then(stat => stat.isDirectory())
-      .catch(() => false);
+  export function changed(apiPath: string): ContentsError {
+    return new ContentsError(
+      409,
+      `${showName(apiPath)} changed while it was being used; try again`
+    );
   }
 
-  export async function sameFile(a: string, b: string): Promise<boolean> {
-    const [x, y] = await Promise.all([fs.stat(a), fs.stat(b)]);
-    return x.dev === y.dev && x.ino === y.ino;
+  export function ignoreMissing(error: NodeJS.ErrnoException): void {
+    if (error.code !== 'ENOENT') {
+      throw error;
+    }
+  }
+
+  /**
+   * The error to answer with: a ContentsError as it is; a file system error as a status and a
+   * message that names the API path (the OS path in its message would show where the root is).
+   */
+  export function contentsError(error: unknown, apiPath: string): unknown {
+    if (error instanceof ContentsError) {
+      return error;
+    }
+    const code = (error as NodeJS.ErrnoException)?.code;
+    if (typeof code !== 'string') {
+      return error;
+    }
+    const shown = showName(apiPath || '/');
+    const made = (status: number, message: string) =>
+      new ContentsError(status, message, { cause: error });
+    switch (code) {
+      case 'ENOENT':
+      case 'ENOTDIR':
+        return made(404, `file or directory ${shown} does not exist`);
+      case 'EEXIST':
+      case 'ENOTEMPTY':
+        return made(409, `File already exists: ${shown}`);
+      case 'EISDIR':
+        return made(400, `${shown} is a directory`);
+      case 'EINVAL':
+        return made(
+          400,
+          `Invalid operation on ${shown} (a folder into itself?)`
+        );
+      case 'ENAMETOOLONG':
+        return made(400, `Name too long in ${shown}`);
+      case 'ELOOP':
+        return made(409, `${shown} changed while it was being used; try again`);
+      case 'EACCES':
+      case 'EPERM':
+        return made(403, `Permission denied: ${shown}`);
+      case 'EROFS':
+        return made(403, `Read-only file system: ${shown}`);
+      case 'EXDEV':
+        return made(400, `Cannot move ${shown} to another file system`);
+      case 'ENOSPC':
+      case 'EDQUOT':
+        return made(500, `No space left on the device for ${shown}`);
+      default:
+        return made(
+          500,
+          `Could not complete the request on ${shown} (${code})`
+        );
+    }
   }
 
   export function emptyModel(type: ContentsType): ISaveRequest {
@@ -733,7 +1183,7 @@ namespace Private {
     if (typeof content !== 'string') {
       throw new ContentsError(
         400,
-        `The content of ${apiPath} must be a string`
+        `The content of ${showName(apiPath)} must be a string`
       );
     }
     if (format === 'text') {
@@ -744,7 +1194,7 @@ namespace Private {
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
         throw new ContentsError(
           400,
-          `Encoding error saving ${apiPath}: not base64`
+          `Encoding error saving ${showName(apiPath)}: not base64`
         );
       }
       return Buffer.from(compact, 'base64');

@@ -1,9 +1,12 @@
+import * as path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import express, { Router, type Request, type Response } from 'express';
 import {
   ContentsError,
   type ContentsType,
   type FileContentsManager,
-  type IContentsModel
+  type IContentsModel,
+  type IServedFile
 } from '../../contents';
 import { HttpError } from '../errors';
 
@@ -91,27 +94,19 @@ export function contentsRouter(
 /**
  * `/files/{path}`: a file's bytes, for downloads (`?download=1`) and for what pages link to (images in
  * Markdown). Served in a CSP sandbox, as jupyter_server does, so an HTML file opened from here cannot
- * act on this origin with the user's cookies.
+ * act on this origin with the user's cookies. The file is opened by the contents service (inside the
+ * root, no symlink leading out) and sent from that open file, never reopened by path.
  */
 export function filesRouter(contents: FileContentsManager): Router {
   const router = Router();
   router.get(/^\/files\/.+$/, async (request, response) => {
     const segments = Private.segments(request.path, '/files');
-    const file = await contents.fileToServe(segments.join('/'));
-    response.setHeader('Content-Security-Policy', 'sandbox allow-scripts');
-    response.setHeader('X-Content-Type-Options', 'nosniff');
-    response.setHeader('Cache-Control', 'no-cache');
-    if (
-      request.query.download !== undefined &&
-      request.query.download !== '0'
-    ) {
-      response.attachment(segments[segments.length - 1]);
+    const file = await contents.openFile(segments.join('/'));
+    try {
+      await Private.sendFile(request, response, file);
+    } finally {
+      await file.handle.close();
     }
-    await new Promise<void>((resolve, reject) =>
-      response.sendFile(file, { dotfiles: 'allow' }, error =>
-        error ? reject(error) : resolve()
-      )
-    );
   });
   return router;
 }
@@ -273,6 +268,76 @@ namespace Private {
       );
     }
     response.status(204).end();
+  }
+
+  /**
+   * Send an open file as express's `sendFile` would: its type, validators (ETag, Last-Modified,
+   * answering 304 when the client's copy is fresh), and one byte range when asked (for seeking in
+   * audio and video).
+   */
+  export async function sendFile(
+    request: Request,
+    response: Response,
+    file: IServedFile
+  ): Promise<void> {
+    const { stat, name } = file;
+    response.setHeader('Content-Security-Policy', 'sandbox allow-scripts');
+    response.setHeader('X-Content-Type-Options', 'nosniff');
+    response.setHeader('Cache-Control', 'no-cache');
+    response.setHeader('Accept-Ranges', 'bytes');
+    response.setHeader('Last-Modified', stat.mtime.toUTCString());
+    const etag = `W/"${stat.size.toString(16)}-${Math.floor(stat.mtimeMs).toString(16)}"`;
+    response.setHeader('ETag', etag);
+    response.type(path.extname(name) || 'application/octet-stream');
+    if (
+      request.query.download !== undefined &&
+      request.query.download !== '0'
+    ) {
+      response.attachment(name);
+    }
+    if (request.fresh) {
+      response.status(304).end();
+      return;
+    }
+    let start = 0;
+    let end = stat.size - 1;
+    const ifRange = request.get('If-Range');
+    const ranges =
+      request.get('Range') &&
+      (!ifRange || ifRange === etag || ifRange === stat.mtime.toUTCString())
+        ? request.range(stat.size)
+        : undefined;
+    if (ranges === -1) {
+      response.setHeader('Content-Range', `bytes */${stat.size}`);
+      throw new HttpError(416, 'Range not satisfiable');
+    }
+    if (
+      Array.isArray(ranges) &&
+      ranges.type === 'bytes' &&
+      ranges.length === 1
+    ) {
+      ({ start, end } = ranges[0]);
+      response.status(206);
+      response.setHeader('Content-Range', `bytes ${start}-${end}/${stat.size}`);
+    }
+    response.setHeader('Content-Length', String(Math.max(0, end - start + 1)));
+    if (request.method === 'HEAD' || end < start) {
+      response.end();
+      return;
+    }
+    try {
+      await pipeline(
+        file.handle.createReadStream({ start, end, autoClose: false }),
+        response
+      );
+    } catch (error) {
+      // A client that goes away mid-download (a closed tab, a seek in a video) is no failure.
+      if (
+        (error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE'
+      ) {
+        throw error;
+      }
+    }
   }
 
   function encodeParts(apiPath: string): string {
