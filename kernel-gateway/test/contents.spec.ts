@@ -1015,6 +1015,25 @@ describe('contents API: every file operation stays inside the root', () => {
   });
 
   describe('chunked uploads', () => {
+    it('refuses chunks out of order, and starts over at chunk 1', async () => {
+      expect((await put('order.txt', 'a', 1)).status).toBe(201);
+      const skipped = refused(await put('order.txt', 'c', 3));
+      expect(skipped.status).toBe(400);
+      expect(skipped.body.message).toMatch(/out of order: chunk 2/);
+      expect((await put('order.txt', 'b', 2)).status).toBe(201);
+      const repeated = refused(await put('order.txt', 'b', 2));
+      expect(repeated.status).toBe(400);
+      expect(repeated.body.message).toMatch(/out of order: chunk 3/);
+
+      expect((await put('order.txt', 'A', 1)).status).toBe(201);
+      expect((await put('order.txt', 'B', 2)).status).toBe(201);
+      expect((await put('order.txt', 'C', -1)).status).toBe(201);
+      expect(readFileSync(path.join(rootDir, 'order.txt'), 'utf8')).toBe('ABC');
+      expect(readdirSync(rootDir).filter(n => n.endsWith('.upload'))).toEqual(
+        []
+      );
+    });
+
     it('refuses a chunk to a folder', async () => {
       mkdirSync(path.join(rootDir, 'a-folder'));
       writeFileSync(path.join(rootDir, 'a-folder', 'kept.txt'), 'kept');

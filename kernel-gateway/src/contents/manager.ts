@@ -808,6 +808,12 @@ export class FileContentsManager {
           `Chunk ${chunk} of ${showName(api)} arrived without chunk 1: ${restart}`
         );
       }
+      if (chunk !== -1 && chunk !== upload.next) {
+        throw new ContentsError(
+          400,
+          `Chunk ${chunk} of ${showName(api)} is out of order: chunk ${upload.next} (or -1 for the last) was expected; ${restart}`
+        );
+      }
       const changed = new ContentsError(
         409,
         `The upload's staging file for ${showName(api)} was changed or removed between two chunks; ${restart}`
