@@ -13,12 +13,13 @@ import {
   realpathSync,
   rmSync,
   symlinkSync,
+  utimesSync,
   writeFileSync
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ContentsManager, ServerConnection } from '@jupyterlab/services';
-import { stagingName } from '../src';
+import { FileContentsManager, stagingName } from '../src';
 import {
   expectSchema,
   startGateway,
@@ -1046,6 +1047,95 @@ describe('contents API: every file operation stays inside the root', () => {
       expect(readdirSync(rootDir).filter(n => n.endsWith('.upload'))).toEqual(
         []
       );
+    });
+  });
+
+  describe('temporaries', () => {
+    /** Make `names` in `dir`, last touched `ageMs` ago. */
+    const leave = (dir: string, names: string[], ageMs: number) => {
+      mkdirSync(dir, { recursive: true });
+      const when = new Date(Date.now() - ageMs);
+      for (const name of names) {
+        writeFileSync(path.join(dir, name), 'half a save');
+        utimesSync(path.join(dir, name), when, when);
+      }
+    };
+    const HOURS = 60 * 60 * 1000;
+
+    it('removes stale temporaries when their folder is listed, and never lists or serves them', async () => {
+      const dir = path.join(rootDir, 'interrupted');
+      leave(
+        dir,
+        [
+          '.~ferry-0123456789abcdef.tmp',
+          '.~ferry-0123456789abcdef.upload',
+          '.~notes.md.0123456789ab.tmp'
+        ],
+        2 * HOURS
+      );
+      leave(dir, ['.~ferry-fedcba9876543210.tmp', 'kept.txt'], 0);
+      leave(dir, ['.~not-ours.txt'], 2 * HOURS);
+      await gw.api('GET', '/api/contents/interrupted');
+      expect(readdirSync(dir).sort()).toEqual([
+        '.~ferry-fedcba9876543210.tmp',
+        '.~not-ours.txt',
+        'kept.txt'
+      ]);
+
+      // Even where dot files are shown, the gateway's own temporaries are not.
+      const shown = await startGateway({ rootDir, allowHidden: true });
+      try {
+        const listing = await shown.api('GET', '/api/contents/interrupted');
+        expect(
+          listing.body.content.map((e: { name: string }) => e.name).sort()
+        ).toEqual(['.~not-ours.txt', 'kept.txt']);
+        const temp = 'interrupted/.~ferry-fedcba9876543210.tmp';
+        expect((await shown.api('GET', `/api/contents/${temp}`)).status).toBe(
+          404
+        );
+        expect((await shown.api('GET', `/files/${temp}`)).status).toBe(404);
+        const write = await shown.api('PUT', `/api/contents/${temp}`, {
+          type: 'file',
+          format: 'text',
+          content: 'x'
+        });
+        expect(write.status).toBe(400);
+        expect(write.body.message).toMatch(/temporary/);
+      } finally {
+        await shown.close();
+      }
+    });
+
+    it('removes stale temporaries under the root at start-up', async () => {
+      const fresh = realpathSync(
+        mkdtempSync(path.join(tmpdir(), 'ferry-sweep-'))
+      );
+      try {
+        leave(fresh, ['.~ferry-0000000000000001.tmp', 'mine.txt'], 2 * HOURS);
+        leave(
+          path.join(fresh, 'a', 'b', '.ipynb_checkpoints'),
+          ['.~ferry-0000000000000002.tmp'],
+          2 * HOURS
+        );
+        leave(
+          path.join(fresh, 'a'),
+          ['.~ferry-0000000000000003.upload'],
+          2 * HOURS
+        );
+        leave(path.join(fresh, 'a'), ['.~ferry-0000000000000004.upload'], 0);
+        const manager = new FileContentsManager({ rootDir: fresh });
+        expect(await manager.swept).toBe(3);
+        expect(readdirSync(fresh)).toEqual(['a', 'mine.txt']);
+        expect(readdirSync(path.join(fresh, 'a')).sort()).toEqual([
+          '.~ferry-0000000000000004.upload',
+          'b'
+        ]);
+        expect(
+          readdirSync(path.join(fresh, 'a', 'b', '.ipynb_checkpoints'))
+        ).toEqual([]);
+      } finally {
+        rmSync(fresh, { recursive: true, force: true });
+      }
     });
   });
 });

@@ -84,7 +84,12 @@ export class FileContentsManager {
       : undefined;
     this._staleMs =
       options.staleTemporaryMs ?? FileContentsManager.STALE_TEMPORARY_MS;
+    // Temporaries of saves and uploads cut short by a stop of the process go at start-up.
+    this.swept = this.sweepTemporaries().catch(() => 0);
   }
+
+  /** Settles when the start-up sweep of stale temporaries is done, with how many it removed. */
+  readonly swept: Promise<number>;
 
   /** The model of a file, notebook or directory (a directory's content lists its entries). */
   async get(
@@ -387,6 +392,55 @@ export class FileContentsManager {
     );
   }
 
+  /**
+   * Remove the temporaries of saves and uploads left for longer than `staleTemporaryMs` (their
+   * process stopped, or the client went away) from the root and the folders below it (hidden ones
+   * other than `.ipynb_checkpoints`, and symlinks, are not entered; at most a few thousand folders).
+   * Runs at start-up; a folder is also swept whenever it is listed.
+   *
+   * @returns how many were removed.
+   */
+  async sweepTemporaries(): Promise<number> {
+    let budget = FileContentsManager.SWEEP_DIRECTORIES;
+    let removed = 0;
+    const visit = async (dir: RootedDir, depth: number): Promise<void> => {
+      budget--;
+      const entries = await fs
+        .readdir(dir.path, { withFileTypes: true })
+        .catch(() => []);
+      for (const entry of entries) {
+        if (isTemporaryName(entry.name)) {
+          removed += (await this._removeIfStale(dir, entry.name)) ? 1 : 0;
+          continue;
+        }
+        if (
+          budget <= 0 ||
+          depth >= FileContentsManager.SWEEP_DEPTH ||
+          !entry.isDirectory() ||
+          entry.name === 'node_modules' ||
+          (entry.name.startsWith('.') && entry.name !== FileCheckpoints.DIR)
+        ) {
+          continue;
+        }
+        const sub = await dir.openDirectory(entry.name).catch(() => undefined);
+        if (sub) {
+          try {
+            await visit(sub, depth + 1);
+          } finally {
+            await sub.close();
+          }
+        }
+      }
+    };
+    const root = await this._paths.directory('');
+    try {
+      await visit(root, 0);
+    } finally {
+      await root.close();
+    }
+    return removed;
+  }
+
   /** {@link get} without the event, for the models the other actions answer with. */
   private async _get(
     apiPath: string,
@@ -498,15 +552,21 @@ export class FileContentsManager {
     }
   }
 
-  /** Normalise; refuse hidden paths (404 to read, 400 to write) unless they are allowed. */
+  /**
+   * Normalise; refuse hidden paths (404 to read, 400 to write) unless they are allowed, and the
+   * names of the gateway's own temporaries always.
+   */
   private _api(apiPath: string, purpose: 'read' | 'write'): string {
     const api = this._paths.normalize(apiPath);
-    if (!this._allowHidden && this._paths.isHidden(api)) {
+    const temporary = api.split('/').some(isTemporaryName);
+    if (temporary || (!this._allowHidden && this._paths.isHidden(api))) {
       throw purpose === 'read'
         ? Private.missing(api)
         : new ContentsError(
             400,
-            `Cannot write hidden file or directory ${showName(api)}`
+            temporary
+              ? `Cannot write ${showName(api)}: the name is kept for the server's temporary files`
+              : `Cannot write hidden file or directory ${showName(api)}`
           );
     }
     return api;
@@ -563,6 +623,10 @@ export class FileContentsManager {
     }
     const entries: IContentsModel[] = [];
     for (const name of await fs.readdir(dir.path)) {
+      if (isTemporaryName(name)) {
+        await this._removeIfStale(dir, name);
+        continue;
+      }
       if (!this._listed(name)) {
         continue;
       }
@@ -988,6 +1052,20 @@ export class FileContentsManager {
     }
   }
 
+  /** Remove a temporary untouched for longer than `staleTemporaryMs`; resolves whether it did. */
+  private async _removeIfStale(dir: RootedDir, name: string): Promise<boolean> {
+    try {
+      const stat = await dir.lstat(name);
+      if (!stat || Date.now() - stat.mtimeMs <= this._staleMs) {
+        return false;
+      }
+      await dir.remove(name);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Whether a directory entry is listed: not hidden, not in jupyter_server's hidden globs. */
   private _listed(name: string): boolean {
     if (!this._allowHidden && name.startsWith('.')) {
@@ -1072,6 +1150,10 @@ export namespace FileContentsManager {
 
   /** An hour: far longer than any save, or the pause between two pieces of an upload. */
   export const STALE_TEMPORARY_MS = 60 * 60 * 1000;
+  /** The most folders the start-up sweep looks into. */
+  export const SWEEP_DIRECTORIES = 2000;
+  /** How deep below the root the start-up sweep goes. */
+  export const SWEEP_DEPTH = 16;
 }
 
 namespace Private {
