@@ -1138,4 +1138,52 @@ describe('contents API: every file operation stays inside the root', () => {
       }
     });
   });
+
+  describe('names that hide what they are', () => {
+    it.each([
+      ['a control character', 'bell\u0007.txt'],
+      ['a line break', 'two\nlines.txt'],
+      ['DEL', 'del\u007f.txt'],
+      ['a C1 control', 'csi\u009b.txt'],
+      ['a right-to-left override', 'invoice\u202Efdp.exe'],
+      ['a bidi isolate', 'a\u2066b.txt'],
+      ['a left-to-right mark', 'mark\u200e.txt']
+    ])('refuses %s in a new name', async (_what, name) => {
+      writeFileSync(path.join(rootDir, 'plain.txt'), 'plain');
+      const encoded = encodeURIComponent(name);
+      for (const response of [
+        await put(name, 'x'),
+        await put(name, 'x', 1),
+        await gw.api('PUT', `/api/contents/${encoded}`, { type: 'directory' }),
+        await gw.api('PATCH', '/api/contents/plain.txt', { path: name }),
+        await gw.api('POST', `/api/contents/${encoded}`, {
+          copy_from: 'plain.txt'
+        })
+      ]) {
+        expect(refused(response).status).toBe(400);
+        expect(response.body.message).toMatch(/not allowed in names/);
+        expect(response.body.message).not.toMatch(
+          /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+        );
+      }
+      expect(readdirSync(rootDir)).not.toContain(name);
+    });
+
+    it('still lists, reads, saves and renames a file that already has such a name', async () => {
+      const name = 'old\u202Etxt.exe';
+      writeFileSync(path.join(rootDir, name), 'from before');
+      const listed = (await gw.api('GET', '/api/contents')).body.content.map(
+        (e: { name: string }) => e.name
+      );
+      expect(listed).toContain(name);
+      const url = `/api/contents/${encodeURIComponent(name)}`;
+      expect((await gw.api('GET', url)).body.content).toBe('from before');
+      expect((await put(name, 'edited')).status).toBe(200);
+      const renamed = await gw.api('PATCH', url, { path: 'clean.exe.txt' });
+      expect(renamed.status).toBe(200);
+      expect(readFileSync(path.join(rootDir, 'clean.exe.txt'), 'utf8')).toBe(
+        'edited'
+      );
+    });
+  });
 });

@@ -20,6 +20,7 @@ import {
 import { NotebookNotary } from './notary';
 import {
   checkNameLength,
+  checkNewName,
   ContentsError,
   RootedPaths,
   showName,
@@ -167,6 +168,7 @@ export class FileContentsManager {
         base = 'Untitled';
         ext = '.ipynb';
       }
+      checkNewName(base + ext);
       const dir = await this._paths.directory(dirApi);
       let name: string;
       try {
@@ -203,6 +205,7 @@ export class FileContentsManager {
           throw Private.missing(fromApi);
         }
         const targetApi = await this._copyTarget(fromApi, toApi);
+        checkNewName(path.posix.basename(targetApi));
         if (stat.isDirectory() && `${targetApi}/`.startsWith(`${fromApi}/`)) {
           throw new ContentsError(
             400,
@@ -264,6 +267,9 @@ export class FileContentsManager {
       let message: string | undefined;
       try {
         created = !(await entry.lstat());
+        if (created) {
+          checkNewName(path.posix.basename(api));
+        }
         message = await this._write(api, entry, request);
       } finally {
         await entry.close();
@@ -312,6 +318,10 @@ export class FileContentsManager {
                 `File already exists: ${showName(toApi)}`
               );
             }
+          }
+          const name = path.posix.basename(toApi);
+          if (name !== path.posix.basename(fromApi)) {
+            checkNewName(name);
           }
           await fs.rename(from.path, to.path);
         } finally {
@@ -822,6 +832,9 @@ export class FileContentsManager {
         throw new ContentsError(400, `${showName(api)} is not a regular file`);
       }
       const created = !stat;
+      if (created) {
+        checkNewName(path.posix.basename(api));
+      }
       const dirStat = await entry.dir.stat();
       const key = `${dirStat.dev}:${dirStat.ino}/${entry.name}`;
       const model = await this._serialized(key, () =>

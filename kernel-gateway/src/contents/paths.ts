@@ -30,6 +30,24 @@ export function showName(name: string, max = 80): string {
 }
 
 /**
+ * Refuse a name that no file may be given: control characters (U+0000-U+001F, U+007F-U+009F) and the
+ * bidirectional-text controls (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) that make a listing show
+ * a name other than the real one (`invoice\u202Efdp.exe`). Files that already have such names can
+ * still be read, listed, saved and renamed to something else.
+ *
+ * @throws ContentsError 400.
+ */
+export function checkNewName(name: string): void {
+  if (Private.UNSAFE.test(name)) {
+    throw new ContentsError(
+      400,
+      `Invalid file name ${showName(name)}: control characters (U+0000-U+001F, U+007F-U+009F) and ` +
+        'bidirectional-text controls (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) are not allowed in names'
+    );
+  }
+}
+
+/**
  * Refuse a name longer than {@link NAME_MAX} UTF-8 bytes.
  *
  * @throws ContentsError 400.
