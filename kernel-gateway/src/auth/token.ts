@@ -70,9 +70,7 @@ export class TokenAuth {
     const header = request.headers['x-xsrftoken'];
     const presented =
       (Array.isArray(header) ? header[0] : header) ??
-      new URL(request.url ?? '/', 'http://localhost').searchParams.get(
-        '_xsrf'
-      ) ??
+      Private.query(request).get('_xsrf') ??
       undefined;
     return presented !== undefined && Private.equal(presented, this._xsrfValue);
   }
@@ -127,11 +125,7 @@ export class TokenAuth {
         return match[1];
       }
     }
-    const query = new URL(
-      request.url ?? '/',
-      'http://localhost'
-    ).searchParams.get('token');
-    return query ?? undefined;
+    return Private.query(request).get('token') ?? undefined;
   }
 
   /** The request's cookies by name. */
@@ -176,6 +170,15 @@ export function originAllowed(
 }
 
 namespace Private {
+  /** The request's query; empty when its URL does not parse (`//[`): such a request presents nothing. */
+  export function query(request: IncomingMessage): URLSearchParams {
+    try {
+      return new URL(request.url ?? '/', 'http://localhost').searchParams;
+    } catch {
+      return new URLSearchParams();
+    }
+  }
+
   export function equal(a: string, b: string): boolean {
     const x = Buffer.from(a, 'utf8');
     const y = Buffer.from(b, 'utf8');

@@ -33,24 +33,68 @@ export class ChannelsServer {
       maxPayload: 64 * 1024,
       perMessageDeflate: false
     });
+    // ws's own refusals of malformed handshakes, as `{ reason, message }` like every other error.
+    for (const wss of [this._wss, this._eventsWss]) {
+      wss.on('wsClientError', (error, socket) =>
+        Private.refuse(
+          socket,
+          error.message === 'Invalid HTTP method' ? 405 : 400,
+          error.message,
+          /Sec-WebSocket-Version/.test(error.message)
+            ? { 'Sec-WebSocket-Version': '13, 8' }
+            : {}
+        )
+      );
+    }
   }
 
   /** Whether this server handles the upgrade's path. */
   handles(request: IncomingMessage): boolean {
-    const { pathname } = new URL(request.url ?? '/', 'http://localhost');
+    const pathname = Private.parseUrl(request)?.pathname ?? '';
     return (
       CHANNELS_PATH.test(pathname) ||
       (this._options.events !== undefined && EVENTS_PATH.test(pathname))
     );
   }
 
-  /** Complete or refuse an upgrade (`server.on('upgrade', ...)`). */
+  /**
+   * Complete or refuse an upgrade (`server.on('upgrade', ...)`). Never rejects: whatever goes wrong
+   * is answered on the socket (a 500 for what nobody foresaw) and logged.
+   */
   async handleUpgrade(
     request: IncomingMessage,
     socket: Duplex,
     head: Buffer
   ): Promise<void> {
-    const url = new URL(request.url ?? '/', 'http://localhost');
+    try {
+      await this._upgrade(request, socket, head);
+    } catch (error) {
+      this._options.logger.error(
+        { err: error, url: request.url },
+        'websocket upgrade failed'
+      );
+      Private.refuse(socket, 500, 'The websocket upgrade failed');
+    }
+  }
+
+  close(): void {
+    for (const wss of [this._wss, this._eventsWss]) {
+      for (const client of wss.clients) {
+        client.terminate();
+      }
+      wss.close();
+    }
+  }
+
+  private async _upgrade(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer
+  ): Promise<void> {
+    const url = Private.parseUrl(request);
+    if (!url) {
+      return Private.refuse(socket, 400, `Malformed URL: ${request.url}`);
+    }
     const match = CHANNELS_PATH.exec(url.pathname);
     const events = EVENTS_PATH.test(url.pathname)
       ? this._options.events
@@ -71,7 +115,14 @@ export class ChannelsServer {
     if (events) {
       return this._subscribe(events, request, socket, head);
     }
-    const kernelId = decodeURIComponent(match![1]);
+    const kernelId = Private.decode(match![1]);
+    if (kernelId === undefined) {
+      return Private.refuse(
+        socket,
+        400,
+        `Malformed percent-encoding in the kernel id: ${match![1]}`
+      );
+    }
     const kernel = this._options.registry.get(kernelId);
     if (!kernel) {
       return Private.refuse(socket, 404, `Kernel does not exist: ${kernelId}`);
@@ -105,15 +156,6 @@ export class ChannelsServer {
         'websocket connected'
       );
     });
-  }
-
-  close(): void {
-    for (const wss of [this._wss, this._eventsWss]) {
-      for (const client of wss.clients) {
-        client.terminate();
-      }
-      wss.close();
-    }
   }
 
   /** An events socket: what clients send is ignored, every event of the bus is sent. */
@@ -154,15 +196,42 @@ export namespace ChannelsServer {
 }
 
 namespace Private {
+  /** The request's URL; undefined when it does not parse (`//[`). */
+  export function parseUrl(request: IncomingMessage): URL | undefined {
+    try {
+      return new URL(request.url ?? '/', 'http://localhost');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A percent-decoded path segment; undefined when its encoding is malformed (`%E0%A4%A`). */
+  export function decode(segment: string): string | undefined {
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Answer the upgrade with an HTTP error and close; a socket already gone is left alone. */
   export function refuse(
     socket: Duplex,
     status: number,
-    message: string
+    message: string,
+    headers: Record<string, string> = {}
   ): void {
+    if (socket.destroyed || !socket.writable) {
+      socket.destroy();
+      return;
+    }
     const reason = STATUS_CODES[status] ?? 'Error';
     const body = JSON.stringify({ reason, message });
+    const extra = Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
     socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n` +
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n${extra}` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
     );
   }

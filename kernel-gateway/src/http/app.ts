@@ -1,5 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, STATUS_CODES, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { authenticate, originAllowed, signInRouter, TokenAuth } from '../auth';
@@ -143,6 +144,7 @@ export class Gateway {
       logger: options.logger
     });
     this.server = createServer(this.app);
+    Private.guardSockets(this.server, options.logger);
     this.server.on('upgrade', (request, socket, head) => {
       void this.channels.handleUpgrade(request, socket, head);
     });
@@ -303,6 +305,61 @@ namespace Private {
     return provisioners;
   }
 
+  /**
+   * No socket event may end in an unhandled exception: every connection gets an error listener for
+   * its whole life (Node removes its own when it hands a socket to the 'upgrade' listener, and a
+   * client may reset it before reading the refusal), and a request Node cannot parse (malformed,
+   * headers over 16 KiB, headers that did not arrive in time) is answered with `{ reason, message }`.
+   */
+  export function guardSockets(server: Server, logger: Logger): void {
+    server.on('connection', (socket: Socket) => {
+      socket.on('error', error =>
+        logger.debug({ err: error.message }, 'client connection failed')
+      );
+    });
+    server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+      // Node's own check: answer only where no response to an earlier request is being written.
+      const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })
+        ._httpMessage;
+      if (socket.writable && !inFlight?.headersSent) {
+        const status =
+          error.code === 'HPE_HEADER_OVERFLOW'
+            ? 431
+            : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+              ? 408
+              : 400;
+        const message =
+          status === 431
+            ? 'The request headers are larger than 16 KiB'
+            : status === 408
+              ? 'The request headers did not arrive in time'
+              : `Malformed HTTP request (${error.code ?? error.message})`;
+        const body = JSON.stringify(errorBody(status, message));
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+        );
+      }
+      socket.destroy();
+    });
+  }
+
+  /** What is wrong with a request's URL, if anything: it does not parse, or does not decode. */
+  export function urlProblem(url: string): string | undefined {
+    let pathname: string;
+    try {
+      pathname = new URL(url, 'http://localhost').pathname;
+    } catch {
+      return `Malformed URL: ${url}`;
+    }
+    try {
+      decodeURIComponent(pathname);
+    } catch {
+      return `Malformed percent-encoding in the path: ${pathname}`;
+    }
+    return undefined;
+  }
+
   /** What serves the browser: contents, events, and the JupyterLab page with its server API. */
   export interface IWebServices {
     auth: TokenAuth;
@@ -360,6 +417,16 @@ namespace Private {
     app.disable('x-powered-by');
     app.set('etag', false);
     const { allowOrigins, maxMessageBytes } = context.options;
+    // A URL that does not parse, or a path that does not percent-decode, names nothing here: one
+    // answer for every route, before any of them trips over it.
+    app.use((request, response, next) => {
+      const problem = Private.urlProblem(request.url);
+      if (problem) {
+        response.status(400).json(errorBody(400, problem));
+        return;
+      }
+      next();
+    });
     app.use((request, response, next) => {
       const origin = request.headers.origin;
       if (!originAllowed(request, allowOrigins)) {

@@ -7,6 +7,7 @@ import {
   MAX_GRPC_MESSAGE_BYTES,
   WORKER_ID_METADATA,
   workerProtocol,
+  type Register__Output,
   type WorkerGatewayHandlers
 } from './protocol';
 import type { IRunningKernel } from './types';
@@ -39,7 +40,21 @@ export class WorkerServer {
               grpc.status.INVALID_ARGUMENT
             );
           }
-          options.pool.register(message.register, call, options.unknownKernels);
+          const problem = Private.registrationProblem(message.register);
+          if (problem) {
+            options.logger.warn(
+              { worker: message.register.worker_id, problem },
+              'worker registration refused'
+            );
+            return Private.refuse(call, problem, grpc.status.INVALID_ARGUMENT);
+          }
+          this._guard(call, 'worker registration', () =>
+            options.pool.register(
+              message.register!,
+              call,
+              options.unknownKernels
+            )
+          );
         });
       },
       KernelChannel: call => {
@@ -50,7 +65,9 @@ export class WorkerServer {
         const workerId = String(call.metadata.get(WORKER_ID_METADATA)[0] ?? '');
         if (
           !kernelId ||
-          !options.pool.attachKernelStream(workerId, kernelId, call)
+          !this._guard(call, 'kernel stream', () =>
+            options.pool.attachKernelStream(workerId, kernelId, call)
+          )
         ) {
           return Private.refuse(
             call,
@@ -82,6 +99,30 @@ export class WorkerServer {
     });
   }
 
+  /**
+   * Run what a call asks for; what nobody foresaw fails that call (INTERNAL, logged), not the
+   * gateway: these run in stream event handlers, where a throw would be an uncaught exception.
+   */
+  private _guard<T>(
+    call: grpc.ServerDuplexStream<unknown, unknown>,
+    what: string,
+    work: () => T
+  ): T | undefined {
+    try {
+      return work();
+    } catch (error) {
+      this._options.logger.error({ err: error }, `${what} failed`);
+      if (!call.destroyed) {
+        Private.refuse(
+          call,
+          `${what} failed: ${(error as Error).message}`,
+          grpc.status.INTERNAL
+        );
+      }
+      return undefined;
+    }
+  }
+
   private _authorized(metadata: grpc.Metadata): boolean {
     const header = String(metadata.get('authorization')[0] ?? '');
     const presented = Buffer.from(header.replace(/^Bearer\s+/i, ''), 'utf8');
@@ -109,6 +150,33 @@ export namespace WorkerServer {
 }
 
 namespace Private {
+  /** Why a registration cannot be taken (ids missing or listed twice); undefined when it can. */
+  export function registrationProblem(
+    register: Register__Output
+  ): string | undefined {
+    const twice = (ids: string[]) => {
+      const seen = new Set<string>();
+      return ids.find(id => seen.size === seen.add(id).size);
+    };
+    const deviceIds = (register.devices ?? []).map(d => d.id);
+    if (deviceIds.some(id => !id)) {
+      return 'every device needs an id';
+    }
+    const device = twice(deviceIds);
+    if (device !== undefined) {
+      return `device ${device} is listed twice`;
+    }
+    const kernelIds = (register.kernels ?? []).map(k => k.kernel_id);
+    if (kernelIds.some(id => !id)) {
+      return 'every running kernel needs an id';
+    }
+    const kernel = twice(kernelIds);
+    if (kernel !== undefined) {
+      return `kernel ${kernel} is listed twice`;
+    }
+    return undefined;
+  }
+
   export function refuse(
     call: grpc.ServerDuplexStream<unknown, unknown>,
     details: string,
