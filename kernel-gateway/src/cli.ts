@@ -117,7 +117,7 @@ export function createProgram(): Command {
     )
     .option(
       '--allow-origin <origin>',
-      'browser origin allowed to connect (repeatable, * for any)',
+      'browser origin allowed to connect (repeatable; * admits any origin to requests that carry the token, never to the sign-in cookie)',
       collect,
       []
     )

@@ -152,21 +152,51 @@ export namespace TokenAuth {
 
 /**
  * Whether a browser request's `Origin` may use the gateway: no Origin (not a browser), the same host,
- * or an origin in the allowlist (`*` allows all).
+ * or an origin in the allowlist. `*` in the allowlist admits any origin only for requests that carry
+ * the token themselves (or no credential at all): a request signed in by the cookie, which a browser
+ * attaches to whatever another site makes it send (a websocket above all, which no CORS guards),
+ * must come from the gateway's own origin or one listed by name.
+ *
+ * @param credential - how the request authenticates ({@link TokenAuth.credential}).
  */
 export function originAllowed(
   request: IncomingMessage,
-  allowOrigins: readonly string[]
+  allowOrigins: readonly string[],
+  credential: Credential | undefined
 ): boolean {
+  return originRefusal(request, allowOrigins, credential) === undefined;
+}
+
+/**
+ * Why a request's `Origin` may not use the gateway (the message of its 403), or undefined when it
+ * may; see {@link originAllowed}.
+ */
+export function originRefusal(
+  request: IncomingMessage,
+  allowOrigins: readonly string[],
+  credential: Credential | undefined
+): string | undefined {
   const origin = request.headers.origin;
-  if (!origin || allowOrigins.includes('*') || allowOrigins.includes(origin)) {
-    return true;
+  if (!origin || allowOrigins.includes(origin)) {
+    return undefined;
   }
   try {
-    return new URL(origin).host === request.headers.host;
+    if (new URL(origin).host === request.headers.host) {
+      return undefined;
+    }
   } catch {
-    return false;
+    // not a URL: another origin
   }
+  if (!allowOrigins.includes('*')) {
+    return `Origin not allowed: ${origin}`;
+  }
+  if (credential !== 'cookie') {
+    return undefined;
+  }
+  return (
+    `Origin not allowed: ${origin}: a request signed in by cookie must come from this gateway ` +
+    `or from an origin given by name with --allow-origin ('*' admits only requests that carry the token)`
+  );
 }
 
 namespace Private {

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { originAllowed, type TokenAuth } from '../auth';
+import { originRefusal, type TokenAuth } from '../auth';
 import type { EventBus } from '../events';
 import type { KernelRegistry } from '../kernels';
 import { V1_SUBPROTOCOL, type Framing } from './framing';
@@ -105,12 +105,13 @@ export class ChannelsServer {
     if (!this._options.auth.check(request)) {
       return Private.refuse(socket, 401, 'A valid token is required');
     }
-    if (!originAllowed(request, this._options.allowOrigins)) {
-      return Private.refuse(
-        socket,
-        403,
-        `Origin not allowed: ${request.headers.origin}`
-      );
+    const refusal = originRefusal(
+      request,
+      this._options.allowOrigins,
+      this._options.auth.credential(request)
+    );
+    if (refusal) {
+      return Private.refuse(socket, 403, refusal);
     }
     if (events) {
       return this._subscribe(events, request, socket, head);

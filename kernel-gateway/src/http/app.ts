@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import { authenticate, originAllowed, signInRouter, TokenAuth } from '../auth';
+import { authenticate, originRefusal, signInRouter, TokenAuth } from '../auth';
 import { ChannelsServer } from '../channels';
 import { FileContentsManager } from '../contents';
 import { EventBus, publishKernelActions } from '../events';
@@ -429,10 +429,13 @@ namespace Private {
     });
     app.use((request, response, next) => {
       const origin = request.headers.origin;
-      if (!originAllowed(request, allowOrigins)) {
-        response
-          .status(403)
-          .json(errorBody(403, `Origin not allowed: ${origin}`));
+      const refusal = originRefusal(
+        request,
+        allowOrigins,
+        auth.credential(request)
+      );
+      if (refusal) {
+        response.status(403).json(errorBody(403, refusal));
         return;
       }
       if (origin && allowOrigins.length > 0) {
