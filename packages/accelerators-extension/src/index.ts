@@ -610,13 +610,15 @@ namespace Private {
   }
 
   /**
-   * Move a kernel to other devices, keeping its id, and let its connection catch up.
+   * Move a kernel to other devices, keeping its id and its connection.
    *
    * #### Notes
    * Ferry keeps the kernel's websockets open across the move and tells them `starting`, then
-   * `idle` once the new process runs (not `restarting`, which JupyterLab takes for a crash). A
-   * fresh websocket, as after JupyterLab's own restart, has the connection ask the new process for
-   * its kernel info before it sends anything else.
+   * `idle` once the new process runs (not `restarting`, which JupyterLab takes for a crash); what
+   * a client sends meanwhile waits in Ferry and reaches the new process, whose replies come back on
+   * the same websocket. So the connection is left as it is: reconnecting it here would close the
+   * websocket just as those replies arrive (a cell run during the move then stayed at [*]), and
+   * behind jupyter_server 1.23 a fresh websocket can lose the first message sent on it.
    */
   async function moveKernel(
     kernel: Kernel.IKernelConnection,
@@ -624,8 +626,5 @@ namespace Private {
     request: IAcceleratorRequest
   ): Promise<void> {
     await manager.client.moveKernel(kernel.id, request);
-    if (!kernel.isDisposed) {
-      await kernel.reconnect();
-    }
   }
 }

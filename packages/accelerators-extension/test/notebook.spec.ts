@@ -383,27 +383,11 @@ describeWithJupyterServer(
       const panel = await openNotebook(services, 'gpu.ipynb', tracker);
       const kernel = panel.sessionContext.session!.kernel!;
       // jupyter_server's kernel ids are Ferry's. It starts the kernel on the CPU (it drops the
-      // environment a browser sends); the extension moves it with Ferry's own endpoint.
-      await next(
-        manager.changed,
-        () => manager.kernelStatus(kernel.id)?.kind === 'gpu'
-      );
-      const model = await manager.client.getKernel(kernel.id);
-      expect(model.accelerator).toMatchObject({
-        kind: 'gpu',
-        model: 'H100',
-        count: 1,
-        state: 'assigned'
-      });
-      // jupyter_server still knows the notebook's kernel by the same id...
-      await services.sessions.refreshRunning();
-      expect(
-        [...services.sessions.running()].find(s => s.path === 'gpu.ipynb')
-          ?.kernel?.id
-      ).toBe(kernel.id);
-      expect(panel.sessionContext.session!.kernel).toBe(kernel);
-      // ...and the notebook's connection, through jupyter_server's websocket, reaches the kernel
-      // on the GPU.
+      // environment a browser sends); the extension moves it with Ferry's own endpoint, and the
+      // notebook shows the kernel starting again.
+      await next(kernel.statusChanged, status => status === 'starting');
+      // A cell run at once, while the kernel moves, goes through jupyter_server's websocket, waits
+      // in Ferry and runs on the GPU.
       let stdout = '';
       const future = kernel.requestExecute({
         code: 'import os; print(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["FERRY_DEVICES"])'
@@ -414,6 +398,26 @@ describeWithJupyterServer(
         }
       };
       await future.done;
+      if (manager.kernelStatus(kernel.id)?.kind !== 'gpu') {
+        await next(
+          manager.changed,
+          () => manager.kernelStatus(kernel.id)?.kind === 'gpu'
+        );
+      }
+      const model = await manager.client.getKernel(kernel.id);
+      expect(model.accelerator).toMatchObject({
+        kind: 'gpu',
+        model: 'H100',
+        count: 1,
+        state: 'assigned'
+      });
+      // jupyter_server still knows the notebook's kernel by the same id, and so does the notebook.
+      await services.sessions.refreshRunning();
+      expect(
+        [...services.sessions.running()].find(s => s.path === 'gpu.ipynb')
+          ?.kernel?.id
+      ).toBe(kernel.id);
+      expect(panel.sessionContext.session!.kernel).toBe(kernel);
       const held = (model.accelerator as { devices: { id: string }[] })
         .devices[0].id;
       const device = manager

@@ -68,8 +68,9 @@ export class AcceleratorClient {
    *
    * #### Notes
    * Ferry's own endpoint, also when JupyterLab's server is a `jupyter server --gateway-url` in
-   * front of Ferry (whose restart carries no accelerator). The kernel's websockets stay open; a
-   * JupyterLab kernel connection catches up with `reconnect()`.
+   * front of Ferry (whose restart carries no accelerator). The kernel's websockets stay open, and
+   * what is sent on them during the move reaches the new process: a JupyterLab kernel connection
+   * needs no `reconnect()`.
    */
   async moveKernel(
     kernelId: string,
