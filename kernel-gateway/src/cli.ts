@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from 'pino';
-import { TokenAuth } from './auth';
+import { DEFAULT_LIMITS, TokenAuth } from './auth';
 import { DEFAULT_GATEWAY_OPTIONS } from './config';
 import { createGateway } from './http';
 import { createLogger } from './log';
@@ -166,6 +166,42 @@ export function createProgram(): Command {
       '--iopub-data-rate-limit <bytes-per-second>',
       'iopub bytes per second per kernel (off by default)',
       number
+    )
+    .option(
+      '--max-kernels <n>',
+      'kernels this gateway runs at most (0: no limit)',
+      number,
+      DEFAULT_LIMITS.maxKernels
+    )
+    .option(
+      '--max-kernels-per-user <n>',
+      'kernels one user runs at most (0: no limit)',
+      number,
+      DEFAULT_LIMITS.maxKernelsPerUser
+    )
+    .option(
+      '--max-kernel-starts <per-minute>',
+      'kernel starts one user may make in a minute (0: no limit)',
+      number,
+      DEFAULT_LIMITS.kernelStartsPerMinute
+    )
+    .option(
+      '--max-ws-messages <per-second>',
+      'messages a second one websocket may send, sustained; more close it with 1008 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.wsMessagesPerSecond
+    )
+    .option(
+      '--max-auth-failures <per-minute>',
+      'wrong tokens one client address may present in a minute before it gets 429s (0: no limit)',
+      number,
+      DEFAULT_LIMITS.authFailuresPerMinute
+    )
+    .option(
+      '--headers-timeout <seconds>',
+      "how long a client may take to send a request's headers",
+      number,
+      DEFAULT_LIMITS.headersTimeoutMs / 1000
     )
     .option(
       '--simulate <spec>',
@@ -333,6 +369,12 @@ namespace Private {
     maxMessageMb: number;
     iopubMsgRateLimit?: number;
     iopubDataRateLimit?: number;
+    maxKernels: number;
+    maxKernelsPerUser: number;
+    maxKernelStarts: number;
+    maxWsMessages: number;
+    maxAuthFailures: number;
+    headersTimeout: number;
     simulate?: string;
     discover: boolean;
     workerPort?: number;
@@ -580,6 +622,14 @@ namespace Private {
       rateLimits: {
         messagesPerSecond: flags.iopubMsgRateLimit,
         bytesPerSecond: flags.iopubDataRateLimit
+      },
+      limits: {
+        maxKernels: flags.maxKernels,
+        maxKernelsPerUser: flags.maxKernelsPerUser,
+        kernelStartsPerMinute: flags.maxKernelStarts,
+        wsMessagesPerSecond: flags.maxWsMessages,
+        authFailuresPerMinute: flags.maxAuthFailures,
+        headersTimeoutMs: flags.headersTimeout * 1000
       },
       culling: {
         idleTimeoutMs: flags.cullIdleTimeout * 1000,

@@ -1,4 +1,5 @@
 import type { ServerCredentials } from '@grpc/grpc-js';
+import { DEFAULT_LIMITS, type ILimits } from './auth/limits';
 import type { IRateLimits } from './channels';
 import type { AcceleratorKernelspecs, ICullingOptions } from './kernels';
 import type { Scheduler } from './scheduler';
@@ -70,6 +71,8 @@ export interface IGatewayOptions {
   /** Largest websocket message or REST body accepted, in bytes. */
   maxMessageBytes: number;
   rateLimits: IRateLimits;
+  /** What one client may ask: kernels, starts, websocket messages, wrong tokens, slow requests. */
+  limits: ILimits;
   culling: ICullingOptions;
   /** Jupyter data directories to find kernelspecs in (default: the standard ones). */
   kernelspecPaths?: string[];
@@ -109,6 +112,7 @@ export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
   replayBytes: 16 * 1024 * 1024,
   maxMessageBytes: 64 * 1024 * 1024,
   rateLimits: {},
+  limits: DEFAULT_LIMITS,
   culling: {
     idleTimeoutMs: 0,
     intervalMs: 300_000,
@@ -122,12 +126,15 @@ export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
 
 /** Complete partial options with the defaults. */
 export function resolveGatewayOptions(
-  options: Partial<IGatewayOptions> = {}
+  options: Partial<Omit<IGatewayOptions, 'limits'>> & {
+    limits?: Partial<ILimits>;
+  } = {}
 ): IGatewayOptions {
   return {
     ...DEFAULT_GATEWAY_OPTIONS,
     ...options,
     culling: { ...DEFAULT_GATEWAY_OPTIONS.culling, ...options.culling },
+    limits: { ...DEFAULT_GATEWAY_OPTIONS.limits, ...options.limits },
     rateLimits: {
       ...DEFAULT_GATEWAY_OPTIONS.rateLimits,
       ...options.rateLimits

@@ -67,7 +67,13 @@ describe('ferry CLI', () => {
       '--cull-connected',
       '--cull-busy',
       '--env-allow',
-      '--allow-origin'
+      '--allow-origin',
+      '--max-kernels',
+      '--max-kernels-per-user',
+      '--max-kernel-starts',
+      '--max-ws-messages',
+      '--max-auth-failures',
+      '--headers-timeout'
     ]) {
       expect(help.stdout).toContain(option);
     }

@@ -1,11 +1,16 @@
 import express, { Router, type RequestHandler } from 'express';
+import type { FailedAuthLimit } from './limits';
 import { TokenAuth } from './token';
 
 /**
  * Browser sign-in: `GET /login` (a token field), `POST /login` (sets the sign-in cookie), `/logout`,
- * and `/` sent on to `/lab`. These routes need no authentication themselves.
+ * and `/` sent on to `/lab`. These routes need no authentication themselves; a wrong token in the
+ * form counts against the client's address.
  */
-export function signInRouter(auth: TokenAuth): Router {
+export function signInRouter(
+  auth: TokenAuth,
+  failures?: FailedAuthLimit
+): Router {
   const router = Router();
   router.get('/', (request, response) => {
     const query = request.originalUrl.slice(request.path.length);
@@ -22,6 +27,9 @@ export function signInRouter(auth: TokenAuth): Router {
     '/login',
     express.urlencoded({ extended: false, limit: '16kb' }),
     (request, response) => {
+      if (Private.refuseBlocked(request, response, failures)) {
+        return;
+      }
       const body = (request.body ?? {}) as Record<string, unknown>;
       const next = Private.nextUrl(body.next ?? request.query.next);
       if (typeof body.token === 'string' && auth.matches(body.token.trim())) {
@@ -29,6 +37,7 @@ export function signInRouter(auth: TokenAuth): Router {
         response.redirect(303, next);
         return;
       }
+      failures?.record(request.socket.remoteAddress);
       Private.sendSignInPage(response, 401, next, 'That token is not valid.');
     }
   );
@@ -46,6 +55,7 @@ export function signInRouter(auth: TokenAuth): Router {
  * (`/lab?token=T`) signs the browser in and is reloaded without the token; a page opened without
  * credentials gets the sign-in page (401, HTML); an API request gets its JSON 401. A
  * cookie-authenticated request that changes something must echo the XSRF cookie (403 otherwise).
+ * A wrong token counts against the client's address; an address past the limit gets 429s.
  */
 export function authenticate(
   auth: TokenAuth,
@@ -56,10 +66,16 @@ export function authenticate(
       next();
       return;
     }
+    if (Private.refuseBlocked(request, response, options.failures)) {
+      return;
+    }
     const page =
       (request.method === 'GET' || request.method === 'HEAD') &&
       options.isPage(request.path);
     const credential = auth.credential(request);
+    if (auth.wrongToken(request)) {
+      options.failures?.record(request.socket.remoteAddress);
+    }
     if (page && auth.enabled && request.query.token !== undefined) {
       if (credential !== 'token') {
         Private.sendSignInPage(
@@ -112,11 +128,33 @@ export namespace authenticate {
     isPublic(path: string): boolean;
     /** Paths of HTML pages: these get the sign-in page instead of a JSON 401. */
     isPage(path: string): boolean;
+    /** Wrong tokens per client address (none: no limit). */
+    failures?: FailedAuthLimit;
   }
 }
 
 namespace Private {
   export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+  /** Answer 429 when the client's address is past its wrong-token limit; true when it did. */
+  export function refuseBlocked(
+    request: Parameters<RequestHandler>[0],
+    response: Parameters<RequestHandler>[1],
+    failures: FailedAuthLimit | undefined
+  ): boolean {
+    const retryAfterS = failures?.retryAfter(request.socket.remoteAddress);
+    if (retryAfterS === undefined) {
+      return false;
+    }
+    response
+      .status(429)
+      .setHeader('Retry-After', String(retryAfterS))
+      .json({
+        reason: 'Too Many Requests',
+        message: failures!.error(retryAfterS).message
+      });
+    return true;
+  }
 
   /** A local path to return to after signing in; anything else (another site) becomes `/lab`. */
   export function nextUrl(value: unknown): string {

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { OWNER } from './limits';
 
 /** How a request proved who it is. */
 export type Credential = 'token' | 'cookie';
@@ -53,6 +54,23 @@ export class TokenAuth {
       return 'cookie';
     }
     return undefined;
+  }
+
+  /**
+   * Who the request acts as, for per-user limits: {@link OWNER} for the owner's token or cookie
+   * (share links will name their own); undefined when it does not authenticate.
+   */
+  principal(request: IncomingMessage): string | undefined {
+    return this.credential(request) === undefined ? undefined : OWNER;
+  }
+
+  /** Whether the request presents a token (header or query) that is not this gateway's. */
+  wrongToken(request: IncomingMessage): boolean {
+    if (!this._token) {
+      return false;
+    }
+    const presented = TokenAuth.presented(request);
+    return presented !== undefined && !this.matches(presented);
   }
 
   /** Whether `candidate` is the token (constant time). */

@@ -1,8 +1,13 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocketServer } from 'ws';
-import { originRefusal, type TokenAuth } from '../auth';
+import { WebSocketServer, type WebSocket } from 'ws';
+import {
+  MessageRate,
+  originRefusal,
+  type FailedAuthLimit,
+  type TokenAuth
+} from '../auth';
 import type { EventBus } from '../events';
 import type { KernelRegistry } from '../kernels';
 import { V1_SUBPROTOCOL, type Framing } from './framing';
@@ -102,7 +107,18 @@ export class ChannelsServer {
     if (!match && !events) {
       return Private.refuse(socket, 404, 'Not a websocket endpoint');
     }
+    const address = request.socket.remoteAddress;
+    const failures = this._options.failures;
+    const retryAfterS = failures?.retryAfter(address);
+    if (retryAfterS !== undefined) {
+      return Private.refuse(socket, 429, failures!.error(retryAfterS).message, {
+        'Retry-After': String(retryAfterS)
+      });
+    }
     if (!this._options.auth.check(request)) {
+      if (this._options.auth.wrongToken(request)) {
+        failures?.record(address);
+      }
       return Private.refuse(socket, 401, 'A valid token is required');
     }
     const refusal = originRefusal(
@@ -147,6 +163,7 @@ export class ChannelsServer {
       return;
     }
     this._wss.handleUpgrade(request, socket, head, ws => {
+      this._limitMessages(ws, kernelId);
       const framing: Framing = ws.protocol === V1_SUBPROTOCOL ? 'v1' : 'legacy';
       (socket as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(
         true
@@ -167,6 +184,7 @@ export class ChannelsServer {
     head: Buffer
   ): void {
     this._eventsWss.handleUpgrade(request, socket, head, ws => {
+      this._limitMessages(ws, undefined);
       const unsubscribe = events.subscribe(event => {
         if (ws.readyState === ws.OPEN) {
           ws.send(JSON.stringify(event));
@@ -174,6 +192,33 @@ export class ChannelsServer {
       });
       ws.on('close', unsubscribe);
       ws.on('error', unsubscribe);
+    });
+  }
+
+  /**
+   * Close a socket that sends more than its messages a second (1008, with the reason). Listens
+   * before anything else does, and on going over takes every other message listener off, so
+   * nothing the socket sends after that reaches its kernel.
+   */
+  private _limitMessages(ws: WebSocket, kernelId: string | undefined): void {
+    const perSecond = this._options.messagesPerSecond ?? 0;
+    if (perSecond <= 0) {
+      return;
+    }
+    const rate = new MessageRate(perSecond);
+    ws.on('message', () => {
+      if (rate.take()) {
+        return;
+      }
+      ws.removeAllListeners('message');
+      this._options.logger.warn(
+        { kernel: kernelId, perSecond },
+        'websocket closed: too many messages'
+      );
+      ws.close(
+        1008,
+        `Too many messages: more than ${perSecond} a second (--max-ws-messages)`
+      );
     });
   }
 
@@ -192,6 +237,10 @@ export namespace ChannelsServer {
     allowOrigins: readonly string[];
     /** Larger frames close the socket with 1009. */
     maxMessageBytes: number;
+    /** Messages a second one socket may send, sustained (0 or none: no limit); past it, 1008. */
+    messagesPerSecond?: number;
+    /** Wrong tokens per client address; an address past the limit is refused with 429. */
+    failures?: FailedAuthLimit;
     logger: Logger;
   }
 }

@@ -1,9 +1,23 @@
-import { createServer, STATUS_CODES, type Server } from 'node:http';
+import {
+  createServer,
+  STATUS_CODES,
+  type Server,
+  type ServerOptions
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { authenticate, originRefusal, signInRouter, TokenAuth } from '../auth';
+import {
+  authenticate,
+  FailedAuthLimit,
+  KernelQuota,
+  OWNER,
+  originRefusal,
+  signInRouter,
+  TokenAuth,
+  type ILimits
+} from '../auth';
 import { ChannelsServer } from '../channels';
 import { FileContentsManager } from '../contents';
 import { EventBus, publishKernelActions } from '../events';
@@ -80,6 +94,18 @@ export class Gateway {
       provisioners: this.provisioners,
       kernelspecAccelerators: resolved.kernelspecAccelerators
     });
+    this.quota = new KernelQuota({
+      kernels: this.registry,
+      limits: resolved.limits
+    });
+    this.authFailures = new FailedAuthLimit({
+      perMinute: resolved.limits.authFailuresPerMinute,
+      onBlocked: (address, retryAfterS) =>
+        options.logger.warn(
+          { address, retryAfterS },
+          'too many wrong tokens from one address: refusing it for a while'
+        )
+    });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
     this.events = new EventBus();
     publishKernelActions(this.registry, this.events);
@@ -124,7 +150,7 @@ export class Gateway {
     };
     this.app = Private.createApp(
       context,
-      this.auth,
+      { auth: this.auth, quota: this.quota, failures: this.authFailures },
       this.accelerators,
       this.metrics,
       Private.webServices(
@@ -141,9 +167,14 @@ export class Gateway {
       events: this.events,
       allowOrigins: resolved.allowOrigins,
       maxMessageBytes: resolved.maxMessageBytes,
+      messagesPerSecond: resolved.limits.wsMessagesPerSecond,
+      failures: this.authFailures,
       logger: options.logger
     });
-    this.server = createServer(this.app);
+    this.server = createServer(
+      Private.serverTimeouts(resolved.limits),
+      this.app
+    );
     Private.guardSockets(this.server, options.logger);
     this.server.on('upgrade', (request, socket, head) => {
       void this.channels.handleUpgrade(request, socket, head);
@@ -156,6 +187,10 @@ export class Gateway {
   readonly pool: WorkerPool;
   readonly scheduler: Scheduler;
   readonly registry: KernelRegistry;
+  /** Kernels per gateway and per user, and starts a minute. */
+  readonly quota: KernelQuota;
+  /** Wrong tokens per client address. */
+  readonly authFailures: FailedAuthLimit;
   /** The engines that start workers for the profiles' offers. */
   readonly provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>>;
   readonly accelerators: AcceleratorService;
@@ -224,7 +259,9 @@ export class Gateway {
 }
 
 export namespace Gateway {
-  export interface IOptions extends Partial<IGatewayOptions> {
+  export interface IOptions extends Partial<Omit<IGatewayOptions, 'limits'>> {
+    /** Limits to change; the rest keep their defaults. */
+    limits?: Partial<ILimits>;
     /** Workers living in this process (the embedded worker). */
     workers?: IWorkerConnection[];
     logger: Logger;
@@ -344,6 +381,72 @@ namespace Private {
     });
   }
 
+  /**
+   * How long a client may take over a request's headers and over the whole request; the server
+   * checks often enough for a slow client to be cut off close to its deadline.
+   */
+  export function serverTimeouts(
+    limits: ILimits
+  ): Pick<
+    ServerOptions,
+    'headersTimeout' | 'requestTimeout' | 'connectionsCheckingInterval'
+  > {
+    const requestTimeout = limits.requestTimeoutMs;
+    // Node refuses a headers timeout longer than the request timeout.
+    const headersTimeout =
+      requestTimeout > 0
+        ? Math.min(limits.headersTimeoutMs, requestTimeout)
+        : limits.headersTimeoutMs;
+    const shortest = Math.min(
+      ...[headersTimeout, requestTimeout].filter(ms => ms > 0),
+      120_000
+    );
+    return {
+      headersTimeout,
+      requestTimeout,
+      connectionsCheckingInterval: Math.max(100, Math.min(30_000, shortest / 4))
+    };
+  }
+
+  /**
+   * Kernel quotas at the door of a route that may start a kernel: when `starts(body)` says this
+   * request would, it is admitted (403 past a count, 429 past the starts a minute) and runs as its
+   * principal's, so the kernel it starts is theirs. A request refused as malformed (4xx) is not
+   * counted as a start.
+   */
+  export function kernelStartQuota(
+    auth: TokenAuth,
+    quota: KernelQuota,
+    starts: (body: Private.IStartBody) => boolean
+  ): RequestHandler {
+    return (request, response, next) => {
+      if (!starts((request.body ?? {}) as Private.IStartBody)) {
+        next();
+        return;
+      }
+      let admission: KernelQuota.IAdmission;
+      try {
+        admission = quota.admit(auth.principal(request) ?? OWNER);
+      } catch (error) {
+        next(error);
+        return;
+      }
+      response.on('close', () => {
+        admission.release();
+        if (response.statusCode >= 400 && response.statusCode < 500) {
+          admission.refund();
+        }
+      });
+      quota.runAs(admission, next);
+    };
+  }
+
+  /** What the quota looks at in a start or session request. */
+  export interface IStartBody {
+    path?: unknown;
+    kernel?: { id?: unknown; name?: unknown } | null;
+  }
+
   /** What is wrong with a request's URL, if anything: it does not parse, or does not decode. */
   export function urlProblem(url: string): string | undefined {
     let pathname: string;
@@ -408,7 +511,11 @@ namespace Private {
 
   export function createApp(
     context: IGatewayContext,
-    auth: TokenAuth,
+    {
+      auth,
+      quota,
+      failures
+    }: { auth: TokenAuth; quota: KernelQuota; failures: FailedAuthLimit },
     accelerators: AcceleratorService,
     metrics: Registry,
     web: IWebServices
@@ -456,9 +563,11 @@ namespace Private {
       }
       next();
     });
-    app.use(signInRouter(auth));
+    app.use(signInRouter(auth, failures));
     app.use(labAssetsRouter(web.lab.build));
-    app.use(authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage }));
+    app.use(
+      authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage, failures })
+    );
     // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
     app.use(
       contentsRouter(
@@ -471,6 +580,34 @@ namespace Private {
         limit: Math.min(maxMessageBytes, 10 * 1024 * 1024),
         type: () => true
       })
+    );
+    // Only requests that start a kernel count: a session for a path that has one, or one joining
+    // an existing kernel, does not (as SessionStore.create and update decide).
+    const { sessions } = context;
+    app.post(
+      '/api/kernels',
+      Private.kernelStartQuota(auth, quota, () => true)
+    );
+    app.post(
+      '/api/sessions',
+      Private.kernelStartQuota(auth, quota, body => {
+        const path = typeof body.path === 'string' ? body.path : '';
+        return (
+          !body.kernel?.id &&
+          !(path && sessions.list().some(s => s.path === path && s.kernel))
+        );
+      })
+    );
+    app.patch(
+      '/api/sessions/:id',
+      Private.kernelStartQuota(
+        auth,
+        quota,
+        ({ kernel }) =>
+          !!kernel &&
+          !kernel.id &&
+          (kernel.id ?? kernel.name ?? undefined) !== undefined
+      )
     );
     app.use(apiRouter(context));
     app.use(kernelspecsRouter(context));

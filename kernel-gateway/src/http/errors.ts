@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { LimitError } from '../auth';
 import {
   BadAcceleratorRequestError,
   PlacementConflictError,
@@ -36,7 +37,7 @@ export function errorBody(
 
 /** The status a known error maps to; undefined for unexpected errors. */
 function statusOf(error: unknown): number | undefined {
-  if (error instanceof HttpError) {
+  if (error instanceof HttpError || error instanceof LimitError) {
     return error.status;
   }
   if (
@@ -89,6 +90,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (response.headersSent) {
       response.end();
       return;
+    }
+    if (error instanceof LimitError && error.retryAfterS !== undefined) {
+      response.setHeader('Retry-After', String(error.retryAfterS));
     }
     response.status(status).json(errorBody(status, message));
   };
