@@ -205,11 +205,14 @@ describe('secrets kernel code can read', () => {
       { FERRY_TOKEN: token, FERRY_WORKER_TOKEN: workerToken },
       token
     );
-    worker = startWorker(ferry.workerAddress!, workerToken, 'secrets-host', [
-      '--simulate',
-      'gpu:T4:1',
-      '--no-cpu'
-    ]);
+    // No --kernel-user: the worker picks, as it does for its users.
+    worker = startWorker(
+      ferry.workerAddress!,
+      workerToken,
+      'secrets-host',
+      ['--simulate', 'gpu:T4:1', '--no-cpu'],
+      null
+    );
     await worker.registered();
   }, 60_000);
 

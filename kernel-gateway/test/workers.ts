@@ -3,6 +3,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
+import { userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -21,12 +22,18 @@ export interface IWorkerProcess {
   stop(): Promise<number | null>;
 }
 
-/** Start `ferry worker` against `gateway` (`host:port`) with extra arguments. */
+/**
+ * Start `ferry worker` against `gateway` (`host:port`) with extra arguments.
+ *
+ * @param kernelUser - `--kernel-user` (default: this user, as the tests' temporary directories are
+ *   closed to others; null: none, so ferry picks, nobody when root).
+ */
 export function startWorker(
   gateway: string,
   token: string,
   name: string,
-  args: string[] = []
+  args: string[] = [],
+  kernelUser: string | null = userInfo().username
 ): IWorkerProcess {
   const child = spawn(
     process.execPath,
@@ -38,6 +45,7 @@ export function startWorker(
       '--name',
       name,
       '--no-discover',
+      ...(kernelUser === null ? [] : ['--kernel-user', kernelUser]),
       ...args
     ],
     {
