@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -21,6 +21,8 @@ export interface IGatewayProcess extends Pick<
 > {
   child: ChildProcess;
   port: number;
+  /** Its `--root-dir` (removed by `stop`). */
+  rootDir: string;
   /** The gRPC port workers dial (with `--worker-port`), and the worker token. */
   workerPort?: number;
   workerToken: string;
@@ -43,6 +45,8 @@ export async function startGatewayProcess(
   env: NodeJS.ProcessEnv = {}
 ): Promise<IGatewayProcess> {
   const home = mkdtempSync(path.join(tmpdir(), 'ferry-process-'));
+  // Kernels start in the root directory, as another user (nobody) when the tests run as root.
+  chmodSync(home, 0o711);
   const token = randomUUID();
   const workerToken = randomUUID();
   // The ready message ends with the workers' line when there is a worker port.
@@ -103,6 +107,7 @@ export async function startGatewayProcess(
     url,
     token,
     port: Number(new URL(url).port),
+    rootDir: home,
     workerPort,
     workerToken,
     api: apiFor(url, token),

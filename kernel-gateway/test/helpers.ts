@@ -159,7 +159,7 @@ export async function kernelModel(gw: ITestGateway, id: string): Promise<any> {
 
 /** Start a kernel over REST and return its id. */
 export async function startKernel(
-  gw: ITestGateway,
+  gw: Pick<ITestGateway, 'api'>,
   body: Record<string, unknown> = { name: 'python3' }
 ): Promise<string> {
   const response = await gw.api('POST', '/api/kernels', body);
@@ -220,7 +220,7 @@ export class KernelSocket {
 
   /** Open a websocket to a kernel's channels. */
   static async connect(
-    gw: ITestGateway,
+    gw: Pick<ITestGateway, 'url' | 'token'>,
     kernelId: string,
     options: {
       framing?: 'legacy' | 'v1';
