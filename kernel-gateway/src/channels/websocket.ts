@@ -19,7 +19,8 @@ const EVENTS_PATH = /^\/api\/events\/subscribe\/?$/;
  * Accepts websocket upgrades on `/api/kernels/{id}/channels`: checks the token (or sign-in cookie) and
  * the origin, waits for the kernel to be ready, picks the framing, and hands the socket to the
  * kernel's channels. Also serves `/api/events/subscribe`: every event of the bus, one JSON text frame
- * each, as jupyter_server's event socket.
+ * each, as jupyter_server's event socket. Addresses past their wrong-token limit are refused (429),
+ * and a socket that sends more messages a second than allowed is closed (1008).
  */
 export class ChannelsServer {
   constructor(options: ChannelsServer.IOptions) {
