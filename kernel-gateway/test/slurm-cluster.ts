@@ -6,12 +6,14 @@ import {
   promises as fs,
   openSync,
   readFileSync,
+  realpathSync,
   rmSync
 } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { jobAccessBlocked, lookUpJobUser } from '../src';
 
 /**
  * A real single-node Slurm cluster for tests: munged, slurmctld and slurmd from the Debian packages,
@@ -38,6 +40,35 @@ export class SlurmCluster {
       'lifespan=7200'
     ]);
     return out.trim();
+  }
+
+  /**
+   * How the jobs slurmrestd runs start `ferry` as {@link rest}'s user: undefined where that user can
+   * run this checkout's (the gateway's default command). A checkout in a directory the user cannot
+   * enter (a 0700 home, `mktemp -d`) gets what an operator would do: a copy of Ferry's runtime (its
+   * bin, lib and schema, and the production dependencies), hard-linked where the files allow it,
+   * under this cluster's directory, with Node beside it when the user cannot run this one.
+   */
+  async restWorkerCommand(): Promise<string[] | undefined> {
+    const user = this.rest && lookUpJobUser(this.rest.user);
+    if (!user) {
+      return undefined;
+    }
+    const ferry = path.join(Private.ROOT, 'kernel-gateway', 'bin', 'ferry.js');
+    const node = jobAccessBlocked(user, process.execPath, 'run')
+      ? await Private.install(
+          process.execPath,
+          path.join(this.dir, 'node', 'bin', 'node')
+        )
+      : process.execPath;
+    if (!jobAccessBlocked(user, ferry, 'read')) {
+      return node === process.execPath ? undefined : [node, ferry];
+    }
+    const copy = path.join(this.dir, 'ferry');
+    for (const [from, to] of Private.runtime()) {
+      await Private.install(from, path.join(copy, to));
+    }
+    return [node, path.join(copy, 'kernel-gateway', 'bin', 'ferry.js')];
   }
 
   /** The daemons' process ids (munged, slurmctld, slurmd, slurmrestd), read from their pid files. */
@@ -354,6 +385,118 @@ namespace Private {
 
   /** Who slurmrestd and the jobs it submits run as. */
   export const REST_USER = 'nobody';
+
+  /** The root of this checkout. */
+  export const ROOT = path.resolve(__dirname, '..', '..');
+
+  /**
+   * What `ferry worker` needs at run time, as [source, place in a copy of the checkout]: the
+   * gateway package's bin, lib and package.json, the schemas, and every package its dependencies
+   * reach (as Node resolves them, each at its real place, with the links npm made to them).
+   */
+  export function runtime(): [string, string][] {
+    const gateway = path.join(ROOT, 'kernel-gateway');
+    const entries: [string, string][] = [
+      ...['bin', 'lib', 'package.json'].map((name): [string, string] => [
+        path.join(gateway, name),
+        path.join('kernel-gateway', name)
+      ]),
+      [path.join(ROOT, 'schema'), 'schema']
+    ];
+    const seen = new Set<string>([realpathSync(gateway)]);
+    const queue = [realpathSync(gateway)];
+    while (queue.length > 0) {
+      const dir = queue.pop()!;
+      const manifest = JSON.parse(
+        readFileSync(path.join(dir, 'package.json'), 'utf8')
+      );
+      const names = Object.keys({
+        ...manifest.dependencies,
+        ...manifest.optionalDependencies
+      });
+      for (const name of names) {
+        const link = resolvePackage(name, dir);
+        if (!link) {
+          continue;
+        }
+        const real = realpathSync(link);
+        if (real !== link && !seen.has(link)) {
+          // npm's link to a workspace package: the same link in the copy.
+          seen.add(link);
+          entries.push([link, path.relative(ROOT, link)]);
+        }
+        if (!seen.has(real)) {
+          if (path.relative(ROOT, real).startsWith('..')) {
+            throw new Error(
+              `${name} lives outside this checkout (${real}): a copy of Ferry's runtime cannot hold it`
+            );
+          }
+          seen.add(real);
+          queue.push(real);
+          entries.push([real, path.relative(ROOT, real)]);
+        }
+      }
+    }
+    return entries;
+  }
+
+  /** Make `dir` and what is missing above it, each open to everyone (whatever the umask). */
+  async function directory(dir: string): Promise<void> {
+    if (existsSync(dir)) {
+      return;
+    }
+    await directory(path.dirname(dir));
+    await fs.mkdir(dir);
+    await fs.chmod(dir, 0o755);
+  }
+
+  /** Where Node finds package `name` from `dir`: the nearest `node_modules/name` above it. */
+  function resolvePackage(name: string, dir: string): string | undefined {
+    for (let at = dir; ; at = path.dirname(at)) {
+      const candidate = path.join(at, 'node_modules', name);
+      if (existsSync(path.join(candidate, 'package.json'))) {
+        return candidate;
+      }
+      if (path.dirname(at) === at) {
+        return undefined;
+      }
+    }
+  }
+
+  /**
+   * Put `from` (a file, a link, or a directory but for its own node_modules) at `to`, readable by
+   * everyone: files are hard-linked where everyone may read them already, else copied with read
+   * (and, for programs, execute) permission for all.
+   *
+   * @returns `to`.
+   */
+  export async function install(from: string, to: string): Promise<string> {
+    const stats = await fs.lstat(from);
+    await directory(path.dirname(to));
+    if (stats.isSymbolicLink()) {
+      await fs.symlink(await fs.readlink(from), to);
+    } else if (stats.isDirectory()) {
+      await directory(to);
+      for (const name of await fs.readdir(from)) {
+        if (name !== 'node_modules') {
+          await install(path.join(from, name), path.join(to, name));
+        }
+      }
+    } else if (
+      (stats.mode & 0o004) === 0 ||
+      !(await fs.link(from, to).then(
+        () => true,
+        () => false
+      ))
+    ) {
+      await fs.copyFile(from, to);
+      await fs.chmod(
+        to,
+        (stats.mode & 0o777) | 0o444 | (stats.mode & 0o100 ? 0o111 : 0)
+      );
+    }
+    return to;
+  }
 
   export function jwtPlugin(): boolean {
     return [

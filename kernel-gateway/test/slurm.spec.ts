@@ -6,6 +6,7 @@ import {
   checkProfiles,
   createLogger,
   loadProfiles,
+  lookUpJobUser,
   ProfilesError,
   SlurmProvisioner,
   Worker,
@@ -235,13 +236,102 @@ describe('SlurmProvisioner against stand-in Slurm commands', () => {
   });
 });
 
+/** The user slurmrestd runs jobs as in these tests, where this host has it and it is not ours. */
+const JOB_USER = lookUpJobUser('nobody');
+const describeJobUser =
+  JOB_USER && JOB_USER.uid !== process.getuid?.() ? describe : describe.skip;
+
+describeJobUser(
+  'SlurmProvisioner through slurmrestd, for a job user who cannot reach Ferry',
+  () => {
+    // A checkout of Ferry in a directory only its owner may enter (a 0700 home, `mktemp -d`).
+    let closed: string;
+    let ferry: string;
+
+    function provisioner(extra: Partial<SlurmProvisioner.IOptions> = {}) {
+      return new SlurmProvisioner({
+        gateway: () => '127.0.0.1:1',
+        token: WORKER_TOKEN,
+        workerCommand: ['/usr/bin/env', 'node', ferry],
+        logger: createLogger('silent'),
+        // Nothing listens there: nothing is submitted before the check.
+        rest: {
+          url: 'unix:/nonexistent/slurmrestd.socket',
+          token: Private.foreignToken(JOB_USER!.name)
+        },
+        ...extra
+      });
+    }
+
+    /** How `ls -l` would show `dir`, as the message says it. */
+    async function listed(dir: string): Promise<string> {
+      const stats = await fs.stat(dir);
+      return `${dir} is drwx------ (owner uid ${stats.uid}, group ${stats.gid})`;
+    }
+
+    beforeAll(async () => {
+      closed = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-closed-'));
+      await fs.chmod(closed, 0o700);
+      await fs.mkdir(path.join(closed, 'ferry', 'kernel-gateway', 'bin'), {
+        recursive: true
+      });
+      ferry = path.join(closed, 'ferry', 'kernel-gateway', 'bin', 'ferry.js');
+      await fs.writeFile(ferry, '', { mode: 0o644 });
+    });
+
+    afterAll(async () => {
+      await fs.rm(closed, { recursive: true, force: true });
+    });
+
+    it('stops start-up with who cannot reach what, and what to do', async () => {
+      expect(() => provisioner()).toThrow(
+        `Slurm jobs submitted through slurmrestd run as ${JOB_USER!.name}, who cannot read the worker command's ${ferry} (${await listed(closed)}): ` +
+          `install Ferry where ${JOB_USER!.name} can read it (for example under /opt/ferry) and give the jobs that copy with --job-worker-command (for example '/usr/bin/node /opt/ferry/kernel-gateway/bin/ferry.js'); ` +
+          `or let ${JOB_USER!.name} through the closed directory (chmod o+x on it)`
+      );
+      expect(() =>
+        provisioner({ workerCommand: ['/bin/true'], outputDir: closed })
+      ).toThrow(
+        `Slurm jobs submitted through slurmrestd run as ${JOB_USER!.name}, who cannot write its output into ${closed} (${await listed(closed)}): ` +
+          `give --job-output-dir a directory that ${JOB_USER!.name} can write`
+      );
+      // Its kernels start in the gateway's root directory, as that user.
+      expect(() =>
+        provisioner({ workerCommand: ['/bin/true'], rootDir: closed })
+      ).toThrow(
+        `Slurm jobs submitted through slurmrestd run as ${JOB_USER!.name}, who cannot enter ${closed}, where its kernel starts (${await listed(closed)}): ` +
+          `give --root-dir a directory that ${JOB_USER!.name} can enter, or let it through the closed directory`
+      );
+    });
+
+    it('starts once the user can reach the worker, and submits no job once it cannot, saying why', async () => {
+      await fs.chmod(closed, 0o711);
+      const reachable = provisioner();
+      try {
+        await fs.chmod(closed, 0o700);
+        const reason = `Slurm jobs submitted through slurmrestd run as ${JOB_USER!.name}, who cannot read the worker command's ${ferry} (${await listed(closed)})`;
+        await expect(reachable.provision('k', OFFERS[0])).rejects.toThrow(
+          reason
+        );
+      } finally {
+        reachable.dispose();
+      }
+    });
+  }
+);
+
 describe('ferry worker --once', () => {
   it('exits 0 once the kernel it ran is shut down', async () => {
     const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+    // A worker started as root runs its kernels as nobody: a root directory nobody can enter,
+    // wherever this checkout is.
+    const rootDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-once-'));
+    await fs.chmod(rootDir, 0o755);
     const gw = await startGateway({
       worker: new Worker({ logger, kernelTimings: { shutdownWaitMs: 2000 } }),
       workerPort: 0,
-      workerToken: WORKER_TOKEN
+      workerToken: WORKER_TOKEN,
+      rootDir
     });
     const worker = startWorker(
       `127.0.0.1:${gw.gateway.workerPort}`,
@@ -263,6 +353,7 @@ describe('ferry worker --once', () => {
     } finally {
       await worker.stop();
       await gw.close();
+      await fs.rm(rootDir, { recursive: true, force: true });
     }
   }, 60_000);
 });
@@ -367,7 +458,13 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
       const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
       const settings = await slurm();
       it.outputDir = settings.outputDir;
+      // The jobs' kernels start in the root directory, as another user (slurmrestd's, or nobody,
+      // whom a root worker runs kernels as): one that user can enter, wherever this checkout is.
+      const rootDir = path.join(cluster.dir, 'notebooks');
+      await fs.mkdir(rootDir, { recursive: true });
+      await fs.chmod(rootDir, 0o755);
       it.gw = await startGateway({
+        rootDir,
         worker: new Worker({
           logger,
           kernelTimings: { shutdownWaitMs: 2000 }
@@ -597,7 +694,9 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
       });
       return {
         outputDir: cluster.rest!.outputDir,
-        rest: { url: cluster.rest!.url, tokenFile }
+        rest: { url: cluster.rest!.url, tokenFile },
+        // A copy its user can run, where this checkout is closed to that user.
+        workerCommand: await cluster.restWorkerCommand()
       };
     });
     const model = (id: string) => rest.model(id);

@@ -334,6 +334,7 @@ namespace Private {
         ],
         logger,
         outputDir: slurm.outputDir,
+        rootDir: options.rootDir,
         env: slurm.env,
         pollIntervalMs: slurm.pollIntervalMs,
         rest: slurm.rest

@@ -8,5 +8,6 @@ export * from './kubernetes';
 export * from './kubernetes-manifests';
 export * from './profiles';
 export * from './slurm';
+export * from './slurm-access';
 export * from './slurm-rest';
 export * from './types';

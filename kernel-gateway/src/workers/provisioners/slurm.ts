@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import * as path from 'node:path';
 import type { Logger } from 'pino';
+import { jobAccessBlocked, lookUpJobUser, type IJobUser } from './slurm-access';
 import { SlurmRestClient } from './slurm-rest';
 import {
   jobWorkerId,
@@ -61,18 +63,36 @@ export interface ISlurmClient {
  * The job runs `ferry worker --once`, which dials the gateway and exits once its kernel is shut down.
  * The worker token reaches it through the job's environment (`FERRY_WORKER_TOKEN`), never on a
  * command line or in the job script, where `ps` or `scontrol show job` would show it.
+ *
+ * Jobs that slurmrestd submits run as the token's user, not the gateway's: before the first job
+ * (at construction) and before each one, the worker command, the output directory and the root
+ * directory are checked against that user's permissions, and a path the user cannot reach (a clone
+ * of Ferry in a home that only its owner may enter) stops with what to do rather than with a job
+ * that fails on its node. Such a job starts in `/tmp` when the user cannot enter the gateway's
+ * working directory.
  */
 export class SlurmProvisioner implements IProvisioner {
   constructor(options: SlurmProvisioner.IOptions) {
     this._options = options;
     this._log = options.logger.child({ engine: 'slurm' });
-    this._client = options.rest
-      ? new SlurmRestClient(options.rest)
-      : new SlurmCliClient({ env: options.env, bin: options.bin });
+    if (options.rest) {
+      this._rest = new SlurmRestClient(options.rest);
+      this._client = this._rest;
+    } else {
+      this._client = new SlurmCliClient({ env: options.env, bin: options.bin });
+    }
     this._log.info(
       { via: this._client.description },
       'Slurm jobs are submitted through ' + this._client.description
     );
+    // A job that could never start its worker stops start-up, with what to do.
+    const cwd = this._jobWorkingDir();
+    if (cwd !== process.cwd()) {
+      this._log.info(
+        { cwd: process.cwd(), user: this._rest?.user },
+        `Slurm jobs start in ${cwd}: their user cannot enter this gateway's working directory`
+      );
+    }
   }
 
   readonly engine = 'slurm';
@@ -185,13 +205,102 @@ export class SlurmProvisioner implements IProvisioner {
       output: this._options.outputDir
         ? `${this._options.outputDir}/ferry-job-%j.log`
         : '/dev/null',
-      cwd: process.cwd(),
+      cwd: this._jobWorkingDir(),
       script:
         '#!/bin/sh\n' +
         `# Ferry: a worker for kernel ${kernelId} (offer ${offer.name})\n` +
         `exec ${worker.map(Private.quote).join(' ')}\n`,
       env
     };
+  }
+
+  /**
+   * The working directory of a job, once its user is known to reach the worker command, the output
+   * directory and the root directory: this process's, or `/tmp` where the job's user cannot enter it.
+   *
+   * @throws Error that names the user, what it cannot reach and why, and what to do.
+   */
+  private _jobWorkingDir(): string {
+    const user = this._jobUser();
+    if (!user) {
+      return process.cwd();
+    }
+    const [program, ...args] = this._options.workerCommand;
+    const cannot: string[] = [];
+    let commandBlocked = false;
+    const programBlocked =
+      program && path.isAbsolute(program)
+        ? jobAccessBlocked(user, program, 'run')
+        : undefined;
+    if (programBlocked) {
+      cannot.push(`run the worker command's ${program} (${programBlocked})`);
+      commandBlocked = true;
+    }
+    for (const arg of args) {
+      const blocked = path.isAbsolute(arg)
+        ? jobAccessBlocked(user, arg, 'read')
+        : undefined;
+      if (blocked) {
+        cannot.push(`read the worker command's ${arg} (${blocked})`);
+        commandBlocked = true;
+      }
+    }
+    const outputDir = this._options.outputDir;
+    const outputBlocked =
+      outputDir && jobAccessBlocked(user, outputDir, 'write');
+    if (outputBlocked) {
+      cannot.push(`write its output into ${outputDir} (${outputBlocked})`);
+    }
+    const rootDir = this._options.rootDir;
+    const rootBlocked = rootDir && jobAccessBlocked(user, rootDir, 'enter');
+    if (rootBlocked) {
+      cannot.push(`enter ${rootDir}, where its kernel starts (${rootBlocked})`);
+    }
+    if (cannot.length > 0) {
+      const remedies: string[] = [];
+      if (commandBlocked) {
+        remedies.push(
+          `install Ferry where ${user.name} can read it (for example under /opt/ferry${programBlocked ? ', with a Node it can run' : ''}) and give the jobs that copy with --job-worker-command (for example '/usr/bin/node /opt/ferry/kernel-gateway/bin/ferry.js')`,
+          `or let ${user.name} through the closed directory (chmod o+x on it)`
+        );
+      }
+      if (outputBlocked) {
+        remedies.push(
+          `give --job-output-dir a directory that ${user.name} can write`
+        );
+      }
+      if (rootBlocked) {
+        remedies.push(
+          `give --root-dir a directory that ${user.name} can enter, or let it through the closed directory`
+        );
+      }
+      throw new Error(
+        `Slurm jobs submitted through slurmrestd run as ${user.name}, who cannot ${cannot.join(', nor ')}: ${remedies.join('; ')}`
+      );
+    }
+    return jobAccessBlocked(user, process.cwd(), 'enter')
+      ? '/tmp'
+      : process.cwd();
+  }
+
+  /** Who slurmrestd runs the jobs as, where that is another user this host knows. */
+  private _jobUser(): IJobUser | undefined {
+    if (!this._rest) {
+      // sbatch submits as this process's user, who reaches what it runs.
+      return undefined;
+    }
+    const name = this._rest.user;
+    if (!this._users.has(name)) {
+      const user = lookUpJobUser(name);
+      if (!user) {
+        this._log.info(
+          { user: name },
+          "this host does not know the jobs' user: whether it can reach the worker command is left to its nodes"
+        );
+      }
+      this._users.set(name, user);
+    }
+    return this._users.get(name);
   }
 
   private _end(id: string, state: string): void {
@@ -245,6 +354,9 @@ export class SlurmProvisioner implements IProvisioner {
   private _options: SlurmProvisioner.IOptions;
   private _log: Logger;
   private _client: ISlurmClient;
+  private _rest: SlurmRestClient | undefined;
+  /** The jobs' users looked up so far (undefined: unknown to this host). */
+  private _users = new Map<string, IJobUser | undefined>();
   private _jobs = new Map<string, Private.SlurmJob>();
   private _timer: NodeJS.Timeout | undefined;
   private _polling = false;
@@ -262,6 +374,8 @@ export namespace SlurmProvisioner {
     logger: Logger;
     /** Where jobs write their output (`ferry-job-<id>.log`); default: discarded. */
     outputDir?: string;
+    /** The directory the jobs' kernels start in or under (the gateway's root directory). */
+    rootDir?: string;
     /** Extra environment for the jobs, and for sbatch, squeue and scancel (`SLURM_CONF`). */
     env?: Record<string, string>;
     /** How often to ask Slurm about every job (default every second). */
