@@ -1,6 +1,10 @@
+import { InProcessKernel } from './measurements';
 import { request } from './requests';
 import type { IBenchKernel, IBenchTarget, IMessageSource } from './types';
-import { WebSocketKernelClient } from './websocket-client';
+import {
+  WebSocketKernelClient,
+  type WebSocketFraming
+} from './websocket-client';
 
 /** A server speaking the Jupyter Server REST and websocket API: Ferry or jupyter_server. */
 export interface IServerEndpoint {
@@ -12,12 +16,15 @@ export interface IServerEndpoint {
 /** A kernel started with `POST /api/kernels` and driven over the server's websocket. */
 export class GatewayTarget implements IBenchTarget {
   /**
+   * @param framing - how the websockets frame messages: legacy JSON (what a client offering no
+   *   subprotocol gets) or the v1 binary subprotocol (JupyterLab 4).
    * @param startBody - the body of `POST /api/kernels` (an accelerator request places the kernel on a
    *   remote worker's device).
    */
   constructor(
     readonly name: string,
     private _server: IServerEndpoint,
+    readonly framing: WebSocketFraming,
     private _startBody: Record<string, unknown> = { name: 'python3' }
   ) {}
 
@@ -64,17 +71,20 @@ export class GatewayTarget implements IBenchTarget {
     return WebSocketKernelClient.connect(
       this._server.url,
       kernelId,
-      this._server.token
+      this._server.token,
+      this.framing
     );
   }
 }
 
 /** A kernel of a server, with the websockets the bench opened to it. */
-class GatewayKernel implements IBenchKernel {
+class GatewayKernel extends InProcessKernel {
   constructor(
     private _target: GatewayTarget,
     readonly id: string
-  ) {}
+  ) {
+    super();
+  }
 
   get client(): WebSocketKernelClient {
     if (!this._client) {
@@ -87,10 +97,8 @@ class GatewayKernel implements IBenchKernel {
     this._client = await this._target.openChannels(this.id);
   }
 
-  async addListener(): Promise<IMessageSource> {
-    const listener = await this._target.openChannels(this.id);
-    this._listeners.push(listener);
-    return listener;
+  protected addListener(): Promise<IMessageSource> {
+    return this._target.openChannels(this.id);
   }
 
   async shutdown(): Promise<void> {
@@ -107,5 +115,4 @@ class GatewayKernel implements IBenchKernel {
   }
 
   private _client: WebSocketKernelClient | undefined;
-  private _listeners: WebSocketKernelClient[] = [];
 }

@@ -1,7 +1,10 @@
 /**
  * `npm run bench`: kernel start, execute round trip, iopub throughput, fan-out, concurrent starts and
- * server memory, for a kernel spoken to directly over ZeroMQ (the floor), through Ferry and through
- * jupyter_server, printed side by side and written to test-artifacts/bench-results.json.
+ * server memory, for a kernel spoken to directly over ZeroMQ (the floor: the faster of a pyzmq client
+ * and a Node zeromq client in each measurement), through Ferry and through jupyter_server (each in the
+ * legacy and the v1 framing, by the same neutral websocket client), printed side by side and written
+ * to test-artifacts/bench-results.json. `npm run bench -- --baseline DIR` also measures the ferry of
+ * another built checkout in the same run (before and after a change, under the same load).
  *
  * @packageDocumentation
  */
@@ -17,10 +20,13 @@ import {
   evaluateTargets,
   formatReport,
   PATHS,
+  SERVERS,
   type IBenchReport,
   type ISchedulerReport,
   type IPathReport,
-  type PathName
+  type IServerStats,
+  type PathName,
+  type ServerName
 } from './report';
 import { sleep } from './requests';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
@@ -68,16 +74,24 @@ export async function main(): Promise<number> {
     PathName,
     IPathReport
   >;
-  const servers: Partial<Record<PathName, IRunningServer>> = {};
-  const justStarted: Partial<Record<PathName, IMemory>> = {};
-  const idle: Partial<Record<PathName, IMemory>> = {};
+  const servers: Partial<Record<ServerName, IRunningServer>> = {};
+  const serverStats: Partial<Record<ServerName, IServerStats>> = {};
+  const justStarted: Partial<Record<ServerName, IMemory>> = {};
+  const idle: Partial<Record<ServerName, IMemory>> = {};
   let failed = false;
   let remoteWorker: { stop(): Promise<void> } | undefined;
+  // `--baseline DIR`: also measure the ferry of another built checkout (say, a worktree of the previous
+  // commit) in the same run, so a change is compared under the same load.
+  const at = process.argv.indexOf('--baseline');
+  const baseline = at >= 0 ? path.resolve(process.argv[at + 1]) : undefined;
+  let baselineServer: IRunningServer | undefined;
   let scheduler: ISchedulerReport | undefined;
   try {
-    const floor = new FloorTarget(spec, path.join(dir, 'floor'), error =>
-      log(`  floor: a kernel start failed, retrying: ${error.message}`)
-    );
+    const floorTarget = (name: PathName, client: 'node' | 'pyzmq') =>
+      new FloorTarget(name, client, spec, path.join(dir, 'floor'), error =>
+        log(`  ${name}: a kernel start failed, retrying: ${error.message}`)
+      );
+    const floor = floorTarget('floor_node', 'node');
     log(
       `bench: ${os.cpus().length} CPUs, node ${process.version}, kernel ${spec.argv[0]}, ` +
         `load average ${loadAtStart}`
@@ -87,6 +101,16 @@ export async function main(): Promise<number> {
 
     const workerToken = randomUUID();
     servers.ferry = await startFerry(dir, randomUUID(), workerToken);
+    if (baseline) {
+      baselineServer = await startFerry(
+        path.join(dir, 'baseline'),
+        randomUUID(),
+        randomUUID(),
+        [],
+        baseline
+      );
+      log(`baseline: ferry from ${baseline} at ${baselineServer.url}`);
+    }
     // The remote path: the same gateway, kernels placed on a `ferry worker` over gRPC.
     remoteWorker = await startFerryWorker(
       dir,
@@ -97,14 +121,16 @@ export async function main(): Promise<number> {
     if (jupyterVersion) {
       servers.jupyter_server = await startJupyterServer(dir, randomUUID());
     } else {
-      paths.jupyter_server.skipped = `skipped: jupyter_server is not installed for ${SYSTEM_PYTHON} (apt-get install python3-jupyter-server)`;
-      log(`jupyter_server: ${paths.jupyter_server.skipped}`);
+      const skipped = `skipped: jupyter_server is not installed for ${SYSTEM_PYTHON} (apt-get install python3-jupyter-server)`;
+      paths.jupyter_server_legacy.skipped = skipped;
+      paths.jupyter_server_v1.skipped = skipped;
+      log(`jupyter_server: ${skipped}`);
     }
     const serversUpAt = Date.now();
     await sleep(2000);
-    for (const name of PATHS) {
+    for (const name of SERVERS) {
       const server = servers[name];
-      if (server && name !== 'ferry_remote') {
+      if (server) {
         justStarted[name] = readMemory(server.pid);
         log(
           `${name}: up in ${server.startupMs.toFixed(0)} ms at ${server.url}, RSS ${justStarted[name]!.rssMb.toFixed(1)} MB`
@@ -114,28 +140,51 @@ export async function main(): Promise<number> {
 
     // Idle memory: V8 trims the young generation grown while loading modules only after a while.
     await sleep(Math.max(0, IDLE_AFTER_START_MS - (Date.now() - serversUpAt)));
-    for (const name of PATHS) {
+    for (const name of SERVERS) {
       const pid = servers[name]?.pid;
-      if (pid !== undefined && name !== 'ferry_remote') {
+      if (pid !== undefined) {
         idle[name] = readMemory(pid);
         log(`${name}: idle, RSS ${idle[name]!.rssMb.toFixed(1)} MB`);
       }
     }
 
-    const benchPaths: IBenchPath[] = [{ name: 'floor', target: floor }];
-    for (const name of ['ferry', 'ferry_remote', 'jupyter_server'] as const) {
-      const server = name === 'ferry_remote' ? servers.ferry : servers[name];
+    // Kernel starts are measured once per launcher: the Node floor's, each server's legacy path and
+    // the remote worker's; a pyzmq client or another framing would start the same kernels.
+    const benchPaths: IBenchPath[] = [
+      {
+        name: 'floor_pyzmq',
+        target: floorTarget('floor_pyzmq', 'pyzmq'),
+        starts: false
+      },
+      { name: 'floor_node', target: floor, starts: true }
+    ];
+    const gatewayPaths = [
+      ['ferry_legacy', 'ferry', 'legacy'],
+      ['ferry_v1', 'ferry', 'v1'],
+      ['ferry_remote', 'ferry', 'v1'],
+      ['jupyter_server_legacy', 'jupyter_server', 'legacy'],
+      ['jupyter_server_v1', 'jupyter_server', 'v1'],
+      ['baseline_legacy', 'baseline', 'legacy'],
+      ['baseline_v1', 'baseline', 'v1']
+    ] as const;
+    for (const [name, serverName, framing] of gatewayPaths) {
+      const server =
+        serverName === 'baseline' ? baselineServer : servers[serverName];
       if (server) {
         benchPaths.push({
           name,
           target: new GatewayTarget(
             name,
             server,
+            framing,
             name === 'ferry_remote'
               ? { name: 'python3', accelerator: { kind: 'gpu', count: 1 } }
               : undefined
           ),
-          probe: () => memoryNote(server.pid)
+          probe: () => memoryNote(server.pid),
+          starts:
+            (framing === 'legacy' || name === 'ferry_remote') &&
+            serverName !== 'baseline'
         });
       }
     }
@@ -150,10 +199,10 @@ export async function main(): Promise<number> {
     }
 
     await sleep(IDLE_AFTER_RUNS_MS);
-    for (const name of PATHS) {
+    for (const name of SERVERS) {
       const server = servers[name];
       if (server && justStarted[name] && idle[name]) {
-        paths[name].server = {
+        serverStats[name] = {
           startupMs: server.startupMs,
           justStarted: justStarted[name]!,
           idle: idle[name]!,
@@ -183,7 +232,9 @@ export async function main(): Promise<number> {
     };
   } finally {
     await remoteWorker?.stop();
-    await Promise.all(Object.values(servers).map(server => server.stop()));
+    await Promise.all(
+      [...Object.values(servers), baselineServer].map(server => server?.stop())
+    );
     failed = (await reapLeftovers(dir, log)) || failed;
     await fs.rm(dir, { recursive: true, force: true });
   }
@@ -202,8 +253,9 @@ export async function main(): Promise<number> {
     },
     config: { ...BENCH_CONFIG },
     paths,
+    servers: serverStats,
     scheduler,
-    targets: evaluateTargets(paths, scheduler)
+    targets: evaluateTargets(paths, serverStats, scheduler)
   };
   log('');
   log(formatReport(report));

@@ -10,10 +10,13 @@ export interface IMemory {
   peakMb: number;
 }
 
-/** Keeps the tail of a child's stdout and stderr, draining both pipes so the child never blocks. */
+/**
+ * Keeps the tail of a child's stdout and stderr, draining both pipes so the child never blocks (give
+ * only `stderr` when stdout is read otherwise).
+ */
 export class OutputTail {
   constructor(
-    child: ChildProcess,
+    child: Pick<Partial<ChildProcess>, 'stdout' | 'stderr'>,
     private _maxChars = 4000
   ) {
     const keep = (chunk: Buffer) => {

@@ -1,13 +1,46 @@
 import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
 
-/** The paths compared, in table order. */
+/**
+ * The paths compared, in table order: two direct ZeroMQ clients (the floor is the faster of them in
+ * each measurement), Ferry in each framing and with a remote worker, jupyter_server in each framing,
+ * and (with `--baseline`) another build of Ferry in each framing, measured in the same run.
+ */
 export const PATHS = [
-  'floor',
-  'ferry',
+  'floor_pyzmq',
+  'floor_node',
+  'ferry_legacy',
+  'ferry_v1',
   'ferry_remote',
-  'jupyter_server'
+  'jupyter_server_legacy',
+  'jupyter_server_v1',
+  'baseline_legacy',
+  'baseline_v1'
 ] as const;
+
+/** One of the paths compared. */
+export type PathName = (typeof PATHS)[number];
+
+/** The direct clients, one of which sets the floor of each measurement. */
+export const FLOORS: readonly PathName[] = ['floor_pyzmq', 'floor_node'];
+
+/** The servers whose start-up and memory are measured. */
+export const SERVERS = ['ferry', 'jupyter_server'] as const;
+
+export type ServerName = (typeof SERVERS)[number];
+
+/** Column titles of the paths. */
+const TITLES: Record<PathName, string> = {
+  floor_pyzmq: 'pyzmq',
+  floor_node: 'node zmq',
+  ferry_legacy: 'Ferry legacy',
+  ferry_v1: 'Ferry v1',
+  ferry_remote: 'Ferry remote v1',
+  jupyter_server_legacy: 'jupyter_server legacy',
+  jupyter_server_v1: 'jupyter_server v1',
+  baseline_legacy: 'baseline legacy',
+  baseline_v1: 'baseline v1'
+};
 
 /** The scheduler simulation's result, as the report keeps it. */
 export interface ISchedulerReport {
@@ -21,9 +54,6 @@ export interface ISchedulerReport {
   doubleAllocations: number;
   wrongPlacements: number;
 }
-
-/** One of the paths compared. */
-export type PathName = (typeof PATHS)[number];
 
 /** A server's start-up time and memory. */
 export interface IServerStats {
@@ -39,7 +69,6 @@ export interface IServerStats {
 /** What one path produced: its measurements, or why there are none. */
 export interface IPathReport {
   results?: IPathResults;
-  server?: IServerStats;
   /** Why the path was skipped or failed. */
   skipped?: string;
 }
@@ -58,145 +87,149 @@ export interface IBenchReport {
   machine: Record<string, string | number>;
   config: Record<string, number>;
   paths: Record<PathName, IPathReport>;
+  servers: Partial<Record<ServerName, IServerStats>>;
   scheduler?: ISchedulerReport;
   targets: ITargetResult[];
 }
 
-interface IRow {
-  metric: string;
-  value: (report: IPathReport) => number | undefined;
-  /** Only servers have it: no floor value, no ratio. */
-  serverOnly?: boolean;
+/** A measurement of the paths, and which way is better. */
+interface IMetric {
+  title: string;
+  value: (results: IPathResults) => number;
+  higherIsBetter?: boolean;
 }
 
-const ROWS: IRow[] = [
+const METRICS: IMetric[] = [
   {
-    metric: 'kernel start to kernel_info reply (ms)',
-    value: r => r.results?.startMs
+    title: 'execute round trip p50 (ms)',
+    value: r => r.executeP50Ms
   },
   {
-    metric: 'kernel start to output flowing (ms)',
-    value: r => r.results?.startIopubMs
+    title: 'execute round trip p99 (ms)',
+    value: r => r.executeP99Ms
   },
   {
-    metric: 'execute round trip p50 (ms)',
-    value: r => r.results?.executeP50Ms
+    title: 'iopub throughput, 50 x 1 MiB (MiB/s)',
+    value: r => r.throughputMBps,
+    higherIsBetter: true
   },
   {
-    metric: 'execute round trip p99 (ms)',
-    value: r => r.results?.executeP99Ms
+    title: 'fan-out 20 clients x 1000 lines (ms)',
+    value: r => r.fanOutMs
   },
   {
-    metric: 'iopub throughput, 50 MiB (MiB/s)',
-    value: r => r.results?.throughputMBps
+    title: 'kernel start to kernel_info reply (ms)',
+    value: r => r.startMs
   },
   {
-    metric: 'fan-out 20 clients x 1000 lines (ms)',
-    value: r => r.results?.fanOutMs
+    title: 'kernel start to output flowing (ms)',
+    value: r => r.startIopubMs
   },
   {
-    metric: '20 concurrent kernel starts (ms)',
-    value: r => r.results?.concurrentStartsMs
-  },
-  {
-    metric: 'server start-up (ms)',
-    value: r => r.server?.startupMs,
-    serverOnly: true
-  },
-  {
-    metric: 'server RSS 2 s after start (MB)',
-    value: r => r.server?.justStarted.rssMb,
-    serverOnly: true
-  },
-  {
-    metric: 'server RSS idle 25 s after start (MB)',
-    value: r => r.server?.idle.rssMb,
-    serverOnly: true
-  },
-  {
-    metric: 'server RSS idle after runs (MB)',
-    value: r => r.server?.after.rssMb,
-    serverOnly: true
-  },
-  {
-    metric: 'server peak RSS (MB)',
-    value: r => r.server?.after.peakMb,
-    serverOnly: true
+    title: '20 concurrent kernel starts (ms)',
+    value: r => r.concurrentStartsMs
   }
 ];
 
-/** Check Ferry against the targets of the issue. */
+const SERVER_ROWS: {
+  title: string;
+  value: (stats: IServerStats) => number;
+}[] = [
+  { title: 'server start-up (ms)', value: s => s.startupMs },
+  { title: 'server RSS 2 s after start (MB)', value: s => s.justStarted.rssMb },
+  { title: 'server RSS idle 25 s after start (MB)', value: s => s.idle.rssMb },
+  { title: 'server RSS idle after runs (MB)', value: s => s.after.rssMb },
+  { title: 'server peak RSS (MB)', value: s => s.after.peakMb }
+];
+
+/** A path's value of a metric, or undefined when it has none. */
+function valueOf(
+  paths: Record<PathName, IPathReport>,
+  name: PathName,
+  metric: IMetric
+): number | undefined {
+  const results = paths[name].results;
+  const value = results ? metric.value(results) : undefined;
+  return value !== undefined && Number.isFinite(value) ? value : undefined;
+}
+
+/** The floor of a metric: the best value of the direct clients, and which client it was. */
+export function floorOf(
+  paths: Record<PathName, IPathReport>,
+  metric: IMetric
+): { value: number; client: PathName } | undefined {
+  let best: { value: number; client: PathName } | undefined;
+  for (const client of FLOORS) {
+    const value = valueOf(paths, client, metric);
+    if (
+      value !== undefined &&
+      (!best ||
+        (metric.higherIsBetter ? value > best.value : value < best.value))
+    ) {
+      best = { value, client };
+    }
+  }
+  return best;
+}
+
+/** Check Ferry against the targets of the issue, in each framing. */
 export function evaluateTargets(
   paths: Record<PathName, IPathReport>,
+  servers: Partial<Record<ServerName, IServerStats>>,
   scheduler?: ISchedulerReport
 ): ITargetResult[] {
-  const floor = paths.floor.results;
-  const ferry = paths.ferry.results;
   const targets: ITargetResult[] = [];
-  const ratio = (a: number | undefined, b: number | undefined) =>
-    a !== undefined && b !== undefined && Number.isFinite(a / b)
-      ? a / b
-      : undefined;
-  const rtt = ratio(ferry?.executeP50Ms, floor?.executeP50Ms);
-  targets.push({
-    name: 'execute round trip p50',
-    target: '<= 1.2x floor',
-    actual: rtt === undefined ? 'n/a' : `${rtt.toFixed(2)}x`,
-    pass: rtt !== undefined && rtt <= 1.2
-  });
-  const throughput = ratio(ferry?.throughputMBps, floor?.throughputMBps);
-  targets.push({
-    name: 'iopub throughput',
-    target: '>= 0.85x floor, every byte',
-    actual:
-      throughput === undefined
-        ? 'n/a'
-        : `${throughput.toFixed(2)}x` +
-          (ferry?.throughputComplete ? '' : ', output lost'),
-    pass:
-      throughput !== undefined &&
-      throughput >= 0.85 &&
-      ferry?.throughputComplete === true
-  });
-  const fanOut = ratio(ferry?.fanOutMs, floor?.fanOutMs);
-  targets.push({
-    name: 'fan-out',
-    target: '<= 2x floor, every line',
-    actual:
-      fanOut === undefined
-        ? 'n/a'
-        : `${fanOut.toFixed(2)}x` +
-          (ferry?.fanOutLostLines
-            ? `, ${ferry.fanOutLostLines} lines lost`
-            : ''),
-    pass: fanOut !== undefined && fanOut <= 2 && ferry?.fanOutLostLines === 0
-  });
-  const remoteThroughput = ratio(
-    paths.ferry_remote.results?.throughputMBps,
-    floor?.throughputMBps
-  );
-  targets.push({
-    name: 'remote iopub throughput',
-    target: 'every byte (no target)',
-    actual:
-      remoteThroughput === undefined
-        ? 'n/a'
-        : `${remoteThroughput.toFixed(2)}x` +
-          (paths.ferry_remote.results?.throughputComplete
-            ? ''
-            : ', output lost'),
-    pass: paths.ferry_remote.results?.throughputComplete === true
-  });
-  const remote = ratio(
-    paths.ferry_remote.results?.executeP50Ms,
-    floor?.executeP50Ms
-  );
-  targets.push({
-    name: 'remote round trip p50',
-    target: '<= 1.4x floor (gRPC worker)',
-    actual: remote === undefined ? 'n/a' : `${remote.toFixed(2)}x`,
-    pass: remote !== undefined && remote <= 1.4
-  });
+  const ratio = (name: PathName, metric: IMetric) => {
+    const floor = floorOf(paths, metric);
+    const value = valueOf(paths, name, metric);
+    return floor && value !== undefined ? value / floor.value : undefined;
+  };
+  const [p50, , throughput, fanOut] = METRICS;
+  for (const name of ['ferry_legacy', 'ferry_v1', 'ferry_remote'] as const) {
+    const results = paths[name].results;
+    const framing = TITLES[name].replace('Ferry ', '');
+    const rtt = ratio(name, p50);
+    const limit = name === 'ferry_remote' ? 1.4 : 1.2;
+    targets.push({
+      name: `execute p50, ${framing}`,
+      target: `<= ${limit}x floor${name === 'ferry_remote' ? ' (gRPC worker)' : ''}`,
+      actual: rtt === undefined ? 'n/a' : `${rtt.toFixed(2)}x`,
+      pass: rtt !== undefined && rtt <= limit
+    });
+    const mbps = ratio(name, throughput);
+    const complete = results?.throughputComplete === true;
+    targets.push(
+      name === 'ferry_remote'
+        ? {
+            name: `iopub throughput, ${framing}`,
+            target: 'every byte (no target)',
+            actual:
+              (mbps === undefined ? 'n/a' : `${mbps.toFixed(2)}x`) +
+              (complete ? '' : ', output lost'),
+            pass: complete
+          }
+        : {
+            name: `iopub throughput, ${framing}`,
+            target: '>= 0.85x floor, every byte',
+            actual:
+              (mbps === undefined ? 'n/a' : `${mbps.toFixed(2)}x`) +
+              (complete ? '' : ', output lost'),
+            pass: mbps !== undefined && mbps >= 0.85 && complete
+          }
+    );
+    if (name !== 'ferry_remote') {
+      const fan = ratio(name, fanOut);
+      const lost = results?.fanOutLostLines ?? 0;
+      targets.push({
+        name: `fan-out, ${framing}`,
+        target: '<= 1.0x floor, every line',
+        actual:
+          (fan === undefined ? 'n/a' : `${fan.toFixed(2)}x`) +
+          (lost ? `, ${lost} lines lost` : ''),
+        pass: fan !== undefined && fan <= 1 && lost === 0
+      });
+    }
+  }
   if (scheduler) {
     targets.push({
       name: 'scheduler simulation',
@@ -210,7 +243,7 @@ export function evaluateTargets(
         scheduler.wrongPlacements === 0
     });
   }
-  const rss = paths.ferry.server?.idle.rssMb;
+  const rss = servers.ferry?.idle.rssMb;
   targets.push({
     name: 'idle gateway RSS',
     target: '< 80 MB',
@@ -220,50 +253,53 @@ export function evaluateTargets(
   return targets;
 }
 
-/** The results as a plain-text table, the targets below it. */
+/**
+ * The results as plain-text tables: every path's value with its ratio to the floor (the faster direct
+ * client, named in the floor column), then the servers' memory, then the targets.
+ */
 export function formatReport(report: IBenchReport): string {
-  const header = [
-    'metric',
-    ...PATHS,
-    ...PATHS.slice(1).map(name => `${name}/floor`)
-  ];
-  const rows = ROWS.map(row => {
-    const values = PATHS.map(name => row.value(report.paths[name]));
-    const floor = row.serverOnly ? undefined : values[0];
-    const ratio = (value: number | undefined) =>
-      floor === undefined ||
-      value === undefined ||
-      !Number.isFinite(value / floor)
-        ? '-'
-        : `${(value / floor).toFixed(2)}x`;
+  const paths = report.paths;
+  // A path that was not part of this run (no baseline given) has no column.
+  const shown = PATHS.filter(
+    name => paths[name].results || paths[name].skipped
+  );
+  const header = ['metric', 'floor', ...shown.map(name => TITLES[name])];
+  const rows = METRICS.map(metric => {
+    const floor = floorOf(paths, metric);
     return [
-      row.metric,
-      ...values.map((value, i) =>
-        row.serverOnly && i === 0 ? '-' : formatNumber(value)
-      ),
-      ...values.slice(1).map(ratio)
+      metric.title,
+      floor ? `${formatNumber(floor.value)} (${TITLES[floor.client]})` : 'n/a',
+      ...shown.map(name => {
+        const value = valueOf(paths, name, metric);
+        if (value === undefined) {
+          return paths[name].results ? '-' : 'n/a';
+        }
+        return FLOORS.includes(name) || !floor
+          ? formatNumber(value)
+          : `${formatNumber(value)} ${(value / floor.value).toFixed(2)}x`;
+      })
     ];
   });
-  const widths = header.map((title, i) =>
-    Math.max(title.length, ...rows.map(row => row[i].length))
+  const out = table(header, rows);
+  out.push('');
+  out.push(
+    ...table(
+      ['server', ...SERVERS],
+      SERVER_ROWS.map(row => [
+        row.title,
+        ...SERVERS.map(name => {
+          const stats = report.servers[name];
+          return stats ? formatNumber(row.value(stats)) : 'n/a';
+        })
+      ])
+    )
   );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) =>
-        i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])
-      )
-      .join('  ');
-  const out = [
-    line(header),
-    widths.map(width => '-'.repeat(width)).join('  '),
-    ...rows.map(line)
-  ];
   for (const name of PATHS) {
-    const skipped = report.paths[name].skipped;
+    const skipped = paths[name].skipped;
     if (skipped) {
       out.push(`${name}: ${skipped}`);
     }
-    const results = report.paths[name].results;
+    const results = paths[name].results;
     if (results?.throughputComplete === false) {
       out.push(`${name}: some of the 50 MiB of output never arrived`);
     }
@@ -273,19 +309,34 @@ export function formatReport(report: IBenchReport): string {
       );
     }
   }
-  out.push('', 'Targets (Ferry):');
+  out.push('', 'Targets (Ferry; ratios to the floor):');
   for (const target of report.targets) {
     out.push(
-      `  ${target.pass ? 'PASS' : 'MISS'}  ${target.name.padEnd(24)} ${target.target.padEnd(28)} ${target.actual}`
+      `  ${target.pass ? 'PASS' : 'MISS'}  ${target.name.padEnd(32)} ${target.target.padEnd(32)} ${target.actual}`
     );
   }
   return out.join('\n');
 }
 
-function formatNumber(value: number | undefined): string {
-  if (value === undefined || !Number.isFinite(value)) {
-    return 'n/a';
-  }
+/** Lines of a table: the first column left-aligned, the others right-aligned. */
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...rows.map(row => row[i].length))
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) =>
+        i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])
+      )
+      .join('  ');
+  return [
+    line(header),
+    widths.map(width => '-'.repeat(width)).join('  '),
+    ...rows.map(line)
+  ];
+}
+
+function formatNumber(value: number): string {
   if (value < 10) {
     return value.toFixed(2);
   }

@@ -1,15 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import {
-  concurrentStarts,
-  executeRoundTrips,
-  fanOut,
-  iopubThroughput,
-  median,
-  openListeners,
-  percentile
-} from './measurements';
-import { untilListening } from './requests';
-import type { IBenchKernel, IBenchTarget, IMessageSource } from './types';
+import { concurrentStarts, median, percentile } from './measurements';
+import type { IBenchKernel, IBenchTarget } from './types';
 
 /** How much each measurement does. */
 export const BENCH_CONFIG = {
@@ -36,11 +27,16 @@ export interface IBenchPath {
   target: IBenchTarget;
   /** Something to add to each progress line (the server's memory). */
   probe?: () => string;
+  /**
+   * Whether kernel starts are measured on this path (they are once per server and floor kernel
+   * launcher, not again for each framing or client).
+   */
+  starts: boolean;
 }
 
 /** What one path measured. */
 export interface IPathResults {
-  /** Median kernel start, ms: start request until the kernel answered kernel_info. */
+  /** Median kernel start, ms: start request until the kernel answered kernel_info (NaN: not measured). */
   startMs: number;
   startSamplesMs: number[];
   /** Median ms from the start request until the kernel's output reached the client too. */
@@ -106,36 +102,38 @@ export async function runScenarios(
     log(`kernel start (${config.startSamples} each):`);
     for (let i = 0; i < config.startSamples; i++) {
       await each(runs, async run => {
+        if (run.kernel && !run.path.starts) {
+          return;
+        }
         await run.kernel?.shutdown();
         run.kernel = undefined;
         const started = performance.now();
         run.kernel = await run.path.target.startKernel();
         run.start.push(performance.now() - started);
         // A kernel that answered on shell may not publish to this client yet (ZeroMQ's slow joiner).
-        await untilListening(run.kernel.client, [run.kernel.client]);
+        await run.kernel.untilListening();
         run.startIopub.push(performance.now() - started);
       });
     }
     eachReport(runs, run =>
       report(
         run,
-        `${list(run.start)} ms (output flowing: ${list(run.startIopub)} ms)`
+        run.path.starts
+          ? `${list(run.start)} ms (output flowing: ${list(run.startIopub)} ms)`
+          : 'started (not measured on this path)'
       )
     );
 
     log(`execute round trip (${config.executes} each):`);
     await each(runs, run =>
-      executeRoundTrips(run.live, config.warmupExecutes, config.warmupMs).then(
-        () => undefined
-      )
+      run.live
+        .roundTrips(config.warmupExecutes, config.warmupMs)
+        .then(() => undefined)
     );
     for (let block = 0; block < config.executeBlocks; block++) {
       await each(runs, async run => {
         run.rtt.push(
-          ...(await executeRoundTrips(
-            run.live,
-            config.executes / config.executeBlocks
-          ))
+          ...(await run.live.roundTrips(config.executes / config.executeBlocks))
         );
       });
     }
@@ -147,11 +145,10 @@ export async function runScenarios(
     );
 
     log(`iopub throughput (${config.throughputMb} MiB):`);
-    await each(runs, run => iopubThroughput(run.live, 5).then(() => undefined));
+    await each(runs, run => run.live.throughput(5).then(() => undefined));
     for (let round = 0; round < config.throughputRounds; round++) {
       await each(runs, async run => {
-        const { mbps, complete } = await iopubThroughput(
-          run.live,
+        const { mbps, complete } = await run.live.throughput(
           config.throughputMb
         );
         run.mbps.push(mbps);
@@ -169,18 +166,12 @@ export async function runScenarios(
       `fan-out (${config.fanOutClients} clients, ${config.fanOutLines} lines):`
     );
     await each(runs, async run => {
-      run.listeners = await openListeners(run.live, config.fanOutClients);
-      run.lost += (
-        await fanOut(run.live, run.listeners, config.fanOutLines)
-      ).lost;
+      await run.live.openListeners(config.fanOutClients);
+      run.lost += (await run.live.fanOut(config.fanOutLines)).lost;
     });
     for (let round = 0; round < config.fanOutRounds; round++) {
       await each(runs, async run => {
-        const { ms, lost } = await fanOut(
-          run.live,
-          run.listeners,
-          config.fanOutLines
-        );
+        const { ms, lost } = await run.live.fanOut(config.fanOutLines);
         run.fanOut.push(ms);
         run.lost += lost;
       });
@@ -197,13 +188,16 @@ export async function runScenarios(
     });
 
     log(`${config.concurrentKernels} concurrent kernel starts:`);
-    await each(runs, async run => {
-      run.concurrent = await concurrentStarts(
-        run.path.target,
-        config.concurrentKernels
-      );
-      report(run, `${run.concurrent.toFixed(0)} ms`);
-    });
+    await each(
+      runs.filter(run => run.path.starts),
+      async run => {
+        run.concurrent = await concurrentStarts(
+          run.path.target,
+          config.concurrentKernels
+        );
+        report(run, `${run.concurrent.toFixed(0)} ms`);
+      }
+    );
   } finally {
     await Promise.all(runs.map(run => run.kernel?.shutdown()));
   }
@@ -215,7 +209,6 @@ class PathRun {
   constructor(readonly path: IBenchPath) {}
 
   kernel: IBenchKernel | undefined;
-  listeners: IMessageSource[] = [];
   error: string | undefined;
   start: number[] = [];
   startIopub: number[] = [];
@@ -240,9 +233,9 @@ class PathRun {
     }
     return {
       results: {
-        startMs: median(this.start),
+        startMs: this.path.starts ? median(this.start) : NaN,
         startSamplesMs: this.start,
-        startIopubMs: median(this.startIopub),
+        startIopubMs: this.path.starts ? median(this.startIopub) : NaN,
         startIopubSamplesMs: this.startIopub,
         executeP50Ms: percentile(this.rtt, 50),
         executeP99Ms: percentile(this.rtt, 99),

@@ -30,24 +30,44 @@ export interface IRunningServer extends IServerEndpoint {
  */
 const SAME_USER = ['--kernel-user', userInfo().username];
 
+/** Ferry's limits on kernels, kernel starts and websocket messages, off. */
+const NO_LIMITS = [
+  '--max-kernels',
+  '0',
+  '--max-kernels-per-user',
+  '0',
+  '--max-kernel-starts',
+  '0',
+  '--max-ws-messages',
+  '0'
+];
+
+/** This checkout: where the `ferry` that the bench starts lives. */
+export const CHECKOUT = path.join(__dirname, '..', '..', '..');
+
 /**
  * Start `ferry gateway --port 0` as a child process (so its memory is its own), with its temporary
- * directory (connection files) under `dir`; resolves once it printed its URL.
+ * directory (connection files) under `dir`; resolves once it printed its URL. `nodeArgs` go to Node
+ * (`--cpu-prof` for a profile); `checkout` is the built checkout whose `ferry` runs (another one, for
+ * a baseline measured in the same run).
  */
 export async function startFerry(
   dir: string,
   token: string,
-  workerToken: string
+  workerToken: string,
+  nodeArgs: string[] = [],
+  checkout = CHECKOUT
 ): Promise<IRunningServer> {
   const tmp = path.join(dir, 'ferry-tmp');
   const root = path.join(dir, 'ferry-root');
   await fs.mkdir(tmp, { recursive: true });
   await fs.mkdir(root, { recursive: true });
   const started = performance.now();
-  const bin = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
+  const bin = path.join(checkout, 'kernel-gateway', 'bin', 'ferry.js');
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       bin,
       'gateway',
       '--port',
@@ -57,6 +77,9 @@ export async function startFerry(
       '--no-discover',
       '--worker-port',
       '0',
+      // The bench starts 20 kernels at once several times and drives them hard, as jupyter_server
+      // allows: Ferry's per-user limits would refuse that.
+      ...NO_LIMITS,
       ...SAME_USER
     ],
     {

@@ -26,12 +26,35 @@ export interface IKernelClient extends IMessageSource {
   send(channel: RequestChannel, msgType: string, content: unknown): string;
 }
 
-/** A kernel started through one of the paths compared. */
+/** MiB/s of a cell printing 1 MiB writes, from its first output to idle. */
+export interface IThroughput {
+  mbps: number;
+  /** Whether every byte printed arrived. */
+  complete: boolean;
+}
+
+/** How long every listener took to receive every line of a cell, and the lines that never came. */
+export interface IFanOut {
+  /** ms from sending the cell until every listener had every line; NaN when lines were lost. */
+  ms: number;
+  lost: number;
+}
+
+/**
+ * A kernel started through one of the paths compared, with the client that measures it: in the bench
+ * process (websockets, the Node ZeroMQ floor) or in a process of its own (the pyzmq floor).
+ */
 export interface IBenchKernel {
-  /** The client that drives the kernel; it sees replies and output. */
-  readonly client: IKernelClient;
-  /** One more receiver of the kernel's output. */
-  addListener(): Promise<IMessageSource>;
+  /** Wait until the driving client receives the kernel's output (a SUB socket joins late). */
+  untilListening(): Promise<void>;
+  /** Round trips of `pass`, ms: `count` of them, or fewer if `maxMs` runs out first. */
+  roundTrips(count: number, maxMs?: number): Promise<number[]>;
+  /** A cell prints `mb` MiB in 1 MiB writes. */
+  throughput(mb: number): Promise<IThroughput>;
+  /** Make `count` receivers of the kernel's output in all (the driving client included), all receiving. */
+  openListeners(count: number): Promise<void>;
+  /** A cell prints `lines` lines, flushing each; every listener must receive every line. */
+  fanOut(lines: number): Promise<IFanOut>;
   /** Shut the kernel down, leaving no process behind. */
   shutdown(): Promise<void>;
 }

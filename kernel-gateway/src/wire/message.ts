@@ -82,6 +82,37 @@ export function encodeFrames(
 }
 
 /**
+ * Split frames received from a ZeroMQ socket into identities, signature and message parts, without
+ * checking the signature (see {@link decodeFrames}).
+ *
+ * @throws WireError when the delimiter or parts are missing.
+ */
+export function splitFrames(frames: Buffer[]): {
+  identities: Buffer[];
+  signature: Buffer;
+  parts: MessageParts;
+} {
+  let at = 0;
+  while (
+    at < frames.length &&
+    !(frames[at].length === DELIMITER.length && frames[at].equals(DELIMITER))
+  ) {
+    at++;
+  }
+  if (at === frames.length) {
+    throw new WireError('no <IDS|MSG> delimiter');
+  }
+  if (frames.length - at - 2 < 4) {
+    throw new WireError('fewer than four message parts');
+  }
+  return {
+    identities: frames.slice(0, at),
+    signature: frames[at + 1],
+    parts: frames.slice(at + 2)
+  };
+}
+
+/**
  * Split frames received from a ZeroMQ socket into identities and message parts, verifying the signature.
  *
  * @throws WireError when the delimiter is missing, parts are missing or the signature is wrong.
@@ -90,18 +121,11 @@ export function decodeFrames(
   signer: MessageSigner,
   frames: Buffer[]
 ): { identities: Buffer[]; parts: MessageParts } {
-  const at = frames.findIndex(frame => frame.equals(DELIMITER));
-  if (at < 0) {
-    throw new WireError('no <IDS|MSG> delimiter');
-  }
-  if (frames.length - at - 2 < 4) {
-    throw new WireError('fewer than four message parts');
-  }
-  const parts = frames.slice(at + 2);
-  if (!signer.verify(frames[at + 1], parts)) {
+  const { identities, signature, parts } = splitFrames(frames);
+  if (!signer.verify(signature, parts)) {
     throw new WireError('bad message signature');
   }
-  return { identities: frames.slice(0, at), parts };
+  return { identities, parts };
 }
 
 /** A fresh header for a message Ferry itself originates. */
