@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import {
   CHANNELS,
   type Channel,
@@ -70,19 +71,27 @@ export class OutboundMessage {
   }
 
   /**
-   * The whole websocket frame of the v1 framing as chunks to write in order (frame header, offsets and
-   * channel, then the kernel's own buffers): nothing is copied, however large the output.
+   * The whole websocket frame of this message in `framing` (RFC 6455 header included) as chunks to
+   * write in order, encoded once however many clients receive it. A small message is one buffer, so a
+   * client's write is one small copy; a large one is a few small buffers around the kernel's own
+   * parts, which are never copied, re-encoded or turned into strings (legacy JSON included).
    */
-  v1Frame(): Buffer[] {
-    if (!this._v1Frame) {
-      const chunks = encodeV1Chunks(this.channel, this.parts);
-      let length = 0;
-      for (const chunk of chunks) {
-        length += chunk.length;
-      }
-      this._v1Frame = [binaryFrameHeader(length), ...chunks];
+  wsFrame(framing: Framing): Buffer[] {
+    if (framing === 'v1') {
+      return (this._v1Frame ??= Private.frame(
+        0x82,
+        encodeV1Chunks(this.channel, this.parts)
+      ));
     }
-    return this._v1Frame;
+    if (!this._legacyFrame) {
+      const { binary, chunks } = encodeLegacyChunks(
+        this.channel,
+        this.header,
+        this.parts
+      );
+      this._legacyFrame = Private.frame(binary ? 0x82 : 0x81, chunks);
+    }
+    return this._legacyFrame;
   }
 
   /** The bytes to send in `framing`: a string for a text frame, a Buffer for a binary frame. */
@@ -90,11 +99,16 @@ export class OutboundMessage {
     if (framing === 'v1') {
       return (this._v1 ??= encodeV1(this.channel, this.parts));
     }
-    return (this._legacy ??= encodeLegacy(
-      this.channel,
-      this.header,
-      this.parts
-    ));
+    if (this._legacy === undefined) {
+      const { binary, chunks } = encodeLegacyChunks(
+        this.channel,
+        this.header,
+        this.parts
+      );
+      const bytes = Buffer.concat(chunks);
+      this._legacy = binary ? bytes : bytes.toString('utf8');
+    }
+    return this._legacy;
   }
 
   private _header: IMessageHeader | undefined;
@@ -103,6 +117,7 @@ export class OutboundMessage {
   private _v1: Buffer | undefined;
   private _v1Frame: Buffer[] | undefined;
   private _legacy: string | Buffer | undefined;
+  private _legacyFrame: Buffer[] | undefined;
 }
 
 /** A message from a client, ready for the kernel. */
@@ -146,55 +161,75 @@ export function encodeV1Chunks(channel: string, parts: MessageParts): Buffer[] {
   return [prefix, ...parts];
 }
 
-/** The header of a final, unmasked binary websocket frame (RFC 6455 5.2) carrying `length` bytes. */
-export function binaryFrameHeader(length: number): Buffer {
+/**
+ * The header of a final, unmasked websocket frame (RFC 6455 5.2) carrying `length` bytes: `first` is
+ * its first byte (0x82 binary, 0x81 text).
+ */
+export function frameHeader(length: number, first = 0x82): Buffer {
   if (length < 126) {
-    return Buffer.from([0x82, length]);
+    return Buffer.from([first, length]);
   }
   if (length < 65536) {
-    const header = Buffer.from([0x82, 126, 0, 0]);
+    const header = Buffer.from([first, 126, 0, 0]);
     header.writeUInt16BE(length, 2);
     return header;
   }
   const header = Buffer.alloc(10);
-  header[0] = 0x82;
+  header[0] = first;
   header[1] = 127;
   header.writeBigUInt64BE(BigInt(length), 2);
   return header;
 }
 
 /**
- * Encode in the legacy framing: JSON text when there are no buffers, else the binary form
- * (uint32 BE count, uint32 BE offsets, JSON, buffers). The JSON is assembled from the kernel's bytes.
+ * The legacy framing as chunks, the kernel's parts among them as they came: JSON
+ * `{header, msg_id, msg_type, parent_header, metadata, content, channel, buffers: []}` for a text frame
+ * when there are no buffers, else the binary form (uint32 BE count, uint32 BE offsets, JSON, buffers).
+ * A JSON part that is not valid UTF-8 is decoded with replacement characters first: a text frame must
+ * be valid UTF-8, or browsers drop the connection.
  */
-export function encodeLegacy(
+export function encodeLegacyChunks(
   channel: string,
   header: IMessageHeader,
   parts: MessageParts
-): string | Buffer {
-  const [h, p, m, c] = parts.slice(0, 4).map(part => part.toString('utf8'));
-  const fields =
-    `{"header":${h},"msg_id":${JSON.stringify(header.msg_id)},` +
-    `"msg_type":${JSON.stringify(header.msg_type)},"parent_header":${p},` +
-    `"metadata":${m},"content":${c},"channel":${JSON.stringify(channel)}`;
+): { binary: boolean; chunks: Buffer[] } {
+  const json = parts
+    .slice(0, 4)
+    .map(part => (isUtf8(part) ? part : Buffer.from(part.toString('utf8'))));
+  const chunks = [
+    Private.HEADER,
+    json[0],
+    Buffer.from(
+      `,"msg_id":${JSON.stringify(header.msg_id)},` +
+        `"msg_type":${JSON.stringify(header.msg_type)},"parent_header":`
+    ),
+    json[1],
+    Private.METADATA,
+    json[2],
+    Private.CONTENT,
+    json[3]
+  ];
   if (parts.length === 4) {
-    return `${fields},"buffers":[]}`;
+    chunks.push(
+      Buffer.from(`,"channel":${JSON.stringify(channel)},"buffers":[]}`)
+    );
+    return { binary: false, chunks };
   }
-  const chunks = [Buffer.from(`${fields}}`, 'utf8'), ...parts.slice(4)];
-  const headerBytes = 4 * (chunks.length + 1);
-  let total = headerBytes;
+  chunks.push(Buffer.from(`,"channel":${JSON.stringify(channel)}}`));
+  const buffers = parts.slice(4);
+  const count = buffers.length + 1;
+  const table = Buffer.allocUnsafe(4 * (count + 1));
+  table.writeUInt32BE(count, 0);
+  let offset = table.length;
+  table.writeUInt32BE(offset, 4);
   for (const chunk of chunks) {
-    total += chunk.length;
-  }
-  const out = Buffer.allocUnsafe(total);
-  out.writeUInt32BE(chunks.length, 0);
-  let offset = headerBytes;
-  chunks.forEach((chunk, i) => {
-    out.writeUInt32BE(offset, 4 * (i + 1));
-    chunk.copy(out, offset);
     offset += chunk.length;
+  }
+  buffers.forEach((buffer, i) => {
+    table.writeUInt32BE(offset, 4 * (i + 2));
+    offset += buffer.length;
   });
-  return out;
+  return { binary: true, chunks: [table, ...chunks, ...buffers] };
 }
 
 /**
@@ -224,6 +259,26 @@ export function decodeClientFrame(
 }
 
 namespace Private {
+  export const HEADER = Buffer.from('{"header":');
+  export const METADATA = Buffer.from(',"metadata":');
+  export const CONTENT = Buffer.from(',"content":');
+
+  /** Frames at most this large are written as one buffer (one copy of a small message). */
+  const COPY_MAX_BYTES = 16 * 1024;
+
+  /** A whole websocket frame: its header, then `chunks` (copied into one buffer if small). */
+  export function frame(first: number, chunks: Buffer[]): Buffer[] {
+    let length = 0;
+    for (const chunk of chunks) {
+      length += chunk.length;
+    }
+    const header = frameHeader(length, first);
+    if (length > COPY_MAX_BYTES) {
+      return [header, ...chunks];
+    }
+    return [Buffer.concat([header, ...chunks], header.length + length)];
+  }
+
   export function parse(part: Buffer): Record<string, unknown> {
     const value = JSON.parse(part.toString('utf8'));
     return value && typeof value === 'object' ? value : {};

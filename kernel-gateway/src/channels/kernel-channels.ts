@@ -19,13 +19,6 @@ const GATEWAY_SESSION = 'ferry-gateway';
 /** At most this many unanswered requests are remembered per kernel for routing replies. */
 const MAX_PENDING_REQUESTS = 10000;
 
-/**
- * v1 messages at least this large are written to the connection as one frame straight from the
- * kernel's buffers instead of through `ws`, which sends one buffer per frame: copying each large
- * message into one buffer took about a third of the gateway's CPU under heavy output (`npm run bench`).
- */
-const GATHER_MIN_BYTES = 64 * 1024;
-
 /** At most this many departed sessions are remembered per kernel for replay. */
 const MAX_SESSIONS = 1000;
 
@@ -52,7 +45,7 @@ export class KernelChannels {
   /**
    * Attach a websocket. A client that reconnects with its `session_id` gets the output it missed since
    * it left; any client that connects while no other is connected gets the output produced meanwhile.
-   * `stream` is the connection under the websocket, for writing large frames without copying them.
+   * `stream` is the connection under the websocket, for writing frames encoded once for every client.
    */
   connect(
     socket: WebSocket,
@@ -242,19 +235,15 @@ export class KernelChannels {
     if (client.socket.readyState !== client.socket.OPEN) {
       return false;
     }
-    if (
-      client.stream &&
-      client.framing === 'v1' &&
-      message.byteLength >= GATHER_MIN_BYTES &&
-      client.socket.extensions === ''
-    ) {
-      // Without extensions (no compression) ws writes each frame at once, so this one keeps its place.
-      const stream = client.stream;
-      stream.cork();
-      for (const chunk of message.v1Frame()) {
+    const stream = client.stream;
+    if (stream && client.socket.extensions === '') {
+      // The frame, encoded once for every client, goes straight to the connection: without
+      // extensions (no compression) ws writes each of its own frames at once, so this one, written
+      // whole, keeps its place. Messages of one burst from the kernel leave in one write.
+      Private.corkUntilBurstEnds(client, stream);
+      for (const chunk of message.wsFrame(client.framing)) {
         stream.write(chunk);
       }
-      stream.uncork();
       return true;
     }
     client.socket.send(message.encode(client.framing));
@@ -288,14 +277,43 @@ export namespace KernelChannels {
 }
 
 namespace Private {
+  /** Clients whose connection is corked until the current burst ends. */
+  const corked: IClient[] = [];
+
+  /**
+   * Cork a client's connection until the current burst of messages is delivered: the messages the
+   * gateway relays in one turn of the event loop (ZeroMQ hands over queued messages without returning
+   * to it) go out in one write, instead of one system call per message per client.
+   */
+  export function corkUntilBurstEnds(client: IClient, stream: Duplex): void {
+    if (client.corked) {
+      return;
+    }
+    client.corked = true;
+    stream.cork();
+    if (corked.push(client) === 1) {
+      // Ticks run once the promise jobs (the receive loop's turns) are done.
+      process.nextTick(uncorkAll);
+    }
+  }
+
+  function uncorkAll(): void {
+    for (const client of corked.splice(0)) {
+      client.corked = false;
+      client.stream?.uncork();
+    }
+  }
+
   export interface IClient {
     socket: WebSocket;
     framing: Framing;
     sessionId: string | undefined;
-    /** The connection under the websocket, when large frames may be written to it directly. */
+    /** The connection under the websocket, when frames may be written to it directly. */
     stream: Duplex | undefined;
     /** The newest buffered message this client received: where its replay starts. */
     lastSeq: number;
+    /** Whether its connection is corked until the current burst of messages is written. */
+    corked?: boolean;
     /** Whether this client was told (in the log) that its channel-less messages go to shell. */
     warnedChannel?: boolean;
   }
