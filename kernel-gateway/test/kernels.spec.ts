@@ -80,6 +80,29 @@ describe('kernels against a real ipykernel', () => {
       );
       expect(run.stdout).toContain('hi ferry');
     });
+
+    it('relays only iopub messages signed with the kernel key', async () => {
+      // The cell publishes on the kernel's own iopub socket: a message with a made-up signature, one
+      // signed and then altered, and one signed as the kernel signs.
+      const run = await client.execute(
+        [
+          'k = get_ipython().kernel',
+          's = k.session',
+          'def publish(text, signature=None, altered=None):',
+          '    content = s.pack({"name": "stdout", "text": text})',
+          '    parts = [s.pack(s.msg_header("stream")), s.pack(k.get_parent()["header"]), s.pack({}), content]',
+          '    signature = signature or s.sign(parts)',
+          '    if altered:',
+          '        parts[3] = s.pack({"name": "stdout", "text": altered})',
+          '    k.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", signature, *parts])',
+          'publish("made-up signature\\n", signature=b"0" * 64)',
+          'publish("signed\\n", altered="altered after signing\\n")',
+          'publish("genuine\\n")'
+        ].join('\n')
+      );
+      expect(run.reply.content).toMatchObject({ status: 'ok' });
+      expect(run.stdout).toBe('genuine\n');
+    });
   });
 
   it('interrupts a running time.sleep', async () => {

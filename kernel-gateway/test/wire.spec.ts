@@ -108,6 +108,81 @@ describe('framings against JupyterLab’s own serializer', () => {
     }
   );
 
+  /** The opcode and payload of one whole, unmasked websocket frame. */
+  function readFrame(chunks: Buffer[]): { opcode: number; payload: Buffer } {
+    const frame = Buffer.concat(chunks);
+    const short = frame[1] & 0x7f;
+    const [length, start] =
+      short === 126
+        ? [frame.readUInt16BE(2), 4]
+        : short === 127
+          ? [Number(frame.readBigUInt64BE(2)), 10]
+          : [short, 2];
+    expect(frame[0] & 0x80).toBe(0x80);
+    expect(frame[1] & 0x80).toBe(0);
+    expect(frame.length).toBe(start + length);
+    return { opcode: frame[0] & 0x0f, payload: frame.subarray(start) };
+  }
+
+  it.each([
+    ['v1, small', 'v1', 10, [], 2],
+    ['v1, large, with buffers', 'v1', 100000, [Buffer.from([1, 2])], 2],
+    ['legacy JSON, small', 'legacy', 10, [], 1],
+    ['legacy JSON, large', 'legacy', 100000, [], 1],
+    ['legacy binary, large', 'legacy', 100000, [Buffer.from([1, 2])], 2]
+  ] as const)(
+    '%s: one whole websocket frame for every client, readable by JupyterLab',
+    (_title, framing, size, buffers, opcode) => {
+      const text = 'ü'.repeat(size);
+      const parts = [
+        ...createMessage('stream', { name: 'stdout', text }, 'sess').parts,
+        ...buffers
+      ];
+      const message = new OutboundMessage('iopub', parts);
+      const chunks = message.wsFrame(framing);
+      const frame = readFrame(chunks);
+      expect(frame.opcode).toBe(opcode);
+      const read = deserialize(
+        opcode === 1
+          ? (frame.payload.toString('utf8') as unknown as ArrayBuffer)
+          : toArrayBuffer(frame.payload),
+        framing === 'v1' ? V1_SUBPROTOCOL : ''
+      );
+      expect(read.channel).toBe('iopub');
+      expect(read.content).toEqual({ name: 'stdout', text });
+      expect(read.buffers ?? []).toHaveLength(buffers.length);
+      // Encoded once, however many clients it goes to; large output is sent from the kernel's buffer.
+      expect(message.wsFrame(framing)).toBe(chunks);
+      if (size > 1000) {
+        expect(chunks).toContain(parts[3]);
+      }
+    }
+  );
+
+  it('sends legacy JSON as valid UTF-8 text even when the kernel’s bytes are not', () => {
+    const parts = createMessage(
+      'stream',
+      { name: 'stdout', text: 'ok' },
+      's'
+    ).parts;
+    // A lone 0xff (invalid UTF-8) inside the JSON string, as a kernel with surrogateescape can send.
+    parts[3] = Buffer.concat([
+      Buffer.from('{"name":"stdout","text":"a'),
+      Buffer.from([0xff]),
+      Buffer.from('b"}')
+    ]);
+    const frame = readFrame(
+      new OutboundMessage('iopub', parts).wsFrame('legacy')
+    );
+    expect(frame.opcode).toBe(1);
+    expect(
+      new TextDecoder('utf-8', { fatal: true }).decode(frame.payload)
+    ).toBeTruthy();
+    expect(JSON.parse(frame.payload.toString('utf8')).content.text).toBe(
+      'a\ufffdb'
+    );
+  });
+
   it.each([
     ['v1', V1_SUBPROTOCOL],
     ['legacy', '']
