@@ -172,6 +172,32 @@ describe('moving a kernel onto other devices under the same id', () => {
     expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
   }, 60000);
 
+  it('runs a cell sent while the old process is being stopped in the new one, on the new devices', async () => {
+    const id = await startKernel(gw, {
+      name: 'python3',
+      env: { KERNEL_ACCELERATOR: 'cpu' }
+    });
+    const client = await KernelSocket.connect(gw, id);
+    await client.execute('x = 1');
+    const moved = move(id, { kind: 'gpu', model: 'H100', count: 1 });
+    // The gateway took the request: the kernel reads 'starting' while its old process stops.
+    for (;;) {
+      const model = await gw.api('GET', `/api/kernels/${id}`);
+      if (model.body.execution_state === 'starting') {
+        break;
+      }
+    }
+    // As a user pressing Run at that moment: the cell waits for the new process and runs there.
+    const seen = sees(client);
+    expect((await moved).status).toBe(200);
+    expect(await seen).toMatchObject({
+      cuda: `'${(await theGpu()).visibleId}'`,
+      hasX: false
+    });
+    await client.close();
+    expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
+  }, 60000);
+
   it('restarts in place when asked for what the kernel already runs on', async () => {
     const id = await startKernel(gw, {
       name: 'python3',

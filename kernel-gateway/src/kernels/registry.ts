@@ -678,14 +678,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       deviceIds: placement.deviceIds
     });
     await kernel.ready;
-    kernel.running = true;
     kernel.executionState = 'idle';
     kernel.channels.broadcastStatus('idle');
-    const backlog = kernel.backlog;
-    kernel.backlog = [];
-    backlog.forEach(({ channel, parts }) =>
-      worker.sendToKernel(kernel.id, channel, parts)
-    );
+    this._resumeSending(kernel, worker);
     this._log.info(
       {
         kernel: kernel.id,
@@ -901,12 +896,33 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
   }
 
+  /** The kernel's process runs: client messages go straight to it, those held back first. */
+  private _resumeSending(
+    kernel: ManagedKernel,
+    worker: IWorkerConnection
+  ): void {
+    kernel.running = true;
+    const backlog = kernel.backlog;
+    kernel.backlog = [];
+    backlog.forEach(({ channel, parts }) =>
+      worker.sendToKernel(kernel.id, channel, parts)
+    );
+  }
+
   /** Stop a kernel's process and let go of its devices and engine job; the kernel stays known. */
   private async _leave(kernel: ManagedKernel): Promise<void> {
     const worker =
       kernel.placement && this._pool.get(kernel.placement.workerId);
     if (worker && kernel.running) {
-      await worker.shutdownKernel(kernel.id);
+      // From now on what clients send waits for the new process instead of reaching the one that
+      // is being stopped (and dying with it).
+      kernel.running = false;
+      try {
+        await worker.shutdownKernel(kernel.id);
+      } catch (error) {
+        this._resumeSending(kernel, worker);
+        throw error;
+      }
     }
     kernel.running = false;
     kernel.placement = undefined;
