@@ -15,7 +15,12 @@ import {
   takeSecretEnv,
   type SecretEnvName
 } from './secrets';
-import { createHostWorker, KernelUser, WorkerAgent } from './worker';
+import {
+  createHostWorker,
+  KernelUser,
+  MAX_OUTPUT_BYTES,
+  WorkerAgent
+} from './worker';
 import { loadProfiles } from './workers';
 
 /** This package's version. */
@@ -65,6 +70,9 @@ function refusedSecret(
     )
   );
 }
+
+const MAX_OUTPUT_HELP =
+  'larger messages from a kernel are replaced by a notice under the cell (the kernel stays usable)';
 
 const KERNEL_USER_HELP =
   'the user kernels run as, by name or uid (default: nobody when Ferry runs as root, else this user); `root` keeps them as root, where kernel code can read every secret of this host';
@@ -227,6 +235,12 @@ export function createProgram(): Command {
     )
     .option('--kernel-user <user>', KERNEL_USER_HELP)
     .option(
+      '--max-output-mb <mb>',
+      MAX_OUTPUT_HELP,
+      number,
+      MAX_OUTPUT_BYTES / 2 ** 20
+    )
+    .option(
       '--worker-grace <seconds>',
       'how long a worker may be unreachable before its kernels are dead',
       number,
@@ -319,6 +333,12 @@ export function createProgram(): Command {
       refusedSecret(worker, '--token', 'FERRY_WORKER_TOKEN', '--token-file')
     )
     .option('--kernel-user <user>', KERNEL_USER_HELP)
+    .option(
+      '--max-output-mb <mb>',
+      MAX_OUTPUT_HELP,
+      number,
+      MAX_OUTPUT_BYTES / 2 ** 20
+    )
     .option('--name <name>', 'name shown in the UI', os.hostname())
     .option('--id <id>', 'stable worker id (default: the name)')
     .option('--simulate <spec>', 'simulated devices, e.g. gpu:H100:2,tpu:v5e:4')
@@ -380,6 +400,7 @@ namespace Private {
     workerPort?: number;
     workerTokenFile?: string;
     kernelUser?: string;
+    maxOutputMb: number;
     workerGrace: number;
     workerTlsCert?: string;
     workerTlsKey?: string;
@@ -403,6 +424,7 @@ namespace Private {
     gateway: string;
     tokenFile?: string;
     kernelUser?: string;
+    maxOutputMb: number;
     name: string;
     id?: string;
     simulate?: string;
@@ -457,7 +479,8 @@ namespace Private {
       discover: flags.discover,
       acceptsCpu: flags.cpu,
       allocated: flags.allocated ? parseAllocated(flags.allocated) : undefined,
-      kernelUser
+      kernelUser,
+      maxOutputBytes: flags.maxOutputMb * 2 ** 20
     });
     const credentials =
       flags.tls || flags.tlsCa
@@ -598,7 +621,8 @@ namespace Private {
       logger,
       simulate: flags.simulate,
       discover: flags.discover,
-      kernelUser
+      kernelUser,
+      maxOutputBytes: flags.maxOutputMb * 2 ** 20
     });
     const workerToken =
       flags.workerPort !== undefined

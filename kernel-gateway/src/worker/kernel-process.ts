@@ -26,6 +26,12 @@ import { SocketWriter } from './socket-writer';
 const MAX_BACKLOG = 1000;
 
 /**
+ * The largest message relayed from a kernel by default (128 MiB): below the gRPC limit of remote
+ * workers, and far beyond what a browser renders. A larger one is replaced by a notice.
+ */
+export const MAX_OUTPUT_BYTES = 128 * 2 ** 20;
+
+/**
  * One kernel process and its ZeroMQ sockets: launch with a connection file, relay signed messages,
  * watch the heartbeat, interrupt, restart in place and shut down leaving no process behind.
  */
@@ -322,6 +328,14 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       }
       throw error;
     }
+    const maxBytes = this._options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
+    if (Private.byteLength(parts) > maxBytes) {
+      parts = Private.tooLarge(channel, parts, maxBytes, sockets.session);
+      this._log.warn(
+        { channel, maxBytes },
+        'kernel message over the output limit replaced by a notice'
+      );
+    }
     if (channel === 'iopub') {
       if (this._startupRequests.size > 0) {
         // Start-up chatter (busy/idle for our own kernel_info requests) is not for clients.
@@ -568,6 +582,8 @@ export namespace KernelProcess {
     shutdownWaitMs?: number;
     heartbeatIntervalMs?: number;
     heartbeatMisses?: number;
+    /** Larger messages from the kernel are replaced by a notice (default {@link MAX_OUTPUT_BYTES}). */
+    maxOutputBytes?: number;
   }
 
   export interface IEvents {
@@ -579,6 +595,52 @@ export namespace KernelProcess {
 }
 
 namespace Private {
+  export function byteLength(parts: MessageParts): number {
+    let bytes = 0;
+    for (const part of parts) {
+      bytes += part.length;
+    }
+    return bytes;
+  }
+
+  /**
+   * What clients get instead of a message over the limit: output becomes a line on stderr under the
+   * cell that printed it; a reply keeps its type and parent, with an error as its content. Either
+   * way the request that caused it is answered and the kernel stays usable.
+   */
+  export function tooLarge(
+    channel: Channel,
+    parts: MessageParts,
+    maxBytes: number,
+    session: string
+  ): MessageParts {
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+    const text =
+      `[Ferry] A message of ${mib(byteLength(parts))} from the kernel was not relayed: ` +
+      `messages over ${mib(maxBytes)} are dropped (--max-output-mb).\n`;
+    if (channel === 'iopub') {
+      return createMessage(
+        'stream',
+        { name: 'stderr', text },
+        session,
+        parseObject(parts[1]) ?? {}
+      ).parts;
+    }
+    return [
+      parts[0],
+      parts[1],
+      Buffer.from('{}'),
+      Buffer.from(
+        JSON.stringify({
+          status: 'error',
+          ename: 'MessageTooLarge',
+          evalue: text.trim(),
+          traceback: []
+        })
+      )
+    ];
+  }
+
   export interface ISockets {
     session: string;
     signer: MessageSigner;

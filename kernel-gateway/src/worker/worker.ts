@@ -123,6 +123,7 @@ export class Worker
       runtimeDir: sandbox?.runtimeDir ?? this._runtimeDir,
       runAs: sandbox?.runAs,
       logger: this._log,
+      maxOutputBytes: this._options.maxOutputBytes,
       ...this._options.kernelTimings
     });
     const entry: Private.IEntry = {
@@ -313,6 +314,8 @@ export namespace Worker {
      */
     kernelUser?: KernelUser;
     runtimeDir?: string;
+    /** Larger messages from a kernel are replaced by a notice (default 128 MiB). */
+    maxOutputBytes?: number;
     /** At most this many automatic restarts per window before a kernel is declared dead. */
     autoRestartLimit?: number;
     autoRestartWindowMs?: number;
