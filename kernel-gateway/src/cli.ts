@@ -160,6 +160,18 @@ export function createProgram(): Command {
       DEFAULT_GATEWAY_OPTIONS.replayBytes / 2 ** 20
     )
     .option(
+      '--client-buffer-mb <mb>',
+      'output waiting for one slow client, at most; past it its output is skipped (and it is told), and a client behind for a minute is closed',
+      number,
+      DEFAULT_GATEWAY_OPTIONS.clientBufferBytes / 2 ** 20
+    )
+    .option(
+      '--slow-client-timeout <seconds>',
+      'a client whose output is skipped for longer is closed (1013)',
+      number,
+      60
+    )
+    .option(
       '--max-message-mb <mb>',
       'largest websocket message accepted',
       number,
@@ -386,6 +398,8 @@ namespace Private {
     cullConnected: boolean;
     cullBusy: boolean;
     replayBufferMb: number;
+    clientBufferMb: number;
+    slowClientTimeout: number;
     maxMessageMb: number;
     iopubMsgRateLimit?: number;
     iopubDataRateLimit?: number;
@@ -642,6 +656,8 @@ namespace Private {
       allowOrigins: flags.allowOrigin,
       envAllow: flags.envAllow,
       replayBytes: flags.replayBufferMb * 2 ** 20,
+      clientBufferBytes: flags.clientBufferMb * 2 ** 20,
+      slowClientTimeoutMs: flags.slowClientTimeout * 1000,
       maxMessageBytes: flags.maxMessageMb * 2 ** 20,
       rateLimits: {
         messagesPerSecond: flags.iopubMsgRateLimit,

@@ -68,6 +68,10 @@ export interface IGatewayOptions {
   envAllow: string[];
   /** Bytes of output kept per kernel for clients that reconnect. */
   replayBytes: number;
+  /** Bytes that may wait on one client's connection before output is skipped for it (it is told). */
+  clientBufferBytes: number;
+  /** A client that stays behind for longer is closed with 1013 (default 60 s). */
+  slowClientTimeoutMs?: number;
   /** Largest websocket message or REST body accepted, in bytes. */
   maxMessageBytes: number;
   rateLimits: IRateLimits;
@@ -110,6 +114,7 @@ export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
   allowOrigins: [],
   envAllow: [],
   replayBytes: 16 * 1024 * 1024,
+  clientBufferBytes: 16 * 1024 * 1024,
   maxMessageBytes: 64 * 1024 * 1024,
   rateLimits: {},
   limits: DEFAULT_LIMITS,

@@ -1,7 +1,12 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { createMessage, type Channel, type MessageParts } from '../wire';
+import {
+  createMessage,
+  type Channel,
+  type IMessageHeader,
+  type MessageParts
+} from '../wire';
 import {
   CloseCode,
   decodeClientFrame,
@@ -18,6 +23,15 @@ const GATEWAY_SESSION = 'ferry-gateway';
 
 /** At most this many unanswered requests are remembered per kernel for routing replies. */
 const MAX_PENDING_REQUESTS = 10000;
+
+/** Bytes that may wait on one client's connection before output is skipped for it, by default. */
+export const DEFAULT_CLIENT_BUFFER_BYTES = 16 * 2 ** 20;
+
+/** A client that stays behind this long is closed (1013): it is not reading. */
+const HOPELESS_MS = 60_000;
+
+/** Output that a client too far behind may miss (it is told); other messages always go. */
+const SKIPPABLE = new Set(['stream', 'display_data', 'update_display_data']);
 
 /** At most this many departed sessions are remembered per kernel for replay. */
 const MAX_SESSIONS = 1000;
@@ -221,18 +235,29 @@ export class KernelChannels {
     }
   }
 
-  private _notice(client: Private.IClient, text: string): void {
+  private _notice(
+    client: Private.IClient,
+    text: string,
+    parentHeader: unknown = {}
+  ): void {
     const { parts } = createMessage(
       'stream',
       { name: 'stderr', text },
-      GATEWAY_SESSION
+      GATEWAY_SESSION,
+      parentHeader
     );
     this._send(client, new OutboundMessage('iopub', parts));
   }
 
-  /** Send to one client; false when its socket is no longer open. */
+  /**
+   * Send to one client; false when its socket is no longer open, or when the message was output
+   * skipped because the client is too far behind (see {@link Private.IClient.behind}).
+   */
   private _send(client: Private.IClient, message: OutboundMessage): boolean {
     if (client.socket.readyState !== client.socket.OPEN) {
+      return false;
+    }
+    if (!this._keepsUp(client, message)) {
       return false;
     }
     const stream = client.stream;
@@ -248,6 +273,88 @@ export class KernelChannels {
     }
     client.socket.send(message.encode(client.framing));
     return true;
+  }
+
+  /**
+   * The per-client memory budget: while more than `clientBufferBytes` wait on a client's connection,
+   * output (stream and display messages) is skipped for it; everything else (status, replies,
+   * results, errors, comms) still goes. Once it has caught up it is told what it missed, under the
+   * cell that printed it. A client that stays behind for `slowClientTimeoutMs` is closed with 1013.
+   * A client that reads fast never reaches the budget, so it gets every message at full speed.
+   */
+  private _keepsUp(client: Private.IClient, message: OutboundMessage): boolean {
+    // While its connection is corked for a burst, what waits is what waited before the burst:
+    // the burst itself leaves in one write, fast or slow client alike.
+    const waiting = client.stream
+      ? client.corked
+        ? (client.waitingBeforeBurst ?? 0)
+        : client.stream.writableLength
+      : client.socket.bufferedAmount;
+    const budget =
+      this._options.clientBufferBytes ?? DEFAULT_CLIENT_BUFFER_BYTES;
+    const behind = client.behind;
+    if (waiting <= budget) {
+      if (behind && waiting <= budget / 2) {
+        this._caughtUp(client);
+      }
+      if (!behind || waiting <= budget / 2) {
+        return true;
+      }
+    }
+    const now = Date.now();
+    const hopelessMs = this._options.slowClientTimeoutMs ?? HOPELESS_MS;
+    if (behind && now - behind.since > hopelessMs) {
+      this._log.warn(
+        { waiting, budget, seconds: hopelessMs / 1000 },
+        'closing a client that cannot keep up with the kernel'
+      );
+      client.socket.close(
+        CloseCode.tryAgainLater,
+        'too slow: could not keep up with the kernel output'
+      );
+      this._disconnect(client);
+      return false;
+    }
+    if (
+      message.channel !== 'iopub' ||
+      !SKIPPABLE.has(message.header.msg_type)
+    ) {
+      return true;
+    }
+    if (!client.behind) {
+      client.behind = { since: now, count: 0, bytes: 0, parentHeader: {} };
+      // Told as soon as it has read what waited, even if the kernel says nothing more.
+      const stream = client.stream;
+      const check = () => {
+        if (client.behind && this._clients.has(client)) {
+          if (stream!.writableLength <= budget / 2) {
+            this._caughtUp(client);
+          } else {
+            stream!.once('drain', check);
+          }
+        }
+      };
+      stream?.once('drain', check);
+    }
+    client.behind.count++;
+    client.behind.bytes += message.byteLength;
+    client.behind.parentHeader = message.parentHeader;
+    return false;
+  }
+
+  /** A client that was behind has caught up: it is told what it missed, under the cell. */
+  private _caughtUp(client: Private.IClient): void {
+    const behind = client.behind;
+    if (!behind) {
+      return;
+    }
+    client.behind = undefined;
+    this._notice(
+      client,
+      `[Ferry] ${behind.count} output message(s) (${(behind.bytes / 2 ** 20).toFixed(1)} MiB) ` +
+        'were not sent to this connection: it could not keep up with the kernel.\n',
+      behind.parentHeader
+    );
   }
 
   private _options: KernelChannels.IOptions;
@@ -269,6 +376,10 @@ export namespace KernelChannels {
     send: (channel: Exclude<Channel, 'iopub'>, parts: MessageParts) => void;
     /** Byte cap of the replay buffer (0 turns replay off). */
     replayBytes: number;
+    /** Bytes that may wait on one client's connection before output is skipped for it (16 MiB). */
+    clientBufferBytes?: number;
+    /** A client behind for longer is closed with 1013 (60 s). */
+    slowClientTimeoutMs?: number;
     rateLimits?: IRateLimits;
     logger: Logger;
     /** Called for every message from the kernel (activity and execution state). */
@@ -290,6 +401,7 @@ namespace Private {
       return;
     }
     client.corked = true;
+    client.waitingBeforeBurst = stream.writableLength;
     stream.cork();
     if (corked.push(client) === 1) {
       // Ticks run once the promise jobs (the receive loop's turns) are done.
@@ -314,6 +426,15 @@ namespace Private {
     lastSeq: number;
     /** Whether its connection is corked until the current burst of messages is written. */
     corked?: boolean;
+    /** Bytes that waited on its connection when the current burst began. */
+    waitingBeforeBurst?: number;
+    /** Set while output is skipped for it: since when, how much, and the last skipped one's parent. */
+    behind?: {
+      since: number;
+      count: number;
+      bytes: number;
+      parentHeader: Partial<IMessageHeader>;
+    };
     /** Whether this client was told (in the log) that its channel-less messages go to shell. */
     warnedChannel?: boolean;
   }

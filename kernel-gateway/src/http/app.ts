@@ -87,6 +87,8 @@ export class Gateway {
       scheduler: this.scheduler,
       logger: options.logger,
       replayBytes: resolved.replayBytes,
+      clientBufferBytes: resolved.clientBufferBytes,
+      slowClientTimeoutMs: resolved.slowClientTimeoutMs,
       rateLimits: resolved.rateLimits,
       culling: resolved.culling,
       onShutdown: id => this.sessions.dropKernel(id),

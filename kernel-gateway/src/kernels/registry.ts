@@ -642,6 +642,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           }
         },
         replayBytes: this._options.replayBytes,
+        clientBufferBytes: this._options.clientBufferBytes,
+        slowClientTimeoutMs: this._options.slowClientTimeoutMs,
         rateLimits: this._options.rateLimits,
         logger: this._log,
         onActivity: message => {
@@ -1258,6 +1260,10 @@ export namespace KernelRegistry {
     scheduler: Scheduler;
     logger: Logger;
     replayBytes: number;
+    /** Bytes that may wait on one client's connection before output is skipped for it. */
+    clientBufferBytes?: number;
+    /** A client that stays behind for longer is closed with 1013. */
+    slowClientTimeoutMs?: number;
     rateLimits?: IRateLimits;
     culling?: ICullingOptions;
     defaultKernelName?: string;
