@@ -3,8 +3,9 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import {
   createMessage,
+  isSkippableOutput,
+  skippedOutputNotice,
   type Channel,
-  type IMessageHeader,
   type MessageParts
 } from '../wire';
 import {
@@ -30,8 +31,7 @@ export const DEFAULT_CLIENT_BUFFER_BYTES = 16 * 2 ** 20;
 /** A client that stays behind this long is closed (1013): it is not reading. */
 const HOPELESS_MS = 60_000;
 
-/** Output that a client too far behind may miss (it is told); other messages always go. */
-const SKIPPABLE = new Set(['stream', 'display_data', 'update_display_data']);
+const EMPTY = Buffer.from('{}');
 
 /** At most this many departed sessions are remembered per kernel for replay. */
 const MAX_SESSIONS = 1000;
@@ -235,16 +235,11 @@ export class KernelChannels {
     }
   }
 
-  private _notice(
-    client: Private.IClient,
-    text: string,
-    parentHeader: unknown = {}
-  ): void {
+  private _notice(client: Private.IClient, text: string): void {
     const { parts } = createMessage(
       'stream',
       { name: 'stderr', text },
-      GATEWAY_SESSION,
-      parentHeader
+      GATEWAY_SESSION
     );
     this._send(client, new OutboundMessage('iopub', parts));
   }
@@ -315,14 +310,11 @@ export class KernelChannels {
       this._disconnect(client);
       return false;
     }
-    if (
-      message.channel !== 'iopub' ||
-      !SKIPPABLE.has(message.header.msg_type)
-    ) {
+    if (message.channel !== 'iopub' || !isSkippableOutput(message.parts)) {
       return true;
     }
     if (!client.behind) {
-      client.behind = { since: now, count: 0, bytes: 0, parentHeader: {} };
+      client.behind = { since: now, count: 0, bytes: 0, parent: EMPTY };
       // Told as soon as it has read what waited, even if the kernel says nothing more.
       const stream = client.stream;
       const check = () => {
@@ -338,7 +330,7 @@ export class KernelChannels {
     }
     client.behind.count++;
     client.behind.bytes += message.byteLength;
-    client.behind.parentHeader = message.parentHeader;
+    client.behind.parent = message.parts[1];
     return false;
   }
 
@@ -349,11 +341,17 @@ export class KernelChannels {
       return;
     }
     client.behind = undefined;
-    this._notice(
+    this._send(
       client,
-      `[Ferry] ${behind.count} output message(s) (${(behind.bytes / 2 ** 20).toFixed(1)} MiB) ` +
-        'were not sent to this connection: it could not keep up with the kernel.\n',
-      behind.parentHeader
+      new OutboundMessage(
+        'iopub',
+        skippedOutputNotice(
+          behind.count,
+          behind.bytes,
+          behind.parent,
+          'this connection'
+        )
+      )
     );
   }
 
@@ -429,12 +427,7 @@ namespace Private {
     /** Bytes that waited on its connection when the current burst began. */
     waitingBeforeBurst?: number;
     /** Set while output is skipped for it: since when, how much, and the last skipped one's parent. */
-    behind?: {
-      since: number;
-      count: number;
-      bytes: number;
-      parentHeader: Partial<IMessageHeader>;
-    };
+    behind?: { since: number; count: number; bytes: number; parent: Buffer };
     /** Whether this client was told (in the log) that its channel-less messages go to shell. */
     warnedChannel?: boolean;
   }

@@ -4,3 +4,4 @@
  * @packageDocumentation
  */
 export * from './message';
+export * from './output';

@@ -16,11 +16,19 @@ import {
   type WorkerGatewayClient,
   type WorkerMessage
 } from '../workers';
-import type { Channel, MessageParts } from '../wire';
+import {
+  isSkippableOutput,
+  skippedOutputNotice,
+  type Channel,
+  type MessageParts
+} from '../wire';
 import type { Worker } from './worker';
 
 /** Kernel output kept per kernel while the gateway is unreachable. */
 const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+
+/** Bytes that may wait to go to the gateway on one kernel's stream before output is skipped. */
+const MAX_STREAM_WAITING_BYTES = 16 * 1024 * 1024;
 
 /**
  * A worker's link to its gateway over gRPC: dials out, registers its kernelspecs, devices and running
@@ -278,11 +286,9 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         frame.parts as Buffer[]
       )
     );
-    call.on('drain', () => this._worker.resumeKernel(kernelId));
     const onEnd = () => {
       if (stream!.call === call) {
         stream!.call = undefined;
-        this._worker.resumeKernel(kernelId);
       }
     };
     call.on('error', onEnd);
@@ -320,10 +326,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     }
     const frame: KernelFrame = { channel, parts };
     if (stream.call) {
-      if (!stream.call.write(frame)) {
-        // This kernel's stream is full: stop reading its sockets until it drains.
-        this._worker.pauseKernel(kernelId);
-      }
+      this._write(stream, stream.call, frame);
       return;
     }
     const bytes = parts.reduce((sum, part) => sum + part.length, 0);
@@ -340,6 +343,44 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       );
       stream.dropped++;
     }
+  }
+
+  /**
+   * Write a kernel's frame to its stream, within a memory budget: while more than
+   * {@link MAX_STREAM_WAITING_BYTES} wait to go to the gateway, output (stream and display messages)
+   * is skipped; everything else still goes, and once the stream has caught up the gateway's clients
+   * are told what was skipped, under the cell. The kernel's sockets are always read, so nothing
+   * piles up in ZeroMQ's queues either.
+   */
+  private _write(
+    stream: Private.IKernelStream,
+    call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output>,
+    frame: KernelFrame
+  ): void {
+    const waiting = call.writableLength;
+    if (stream.skipped && waiting <= MAX_STREAM_WAITING_BYTES / 2) {
+      const { count, bytes, parent } = stream.skipped;
+      stream.skipped = undefined;
+      call.write({
+        channel: 'iopub',
+        parts: skippedOutputNotice(count, bytes, parent, 'the gateway')
+      });
+    }
+    if (
+      (waiting > MAX_STREAM_WAITING_BYTES || stream.skipped) &&
+      frame.channel === 'iopub' &&
+      isSkippableOutput(frame.parts as Buffer[])
+    ) {
+      stream.skipped ??= { count: 0, bytes: 0, parent: Buffer.from('{}') };
+      stream.skipped.count++;
+      stream.skipped.bytes += (frame.parts as Buffer[]).reduce(
+        (sum, part) => sum + part.length,
+        0
+      );
+      stream.skipped.parent = (frame.parts as Buffer[])[1];
+      return;
+    }
+    call.write(frame);
   }
 
   /** Write to the control stream, or keep lifecycle news until the gateway is back. */
@@ -401,5 +442,7 @@ namespace Private {
     backlog: KernelFrame[];
     backlogBytes: number;
     dropped: number;
+    /** Output skipped while the stream was too far behind, with the last one's parent header. */
+    skipped?: { count: number; bytes: number; parent: Buffer };
   }
 }

@@ -103,22 +103,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     }
   }
 
-  /** Stop reading the kernel's sockets until {@link resume} (the relay downstream is full). */
-  pause(): void {
-    if (!this._paused) {
-      let resolve!: () => void;
-      const promise = new Promise<void>(r => (resolve = r));
-      this._paused = { promise, resolve };
-    }
-  }
-
-  /** Read the kernel's sockets again. */
-  resume(): void {
-    const paused = this._paused;
-    this._paused = undefined;
-    paused?.resolve();
-  }
-
   /** Interrupt the kernel: SIGINT to its process group, or `interrupt_request` by its kernelspec. */
   async interrupt(): Promise<void> {
     if (this.spec.interrupt_mode === 'message') {
@@ -260,8 +244,8 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     // stdin must share shell's identity: the kernel addresses input_request to the shell requester.
     const stdin = new zmq.Dealer({ routingId, ...options });
     const control = new zmq.Dealer({ routingId, ...options });
-    // No high-water mark: while relaying is paused (flow control), output queues instead of being
-    // dropped by ZeroMQ after about 1000 messages.
+    // No high-water mark: the sockets are always read (whoever relays further skips output within
+    // a memory budget when its reader is behind), so ZeroMQ never drops output on its own.
     const iopub = new zmq.Subscriber({ ...options, receiveHighWaterMark: 0 });
     shell.connect(zmqUrl(info, info.shell_port));
     stdin.connect(zmqUrl(info, info.stdin_port));
@@ -295,10 +279,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     try {
       for await (const frames of socket) {
         this._receive(sockets, channel, frames);
-        if (this._paused) {
-          // Back-pressure: whoever relays our messages is behind; ZeroMQ queues meanwhile.
-          await this._paused.promise;
-        }
       }
     } catch (error) {
       if (!socket.closed) {
@@ -523,7 +503,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
 
   private async _stop(): Promise<void> {
     this._ready = false;
-    this.resume();
     this._stopHeartbeat?.();
     this._stopHeartbeat = undefined;
     const sockets = this._sockets;
@@ -554,7 +533,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   private _onStartupIdle: (() => void) | undefined;
   private _expectExit = false;
   private _closed = false;
-  private _paused: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Started and answering: only then is an exit a death to report. */
   private _ready = false;
   private _backlog: {

@@ -160,15 +160,6 @@ export class Worker
     }));
   }
 
-  /** Stop relaying a kernel's messages until {@link resumeKernel} (flow control). */
-  pauseKernel(kernelId: string): void {
-    this._kernels.get(kernelId)?.kernel.pause();
-  }
-
-  resumeKernel(kernelId: string): void {
-    this._kernels.get(kernelId)?.kernel.resume();
-  }
-
   /** The execution state of the kernel holding a device, or undefined when none holds it. */
   deviceHolderState(deviceId: string): string | undefined {
     for (const entry of this._kernels.values()) {
