@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
-import * as readline from 'node:readline';
 import {
   createConnectionInfo,
   writeConnectionFile,
@@ -10,44 +8,28 @@ import {
 } from '../worker/connection';
 import type { IKernelspec } from '../worker/kernelspecs';
 import { InProcessKernel } from './measurements';
-import { OutputTail, processExited, stopProcess } from './processes';
+import { OutputTail, processExited } from './processes';
+import { PythonKernel } from './python-client';
 import { request, sleep } from './requests';
 import type {
+  ClientName,
   IBenchKernel,
   IBenchTarget,
-  IFanOut,
   IKernelClient,
-  IMessageSource,
-  IThroughput
+  IMessageSource
 } from './types';
 import { ZmqKernelClient, ZmqListener } from './zmq-client';
 
-/** The interpreter the pyzmq floor runs under (Debian's, which has python3-zmq with ipykernel). */
-const FLOOR_PYTHON = '/usr/bin/python3';
-
-/** The pyzmq floor client (a source file: the build does not copy it). */
-const FLOOR_CLIENT = path.join(
-  __dirname,
-  '..',
-  '..',
-  'src',
-  'bench',
-  'floor_client.py'
-);
-
 /**
- * Which direct client measures the floor: `node` (zeromq.js in the bench process) or `pyzmq` (a
- * Python process of its own with blocking receive loops, floor_client.py). Neither checks the
- * signatures of what it receives; both sign what they send, as the kernel requires.
+ * The floor: kernels launched by the bench itself and spoken to directly over ZeroMQ, by zeromq.js in
+ * the bench process or by pyzmq (python_client.py). Neither client checks the signatures of what it
+ * receives; both sign what they send, as the kernel requires.
  */
-export type FloorClient = 'node' | 'pyzmq';
-
-/** The floor: kernels launched by the bench itself and spoken to directly over ZeroMQ. */
 export class FloorTarget implements IBenchTarget {
   /** `onRetry` hears of every start attempt that failed and was retried. */
   constructor(
     readonly name: string,
-    private _client: FloorClient,
+    private _client: ClientName,
     private _spec: IKernelspec,
     private _dir: string,
     private _onRetry: (error: Error) => void = () => undefined
@@ -65,7 +47,11 @@ export class FloorTarget implements IBenchTarget {
       try {
         return this._client === 'node'
           ? await NodeFloorKernel.start(kernel)
-          : await PythonFloorKernel.start(kernel);
+          : await PythonKernel.start(
+              ['zmq', kernel.file],
+              () => kernel.stop(),
+              kernel.died
+            );
       } catch (error) {
         lastError = error as Error;
         await kernel.stop();
@@ -190,118 +176,4 @@ class NodeFloorKernel extends InProcessKernel {
       `floor kernel did not answer kernel_info within 60 s: ${this._kernel.output.text.slice(-400)}`
     );
   }
-}
-
-/**
- * A floor kernel measured by floor_client.py: each measurement is one command to that process, which
- * takes the times itself, so the bench process adds nothing to them.
- */
-class PythonFloorKernel implements IBenchKernel {
-  private constructor(
-    private _kernel: KernelChild,
-    private _child: ChildProcess,
-    private _output: OutputTail
-  ) {
-    this._exited = processExited(_child);
-    const lines = readline.createInterface({ input: _child.stdout! });
-    lines.on('line', line => {
-      const waiter = this._waiters.shift();
-      waiter?.resolve(JSON.parse(line) as Record<string, unknown>);
-    });
-    void this._exited.then(() => {
-      for (const waiter of this._waiters.splice(0)) {
-        waiter.reject(
-          new Error(`floor_client.py exited: ${this._output.text.slice(-800)}`)
-        );
-      }
-    });
-  }
-
-  /** Start the client and resolve once the kernel answers and its output reaches the client. */
-  static async start(kernel: KernelChild): Promise<PythonFloorKernel> {
-    const child = spawn(FLOOR_PYTHON, [FLOOR_CLIENT, kernel.file], {
-      stdio: ['pipe', 'pipe', 'pipe']
-    });
-    // Only stderr: stdout carries the answers.
-    const output = new OutputTail({ stderr: child.stderr });
-    const floor = new PythonFloorKernel(kernel, child, output);
-    try {
-      await Promise.race([
-        floor._command({ op: 'ready' }),
-        kernel.died,
-        sleep(60000).then(() => {
-          throw new Error(
-            'floor kernel did not answer kernel_info within 60 s'
-          );
-        })
-      ]);
-    } catch (error) {
-      await stopProcess(child, 'SIGKILL', 1000);
-      throw error;
-    }
-    return floor;
-  }
-
-  /** The client waited for the kernel's output when it started. */
-  async untilListening(): Promise<void> {}
-
-  async roundTrips(count: number, maxMs?: number): Promise<number[]> {
-    const answer = await this._command({
-      op: 'round_trips',
-      count,
-      ...(maxMs === undefined ? {} : { max_ms: maxMs })
-    });
-    return answer.samples as number[];
-  }
-
-  async throughput(mb: number): Promise<IThroughput> {
-    const answer = await this._command({ op: 'throughput', mb });
-    return {
-      mbps: answer.mbps as number,
-      complete: answer.complete as boolean
-    };
-  }
-
-  async openListeners(count: number): Promise<void> {
-    await this._command({ op: 'open_listeners', count });
-  }
-
-  async fanOut(lines: number): Promise<IFanOut> {
-    const answer = await this._command({ op: 'fan_out', lines });
-    return {
-      ms: (answer.ms as number | null) ?? NaN,
-      lost: answer.lost as number
-    };
-  }
-
-  async shutdown(): Promise<void> {
-    if (this._child.exitCode === null && this._child.signalCode === null) {
-      await this._command({ op: 'shutdown' }).catch(() => undefined);
-    }
-    await this._kernel.stop();
-    await Promise.race([this._exited, sleep(3000)]);
-    await stopProcess(this._child, 'SIGKILL', 1000);
-  }
-
-  /** Send one command and wait for its answer; an `error` answer rejects. */
-  private _command(
-    command: Record<string, unknown>
-  ): Promise<Record<string, unknown>> {
-    return new Promise((resolve, reject) => {
-      this._waiters.push({
-        resolve: answer =>
-          typeof answer.error === 'string'
-            ? reject(new Error(`floor_client.py: ${answer.error}`))
-            : resolve(answer),
-        reject
-      });
-      this._child.stdin!.write(`${JSON.stringify(command)}\n`);
-    });
-  }
-
-  private _exited: Promise<void>;
-  private _waiters: {
-    resolve: (answer: Record<string, unknown>) => void;
-    reject: (error: Error) => void;
-  }[] = [];
 }

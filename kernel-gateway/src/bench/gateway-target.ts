@@ -1,6 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { InProcessKernel } from './measurements';
+import { PythonKernel } from './python-client';
 import { request } from './requests';
-import type { IBenchKernel, IBenchTarget, IMessageSource } from './types';
+import type {
+  ClientName,
+  IBenchKernel,
+  IBenchTarget,
+  IMessageSource
+} from './types';
 import {
   WebSocketKernelClient,
   type WebSocketFraming
@@ -13,11 +20,15 @@ export interface IServerEndpoint {
   token: string;
 }
 
-/** A kernel started with `POST /api/kernels` and driven over the server's websocket. */
+/**
+ * A kernel started with `POST /api/kernels` and driven over the server's websocket, by the `ws`
+ * client in the bench process or by websocket-client in python_client.py.
+ */
 export class GatewayTarget implements IBenchTarget {
   /**
    * @param framing - how the websockets frame messages: legacy JSON (what a client offering no
    *   subprotocol gets) or the v1 binary subprotocol (JupyterLab 4).
+   * @param client - which client measures: `ws` in the bench process or python_client.py.
    * @param startBody - the body of `POST /api/kernels` (an accelerator request places the kernel on a
    *   remote worker's device).
    */
@@ -25,12 +36,25 @@ export class GatewayTarget implements IBenchTarget {
     readonly name: string,
     private _server: IServerEndpoint,
     readonly framing: WebSocketFraming,
+    private _client: ClientName = 'node',
     private _startBody: Record<string, unknown> = { name: 'python3' }
   ) {}
 
   async startKernel(): Promise<IBenchKernel> {
     const response = await this.api('POST', '/api/kernels', this._startBody);
     const { id } = (await response.json()) as { id: string };
+    if (this._client === 'python') {
+      const deleteKernel = () => this.deleteKernel(id);
+      try {
+        return await PythonKernel.start(
+          ['ws', this.channelsUrl(id), this.framing],
+          deleteKernel
+        );
+      } catch (error) {
+        await deleteKernel();
+        throw error;
+      }
+    }
     const kernel = new GatewayKernel(this, id);
     try {
       await kernel.connect();
@@ -69,11 +93,27 @@ export class GatewayTarget implements IBenchTarget {
   /** Open a websocket to a kernel's channels. */
   openChannels(kernelId: string): Promise<WebSocketKernelClient> {
     return WebSocketKernelClient.connect(
-      this._server.url,
-      kernelId,
-      this._server.token,
+      this.channelsUrl(kernelId),
       this.framing
     );
+  }
+
+  /** The websocket URL of a kernel's channels, with the token and a session id of its own. */
+  channelsUrl(kernelId: string): string {
+    const query = new URLSearchParams({
+      token: this._server.token,
+      session_id: randomUUID()
+    });
+    return `${this._server.url.replace(/^http/, 'ws')}/api/kernels/${encodeURIComponent(kernelId)}/channels?${query}`;
+  }
+
+  /** Shut a kernel down (`DELETE /api/kernels/{id}`). */
+  async deleteKernel(kernelId: string): Promise<void> {
+    const response = await this.api(
+      'DELETE',
+      `/api/kernels/${encodeURIComponent(kernelId)}`
+    );
+    await response.arrayBuffer();
   }
 }
 
@@ -107,11 +147,7 @@ class GatewayKernel extends InProcessKernel {
       ...(this._client ? [this._client] : [])
     ];
     await Promise.all(sockets.map(socket => socket.close()));
-    const response = await this._target.api(
-      'DELETE',
-      `/api/kernels/${encodeURIComponent(this.id)}`
-    );
-    await response.arrayBuffer();
+    await this._target.deleteKernel(this.id);
   }
 
   private _client: WebSocketKernelClient | undefined;

@@ -29,6 +29,7 @@ import {
   type ServerName
 } from './report';
 import { sleep } from './requests';
+import { CLIENTS, type ClientName } from './types';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
 import { runSchedulerSimulation } from '../scheduler';
 import {
@@ -87,11 +88,18 @@ export async function main(): Promise<number> {
   let baselineServer: IRunningServer | undefined;
   let scheduler: ISchedulerReport | undefined;
   try {
-    const floorTarget = (name: PathName, client: 'node' | 'pyzmq') =>
-      new FloorTarget(name, client, spec, path.join(dir, 'floor'), error =>
-        log(`  ${name}: a kernel start failed, retrying: ${error.message}`)
+    const floorTarget = (client: ClientName) =>
+      new FloorTarget(
+        `floor_${client}`,
+        client,
+        spec,
+        path.join(dir, 'floor'),
+        error =>
+          log(
+            `  floor_${client}: a kernel start failed, retrying: ${error.message}`
+          )
       );
-    const floor = floorTarget('floor_node', 'node');
+    const floor = floorTarget('node');
     log(
       `bench: ${os.cpus().length} CPUs, node ${process.version}, kernel ${spec.argv[0]}, ` +
         `load average ${loadAtStart}`
@@ -122,8 +130,10 @@ export async function main(): Promise<number> {
       servers.jupyter_server = await startJupyterServer(dir, randomUUID());
     } else {
       const skipped = `skipped: jupyter_server is not installed for ${SYSTEM_PYTHON} (apt-get install python3-jupyter-server)`;
-      paths.jupyter_server_legacy.skipped = skipped;
-      paths.jupyter_server_v1.skipped = skipped;
+      for (const client of CLIENTS) {
+        paths[`jupyter_server_legacy_${client}`].skipped = skipped;
+        paths[`jupyter_server_v1_${client}`].skipped = skipped;
+      }
       log(`jupyter_server: ${skipped}`);
     }
     const serversUpAt = Date.now();
@@ -148,17 +158,15 @@ export async function main(): Promise<number> {
       }
     }
 
-    // Kernel starts are measured once per launcher: the Node floor's, each server's legacy path and
-    // the remote worker's; a pyzmq client or another framing would start the same kernels.
-    const benchPaths: IBenchPath[] = [
-      {
-        name: 'floor_pyzmq',
-        target: floorTarget('floor_pyzmq', 'pyzmq'),
-        starts: false
-      },
-      { name: 'floor_node', target: floor, starts: true }
-    ];
-    const gatewayPaths = [
+    // Every route is measured by both clients. Kernel starts are measured once per launcher (the
+    // Node floor's, each server's legacy path and the remote worker's, with the Node client): another
+    // client or framing would start the same kernels.
+    const benchPaths: IBenchPath[] = CLIENTS.map(client => ({
+      name: `floor_${client}`,
+      target: client === 'node' ? floor : floorTarget(client),
+      starts: client === 'node'
+    }));
+    const gatewayRoutes = [
       ['ferry_legacy', 'ferry', 'legacy'],
       ['ferry_v1', 'ferry', 'v1'],
       ['ferry_remote', 'ferry', 'v1'],
@@ -167,23 +175,26 @@ export async function main(): Promise<number> {
       ['baseline_legacy', 'baseline', 'legacy'],
       ['baseline_v1', 'baseline', 'v1']
     ] as const;
-    for (const [name, serverName, framing] of gatewayPaths) {
+    for (const [route, serverName, framing] of gatewayRoutes) {
       const server =
         serverName === 'baseline' ? baselineServer : servers[serverName];
-      if (server) {
+      for (const client of server ? CLIENTS : []) {
+        const name: PathName = `${route}_${client}`;
         benchPaths.push({
           name,
           target: new GatewayTarget(
             name,
-            server,
+            server!,
             framing,
-            name === 'ferry_remote'
+            client,
+            route === 'ferry_remote'
               ? { name: 'python3', accelerator: { kind: 'gpu', count: 1 } }
               : undefined
           ),
-          probe: () => memoryNote(server.pid),
+          probe: () => memoryNote(server!.pid),
           starts:
-            (framing === 'legacy' || name === 'ferry_remote') &&
+            client === 'node' &&
+            (framing === 'legacy' || route === 'ferry_remote') &&
             serverName !== 'baseline'
         });
       }

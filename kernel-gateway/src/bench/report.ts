@@ -1,14 +1,14 @@
 import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
+import { CLIENTS, type ClientName } from './types';
 
 /**
- * The paths compared, in table order: two direct ZeroMQ clients (the floor is the faster of them in
- * each measurement), Ferry in each framing and with a remote worker, jupyter_server in each framing,
- * and (with `--baseline`) another build of Ferry in each framing, measured in the same run.
+ * The routes compared, in table order: straight to the kernel over ZeroMQ (the floor), Ferry in each
+ * framing and with a remote worker, jupyter_server in each framing, and (with `--baseline`) another
+ * build of Ferry in each framing, measured in the same run.
  */
-export const PATHS = [
-  'floor_pyzmq',
-  'floor_node',
+export const ROUTES = [
+  'floor',
   'ferry_legacy',
   'ferry_v1',
   'ferry_remote',
@@ -18,21 +18,24 @@ export const PATHS = [
   'baseline_v1'
 ] as const;
 
-/** One of the paths compared. */
-export type PathName = (typeof PATHS)[number];
+export type RouteName = (typeof ROUTES)[number];
 
-/** The direct clients, one of which sets the floor of each measurement. */
-export const FLOORS: readonly PathName[] = ['floor_pyzmq', 'floor_node'];
+/** One route measured by one client: `ferry_v1_python`. */
+export type PathName = `${RouteName}_${ClientName}`;
+
+/** Every path, in table order. */
+export const PATHS: PathName[] = ROUTES.flatMap(route =>
+  CLIENTS.map(client => `${route}_${client}` as PathName)
+);
 
 /** The servers whose start-up and memory are measured. */
 export const SERVERS = ['ferry', 'jupyter_server'] as const;
 
 export type ServerName = (typeof SERVERS)[number];
 
-/** Column titles of the paths. */
-const TITLES: Record<PathName, string> = {
-  floor_pyzmq: 'pyzmq',
-  floor_node: 'node zmq',
+/** Column titles of the routes. */
+const TITLES: Record<RouteName, string> = {
+  floor: 'floor (ZeroMQ)',
   ferry_legacy: 'Ferry legacy',
   ferry_v1: 'Ferry v1',
   ferry_remote: 'Ferry remote v1',
@@ -41,6 +44,14 @@ const TITLES: Record<PathName, string> = {
   baseline_legacy: 'baseline legacy',
   baseline_v1: 'baseline v1'
 };
+
+/** How each client is named in the tables, by route. */
+function clientTitle(route: RouteName, client: ClientName): string {
+  if (route === 'floor') {
+    return client === 'node' ? 'zeromq.js' : 'pyzmq';
+  }
+  return client === 'node' ? 'ws' : 'websocket-client';
+}
 
 /** The scheduler simulation's result, as the report keeps it. */
 export interface ISchedulerReport {
@@ -95,6 +106,8 @@ export interface IBenchReport {
 /** A measurement of the paths, and which way is better. */
 interface IMetric {
   title: string;
+  /** The title of its column in the table of every client. */
+  short: string;
   value: (results: IPathResults) => number;
   higherIsBetter?: boolean;
 }
@@ -102,31 +115,38 @@ interface IMetric {
 const METRICS: IMetric[] = [
   {
     title: 'execute round trip p50 (ms)',
+    short: 'p50 ms',
     value: r => r.executeP50Ms
   },
   {
     title: 'execute round trip p99 (ms)',
+    short: 'p99 ms',
     value: r => r.executeP99Ms
   },
   {
     title: 'iopub throughput, 50 x 1 MiB (MiB/s)',
+    short: 'MiB/s',
     value: r => r.throughputMBps,
     higherIsBetter: true
   },
   {
     title: 'fan-out 20 clients x 1000 lines (ms)',
+    short: 'fan-out ms',
     value: r => r.fanOutMs
   },
   {
     title: 'kernel start to kernel_info reply (ms)',
+    short: 'start ms',
     value: r => r.startMs
   },
   {
     title: 'kernel start to output flowing (ms)',
+    short: 'output ms',
     value: r => r.startIopubMs
   },
   {
     title: '20 concurrent kernel starts (ms)',
+    short: '20 starts ms',
     value: r => r.concurrentStartsMs
   }
 ];
@@ -153,14 +173,15 @@ function valueOf(
   return value !== undefined && Number.isFinite(value) ? value : undefined;
 }
 
-/** The floor of a metric: the best value of the direct clients, and which client it was. */
-export function floorOf(
+/** A route's value of a metric: the better of its clients', and which client that was. */
+export function bestOf(
   paths: Record<PathName, IPathReport>,
+  route: RouteName,
   metric: IMetric
-): { value: number; client: PathName } | undefined {
-  let best: { value: number; client: PathName } | undefined;
-  for (const client of FLOORS) {
-    const value = valueOf(paths, client, metric);
+): { value: number; client: ClientName } | undefined {
+  let best: { value: number; client: ClientName } | undefined;
+  for (const client of CLIENTS) {
+    const value = valueOf(paths, `${route}_${client}`, metric);
     if (
       value !== undefined &&
       (!best ||
@@ -172,6 +193,17 @@ export function floorOf(
   return best;
 }
 
+/** Whether a route was part of this run (a baseline only with --baseline). */
+function inRun(
+  paths: Record<PathName, IPathReport>,
+  route: RouteName
+): boolean {
+  return CLIENTS.some(client => {
+    const path = paths[`${route}_${client}`];
+    return path.results !== undefined || path.skipped !== undefined;
+  });
+}
+
 /** Check Ferry against the targets of the issue, in each framing. */
 export function evaluateTargets(
   paths: Record<PathName, IPathReport>,
@@ -179,54 +211,63 @@ export function evaluateTargets(
   scheduler?: ISchedulerReport
 ): ITargetResult[] {
   const targets: ITargetResult[] = [];
-  const ratio = (name: PathName, metric: IMetric) => {
-    const floor = floorOf(paths, metric);
-    const value = valueOf(paths, name, metric);
-    return floor && value !== undefined ? value / floor.value : undefined;
+  const ratio = (route: RouteName, metric: IMetric) => {
+    const floor = bestOf(paths, 'floor', metric);
+    const value = bestOf(paths, route, metric);
+    return floor && value ? value.value / floor.value : undefined;
   };
+  // Every byte and every line, whichever client.
+  const complete = (route: RouteName) =>
+    CLIENTS.every(
+      client =>
+        paths[`${route}_${client}`].results?.throughputComplete !== false
+    );
+  const lost = (route: RouteName) =>
+    CLIENTS.reduce(
+      (sum, client) =>
+        sum + (paths[`${route}_${client}`].results?.fanOutLostLines ?? 0),
+      0
+    );
   const [p50, , throughput, fanOut] = METRICS;
-  for (const name of ['ferry_legacy', 'ferry_v1', 'ferry_remote'] as const) {
-    const results = paths[name].results;
-    const framing = TITLES[name].replace('Ferry ', '');
-    const rtt = ratio(name, p50);
-    const limit = name === 'ferry_remote' ? 1.4 : 1.2;
+  for (const route of ['ferry_legacy', 'ferry_v1', 'ferry_remote'] as const) {
+    const framing = TITLES[route].replace('Ferry ', '');
+    const remote = route === 'ferry_remote';
+    const rtt = ratio(route, p50);
+    const limit = remote ? 1.4 : 1.2;
     targets.push({
       name: `execute p50, ${framing}`,
-      target: `<= ${limit}x floor${name === 'ferry_remote' ? ' (gRPC worker)' : ''}`,
+      target: `<= ${limit}x floor${remote ? ' (gRPC worker)' : ''}`,
       actual: rtt === undefined ? 'n/a' : `${rtt.toFixed(2)}x`,
       pass: rtt !== undefined && rtt <= limit
     });
-    const mbps = ratio(name, throughput);
-    const complete = results?.throughputComplete === true;
+    const mbps = ratio(route, throughput);
+    const actual =
+      (mbps === undefined ? 'n/a' : `${mbps.toFixed(2)}x`) +
+      (complete(route) ? '' : ', output lost');
     targets.push(
-      name === 'ferry_remote'
+      remote
         ? {
             name: `iopub throughput, ${framing}`,
             target: 'every byte (no target)',
-            actual:
-              (mbps === undefined ? 'n/a' : `${mbps.toFixed(2)}x`) +
-              (complete ? '' : ', output lost'),
-            pass: complete
+            actual,
+            pass: complete(route)
           }
         : {
             name: `iopub throughput, ${framing}`,
             target: '>= 0.85x floor, every byte',
-            actual:
-              (mbps === undefined ? 'n/a' : `${mbps.toFixed(2)}x`) +
-              (complete ? '' : ', output lost'),
-            pass: mbps !== undefined && mbps >= 0.85 && complete
+            actual,
+            pass: mbps !== undefined && mbps >= 0.85 && complete(route)
           }
     );
-    if (name !== 'ferry_remote') {
-      const fan = ratio(name, fanOut);
-      const lost = results?.fanOutLostLines ?? 0;
+    if (!remote) {
+      const fan = ratio(route, fanOut);
       targets.push({
         name: `fan-out, ${framing}`,
         target: '<= 1.0x floor, every line',
         actual:
           (fan === undefined ? 'n/a' : `${fan.toFixed(2)}x`) +
-          (lost ? `, ${lost} lines lost` : ''),
-        pass: fan !== undefined && fan <= 1 && lost === 0
+          (lost(route) ? `, ${lost(route)} lines lost` : ''),
+        pass: fan !== undefined && fan <= 1 && lost(route) === 0
       });
     }
   }
@@ -254,33 +295,46 @@ export function evaluateTargets(
 }
 
 /**
- * The results as plain-text tables: every path's value with its ratio to the floor (the faster direct
- * client, named in the floor column), then the servers' memory, then the targets.
+ * The results as plain-text tables: each route's value (the better of its two clients, named) with
+ * its ratio to the floor, then every client's own value, the servers' memory, and the targets.
  */
 export function formatReport(report: IBenchReport): string {
   const paths = report.paths;
-  // A path that was not part of this run (no baseline given) has no column.
-  const shown = PATHS.filter(
-    name => paths[name].results || paths[name].skipped
+  const routes = ROUTES.filter(route => inRun(paths, route));
+  const out = table(
+    ['metric', ...routes.map(route => TITLES[route])],
+    METRICS.map(metric => {
+      const floor = bestOf(paths, 'floor', metric);
+      return [
+        metric.title,
+        ...routes.map(route => {
+          const best = bestOf(paths, route, metric);
+          if (!best) {
+            return '-';
+          }
+          const value = `${formatNumber(best.value)} (${clientTitle(route, best.client)})`;
+          return route === 'floor' || !floor
+            ? value
+            : `${value} ${(best.value / floor.value).toFixed(2)}x`;
+        })
+      ];
+    })
   );
-  const header = ['metric', 'floor', ...shown.map(name => TITLES[name])];
-  const rows = METRICS.map(metric => {
-    const floor = floorOf(paths, metric);
-    return [
-      metric.title,
-      floor ? `${formatNumber(floor.value)} (${TITLES[floor.client]})` : 'n/a',
-      ...shown.map(name => {
-        const value = valueOf(paths, name, metric);
-        if (value === undefined) {
-          return paths[name].results ? '-' : 'n/a';
-        }
-        return FLOORS.includes(name) || !floor
-          ? formatNumber(value)
-          : `${formatNumber(value)} ${(value / floor.value).toFixed(2)}x`;
-      })
-    ];
-  });
-  const out = table(header, rows);
+  out.push('', 'Each client (the table above takes the better of each pair):');
+  out.push(
+    ...table(
+      ['route, client', ...METRICS.map(metric => metric.short)],
+      routes.flatMap(route =>
+        CLIENTS.map(client => [
+          `${TITLES[route]}, ${clientTitle(route, client)}`,
+          ...METRICS.map(metric => {
+            const value = valueOf(paths, `${route}_${client}`, metric);
+            return value === undefined ? '-' : formatNumber(value);
+          })
+        ])
+      )
+    )
+  );
   out.push('');
   out.push(
     ...table(

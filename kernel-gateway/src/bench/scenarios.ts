@@ -59,9 +59,9 @@ export interface IPathResults {
   concurrentStartsMs: number;
 }
 
-/** A path's results, or why it has none. */
+/** A path's results, and why it stopped early if it did. */
 export interface IPathOutcome {
-  results?: IPathResults;
+  results: IPathResults;
   error?: string;
 }
 
@@ -227,11 +227,10 @@ class PathRun {
     return this.kernel;
   }
 
+  /** What was measured (NaN where a step failed or never ran), and the error if one did. */
   outcome(): IPathOutcome {
-    if (this.error !== undefined) {
-      return { error: this.error };
-    }
     return {
+      error: this.error,
       results: {
         startMs: this.path.starts ? median(this.start) : NaN,
         startSamplesMs: this.start,

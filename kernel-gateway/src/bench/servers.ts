@@ -28,19 +28,31 @@ export interface IRunningServer extends IServerEndpoint {
  * Kernels as this user, whoever runs the bench: as root, Ferry would run them as nobody, to whom
  * the bench's temporary directories are closed.
  */
-const SAME_USER = ['--kernel-user', userInfo().username];
+const SAME_USER: [string, string] = ['--kernel-user', userInfo().username];
 
-/** Ferry's limits on kernels, kernel starts and websocket messages, off. */
-const NO_LIMITS = [
-  '--max-kernels',
-  '0',
-  '--max-kernels-per-user',
-  '0',
-  '--max-kernel-starts',
-  '0',
-  '--max-ws-messages',
-  '0'
+/**
+ * Ferry's limits on kernels, kernel starts and websocket messages off, and its per-client output
+ * budget (16 MiB by default) above the 50 MiB cell, as jupyter_server's iopub rate limits are off: the
+ * bench starts 20 kernels at once and wants every byte of a burst a client reads more slowly than the
+ * kernel prints (past the budget, Ferry skips that client's output and tells it).
+ */
+const NO_LIMITS: [string, string][] = [
+  ['--max-kernels', '0'],
+  ['--max-kernels-per-user', '0'],
+  ['--max-kernel-starts', '0'],
+  ['--max-ws-messages', '0'],
+  ['--client-buffer-mb', '1024']
 ];
+
+/** The options of NO_LIMITS and SAME_USER that a checkout's `ferry gateway` has (a baseline may be older). */
+function knownOptions(bin: string): string[] {
+  const help = spawnSync(process.execPath, [bin, 'gateway', '--help'], {
+    encoding: 'utf8'
+  }).stdout;
+  return [...NO_LIMITS, SAME_USER]
+    .filter(([option]) => help.includes(option))
+    .flat();
+}
 
 /** This checkout: where the `ferry` that the bench starts lives. */
 export const CHECKOUT = path.join(__dirname, '..', '..', '..');
@@ -62,8 +74,9 @@ export async function startFerry(
   const root = path.join(dir, 'ferry-root');
   await fs.mkdir(tmp, { recursive: true });
   await fs.mkdir(root, { recursive: true });
-  const started = performance.now();
   const bin = path.join(checkout, 'kernel-gateway', 'bin', 'ferry.js');
+  const options = knownOptions(bin);
+  const started = performance.now();
   const child = spawn(
     process.execPath,
     [
@@ -77,10 +90,7 @@ export async function startFerry(
       '--no-discover',
       '--worker-port',
       '0',
-      // The bench starts 20 kernels at once several times and drives them hard, as jupyter_server
-      // allows: Ferry's per-user limits would refuse that.
-      ...NO_LIMITS,
-      ...SAME_USER
+      ...options
     ],
     {
       env: {

@@ -1,3 +1,13 @@
+/**
+ * The clients that measure each route: `node` in the bench process (zeromq.js for the floor, `ws`
+ * through a server) and `python` in a process of its own with blocking receive loops
+ * (python_client.py: pyzmq for the floor, websocket-client through a server). A route's value is the
+ * better of the two, for the floor and the servers alike.
+ */
+export const CLIENTS = ['node', 'python'] as const;
+
+export type ClientName = (typeof CLIENTS)[number];
+
 /** The channels the bench sends requests on. */
 export type RequestChannel = 'shell' | 'control';
 

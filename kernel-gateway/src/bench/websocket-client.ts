@@ -42,15 +42,11 @@ export class WebSocketKernelClient implements IKernelClient {
     );
   }
 
-  /** Open `/api/kernels/{id}/channels` (an `http://host:port` base URL) in `framing`. */
+  /** Open a kernel's channels (`ws://host:port/api/kernels/{id}/channels?token=...`) in `framing`. */
   static async connect(
-    baseUrl: string,
-    kernelId: string,
-    token: string,
+    url: string,
     framing: WebSocketFraming
   ): Promise<WebSocketKernelClient> {
-    const query = new URLSearchParams({ token, session_id: randomUUID() });
-    const url = `${baseUrl.replace(/^http/, 'ws')}/api/kernels/${kernelId}/channels?${query}`;
     const socket = new WebSocket(
       url,
       framing === 'v1' ? [V1_SUBPROTOCOL] : [],
