@@ -114,7 +114,7 @@ export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
   allowOrigins: [],
   envAllow: [],
   replayBytes: 16 * 1024 * 1024,
-  clientBufferBytes: 16 * 1024 * 1024,
+  clientBufferBytes: 64 * 1024 * 1024,
   maxMessageBytes: 64 * 1024 * 1024,
   rateLimits: {},
   limits: DEFAULT_LIMITS,

@@ -26,7 +26,7 @@ const GATEWAY_SESSION = 'ferry-gateway';
 const MAX_PENDING_REQUESTS = 10000;
 
 /** Bytes that may wait on one client's connection before output is skipped for it, by default. */
-export const DEFAULT_CLIENT_BUFFER_BYTES = 16 * 2 ** 20;
+export const DEFAULT_CLIENT_BUFFER_BYTES = 64 * 2 ** 20;
 
 /** A client that stays behind this long is closed (1013): it is not reading. */
 const HOPELESS_MS = 60_000;
@@ -374,7 +374,7 @@ export namespace KernelChannels {
     send: (channel: Exclude<Channel, 'iopub'>, parts: MessageParts) => void;
     /** Byte cap of the replay buffer (0 turns replay off). */
     replayBytes: number;
-    /** Bytes that may wait on one client's connection before output is skipped for it (16 MiB). */
+    /** Bytes that may wait on one client's connection before output is skipped for it (64 MiB). */
     clientBufferBytes?: number;
     /** A client behind for longer is closed with 1013 (60 s). */
     slowClientTimeoutMs?: number;
