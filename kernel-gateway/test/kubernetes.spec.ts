@@ -411,6 +411,9 @@ describe('kernels on Kubernetes offers, against a loopback stand-in for the Kube
       }
     }
     const [command, ...args] = container.command!;
+    // As a container's own user would: the tests run as root, where ferry worker would otherwise
+    // run kernels as nobody, who cannot enter a checkout in a private directory.
+    args.push('--kernel-user', String(process.getuid!()));
     const child = spawn(command, args, {
       env,
       stdio: ['ignore', 'pipe', 'pipe']

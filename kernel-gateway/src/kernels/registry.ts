@@ -1106,6 +1106,13 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     const owner = this.list().find(
       k => k.provisioned?.job.workerId === worker.id
     );
+    if (!owner && isJobWorkerId(worker.id) && kernels.length === 0) {
+      // The worker of a job that is over (its kernel left it or was deleted) dialled in again before
+      // the job ended: nothing will ever run on it, so it is let go at once, not listed.
+      this._pool.forget(worker.id);
+      this._scheduler.removeWorker(worker.id);
+      return;
+    }
     this._scheduler.setWorker({
       workerId: worker.id,
       devices: [...worker.devices],
