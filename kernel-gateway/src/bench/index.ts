@@ -32,6 +32,10 @@ import { sleep } from './requests';
 import { CLIENTS, type ClientName } from './types';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
 import { runSchedulerSimulation } from '../scheduler';
+import { floodMemory, type IFloodMemory } from './memory';
+
+/** How long each print-flood memory case runs (`FERRY_BENCH_FLOOD_SECONDS`, default 60). */
+const FLOOD_SECONDS = Number(process.env.FERRY_BENCH_FLOOD_SECONDS ?? 60);
 import {
   jupyterServerVersion,
   startFerry,
@@ -87,6 +91,7 @@ export async function main(): Promise<number> {
   const baseline = at >= 0 ? path.resolve(process.argv[at + 1]) : undefined;
   let baselineServer: IRunningServer | undefined;
   let scheduler: ISchedulerReport | undefined;
+  let printFlood: IFloodMemory[] | undefined;
   try {
     const floorTarget = (client: ClientName) =>
       new FloorTarget(
@@ -241,6 +246,10 @@ export async function main(): Promise<number> {
       doubleAllocations: simulation.doubleAllocations,
       wrongPlacements: simulation.wrongPlacements
     };
+    log(
+      `memory: ${FLOOD_SECONDS} s of print flood (while True: print('y' * 100)) with no client, one that never reads, one that reads fast`
+    );
+    printFlood = await floodMemory(FLOOD_SECONDS);
   } finally {
     await remoteWorker?.stop();
     await Promise.all(
@@ -266,10 +275,25 @@ export async function main(): Promise<number> {
     paths,
     servers: serverStats,
     scheduler,
+    printFlood,
     targets: evaluateTargets(paths, serverStats, scheduler)
   };
   log('');
   log(formatReport(report));
+  if (printFlood) {
+    log(
+      '\nGateway RSS under a print flood (a real ferry gateway process, sampled every second):'
+    );
+    for (const r of printFlood) {
+      log(
+        `  ${r.client.padEnd(4)} client: ${r.baselineMiB.toFixed(0)} MiB before, peak ${r.peakMiB.toFixed(0)} MiB, ` +
+          `end ${r.endMiB.toFixed(0)} MiB` +
+          (r.client === 'fast'
+            ? `, the client received ${r.receivedMiBps.toFixed(1)} MiB/s`
+            : '')
+      );
+    }
+  }
   log(
     `\nLoad average (1 min) ${loadAtStart} at start, ${loadAtEnd} at end on ${os.cpus().length} CPUs: ` +
       'the paths take turns in every measurement, so load from elsewhere falls on all of them.'

@@ -1,3 +1,4 @@
+import type { IFloodMemory } from './memory';
 import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
 import { CLIENTS, type ClientName } from './types';
@@ -100,6 +101,8 @@ export interface IBenchReport {
   paths: Record<PathName, IPathReport>;
   servers: Partial<Record<ServerName, IServerStats>>;
   scheduler?: ISchedulerReport;
+  /** Gateway memory under a print flood, per kind of client. */
+  printFlood?: IFloodMemory[];
   targets: ITargetResult[];
 }
 
