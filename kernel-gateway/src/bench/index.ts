@@ -196,7 +196,7 @@ export async function main(): Promise<number> {
               ? { name: 'python3', accelerator: { kind: 'gpu', count: 1 } }
               : undefined
           ),
-          probe: () => memoryNote(server!.pid),
+          probe: () => memoryNote(server!),
           starts:
             client === 'node' &&
             (framing === 'legacy' || route === 'ferry_remote') &&
@@ -251,6 +251,17 @@ export async function main(): Promise<number> {
     );
     printFlood = await floodMemory(FLOOD_SECONDS);
   } finally {
+    // A server that died mid-run says why: its last output.
+    for (const [name, server] of [
+      ...Object.entries(servers),
+      ['baseline', baselineServer] as const
+    ]) {
+      if (server?.exitStatus !== undefined) {
+        log(
+          `${name} exited during the run (${server.exitStatus}); its last output:\n${server.output.text}`
+        );
+      }
+    }
     await remoteWorker?.stop();
     await Promise.all(
       [...Object.values(servers), baselineServer].map(server => server?.stop())
@@ -308,8 +319,11 @@ function loadAverage(): number {
   return Math.round(os.loadavg()[0] * 100) / 100;
 }
 
-function memoryNote(pid: number): string {
-  const { rssMb, peakMb } = readMemory(pid);
+function memoryNote(server: IRunningServer): string {
+  if (server.exitStatus !== undefined) {
+    return ` [server exited (${server.exitStatus})]`;
+  }
+  const { rssMb, peakMb } = readMemory(server.pid);
   return ` [server RSS ${rssMb.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB]`;
 }
 
