@@ -21,7 +21,7 @@ import {
   MAX_OUTPUT_BYTES,
   WorkerAgent
 } from './worker';
-import { loadProfiles } from './workers';
+import { jobAccessBlocked, loadProfiles } from './workers';
 
 /** This package's version. */
 export const VERSION: string = JSON.parse(
@@ -592,6 +592,33 @@ namespace Private {
     return user;
   }
 
+  /**
+   * Say at start-up, not at the first kernel, when the kernel user cannot enter the root directory
+   * (`npm start` as root in a private home): every kernel would fail to start.
+   */
+  function warnIfRootDirClosed(
+    user: KernelUser | undefined,
+    rootDir: string,
+    logger: Logger
+  ): void {
+    if (!user || user.isSelf) {
+      return;
+    }
+    const { name, uid, gid } = user.account;
+    const blocked = jobAccessBlocked(
+      { name, uid, gids: [gid] },
+      rootDir,
+      'enter'
+    );
+    if (blocked) {
+      logger.warn(
+        `kernels run as ${user.description}, who cannot enter the root directory ${rootDir} (${blocked}): ` +
+          'every kernel will fail to start. Pass --root-dir with a directory that user can enter, ' +
+          'or --kernel-user with a user who can (--kernel-user root keeps kernels as root)'
+      );
+    }
+  }
+
   /** `--allocated gpu[:model]`. */
   function parseAllocated(spec: string): {
     kind: 'gpu' | 'tpu';
@@ -631,6 +658,7 @@ namespace Private {
       );
     }
     const kernelUser = chooseKernelUser(flags.kernelUser, logger);
+    warnIfRootDirClosed(kernelUser, path.resolve(flags.rootDir), logger);
     const worker = await createHostWorker({
       logger,
       simulate: flags.simulate,

@@ -179,6 +179,22 @@ describe('ferry CLI', () => {
     }
   }, 60000);
 
+  (process.getuid?.() === 0 ? it : it.skip)(
+    'says at start-up when kernels (nobody, as root) cannot enter the root directory',
+    async () => {
+      const closed = mkdtempSync(path.join(tmpdir(), 'ferry-cli-closed-'));
+      try {
+        const { child, stderr } = await startCli(['--root-dir', closed]);
+        expect(stderr()).toContain(
+          `kernels run as nobody (uid 65534), who cannot enter the root directory ${closed}`
+        );
+        await stop(child);
+      } finally {
+        rmSync(closed, { recursive: true, force: true });
+      }
+    }
+  );
+
   it('warns loudly without authentication', async () => {
     const { child, lines, stderr } = await startCli(['--no-auth']);
     expect(lines.join('\n')).not.toContain('token=');
