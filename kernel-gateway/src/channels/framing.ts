@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import {
   CHANNELS,
+  partsByteLength,
   type Channel,
   type IMessageHeader,
   type MessageParts
@@ -45,11 +46,7 @@ export class OutboundMessage {
     readonly channel: Channel,
     readonly parts: MessageParts
   ) {
-    let bytes = 0;
-    for (const part of parts) {
-      bytes += part.length;
-    }
-    this.byteLength = bytes;
+    this.byteLength = partsByteLength(parts);
   }
 
   /** The total size of the parts. */

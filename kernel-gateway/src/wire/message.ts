@@ -162,3 +162,12 @@ export function createMessage(
     ]
   };
 }
+
+/** The total size of a message's parts. */
+export function partsByteLength(parts: MessageParts): number {
+  let bytes = 0;
+  for (const part of parts) {
+    bytes += part.length;
+  }
+  return bytes;
+}

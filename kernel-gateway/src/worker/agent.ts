@@ -18,6 +18,7 @@ import {
 } from '../workers';
 import {
   isSkippableOutput,
+  partsByteLength,
   skippedOutputNotice,
   type Channel,
   type MessageParts
@@ -329,7 +330,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       this._write(stream, stream.call, frame);
       return;
     }
-    const bytes = parts.reduce((sum, part) => sum + part.length, 0);
+    const bytes = partsByteLength(parts);
     stream.backlog.push(frame);
     stream.backlogBytes += bytes;
     while (
@@ -337,10 +338,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       stream.backlog.length > 1
     ) {
       const old = stream.backlog.shift()!;
-      stream.backlogBytes -= (old.parts as Buffer[]).reduce(
-        (sum, p) => sum + p.length,
-        0
-      );
+      stream.backlogBytes -= partsByteLength(old.parts as Buffer[]);
       stream.dropped++;
     }
   }
@@ -373,10 +371,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     ) {
       stream.skipped ??= { count: 0, bytes: 0, parent: Buffer.from('{}') };
       stream.skipped.count++;
-      stream.skipped.bytes += (frame.parts as Buffer[]).reduce(
-        (sum, part) => sum + part.length,
-        0
-      );
+      stream.skipped.bytes += partsByteLength(frame.parts as Buffer[]);
       stream.skipped.parent = (frame.parts as Buffer[])[1];
       return;
     }

@@ -9,6 +9,7 @@ import {
   decodeFrames,
   encodeFrames,
   MessageSigner,
+  partsByteLength,
   WireError,
   type Channel,
   type MessageParts
@@ -309,7 +310,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       throw error;
     }
     const maxBytes = this._options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
-    if (Private.byteLength(parts) > maxBytes) {
+    if (partsByteLength(parts) > maxBytes) {
       parts = Private.tooLarge(channel, parts, maxBytes, sockets.session);
       this._log.warn(
         { channel, maxBytes },
@@ -573,14 +574,6 @@ export namespace KernelProcess {
 }
 
 namespace Private {
-  export function byteLength(parts: MessageParts): number {
-    let bytes = 0;
-    for (const part of parts) {
-      bytes += part.length;
-    }
-    return bytes;
-  }
-
   /**
    * What clients get instead of a message over the limit: output becomes a line on stderr under the
    * cell that printed it; a reply keeps its type and parent, with an error as its content. Either
@@ -594,7 +587,7 @@ namespace Private {
   ): MessageParts {
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
     const text =
-      `[Ferry] A message of ${mib(byteLength(parts))} from the kernel was not relayed: ` +
+      `[Ferry] A message of ${mib(partsByteLength(parts))} from the kernel was not relayed: ` +
       `messages over ${mib(maxBytes)} are dropped (--max-output-mb).\n`;
     if (channel === 'iopub') {
       return createMessage(
