@@ -20,8 +20,8 @@ import {
   KernelUser,
   MAX_OUTPUT_BYTES,
   WorkerAgent
-} from './worker';
-import { jobAccessBlocked, loadProfiles } from './workers';
+} from './agent';
+import { jobAccessBlocked, loadProfiles } from './engines';
 
 /** This package's version. */
 export const VERSION: string = JSON.parse(

@@ -3,7 +3,7 @@ import { DEFAULT_LIMITS, type ILimits } from './auth/limits';
 import type { IRateLimits } from './channels';
 import type { AcceleratorKernelspecs, ICullingOptions } from './kernels';
 import type { Scheduler } from './scheduler';
-import type { IAcceleratorOffer } from './workers';
+import type { IAcceleratorOffer } from './engines';
 
 /** How the gateway runs Slurm jobs for the offers that name Slurm. */
 export interface ISlurmSettings {

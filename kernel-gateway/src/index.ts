@@ -4,18 +4,18 @@
  * @packageDocumentation
  */
 export * from './accelerators';
+export * from './agent';
 export * from './auth';
 export * from './channels';
 export * from './cli';
 export * from './config';
 export * from './contents';
+export * from './engines';
 export * from './events';
 export * from './http';
 export * from './kernels';
 export * from './lab';
 export * from './log';
-export * from './schema';
+export * from './pool';
+export * from './protocol';
 export * from './scheduler';
-export * from './wire';
-export * from './worker';
-export * from './workers';

@@ -10,10 +10,9 @@ import {
   MIB,
   NvidiaDeviceSource,
   SimulatedDeviceSource,
-  type IDevice,
-  type IDeviceSample,
   type IDeviceSource
-} from '../src/worker/devices';
+} from '../src/agent/devices';
+import type { IDevice, IDeviceSample } from '../src/protocol';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'devices');
 

@@ -14,7 +14,7 @@ import {
   parseNvidiaAppsCsv,
   parseNvidiaGpuCsv,
   parseNvidiaList
-} from '../src/worker/devices';
+} from '../src/agent/devices';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'devices');
 const TIME = '2025-01-20T01:36:56.000Z';

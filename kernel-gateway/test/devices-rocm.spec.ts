@@ -9,7 +9,7 @@ import {
   RocmDeviceSource,
   rocmDevices,
   rocmSamples
-} from '../src/worker/devices';
+} from '../src/agent/devices';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'devices');
 const TIME = '2025-03-04T10:00:00.000Z';

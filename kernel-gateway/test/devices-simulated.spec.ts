@@ -3,7 +3,7 @@ import {
   parseSimulateSpec,
   SimulatedDeviceSource,
   SimulateSpecError
-} from '../src/worker/devices';
+} from '../src/agent/devices';
 
 describe('simulated devices', () => {
   it('declares gpu:H100:2,tpu:v5e:4 as two H100s and four v5e chips, all marked simulated', () => {

@@ -12,7 +12,7 @@ import {
   TpuDeviceSource,
   tpuGeneration,
   TpuMetricsClient
-} from '../src/worker/devices';
+} from '../src/agent/devices';
 
 const PROTO = path.join(
   __dirname,

@@ -3,7 +3,7 @@
  * it ran) must now be answered or dropped while it goes on serving.
  */
 import * as grpc from '@grpc/grpc-js';
-import { workerAuthMetadata, workerProtocol } from '../src/workers/protocol';
+import { workerAuthMetadata, workerProtocol } from '../src/protocol/grpc';
 import {
   exchange,
   rawConnect,

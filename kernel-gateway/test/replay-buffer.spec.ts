@@ -5,7 +5,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { OutboundMessage, ReplayBuffer } from '../src/channels';
-import { createMessage } from '../src/wire';
+import { createMessage } from '../src/protocol/wire';
 
 /** A real garbage collection, to see what the buffer still holds. */
 function collectGarbage(): void {

@@ -13,7 +13,7 @@ import type {
   IPlacement,
   IWorkerInventory
 } from '../src/scheduler';
-import type { IDevice } from '../src/worker/devices/types';
+import type { IDevice } from '../src/protocol/devices';
 
 const GiB = 2 ** 30;
 

@@ -1,14 +1,10 @@
 import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
 import type { Scheduler } from '../scheduler';
-import type { IDevice } from '../worker/devices/types';
-import {
-  offerEngine,
-  type Engine,
-  type IAcceleratorOffer,
-  type IAttributedSample,
-  type WorkerPool
-} from '../workers';
+import type { IDevice } from '../protocol/devices';
+import { offerEngine, type Engine, type IAcceleratorOffer } from '../engines';
+import { type IAttributedSample } from '../protocol';
+import { type WorkerPool } from '../pool';
 
 /** A device as `/api/accelerators` shows it: its facts, who holds it, its latest sample. */
 export interface IDeviceModel extends IDevice {

@@ -5,8 +5,8 @@ import {
   createConnectionInfo,
   writeConnectionFile,
   type IConnectionInfo
-} from '../worker/connection';
-import type { IKernelspec } from '../worker/kernelspecs';
+} from '../agent/kernels/connection';
+import type { IKernelspec } from '../agent/kernels/kernelspecs';
 import { InProcessKernel } from './measurements';
 import { OutputTail, processExited } from './processes';
 import { PythonKernel } from './python-client';

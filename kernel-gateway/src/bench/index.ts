@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { KernelspecStore } from '../worker/kernelspecs';
+import { KernelspecStore } from '../agent/kernels/kernelspecs';
 import { FloorTarget } from './floor';
 import { GatewayTarget } from './gateway-target';
 import { processesMentioning, readMemory, type IMemory } from './processes';

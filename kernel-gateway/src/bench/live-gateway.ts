@@ -9,7 +9,7 @@ import { userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
-import { createHeader } from '../wire';
+import { createHeader } from '../protocol/wire';
 
 const FERRY = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
 

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { userInfo } from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { findFreePorts } from '../worker/connection';
+import { findFreePorts } from '../agent/kernels/connection';
 import type { IServerEndpoint } from './gateway-target';
 import { OutputTail, processExited, stopProcess } from './processes';
 import { sleep } from './requests';

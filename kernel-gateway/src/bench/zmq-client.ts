@@ -5,9 +5,9 @@ import {
   encodeFrames,
   MessageSigner,
   splitFrames
-} from '../wire';
-import { zmqUrl, type IConnectionInfo } from '../worker/connection';
-import { SocketWriter } from '../worker/socket-writer';
+} from '../protocol/wire';
+import { zmqUrl, type IConnectionInfo } from '../agent/kernels/connection';
+import { SocketWriter } from '../agent/kernels/socket-writer';
 import {
   Subscribers,
   type IBenchMessage,

@@ -5,7 +5,7 @@ import {
   type Channel,
   type IMessageHeader,
   type MessageParts
-} from '../wire';
+} from '../protocol/wire';
 
 /** The subprotocol of the v1 binary websocket framing (jupyter_server's websocket-protocols doc). */
 export const V1_SUBPROTOCOL = 'v1.kernel.websocket.jupyter.org';

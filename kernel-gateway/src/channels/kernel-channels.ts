@@ -7,7 +7,7 @@ import {
   skippedOutputNotice,
   type Channel,
   type MessageParts
-} from '../wire';
+} from '../protocol/wire';
 import {
   CloseCode,
   decodeClientFrame,

@@ -27,16 +27,15 @@ import type { Registry } from 'prom-client';
 import { AcceleratorService, createMetrics } from '../accelerators';
 import { KernelRegistry, SessionStore } from '../kernels';
 import { Scheduler } from '../scheduler';
-import { ApiSchemas } from '../schema';
+import { ApiSchemas } from '../protocol/schema';
 import * as path from 'node:path';
 import {
   KubernetesProvisioner,
   SlurmProvisioner,
-  WorkerPool,
-  WorkerServer,
-  type IProvisioner,
-  type IWorkerConnection
-} from '../workers';
+  type IProvisioner
+} from '../engines';
+import { WorkerPool, WorkerServer } from '../pool';
+import { type IWorkerConnection } from '../protocol';
 import type { IGatewayContext } from './context';
 import { errorBody, errorHandler, notFound } from './errors';
 import { acceleratorsRouter } from './routes/accelerators';

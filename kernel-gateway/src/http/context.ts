@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { IGatewayOptions } from '../config';
 import type { KernelRegistry, SessionStore } from '../kernels';
-import type { ApiSchemas } from '../schema';
+import type { ApiSchemas } from '../protocol/schema';
 
 /** What every router of the gateway works with. */
 export interface IGatewayContext {

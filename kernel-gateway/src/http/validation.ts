@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { ApiSchemas } from '../schema';
+import type { ApiSchemas } from '../protocol/schema';
 import { HttpError } from './errors';
 
 /** Reject a request whose JSON body does not match the named schema of the REST contract. */

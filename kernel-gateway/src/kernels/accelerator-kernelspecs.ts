@@ -8,12 +8,9 @@ import {
   type IAcceleratorRequest,
   type Scheduler
 } from '../scheduler';
-import { KERNEL_NAME } from '../worker/kernelspecs';
-import {
-  offerEngine,
-  type IAcceleratorOffer,
-  type IKernelspecInfo
-} from '../workers';
+import { KERNEL_NAME } from '../agent/kernels/kernelspecs';
+import { offerEngine, type IAcceleratorOffer } from '../engines';
+import { type IKernelspecInfo } from '../protocol';
 
 /** The `ferry` field of an accelerator kernelspec's metadata (`spec.metadata.ferry`). */
 export interface IKernelspecAcceleratorMetadata {

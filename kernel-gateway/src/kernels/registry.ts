@@ -10,20 +10,22 @@ import {
   type IPlacement,
   type Scheduler
 } from '../scheduler';
-import type { Channel, MessageParts } from '../wire';
+import type { Channel, MessageParts } from '../protocol/wire';
 import {
   isJobWorkerId,
   offerEngine,
   type Engine,
   type IAcceleratorOffer,
-  type IKernelspecInfo,
   type IProvisionedJob,
-  type IProvisioner,
+  type IProvisioner
+} from '../engines';
+import {
+  type IKernelspecInfo,
   type IRunningKernel,
   type IWorkerConnection,
-  type KernelLifecycleEvent,
-  type WorkerPool
-} from '../workers';
+  type KernelLifecycleEvent
+} from '../protocol';
+import { type WorkerPool } from '../pool';
 import {
   AcceleratorKernelspecs,
   sameAcceleratorTarget,

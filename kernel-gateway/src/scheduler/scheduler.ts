@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { DeviceKind, IDevice } from '../worker/devices/types';
+import type { DeviceKind, IDevice } from '../protocol/devices';
 import { normalizeAcceleratorRequest } from './request';
 import type {
   IAcceleratorRequest,

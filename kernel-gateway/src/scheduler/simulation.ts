@@ -1,4 +1,4 @@
-import type { IDevice } from '../worker/devices/types';
+import type { IDevice } from '../protocol/devices';
 import { Scheduler } from './scheduler';
 import type { IAcceleratorRequest, IPlacement } from './types';
 

@@ -1,4 +1,4 @@
-import type { DeviceKind, IDevice } from '../worker/devices/types';
+import type { DeviceKind, IDevice } from '../protocol/devices';
 
 /** What a kernel asks for: `{kind: 'gpu', model: 'H100', count: 1}`; `cpu` asks for no device. */
 export interface IAcceleratorRequest {

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Router } from 'express';
-import type { IKernelspecInfo } from '../../workers';
+import type { IKernelspecInfo } from '../../protocol';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 

@@ -1,0 +1,443 @@
+import { EventEmitter } from 'node:events';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import {
+  deviceToProto,
+  kernelspecToProto,
+  MAX_GRPC_MESSAGE_BYTES,
+  sampleToProto,
+  workerAuthMetadata,
+  workerProtocol,
+  type Command__Output,
+  type GatewayMessage__Output,
+  type IAttributedSample,
+  type KernelFrame,
+  type KernelFrame__Output,
+  type WorkerGatewayClient,
+  type WorkerMessage
+} from '../protocol';
+import {
+  isSkippableOutput,
+  partsByteLength,
+  skippedOutputNotice,
+  type Channel,
+  type MessageParts
+} from '../protocol/wire';
+import type { Worker } from './worker';
+
+/** Kernel output kept per kernel while the gateway is unreachable. */
+const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+
+/** Bytes that may wait to go to the gateway on one kernel's stream before output is skipped. */
+const MAX_STREAM_WAITING_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A worker's link to its gateway over gRPC: dials out, registers its kernelspecs, devices and running
+ * kernels, runs the gateway's commands on its {@link Worker}, relays each kernel's messages on a stream
+ * of its own, and reconnects after a drop without losing the output produced meanwhile.
+ */
+export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
+  constructor(options: WorkerAgent.IOptions) {
+    super();
+    this._options = options;
+    this._worker = options.worker;
+    this._log = options.logger.child({ worker: options.worker.id });
+    const Service = workerProtocol().WorkerGateway;
+    this._client = new Service(
+      options.gateway,
+      options.credentials ?? grpc.credentials.createInsecure(),
+      {
+        'grpc.max_receive_message_length': MAX_GRPC_MESSAGE_BYTES,
+        'grpc.max_send_message_length': MAX_GRPC_MESSAGE_BYTES,
+        'grpc.keepalive_time_ms': 10000,
+        'grpc.keepalive_timeout_ms': 5000,
+        // Come back quickly after a network blip: the gateway's grace period is ticking.
+        'grpc.initial_reconnect_backoff_ms': 250,
+        'grpc.max_reconnect_backoff_ms': 2000
+      }
+    ) as unknown as WorkerGatewayClient;
+    this._worker.on('message', (id, channel, parts) =>
+      this._relay(id, channel, parts)
+    );
+    this._worker.on('samples', samples => this.sendSamples(samples));
+    this._worker.on('lifecycle', (kernelId, event) => {
+      this._send({
+        lifecycle: {
+          kernel_id: kernelId,
+          state: event.state,
+          reason: 'reason' in event ? event.reason : ''
+        }
+      });
+      if (event.state === 'dead') {
+        this._closeKernel(kernelId);
+        this.emit('kernelEnded', kernelId);
+      }
+    });
+  }
+
+  /** Whether the gateway accepted our registration and the link is up. */
+  get connected(): boolean {
+    return this._registered;
+  }
+
+  /** Dial the gateway, and keep dialling after every drop until {@link stop}. */
+  start(): void {
+    this._stopped = false;
+    void this._connect();
+  }
+
+  /** Send a batch of device telemetry (dropped while disconnected: it is only current state). */
+  sendSamples(samples: IAttributedSample[]): void {
+    if (this._registered) {
+      this._send({
+        samples: {
+          samples: samples.map(s => sampleToProto(s, s.kernelMemoryBytes))
+        }
+      });
+    }
+  }
+
+  /** Close the link. Kernels keep running unless `shutdownKernels`. */
+  async stop(shutdownKernels = true): Promise<void> {
+    this._stopped = true;
+    clearTimeout(this._retryTimer);
+    for (const id of [...this._streams.keys()]) {
+      this._closeKernel(id);
+    }
+    this._control?.end();
+    this._control = undefined;
+    if (shutdownKernels) {
+      await this._worker.dispose();
+    }
+    this._client.close();
+  }
+
+  private async _connect(): Promise<void> {
+    if (this._stopped) {
+      return;
+    }
+    const kernelspecs = (await this._worker.listKernelspecs()).map(
+      kernelspecToProto
+    );
+    const call = this._client.Connect(workerAuthMetadata(this._options.token));
+    this._control = call;
+    call.on(
+      'data',
+      (message: GatewayMessage__Output) => void this._onMessage(message)
+    );
+    let dropped = false;
+    const onDrop = (error?: Error) => {
+      if (dropped || this._control !== call) {
+        return;
+      }
+      dropped = true;
+      this._onDrop(error);
+    };
+    call.on('error', onDrop);
+    call.on('end', () => onDrop());
+    call.write({
+      register: {
+        worker_id: this._worker.id,
+        name: this._worker.name,
+        version: this._options.version ?? '',
+        kernelspecs,
+        devices: this._worker.devices.map(deviceToProto),
+        kernels: this._worker.runningKernels().map(k => ({
+          kernel_id: k.kernelId,
+          kernel_name: k.kernelName,
+          device_ids: k.deviceIds,
+          execution_state: k.executionState
+        })),
+        accepts_cpu: this._worker.acceptsCpu
+      }
+    });
+  }
+
+  private _onDrop(error?: Error): void {
+    const wasRegistered = this._registered;
+    this._registered = false;
+    this._control = undefined;
+    for (const stream of this._streams.values()) {
+      stream.call?.end();
+      stream.call = undefined;
+    }
+    if (wasRegistered) {
+      this._log.warn(
+        { err: error?.message },
+        'lost the gateway; kernels keep running'
+      );
+      this.emit('disconnected');
+    }
+    if (
+      (error as grpc.ServiceError | undefined)?.code ===
+      grpc.status.UNAUTHENTICATED
+    ) {
+      this._log.error('the gateway refused our token; not retrying');
+      this.emit('refused', error!.message);
+      return;
+    }
+    if (this._stopped) {
+      return;
+    }
+    const delay = Math.min(this._retryMs, 5000);
+    this._retryMs = Math.min(this._retryMs * 2, 5000);
+    if (!wasRegistered) {
+      this._log.warn(
+        {
+          gateway: this._options.gateway,
+          err: error?.message,
+          retryInMs: delay
+        },
+        'cannot reach the gateway; retrying'
+      );
+    }
+    this._retryTimer = setTimeout(() => void this._connect(), delay);
+  }
+
+  private async _onMessage(message: GatewayMessage__Output): Promise<void> {
+    if (message.registered) {
+      const firstTime = !this._registered;
+      this._registered = true;
+      this._retryMs = 250;
+      for (const id of message.registered.unknown_kernel_ids ?? []) {
+        this._log.warn(
+          { kernel: id },
+          'the gateway does not know this kernel; shutting it down'
+        );
+        this._closeKernel(id);
+        await this._worker.shutdownKernel(id);
+      }
+      for (const kernel of this._worker.runningKernels()) {
+        this._openKernel(kernel.kernelId);
+      }
+      this._flushPending();
+      if (firstTime) {
+        this._log.info(
+          { gateway: this._options.gateway },
+          'registered with the gateway'
+        );
+        this.emit('registered');
+      }
+    } else if (message.command) {
+      await this._run(message.command);
+    }
+  }
+
+  private async _run(command: Command__Output): Promise<void> {
+    const requestId = command.request_id;
+    let data: Buffer | undefined;
+    let error = '';
+    try {
+      if (command.start_kernel) {
+        const start = command.start_kernel;
+        this._openKernel(start.kernel_id);
+        try {
+          await this._worker.startKernel({
+            kernelId: start.kernel_id,
+            kernelName: start.kernel_name,
+            env: start.env ?? {},
+            cwd: start.cwd || undefined,
+            deviceIds: start.device_ids ?? []
+          });
+        } catch (startError) {
+          this._closeKernel(start.kernel_id);
+          throw startError;
+        }
+      } else if (command.interrupt_kernel) {
+        await this._worker.interruptKernel(command.interrupt_kernel.kernel_id);
+      } else if (command.restart_kernel) {
+        await this._worker.restartKernel(command.restart_kernel.kernel_id);
+      } else if (command.shutdown_kernel) {
+        const id = command.shutdown_kernel.kernel_id;
+        await this._worker.shutdownKernel(id);
+        this._closeKernel(id);
+      } else if (command.read_resource) {
+        data = await this._worker.readKernelspecResource(
+          command.read_resource.kernelspec,
+          command.read_resource.file
+        );
+      }
+    } catch (caught) {
+      error = (caught as Error).message || String(caught);
+    }
+    this._send({ result: { request_id: requestId, error, data } });
+    if (command.shutdown_kernel) {
+      this.emit('kernelEnded', command.shutdown_kernel.kernel_id);
+    }
+  }
+
+  /** Open (or reopen after a reconnect) the stream of one kernel and flush what it missed. */
+  private _openKernel(kernelId: string): void {
+    let stream = this._streams.get(kernelId);
+    if (!stream) {
+      stream = { call: undefined, backlog: [], backlogBytes: 0, dropped: 0 };
+      this._streams.set(kernelId, stream);
+    }
+    if (stream.call || !this._control) {
+      return;
+    }
+    const call = this._client.KernelChannel(
+      workerAuthMetadata(this._options.token, kernelId, this._worker.id)
+    );
+    stream.call = call;
+    call.on('data', (frame: KernelFrame__Output) =>
+      this._worker.sendToKernel(
+        kernelId,
+        frame.channel as Exclude<Channel, 'iopub'>,
+        frame.parts as Buffer[]
+      )
+    );
+    const onEnd = () => {
+      if (stream!.call === call) {
+        stream!.call = undefined;
+      }
+    };
+    call.on('error', onEnd);
+    call.on('end', onEnd);
+    if (stream.dropped > 0) {
+      this._log.warn(
+        { kernel: kernelId, dropped: stream.dropped },
+        'kernel output dropped while the gateway was away (backlog full)'
+      );
+      stream.dropped = 0;
+    }
+    const backlog = stream.backlog;
+    stream.backlog = [];
+    stream.backlogBytes = 0;
+    for (const frame of backlog) {
+      call.write(frame);
+    }
+  }
+
+  private _closeKernel(kernelId: string): void {
+    const stream = this._streams.get(kernelId);
+    this._streams.delete(kernelId);
+    stream?.call?.end();
+  }
+
+  private _relay(
+    kernelId: string,
+    channel: Channel,
+    parts: MessageParts
+  ): void {
+    let stream = this._streams.get(kernelId);
+    if (!stream) {
+      stream = { call: undefined, backlog: [], backlogBytes: 0, dropped: 0 };
+      this._streams.set(kernelId, stream);
+    }
+    const frame: KernelFrame = { channel, parts };
+    if (stream.call) {
+      this._write(stream, stream.call, frame);
+      return;
+    }
+    const bytes = partsByteLength(parts);
+    stream.backlog.push(frame);
+    stream.backlogBytes += bytes;
+    while (
+      stream.backlogBytes > MAX_BACKLOG_BYTES &&
+      stream.backlog.length > 1
+    ) {
+      const old = stream.backlog.shift()!;
+      stream.backlogBytes -= partsByteLength(old.parts as Buffer[]);
+      stream.dropped++;
+    }
+  }
+
+  /**
+   * Write a kernel's frame to its stream, within a memory budget: while more than
+   * {@link MAX_STREAM_WAITING_BYTES} wait to go to the gateway, output (stream and display messages)
+   * is skipped; everything else still goes, and once the stream has caught up the gateway's clients
+   * are told what was skipped, under the cell. The kernel's sockets are always read, so nothing
+   * piles up in ZeroMQ's queues either.
+   */
+  private _write(
+    stream: Private.IKernelStream,
+    call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output>,
+    frame: KernelFrame
+  ): void {
+    const waiting = call.writableLength;
+    if (stream.skipped && waiting <= MAX_STREAM_WAITING_BYTES / 2) {
+      const { count, bytes, parent } = stream.skipped;
+      stream.skipped = undefined;
+      call.write({
+        channel: 'iopub',
+        parts: skippedOutputNotice(count, bytes, parent, 'the gateway')
+      });
+    }
+    if (
+      (waiting > MAX_STREAM_WAITING_BYTES || stream.skipped) &&
+      frame.channel === 'iopub' &&
+      isSkippableOutput(frame.parts as Buffer[])
+    ) {
+      stream.skipped ??= { count: 0, bytes: 0, parent: Buffer.from('{}') };
+      stream.skipped.count++;
+      stream.skipped.bytes += partsByteLength(frame.parts as Buffer[]);
+      stream.skipped.parent = (frame.parts as Buffer[])[1];
+      return;
+    }
+    call.write(frame);
+  }
+
+  /** Write to the control stream, or keep lifecycle news until the gateway is back. */
+  private _send(message: WorkerMessage): void {
+    if (this._control && this._registered) {
+      this._control.write(message);
+    } else if (message.lifecycle || message.result) {
+      this._pending.push(message);
+    }
+  }
+
+  private _flushPending(): void {
+    const pending = this._pending;
+    this._pending = [];
+    pending.forEach(message => this._send(message));
+  }
+
+  private _options: WorkerAgent.IOptions;
+  private _worker: Worker;
+  private _log: Logger;
+  private _client: WorkerGatewayClient;
+  private _control:
+    grpc.ClientDuplexStream<WorkerMessage, GatewayMessage__Output> | undefined;
+  private _registered = false;
+  private _stopped = true;
+  private _retryMs = 250;
+  private _retryTimer: NodeJS.Timeout | undefined;
+  private _pending: WorkerMessage[] = [];
+  private _streams = new Map<string, Private.IKernelStream>();
+}
+
+export namespace WorkerAgent {
+  export interface IOptions {
+    /** `host:port` of the gateway's worker endpoint. */
+    gateway: string;
+    /** The worker token the gateway expects. */
+    token: string;
+    worker: Worker;
+    logger: Logger;
+    version?: string;
+    /** TLS credentials (default: plaintext, for loopback and trusted networks). */
+    credentials?: grpc.ChannelCredentials;
+  }
+
+  export interface IEvents {
+    registered: [];
+    disconnected: [];
+    /** The gateway refused our token. */
+    refused: [reason: string];
+    /** A kernel is gone: shut down on the gateway's command (answered), or dead. */
+    kernelEnded: [kernelId: string];
+  }
+}
+
+namespace Private {
+  export interface IKernelStream {
+    call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output> | undefined;
+    /** Frames kept while no stream is open. */
+    backlog: KernelFrame[];
+    backlogBytes: number;
+    dropped: number;
+    /** Output skipped while the stream was too far behind, with the last one's parent header. */
+    skipped?: { count: number; bytes: number; parent: Buffer };
+  }
+}

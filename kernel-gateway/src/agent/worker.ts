@@ -1,0 +1,352 @@
+import { EventEmitter } from 'node:events';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Logger } from 'pino';
+import type {
+  IKernelLaunch,
+  IKernelspecInfo,
+  IRunningKernel,
+  IWorkerConnection,
+  IWorkerEvents
+} from '../protocol';
+import type { Channel, MessageParts } from '../protocol/wire';
+import { findFreePorts } from './kernels/connection';
+import type { DeviceInventory } from './devices/inventory';
+import type { IDevice } from '../protocol/devices';
+import { INHERITED_ENV, kernelEnvironment } from './kernels/environment';
+import { isolationEnv } from './kernels/isolation';
+import { KernelProcess } from './kernels/kernel-process';
+import type { KernelUser } from './kernels/kernel-user';
+import { KernelspecStore } from './kernels/kernelspecs';
+
+/**
+ * A worker: runs kernels on this host. The embedded worker is an instance of this class living in the
+ * gateway process, so it implements the worker seam directly.
+ */
+export class Worker
+  extends EventEmitter<IWorkerEvents>
+  implements IWorkerConnection
+{
+  constructor(options: Worker.IOptions) {
+    super();
+    this.id = options.id ?? 'embedded';
+    this.name = options.name ?? os.hostname();
+    this.devices = options.devices ?? [];
+    this.acceptsCpu = options.acceptsCpu ?? true;
+    this._options = options;
+    this._log = options.logger.child({ worker: this.id });
+    this._kernelspecs = new KernelspecStore({ paths: options.kernelspecPaths });
+    this._runtimeDir =
+      options.runtimeDir ??
+      path.join(os.tmpdir(), `ferry-${process.pid}-${this.id}`);
+    options.kernelUser?.assertSwitchable();
+    this._kernelUser = options.kernelUser?.isSelf
+      ? undefined
+      : options.kernelUser;
+  }
+
+  readonly id: string;
+  readonly name: string;
+  readonly devices: readonly IDevice[];
+  readonly acceptsCpu: boolean;
+  readonly remote = false;
+  /** In-process: always reachable. */
+  readonly connected = true;
+
+  async listKernelspecs(): Promise<IKernelspecInfo[]> {
+    const specs = await this._kernelspecs.findAll((dir, error) =>
+      this._log.warn({ dir, err: error.message }, 'invalid kernelspec skipped')
+    );
+    return [...specs.values()].map(spec => ({
+      name: spec.name,
+      spec: {
+        argv: spec.argv,
+        display_name: spec.display_name,
+        language: spec.language,
+        interrupt_mode: spec.interrupt_mode,
+        env: spec.env,
+        metadata: spec.metadata
+      },
+      resources: spec.resources
+    }));
+  }
+
+  async readKernelspecResource(
+    name: string,
+    file: string
+  ): Promise<Buffer | undefined> {
+    const spec = await this._kernelspecs.find(name);
+    // Only names listed in the spec's directory: no separators, no `..`.
+    if (!spec || !spec.resources.includes(file)) {
+      return undefined;
+    }
+    return fs.readFile(path.join(spec.resourceDir, file));
+  }
+
+  async startKernel(launch: IKernelLaunch): Promise<void> {
+    const spec = await this._kernelspecs.find(launch.kernelName);
+    if (!spec) {
+      throw new Error(`no kernelspec named ${launch.kernelName}`);
+    }
+    const devices = launch.deviceIds.map(id => {
+      const device = this.devices.find(d => d.id === id);
+      if (!device) {
+        throw new Error(`worker ${this.id} has no device ${id}`);
+      }
+      return device;
+    });
+    const tpuPort = devices.some(d => d.kind === 'tpu')
+      ? (await findFreePorts(1, '127.0.0.1'))[0]
+      : undefined;
+    const inherit = this._options.inheritEnv ?? INHERITED_ENV;
+    // Another user: its own directory, HOME, USER and LOGNAME, and none of this user's.
+    const sandbox = await this._kernelUser?.prepare(launch.cwd, this._log);
+    const env = {
+      ...kernelEnvironment(
+        process.env,
+        this._kernelUser?.inheritable(inherit) ?? inherit,
+        spec.env,
+        launch.env
+      ),
+      ...sandbox?.env,
+      // Last, so neither the kernelspec nor the client can widen what the kernel sees.
+      ...isolationEnv(devices, tpuPort)
+    };
+    // ipykernel exits by itself when this process goes away (its parent poller watches this pid).
+    env.JPY_PARENT_PID = String(process.pid);
+    const kernel = new KernelProcess({
+      id: launch.kernelId,
+      spec,
+      env,
+      cwd: launch.cwd,
+      runtimeDir: sandbox?.runtimeDir ?? this._runtimeDir,
+      runAs: sandbox?.runAs,
+      logger: this._log,
+      maxOutputBytes: this._options.maxOutputBytes,
+      ...this._options.kernelTimings
+    });
+    const entry: Private.IEntry = {
+      kernel,
+      restarts: [],
+      deviceIds: launch.deviceIds,
+      executionState: 'starting',
+      sandbox
+    };
+    kernel.on('message', (channel, parts) => {
+      if (channel === 'iopub') {
+        Private.trackState(entry, parts);
+      }
+      this.emit('message', kernel.id, channel, parts);
+    });
+    kernel.on('died', reason => void this._autoRestart(kernel, reason));
+    this._kernels.set(kernel.id, entry);
+    try {
+      await kernel.start();
+      entry.executionState = 'idle';
+    } catch (error) {
+      this._kernels.delete(kernel.id);
+      await sandbox?.dispose();
+      throw error;
+    }
+  }
+
+  runningKernels(): IRunningKernel[] {
+    return [...this._kernels.values()].map(entry => ({
+      kernelId: entry.kernel.id,
+      kernelName: entry.kernel.spec.name,
+      deviceIds: entry.deviceIds,
+      executionState: entry.executionState
+    }));
+  }
+
+  /** The execution state of the kernel holding a device, or undefined when none holds it. */
+  deviceHolderState(deviceId: string): string | undefined {
+    for (const entry of this._kernels.values()) {
+      if (entry.deviceIds.includes(deviceId)) {
+        return entry.executionState;
+      }
+    }
+    return undefined;
+  }
+
+  /** Process ids of the kernels, by kernel id (for attributing device memory). */
+  kernelPids(): Map<string, number> {
+    const pids = new Map<string, number>();
+    for (const [id, entry] of this._kernels) {
+      if (entry.kernel.pid !== undefined) {
+        pids.set(id, entry.kernel.pid);
+      }
+    }
+    return pids;
+  }
+
+  sendToKernel(
+    kernelId: string,
+    channel: Exclude<Channel, 'iopub'>,
+    parts: MessageParts
+  ): void {
+    this._kernels.get(kernelId)?.kernel.send(channel, parts);
+  }
+
+  async interruptKernel(kernelId: string): Promise<void> {
+    await this._get(kernelId).interrupt();
+  }
+
+  async restartKernel(kernelId: string): Promise<void> {
+    await this._get(kernelId).restart();
+  }
+
+  async shutdownKernel(kernelId: string): Promise<void> {
+    const entry = this._kernels.get(kernelId);
+    if (!entry) {
+      return;
+    }
+    this._kernels.delete(kernelId);
+    await entry.kernel.shutdown();
+    entry.kernel.removeAllListeners();
+    await entry.sandbox?.dispose();
+  }
+
+  async dispose(): Promise<void> {
+    this._options.inventory?.dispose();
+    await Promise.all(
+      [...this._kernels.keys()].map(id => this.shutdownKernel(id))
+    );
+    await fs.rm(this._runtimeDir, { recursive: true, force: true });
+  }
+
+  /** The process id of a kernel, while it runs. */
+  kernelPid(kernelId: string): number | undefined {
+    return this._kernels.get(kernelId)?.kernel.pid;
+  }
+
+  private _get(kernelId: string): KernelProcess {
+    const entry = this._kernels.get(kernelId);
+    if (!entry) {
+      throw new Error(`kernel ${kernelId} does not run on worker ${this.id}`);
+    }
+    return entry.kernel;
+  }
+
+  /** Restart a kernel that died, unless it died too often lately; then it is dead for good. */
+  private async _autoRestart(
+    kernel: KernelProcess,
+    reason: string
+  ): Promise<void> {
+    const entry = this._kernels.get(kernel.id);
+    if (!entry) {
+      return;
+    }
+    const now = Date.now();
+    const windowMs = this._options.autoRestartWindowMs ?? 60000;
+    entry.restarts = entry.restarts.filter(t => now - t < windowMs);
+    const limit = this._options.autoRestartLimit ?? 5;
+    if (entry.restarts.length >= limit) {
+      this._log.error(
+        { kernel: kernel.id, reason },
+        'kernel died too often; giving up'
+      );
+      this._kernels.delete(kernel.id);
+      await kernel.shutdown();
+      await entry.sandbox?.dispose();
+      this.emit('lifecycle', kernel.id, {
+        state: 'dead',
+        reason: `${reason}; restarted ${limit} times in ${windowMs / 1000} s`
+      });
+      return;
+    }
+    entry.restarts.push(now);
+    this._log.warn({ kernel: kernel.id, reason }, 'kernel died; restarting');
+    this.emit('lifecycle', kernel.id, { state: 'restarting', reason });
+    entry.executionState = 'restarting';
+    try {
+      await kernel.shutdown(true);
+      await kernel.start();
+      entry.executionState = 'idle';
+      this.emit('lifecycle', kernel.id, { state: 'restarted' });
+    } catch (error) {
+      this._kernels.delete(kernel.id);
+      await kernel.shutdown();
+      await entry.sandbox?.dispose();
+      this.emit('lifecycle', kernel.id, {
+        state: 'dead',
+        reason: `restart failed: ${(error as Error).message}`
+      });
+    }
+  }
+
+  private _options: Worker.IOptions;
+  private _log: Logger;
+  private _kernelspecs: KernelspecStore;
+  private _runtimeDir: string;
+  private _kernelUser: KernelUser | undefined;
+  private _kernels = new Map<string, Private.IEntry>();
+}
+
+export namespace Worker {
+  export interface IOptions {
+    id?: string;
+    name?: string;
+    logger: Logger;
+    /** Accelerators this worker hands out (discovered or simulated). */
+    devices?: IDevice[];
+    /** Whether CPU-only kernels may run here (default true). */
+    acceptsCpu?: boolean;
+    /** The sampler of `devices`, stopped with the worker. */
+    inventory?: DeviceInventory;
+    /** Jupyter data directories to find kernelspecs in; defaults to the standard ones. */
+    kernelspecPaths?: string[];
+    /** Names of this process's variables that kernels inherit. */
+    inheritEnv?: readonly string[];
+    /**
+     * The user kernels run as (default: this process's). Another user needs this process to be
+     * root; its kernels then cannot read this process's memory, environment or files.
+     */
+    kernelUser?: KernelUser;
+    runtimeDir?: string;
+    /** Larger messages from a kernel are replaced by a notice (default 128 MiB). */
+    maxOutputBytes?: number;
+    /** At most this many automatic restarts per window before a kernel is declared dead. */
+    autoRestartLimit?: number;
+    autoRestartWindowMs?: number;
+    kernelTimings?: Pick<
+      KernelProcess.IOptions,
+      | 'startupTimeoutMs'
+      | 'shutdownWaitMs'
+      | 'heartbeatIntervalMs'
+      | 'heartbeatMisses'
+    >;
+  }
+}
+
+namespace Private {
+  export interface IEntry {
+    kernel: KernelProcess;
+    /** Times of recent automatic restarts. */
+    restarts: number[];
+    deviceIds: string[];
+    executionState: string;
+    /** The kernel's own directory and identity, when it runs as another user. */
+    sandbox?: KernelUser.ISandbox;
+  }
+
+  /** Follow the kernel's execution state from its iopub status messages. */
+  export function trackState(entry: IEntry, parts: Buffer[]): void {
+    try {
+      const header = JSON.parse(parts[0].toString('utf8')) as {
+        msg_type?: string;
+      };
+      if (header.msg_type === 'status') {
+        const state = (
+          JSON.parse(parts[3].toString('utf8')) as { execution_state?: unknown }
+        ).execution_state;
+        if (typeof state === 'string') {
+          entry.executionState = state;
+        }
+      }
+    } catch {
+      // Not ours to judge: the gateway logs unreadable messages.
+    }
+  }
+}

@@ -1,0 +1,570 @@
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
+import type { Logger } from 'pino';
+import { jobAccessBlocked, lookUpJobUser, type IJobUser } from './access';
+import { SlurmRestClient } from './rest';
+import {
+  jobWorkerId,
+  ProvisionedJob,
+  type IAcceleratorOffer,
+  type IProvisionedJob,
+  type IProvisioner
+} from '../types';
+
+/** One job to submit, whichever way it is submitted: the offer's options, the script, its environment. */
+export interface ISlurmSubmission {
+  name: string;
+  gres: string;
+  partition?: string;
+  /** A Slurm time (`60`, `1:00:00`). */
+  timeLimit?: string;
+  account?: string;
+  /** More sbatch options, one argument each. */
+  extraArgs: string[];
+  /** Where the job's output goes (`%j`: the job id). */
+  output: string;
+  /** The job's working directory. */
+  cwd: string;
+  /** The batch script. */
+  script: string;
+  /** The job's whole environment (it holds the worker token). */
+  env: NodeJS.ProcessEnv;
+}
+
+/** A job as Slurm reports it. */
+export interface ISlurmJobInfo {
+  /** `PENDING`, `RUNNING`, `CANCELLED`, ... */
+  state: string;
+  /** Why it waits (`Resources`), `None` when it does not. */
+  reason: string;
+  /** As squeue writes it (`1:00:00`, `UNLIMITED`). */
+  timeLimit?: string;
+}
+
+/** How the provisioner talks to Slurm: its commands ({@link SlurmCliClient}) or slurmrestd ({@link SlurmRestClient}). */
+export interface ISlurmClient {
+  /** For logs and errors: `sbatch` or `slurmrestd at unix:/run/slurmrestd.socket`. */
+  readonly description: string;
+  /** Submit a job; resolve with its id. */
+  submit(job: ISlurmSubmission): Promise<string>;
+  /** How each job is; `null` for a job Slurm no longer knows. Rejects when Slurm could not be asked. */
+  states(ids: string[]): Promise<Map<string, ISlurmJobInfo | null>>;
+  /** Ask Slurm to end a job. */
+  cancel(id: string): Promise<void>;
+}
+
+/**
+ * Starts each kernel's worker as a Slurm job with the offer's `--gres`, partition, time limit and
+ * account; one poll loop watches every job (pending and why, running, ended and how); cancelling
+ * ends one. It talks to Slurm through its commands (`sbatch --parsable`, `squeue`, `scancel`) or,
+ * given `rest`, through slurmrestd; both submit the same script with the same environment.
+ *
+ * #### Notes
+ * The job runs `ferry worker --once`, which dials the gateway and exits once its kernel is shut down.
+ * The worker token reaches it through the job's environment (`FERRY_WORKER_TOKEN`), never on a
+ * command line or in the job script, where `ps` or `scontrol show job` would show it.
+ *
+ * Jobs that slurmrestd submits run as the token's user, not the gateway's: before the first job
+ * (at construction) and before each one, the worker command, the output directory and the root
+ * directory are checked against that user's permissions, and a path the user cannot reach (a clone
+ * of Ferry in a home that only its owner may enter) stops with what to do rather than with a job
+ * that fails on its node. Such a job starts in `/tmp` when the user cannot enter the gateway's
+ * working directory.
+ */
+export class SlurmProvisioner implements IProvisioner {
+  constructor(options: SlurmProvisioner.IOptions) {
+    this._options = options;
+    this._log = options.logger.child({ engine: 'slurm' });
+    if (options.rest) {
+      this._rest = new SlurmRestClient(options.rest);
+      this._client = this._rest;
+    } else {
+      this._client = new SlurmCliClient({ env: options.env, bin: options.bin });
+    }
+    this._log.info(
+      { via: this._client.description },
+      'Slurm jobs are submitted through ' + this._client.description
+    );
+    // A job that could never start its worker stops start-up, with what to do.
+    const cwd = this._jobWorkingDir();
+    if (cwd !== process.cwd()) {
+      this._log.info(
+        { cwd: process.cwd(), user: this._rest?.user },
+        `Slurm jobs start in ${cwd}: their user cannot enter this gateway's working directory`
+      );
+    }
+  }
+
+  readonly engine = 'slurm';
+
+  async provision(
+    kernelId: string,
+    offer: IAcceleratorOffer
+  ): Promise<IProvisionedJob> {
+    const submission = this._submission(kernelId, offer);
+    const id = await this._client.submit(submission);
+    const workerId = jobWorkerId(kernelId);
+    const job = new Private.SlurmJob(id, workerId, () => this._cancel(id));
+    this._jobs.set(id, job);
+    this._log.info(
+      { kernel: kernelId, job: id, gres: submission.gres },
+      'submitted a Slurm job'
+    );
+    this._schedulePoll(0);
+    return job;
+  }
+
+  /** Look at every job once (the poll loop does this every `pollIntervalMs`). */
+  async poll(): Promise<void> {
+    const ids = [...this._jobs.keys()];
+    if (ids.length === 0) {
+      return;
+    }
+    let states: Map<string, ISlurmJobInfo | null>;
+    try {
+      states = await this._client.states(ids);
+    } catch (error) {
+      this._log.warn(
+        { err: (error as Error).message },
+        `${this._client.description} could not say how the jobs are`
+      );
+      return;
+    }
+    for (const id of ids) {
+      const job = this._jobs.get(id);
+      if (!job) {
+        continue;
+      }
+      const info = states.get(id);
+      if (!info) {
+        this._end(id, 'UNKNOWN');
+        continue;
+      }
+      job.timeLimit = info.timeLimit || job.timeLimit;
+      const { state, reason } = info;
+      if (state === 'PENDING') {
+        job.update({
+          state: 'pending',
+          reason: reason && reason !== 'None' ? reason : 'Scheduling'
+        });
+      } else if (state === 'CONFIGURING') {
+        // Allocated; its nodes are still booting.
+        job.update({ state: 'pending', reason: 'Configuring' });
+      } else if (state === 'RUNNING') {
+        job.update({ state: 'running' });
+      } else if (state !== 'COMPLETING' && state !== 'SUSPENDED') {
+        this._end(id, state);
+      }
+    }
+  }
+
+  dispose(): void {
+    this._disposed = true;
+    clearTimeout(this._timer);
+    this._jobs.clear();
+  }
+
+  /** What to submit for a kernel on an offer: the same for sbatch and slurmrestd. */
+  private _submission(
+    kernelId: string,
+    offer: IAcceleratorOffer
+  ): ISlurmSubmission {
+    const slurm = offer.slurm;
+    if (!slurm) {
+      throw new Error(`offer ${offer.name} has no slurm section`);
+    }
+    const accelerator = offer.accelerator;
+    const worker = [
+      ...this._options.workerCommand,
+      'worker',
+      '--once',
+      '--id',
+      jobWorkerId(kernelId),
+      '--name',
+      `${offer.name} (Slurm)`,
+      '--gateway',
+      this._options.gateway(),
+      '--no-cpu',
+      '--allocated',
+      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`
+    ];
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...this._options.env,
+      FERRY_WORKER_TOKEN: this._options.token
+    };
+    // slurmrestd's token is the gateway's alone (and makes a root sbatch fail with "Invalid user id").
+    delete env.SLURM_JWT;
+    return {
+      name: `ferry-${kernelId}`,
+      gres: slurm.gres,
+      partition: slurm.partition,
+      timeLimit: slurm.timeLimit,
+      account: slurm.account,
+      extraArgs: slurm.extraArgs ?? [],
+      output: this._options.outputDir
+        ? `${this._options.outputDir}/ferry-job-%j.log`
+        : '/dev/null',
+      cwd: this._jobWorkingDir(),
+      script:
+        '#!/bin/sh\n' +
+        `# Ferry: a worker for kernel ${kernelId} (offer ${offer.name})\n` +
+        `exec ${worker.map(Private.quote).join(' ')}\n`,
+      env
+    };
+  }
+
+  /**
+   * The working directory of a job, once its user is known to reach the worker command, the output
+   * directory and the root directory: this process's, or `/tmp` where the job's user cannot enter it.
+   *
+   * @throws Error that names the user, what it cannot reach and why, and what to do.
+   */
+  private _jobWorkingDir(): string {
+    const user = this._jobUser();
+    if (!user) {
+      return process.cwd();
+    }
+    const [program, ...args] = this._options.workerCommand;
+    const cannot: string[] = [];
+    let commandBlocked = false;
+    const programBlocked =
+      program && path.isAbsolute(program)
+        ? jobAccessBlocked(user, program, 'run')
+        : undefined;
+    if (programBlocked) {
+      cannot.push(`run the worker command's ${program} (${programBlocked})`);
+      commandBlocked = true;
+    }
+    for (const arg of args) {
+      const blocked = path.isAbsolute(arg)
+        ? jobAccessBlocked(user, arg, 'read')
+        : undefined;
+      if (blocked) {
+        cannot.push(`read the worker command's ${arg} (${blocked})`);
+        commandBlocked = true;
+      }
+    }
+    const outputDir = this._options.outputDir;
+    const outputBlocked =
+      outputDir && jobAccessBlocked(user, outputDir, 'write');
+    if (outputBlocked) {
+      cannot.push(`write its output into ${outputDir} (${outputBlocked})`);
+    }
+    const rootDir = this._options.rootDir;
+    const rootBlocked = rootDir && jobAccessBlocked(user, rootDir, 'enter');
+    if (rootBlocked) {
+      cannot.push(`enter ${rootDir}, where its kernel starts (${rootBlocked})`);
+    }
+    if (cannot.length > 0) {
+      const remedies: string[] = [];
+      if (commandBlocked) {
+        remedies.push(
+          `install Ferry where ${user.name} can read it (for example under /opt/ferry${programBlocked ? ', with a Node it can run' : ''}) and give the jobs that copy with --job-worker-command (for example '/usr/bin/node /opt/ferry/kernel-gateway/bin/ferry.js')`,
+          `or let ${user.name} through the closed directory (chmod o+x on it)`
+        );
+      }
+      if (outputBlocked) {
+        remedies.push(
+          `give --job-output-dir a directory that ${user.name} can write`
+        );
+      }
+      if (rootBlocked) {
+        remedies.push(
+          `give --root-dir a directory that ${user.name} can enter, or let it through the closed directory`
+        );
+      }
+      throw new Error(
+        `Slurm jobs submitted through slurmrestd run as ${user.name}, who cannot ${cannot.join(', nor ')}: ${remedies.join('; ')}`
+      );
+    }
+    return jobAccessBlocked(user, process.cwd(), 'enter')
+      ? '/tmp'
+      : process.cwd();
+  }
+
+  /** Who slurmrestd runs the jobs as, where that is another user this host knows. */
+  private _jobUser(): IJobUser | undefined {
+    if (!this._rest) {
+      // sbatch submits as this process's user, who reaches what it runs.
+      return undefined;
+    }
+    const name = this._rest.user;
+    if (!this._users.has(name)) {
+      const user = lookUpJobUser(name);
+      if (!user) {
+        this._log.info(
+          { user: name },
+          "this host does not know the jobs' user: whether it can reach the worker command is left to its nodes"
+        );
+      }
+      this._users.set(name, user);
+    }
+    return this._users.get(name);
+  }
+
+  private _end(id: string, state: string): void {
+    const job = this._jobs.get(id);
+    if (!job) {
+      return;
+    }
+    this._jobs.delete(id);
+    const how = Private.ENDINGS[state] ?? `ended (${state})`;
+    job.update({
+      state: 'ended',
+      reason: `Slurm job ${id} ${how}${state === 'TIMEOUT' && job.timeLimit ? ` (time limit ${job.timeLimit})` : ''}`,
+      completed: state === 'COMPLETED'
+    });
+    this._log.info({ job: id, state }, 'Slurm job ended');
+  }
+
+  private async _cancel(id: string): Promise<void> {
+    try {
+      await this._client.cancel(id);
+    } catch (error) {
+      // Already over: nothing to cancel.
+      this._log.debug({ job: id, err: (error as Error).message }, 'cancel');
+    }
+    this._schedulePoll(0);
+  }
+
+  private _schedulePoll(delayMs = this._options.pollIntervalMs ?? 1000): void {
+    if (this._disposed || this._polling) {
+      return;
+    }
+    if (this._timer) {
+      if (delayMs > 0) {
+        return;
+      }
+      clearTimeout(this._timer);
+    }
+    this._timer = setTimeout(() => {
+      this._timer = undefined;
+      this._polling = true;
+      void this.poll().finally(() => {
+        this._polling = false;
+        if (this._jobs.size > 0) {
+          this._schedulePoll();
+        }
+      });
+    }, delayMs);
+    this._timer.unref();
+  }
+
+  private _options: SlurmProvisioner.IOptions;
+  private _log: Logger;
+  private _client: ISlurmClient;
+  private _rest: SlurmRestClient | undefined;
+  /** The jobs' users looked up so far (undefined: unknown to this host). */
+  private _users = new Map<string, IJobUser | undefined>();
+  private _jobs = new Map<string, Private.SlurmJob>();
+  private _timer: NodeJS.Timeout | undefined;
+  private _polling = false;
+  private _disposed = false;
+}
+
+export namespace SlurmProvisioner {
+  export interface IOptions {
+    /** `host:port` of the gateway's worker endpoint as the cluster's nodes reach it (asked per job). */
+    gateway: () => string;
+    /** The worker token; handed to the job in its environment only. */
+    token: string;
+    /** How to run `ferry` on the nodes, e.g. `['/usr/bin/node', '/opt/ferry/bin/ferry.js']`. */
+    workerCommand: string[];
+    logger: Logger;
+    /** Where jobs write their output (`ferry-job-<id>.log`); default: discarded. */
+    outputDir?: string;
+    /** The directory the jobs' kernels start in or under (the gateway's root directory). */
+    rootDir?: string;
+    /** Extra environment for the jobs, and for sbatch, squeue and scancel (`SLURM_CONF`). */
+    env?: Record<string, string>;
+    /** How often to ask Slurm about every job (default every second). */
+    pollIntervalMs?: number;
+    /** Paths of the Slurm commands (default: found on PATH). */
+    bin?: SlurmCliClient.IOptions['bin'];
+    /** Talk to slurmrestd instead of running the Slurm commands. */
+    rest?: SlurmRestClient.IOptions;
+  }
+}
+
+/** Slurm through its commands: `sbatch --parsable`, one `squeue` for every job, `scancel`. */
+export class SlurmCliClient implements ISlurmClient {
+  constructor(options: SlurmCliClient.IOptions = {}) {
+    this._options = options;
+  }
+
+  readonly description = 'sbatch';
+
+  async submit(job: ISlurmSubmission): Promise<string> {
+    const args = [
+      '--parsable',
+      `--job-name=${job.name}`,
+      `--gres=${job.gres}`,
+      '--nodes=1',
+      '--ntasks=1',
+      `--output=${job.output}`,
+      `--chdir=${job.cwd}`,
+      '--export=ALL'
+    ];
+    if (job.partition) {
+      args.push(`--partition=${job.partition}`);
+    }
+    if (job.timeLimit) {
+      args.push(`--time=${job.timeLimit}`);
+    }
+    if (job.account) {
+      args.push(`--account=${job.account}`);
+    }
+    args.push(...job.extraArgs);
+    const out = await Private.run(this._options.bin?.sbatch ?? 'sbatch', args, {
+      env: job.env,
+      input: job.script
+    });
+    const id = out.trim().split(';')[0];
+    if (!/^\d+$/.test(id)) {
+      throw new Error(`sbatch answered '${out.trim()}' instead of a job id`);
+    }
+    return id;
+  }
+
+  async states(ids: string[]): Promise<Map<string, ISlurmJobInfo | null>> {
+    const states = new Map<string, ISlurmJobInfo | null>();
+    let out: string;
+    try {
+      out = await this._squeue(['-j', ids.join(','), '-o', '%i|%T|%r|%l']);
+    } catch (error) {
+      if (!/Invalid job id/i.test(String(error))) {
+        throw error;
+      }
+      // A job id squeue no longer knows (past MinJobAge) fails the whole call: ask one by one.
+      for (const id of ids) {
+        states.set(id, ids.length > 1 ? await this._one(id) : null);
+      }
+      return states;
+    }
+    for (const line of out.split('\n')) {
+      const [id, state, reason, limit] = line.trim().split('|');
+      if (id && ids.includes(id)) {
+        states.set(id, { state, reason, timeLimit: limit || undefined });
+      }
+    }
+    for (const id of ids) {
+      if (!states.has(id)) {
+        states.set(id, null);
+      }
+    }
+    return states;
+  }
+
+  async cancel(id: string): Promise<void> {
+    await Private.run(this._options.bin?.scancel ?? 'scancel', [id], {
+      env: this._env()
+    });
+  }
+
+  /** One job on its own: what squeue says, or null once it no longer knows it. */
+  private async _one(id: string): Promise<ISlurmJobInfo | null> {
+    try {
+      const out = await this._squeue(['-j', id, '-o', '%i|%T|%r|%l']);
+      const [, state, reason, limit] = out.trim().split('|');
+      return state ? { state, reason, timeLimit: limit || undefined } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  private _squeue(args: string[]): Promise<string> {
+    return Private.run(
+      this._options.bin?.squeue ?? 'squeue',
+      ['-h', '-t', 'all', ...args],
+      { env: this._env() }
+    );
+  }
+
+  private _env(): NodeJS.ProcessEnv {
+    const env = { ...process.env, ...this._options.env };
+    delete env.SLURM_JWT;
+    return env;
+  }
+
+  private _options: SlurmCliClient.IOptions;
+}
+
+export namespace SlurmCliClient {
+  export interface IOptions {
+    /** Extra environment for sbatch, squeue and scancel (`SLURM_CONF`). */
+    env?: Record<string, string>;
+    /** Paths of the Slurm commands (default: found on PATH). */
+    bin?: { sbatch?: string; squeue?: string; scancel?: string };
+  }
+}
+
+namespace Private {
+  /** How each final Slurm state reads in a kernel's reason. */
+  export const ENDINGS: Record<string, string> = {
+    COMPLETED: 'completed',
+    CANCELLED: 'was cancelled',
+    FAILED: 'failed',
+    TIMEOUT: 'reached its time limit',
+    NODE_FAIL: 'lost its node',
+    PREEMPTED: 'was preempted',
+    OUT_OF_MEMORY: 'ran out of memory',
+    BOOT_FAIL: 'could not boot its node',
+    DEADLINE: 'missed its deadline',
+    UNKNOWN: 'is no longer known to Slurm'
+  };
+
+  /** One Slurm job, as its provisioner last saw it. */
+  export class SlurmJob extends ProvisionedJob {
+    constructor(
+      readonly id: string,
+      readonly workerId: string,
+      private readonly _cancel: () => Promise<void>
+    ) {
+      super();
+    }
+
+    readonly engine = 'slurm';
+    timeLimit: string | undefined;
+
+    cancel(): Promise<void> {
+      return this.state.state === 'ended' ? Promise.resolve() : this._cancel();
+    }
+  }
+
+  /** A word for a POSIX shell, single-quoted when it needs to be. */
+  export function quote(word: string): string {
+    return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)
+      ? word
+      : `'${word.replace(/'/g, `'\\''`)}'`;
+  }
+
+  /** Run a command, feeding `input` on stdin; resolve with stdout or reject with stderr. */
+  export function run(
+    file: string,
+    args: string[],
+    options: { env: NodeJS.ProcessEnv; input?: string }
+  ): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = execFile(
+        file,
+        args,
+        { env: options.env, timeout: 30_000, maxBuffer: 4 * 2 ** 20 },
+        (error, stdout, stderr) => {
+          if (error) {
+            reject(
+              new Error(
+                `${file} ${args[0] ?? ''}: ${stderr.trim() || error.message}`
+              )
+            );
+          } else {
+            resolve(stdout);
+          }
+        }
+      );
+      // A command that does not read its stdin (squeue) may exit before we write: no EPIPE crash.
+      child.stdin?.on('error', () => undefined);
+      child.stdin?.end(options.input ?? '');
+    });
+  }
+}

@@ -1,0 +1,315 @@
+import { EventEmitter } from 'node:events';
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { Channel, MessageParts } from '../protocol/wire';
+import type { IDevice } from '../protocol/devices';
+import {
+  deviceFromProto,
+  kernelspecFromProto,
+  sampleFromProto,
+  type Command__Output,
+  type GatewayMessage,
+  type KernelFrame,
+  type KernelFrame__Output,
+  type Register__Output,
+  type WorkerMessage__Output
+} from '../protocol/grpc';
+import type {
+  IKernelLaunch,
+  IKernelspecInfo,
+  IRunningKernel,
+  IWorkerConnection,
+  IWorkerEvents,
+  KernelLifecycleEvent
+} from '../protocol/worker';
+
+/** Client messages kept per kernel while its stream is down. */
+const MAX_PENDING_FRAMES = 1000;
+
+/** How long a command may take before the gateway gives up on it. */
+const COMMAND_TIMEOUT_MS = 120_000;
+
+/**
+ * The gateway's handle on a worker that dialled in over gRPC. It outlives the connection: when the
+ * worker drops and comes back, its streams are re-attached here and nothing is lost.
+ */
+export class RemoteWorkerConnection
+  extends EventEmitter<IWorkerEvents>
+  implements IWorkerConnection
+{
+  constructor(register: Register__Output, logger: Logger) {
+    super();
+    this.id = register.worker_id;
+    this._log = logger.child({ worker: this.id });
+    this._update(register);
+  }
+
+  readonly id: string;
+  readonly remote = true;
+
+  get name(): string {
+    return this._name;
+  }
+
+  get devices(): readonly IDevice[] {
+    return this._devices;
+  }
+
+  get acceptsCpu(): boolean {
+    return this._acceptsCpu;
+  }
+
+  /** Whether the control stream is up. */
+  get connected(): boolean {
+    return this._control !== undefined;
+  }
+
+  /** Take over a (new) control stream after the worker registered on it. */
+  attach(
+    call: grpc.ServerDuplexStream<WorkerMessage__Output, GatewayMessage>,
+    register: Register__Output,
+    unknownKernelIds: string[]
+  ): void {
+    const wasDisconnected = this._control === undefined;
+    this._control?.end();
+    this._control = call;
+    this._update(register);
+    call.write({ registered: { unknown_kernel_ids: unknownKernelIds } });
+    call.on('data', (message: WorkerMessage__Output) =>
+      this._onMessage(message)
+    );
+    const onEnd = () => {
+      if (this._control === call) {
+        this._detach();
+      }
+    };
+    call.on('end', onEnd);
+    call.on('error', onEnd);
+    call.on('close', onEnd);
+    if (wasDisconnected) {
+      this.emit('reconnected', this._running);
+    }
+  }
+
+  /** Take over a kernel's stream. */
+  attachKernelStream(
+    kernelId: string,
+    call: grpc.ServerDuplexStream<KernelFrame__Output, KernelFrame>
+  ): void {
+    this._streams.get(kernelId)?.end();
+    this._streams.set(kernelId, call);
+    call.on('data', (frame: KernelFrame__Output) =>
+      this.emit(
+        'message',
+        kernelId,
+        frame.channel as Channel,
+        frame.parts as Buffer[]
+      )
+    );
+    const onEnd = () => {
+      if (this._streams.get(kernelId) === call) {
+        this._streams.delete(kernelId);
+      }
+    };
+    call.on('end', onEnd);
+    call.on('error', onEnd);
+    call.on('close', onEnd);
+    const pending = this._pendingFrames.get(kernelId) ?? [];
+    this._pendingFrames.delete(kernelId);
+    pending.forEach(frame => call.write(frame));
+  }
+
+  async listKernelspecs(): Promise<IKernelspecInfo[]> {
+    return this._kernelspecs;
+  }
+
+  async readKernelspecResource(
+    name: string,
+    file: string
+  ): Promise<Buffer | undefined> {
+    const result = await this._command({
+      read_resource: { kernelspec: name, file }
+    });
+    return result ?? undefined;
+  }
+
+  async startKernel(launch: IKernelLaunch): Promise<void> {
+    await this._command({
+      start_kernel: {
+        kernel_id: launch.kernelId,
+        kernel_name: launch.kernelName,
+        env: launch.env,
+        cwd: launch.cwd ?? '',
+        device_ids: launch.deviceIds
+      }
+    });
+    this._running.push({
+      kernelId: launch.kernelId,
+      kernelName: launch.kernelName,
+      deviceIds: launch.deviceIds,
+      executionState: 'idle'
+    });
+  }
+
+  sendToKernel(
+    kernelId: string,
+    channel: Exclude<Channel, 'iopub'>,
+    parts: MessageParts
+  ): void {
+    const frame: KernelFrame = { channel, parts };
+    const stream = this._streams.get(kernelId);
+    if (stream) {
+      stream.write(frame);
+      return;
+    }
+    const pending = this._pendingFrames.get(kernelId) ?? [];
+    if (pending.length < MAX_PENDING_FRAMES) {
+      pending.push(frame);
+      this._pendingFrames.set(kernelId, pending);
+    } else {
+      this._log.warn(
+        { kernel: kernelId },
+        'worker unreachable; client message dropped'
+      );
+    }
+  }
+
+  async interruptKernel(kernelId: string): Promise<void> {
+    await this._command({ interrupt_kernel: { kernel_id: kernelId } });
+  }
+
+  async restartKernel(kernelId: string): Promise<void> {
+    await this._command({ restart_kernel: { kernel_id: kernelId } });
+  }
+
+  async shutdownKernel(kernelId: string): Promise<void> {
+    this._running = this._running.filter(k => k.kernelId !== kernelId);
+    this._pendingFrames.delete(kernelId);
+    if (this.connected) {
+      await this._command({ shutdown_kernel: { kernel_id: kernelId } });
+    }
+  }
+
+  runningKernels(): IRunningKernel[] {
+    return [...this._running];
+  }
+
+  /** Let go of the worker's streams; its kernels keep running there (a gateway restart adopts them). */
+  async dispose(): Promise<void> {
+    for (const stream of this._streams.values()) {
+      stream.end();
+    }
+    this._control?.end();
+    this._detach();
+  }
+
+  private _update(register: Register__Output): void {
+    this._name = register.name || register.worker_id;
+    this._devices = (register.devices ?? []).map(deviceFromProto);
+    this._acceptsCpu = register.accepts_cpu ?? false;
+    this._kernelspecs = (register.kernelspecs ?? []).map(kernelspecFromProto);
+    this._running = (register.kernels ?? []).map(k => ({
+      kernelId: k.kernel_id,
+      kernelName: k.kernel_name,
+      deviceIds: k.device_ids ?? [],
+      executionState: k.execution_state || 'idle'
+    }));
+  }
+
+  private _detach(): void {
+    if (!this._control) {
+      return;
+    }
+    this._control = undefined;
+    for (const { reject } of this._commands.values()) {
+      reject(new Error(`worker ${this.name} disconnected`));
+    }
+    this._commands.clear();
+    this._log.warn('worker disconnected');
+    this.emit('disconnected');
+  }
+
+  private _onMessage(message: WorkerMessage__Output): void {
+    if (message.result) {
+      const pending = this._commands.get(Number(message.result.request_id));
+      if (!pending) {
+        return;
+      }
+      this._commands.delete(Number(message.result.request_id));
+      if (message.result.error) {
+        pending.reject(new Error(message.result.error));
+      } else {
+        pending.resolve(
+          (message.result.data as Buffer | null | undefined) ?? undefined
+        );
+      }
+    } else if (message.lifecycle) {
+      const { kernel_id: kernelId, state, reason } = message.lifecycle;
+      if (state === 'dead') {
+        this._running = this._running.filter(k => k.kernelId !== kernelId);
+      }
+      this.emit('lifecycle', kernelId, {
+        state,
+        reason
+      } as KernelLifecycleEvent);
+    } else if (message.samples) {
+      this.emit(
+        'samples',
+        (message.samples.samples ?? []).map(sampleFromProto)
+      );
+    }
+  }
+
+  private _command(
+    body: Omit<Command__Output, 'request_id' | 'body'>
+  ): Promise<Buffer | undefined> {
+    const control = this._control;
+    if (!control) {
+      return Promise.reject(new Error(`worker ${this.name} is disconnected`));
+    }
+    const requestId = this._nextRequest++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._commands.delete(requestId);
+        reject(
+          new Error(
+            `worker ${this.name} did not answer within ${COMMAND_TIMEOUT_MS / 1000} s`
+          )
+        );
+      }, COMMAND_TIMEOUT_MS);
+      this._commands.set(requestId, {
+        resolve: value => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        reject: error => {
+          clearTimeout(timer);
+          reject(error);
+        }
+      });
+      control.write({ command: { request_id: requestId, ...body } });
+    });
+  }
+
+  private _log: Logger;
+  private _name = '';
+  private _devices: IDevice[] = [];
+  private _acceptsCpu = false;
+  private _kernelspecs: IKernelspecInfo[] = [];
+  private _running: IRunningKernel[] = [];
+  private _control:
+    grpc.ServerDuplexStream<WorkerMessage__Output, GatewayMessage> | undefined;
+  private _streams = new Map<
+    string,
+    grpc.ServerDuplexStream<KernelFrame__Output, KernelFrame>
+  >();
+  private _pendingFrames = new Map<string, KernelFrame[]>();
+  private _commands = new Map<
+    number,
+    {
+      resolve: (value: Buffer | undefined) => void;
+      reject: (error: Error) => void;
+    }
+  >();
+  private _nextRequest = 1;
+}

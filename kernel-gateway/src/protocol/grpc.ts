@@ -1,0 +1,207 @@
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { SCHEMA_DIR } from './schema';
+import type { IDevice, IDeviceSample } from './devices';
+import type { Device } from './generated/ferry/worker/v1/Device';
+import type { DeviceSample } from './generated/ferry/worker/v1/DeviceSample';
+import type { Kernelspec } from './generated/ferry/worker/v1/Kernelspec';
+import type { ProtoGrpcType } from './generated/worker';
+import type { WorkerGatewayClient } from './generated/ferry/worker/v1/WorkerGateway';
+import type { IAttributedSample, IKernelspecInfo } from './worker';
+
+export type { WorkerGatewayClient };
+export type { WorkerGatewayHandlers } from './generated/ferry/worker/v1/WorkerGateway';
+export type { WorkerMessage__Output } from './generated/ferry/worker/v1/WorkerMessage';
+export type {
+  GatewayMessage,
+  GatewayMessage__Output
+} from './generated/ferry/worker/v1/GatewayMessage';
+export type { WorkerMessage } from './generated/ferry/worker/v1/WorkerMessage';
+export type {
+  KernelFrame,
+  KernelFrame__Output
+} from './generated/ferry/worker/v1/KernelFrame';
+export type { Command__Output } from './generated/ferry/worker/v1/Command';
+export type {
+  Register,
+  Register__Output
+} from './generated/ferry/worker/v1/Register';
+
+/** Loader options: the same as the `generate` script's, so generated types match runtime objects. */
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true
+};
+
+/** Metadata key naming the kernel of a `KernelChannel` stream. */
+export const KERNEL_ID_METADATA = 'ferry-kernel-id';
+
+/** The largest message either side accepts (kernel messages can carry large outputs). */
+export const MAX_GRPC_MESSAGE_BYTES = 256 * 1024 * 1024;
+
+let loaded: ProtoGrpcType | undefined;
+
+/** The `ferry.worker.v1` package, loaded once from `schema/worker.proto`. */
+export function workerProtocol(): ProtoGrpcType['ferry']['worker']['v1'] {
+  loaded ??= grpc.loadPackageDefinition(
+    protoLoader.loadSync(path.join(SCHEMA_DIR, 'worker.proto'), LOADER_OPTIONS)
+  ) as unknown as ProtoGrpcType;
+  return loaded.ferry.worker.v1;
+}
+
+/** Metadata key naming the worker of a `KernelChannel` stream. */
+export const WORKER_ID_METADATA = 'ferry-worker-id';
+
+/** Call metadata carrying the worker token (and, for kernel streams, the kernel and worker ids). */
+export function workerAuthMetadata(
+  token: string,
+  kernelId?: string,
+  workerId?: string
+): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set('authorization', `Bearer ${token}`);
+  if (kernelId !== undefined) {
+    metadata.set(KERNEL_ID_METADATA, kernelId);
+  }
+  if (workerId !== undefined) {
+    metadata.set(WORKER_ID_METADATA, workerId);
+  }
+  return metadata;
+}
+
+/** A device for the wire. */
+export function deviceToProto(device: IDevice): Device {
+  return {
+    id: device.id,
+    kind: device.kind,
+    vendor: device.vendor,
+    model: device.model,
+    name: device.name,
+    visible_id: device.visibleId,
+    memory_bytes: device.memoryBytes,
+    profile: device.profile,
+    parent_id: device.parentId,
+    labels: device.labels,
+    simulated: device.simulated
+  };
+}
+
+/** A device from the wire. */
+export function deviceFromProto(device: Device): IDevice {
+  const out: IDevice = {
+    id: device.id ?? '',
+    kind: device.kind === 'tpu' ? 'tpu' : 'gpu',
+    vendor: (device.vendor ?? 'nvidia') as IDevice['vendor'],
+    model: device.model ?? '',
+    name: device.name ?? '',
+    visibleId: device.visible_id ?? '',
+    labels: device.labels ?? {},
+    simulated: device.simulated ?? false
+  };
+  if (device.memory_bytes != null) {
+    out.memoryBytes = Number(device.memory_bytes);
+  }
+  if (device.profile != null) {
+    out.profile = device.profile;
+  }
+  if (device.parent_id != null) {
+    out.parentId = device.parent_id;
+  }
+  return out;
+}
+
+/** A kernelspec for the wire. */
+export function kernelspecToProto(spec: IKernelspecInfo): Kernelspec {
+  return {
+    name: spec.name,
+    argv: spec.spec.argv,
+    display_name: spec.spec.display_name,
+    language: spec.spec.language,
+    interrupt_mode: spec.spec.interrupt_mode,
+    env: spec.spec.env,
+    metadata_json: JSON.stringify(spec.spec.metadata),
+    resources: spec.resources
+  };
+}
+
+/** A kernelspec from the wire. */
+export function kernelspecFromProto(spec: Kernelspec): IKernelspecInfo {
+  let metadata: Record<string, unknown> = {};
+  try {
+    metadata = JSON.parse(spec.metadata_json || '{}');
+  } catch {
+    // A worker's bad metadata is not worth refusing its kernelspec over.
+  }
+  return {
+    name: spec.name ?? '',
+    spec: {
+      argv: spec.argv ?? [],
+      display_name: spec.display_name ?? '',
+      language: spec.language ?? '',
+      interrupt_mode: spec.interrupt_mode === 'message' ? 'message' : 'signal',
+      env: spec.env ?? {},
+      metadata
+    },
+    resources: spec.resources ?? []
+  };
+}
+
+/** A device sample for the wire, with its memory attributed to kernels. */
+export function sampleToProto(
+  sample: IDeviceSample,
+  kernelMemory: Record<string, number> = {}
+): DeviceSample {
+  return {
+    device_id: sample.deviceId,
+    time: sample.time,
+    utilization_percent: sample.utilizationPercent,
+    memory_used_bytes: sample.memoryUsedBytes,
+    memory_total_bytes: sample.memoryTotalBytes,
+    temperature_c: sample.temperatureC,
+    power_w: sample.powerW,
+    power_limit_w: sample.powerLimitW,
+    sm_clock_mhz: sample.smClockMHz,
+    memory_clock_mhz: sample.memoryClockMHz,
+    ecc_uncorrected: sample.eccUncorrected,
+    kernel_memory_bytes: kernelMemory,
+    note: sample.note ?? ''
+  };
+}
+
+/** A device sample from the wire; unset optional fields stay unknown. */
+export function sampleFromProto(sample: DeviceSample): IAttributedSample {
+  const out: IAttributedSample = {
+    deviceId: sample.device_id ?? '',
+    time: sample.time ?? new Date().toISOString(),
+    kernelMemoryBytes: Object.fromEntries(
+      Object.entries(sample.kernel_memory_bytes ?? {}).map(([k, v]) => [
+        k,
+        Number(v)
+      ])
+    )
+  };
+  const numbers: [keyof IDeviceSample, unknown][] = [
+    ['utilizationPercent', sample.utilization_percent],
+    ['memoryUsedBytes', sample.memory_used_bytes],
+    ['memoryTotalBytes', sample.memory_total_bytes],
+    ['temperatureC', sample.temperature_c],
+    ['powerW', sample.power_w],
+    ['powerLimitW', sample.power_limit_w],
+    ['smClockMHz', sample.sm_clock_mhz],
+    ['memoryClockMHz', sample.memory_clock_mhz],
+    ['eccUncorrected', sample.ecc_uncorrected]
+  ];
+  for (const [key, value] of numbers) {
+    if (value != null) {
+      (out as unknown as Record<string, number>)[key] = Number(value);
+    }
+  }
+  if (sample.note) {
+    out.note = sample.note;
+  }
+  return out;
+}

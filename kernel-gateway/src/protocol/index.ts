@@ -1,0 +1,12 @@
+/**
+ * What the gateway and the agent share, and nothing else: the Jupyter wire protocol, the gRPC link
+ * between worker and gateway (types generated from `schema/worker.proto`), the device and worker
+ * types both sides speak in, and the loader of the JSON schemas in `schema/`.
+ *
+ * @packageDocumentation
+ */
+export * from './devices';
+export * from './grpc';
+export * from './schema';
+export * from './wire';
+export * from './worker';

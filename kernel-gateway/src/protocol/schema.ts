@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { parse } from 'yaml';
+
+/** The repository's `schema/` folder: every contract Ferry validates against lives there. */
+export const SCHEMA_DIR = path.resolve(__dirname, '..', '..', '..', 'schema');
+
+/**
+ * The schemas of the REST contract (`schema/openapi.yaml`), compiled once, by name.
+ */
+export class ApiSchemas {
+  constructor(file = path.join(SCHEMA_DIR, 'openapi.yaml')) {
+    const doc = parse(readFileSync(file, 'utf8')) as {
+      components: { schemas: Record<string, unknown> };
+    };
+    // Component refs point into the OpenAPI document; re-root them under $defs for Ajv.
+    const defs = JSON.parse(
+      JSON.stringify(doc.components.schemas).replace(
+        /#\/components\/schemas\//g,
+        '#/$defs/'
+      )
+    );
+    this._ajv = new Ajv2020({ allErrors: true, strict: true });
+    addFormats(this._ajv);
+    this._ajv.addSchema({ $id: ApiSchemas.ID, $defs: defs });
+  }
+
+  /** The validator of the schema named `name` under `components.schemas`. */
+  validator(name: string): ValidateFunction {
+    const validate = this._ajv.getSchema(`${ApiSchemas.ID}#/$defs/${name}`);
+    if (!validate) {
+      throw new Error(`no schema named ${name} in the REST contract`);
+    }
+    return validate;
+  }
+
+  /** A one-line account of a validator's last errors, for a person. */
+  describe(validate: ValidateFunction): string {
+    return this._ajv.errorsText(validate.errors, { dataVar: 'body' });
+  }
+
+  private _ajv: Ajv2020;
+}
+
+export namespace ApiSchemas {
+  export const ID = 'ferry-rest-api';
+}

@@ -1,0 +1,110 @@
+import type { EventEmitter } from 'node:events';
+import type { Channel, MessageParts } from './wire';
+import type { IDevice, IDeviceSample } from './devices';
+
+/** A kernelspec as the REST API shows it (jupyter_server's kernelspec model, minus resource URLs). */
+export interface IKernelspecInfo {
+  name: string;
+  spec: {
+    argv: string[];
+    display_name: string;
+    language: string;
+    interrupt_mode: 'signal' | 'message';
+    env: Record<string, string>;
+    metadata: Record<string, unknown>;
+  };
+  /** Resource file names (for example `logo-64x64.png`). */
+  resources: string[];
+}
+
+/** What the gateway asks a worker to launch. */
+export interface IKernelLaunch {
+  kernelId: string;
+  kernelName: string;
+  /** Client-supplied variables, already filtered by the gateway's allowlist. */
+  env: Record<string, string>;
+  /** Working directory on the worker's host, if any. */
+  cwd?: string;
+  /** The devices (ids of this worker's devices) the kernel holds; empty for a CPU kernel. */
+  deviceIds: string[];
+}
+
+/** A kernel a worker runs, as it reports it after reconnecting. */
+export interface IRunningKernel {
+  kernelId: string;
+  kernelName: string;
+  deviceIds: string[];
+  executionState: string;
+}
+
+/** A device sample with the device memory each kernel uses. */
+export interface IAttributedSample extends IDeviceSample {
+  kernelMemoryBytes: Record<string, number>;
+}
+
+/** Lifecycle changes a worker reports for a kernel it runs. */
+export type KernelLifecycleEvent =
+  | { state: 'restarting'; reason: string }
+  | { state: 'restarted' }
+  | { state: 'dead'; reason: string };
+
+/** Events every worker connection emits. */
+export interface IWorkerEvents {
+  /** A verified message from a kernel. */
+  message: [kernelId: string, channel: Channel, parts: MessageParts];
+  /** A kernel died, is being restarted automatically, came back or is gone for good. */
+  lifecycle: [kernelId: string, event: KernelLifecycleEvent];
+  /** One batch of device telemetry (every second). */
+  samples: [samples: IAttributedSample[]];
+  /** A remote worker's connection dropped; its kernels may still be running there. */
+  disconnected: [];
+  /** A remote worker came back; these are the kernels it runs now. */
+  reconnected: [kernels: IRunningKernel[]];
+}
+
+/**
+ * The seam between the gateway and the hosts that run kernels. The embedded worker implements it
+ * in-process; remote workers implement it over gRPC. The HTTP and channel code only see this.
+ */
+export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
+  /** A stable id for this worker. */
+  readonly id: string;
+  /** A human-readable name (host name or `--name`). */
+  readonly name: string;
+  /** The accelerators this worker can hand out. */
+  readonly devices: readonly IDevice[];
+  /** Whether CPU-only kernels may run here. */
+  readonly acceptsCpu: boolean;
+  /** Whether the worker is reached over the network (gRPC) rather than in-process. */
+  readonly remote: boolean;
+  /** Whether commands reach the worker now (a remote one may be away for its grace period). */
+  readonly connected: boolean;
+
+  /** The kernelspecs this worker can launch. */
+  listKernelspecs(): Promise<IKernelspecInfo[]>;
+  /** A resource file of a kernelspec (a logo), or undefined when there is none by that name. */
+  readKernelspecResource(
+    name: string,
+    file: string
+  ): Promise<Buffer | undefined>;
+
+  /** Launch a kernel and resolve once it answers and its output flows. */
+  startKernel(launch: IKernelLaunch): Promise<void>;
+  /** Relay a client message to a kernel. */
+  sendToKernel(
+    kernelId: string,
+    channel: Exclude<Channel, 'iopub'>,
+    parts: MessageParts
+  ): void;
+  interruptKernel(kernelId: string): Promise<void>;
+  /** Restart in place, keeping the kernel's id, environment and devices. */
+  restartKernel(kernelId: string): Promise<void>;
+  /** Shut down, leaving no process behind. */
+  shutdownKernel(kernelId: string): Promise<void>;
+
+  /** The kernels running on this worker now. */
+  runningKernels(): IRunningKernel[];
+
+  /** Shut down every kernel this worker runs and let go of its resources. */
+  dispose(): Promise<void>;
+}
