@@ -1,6 +1,26 @@
 import { EventEmitter } from 'node:events';
 import type { DeviceKind, IDevice } from '../protocol/devices';
+import { CpuIndex } from './cpu-index';
 import { normalizeAcceleratorRequest } from './request';
+import {
+  capacity,
+  hasMemory,
+  matches,
+  minBytesOf,
+  poolKeyOf,
+  poolKeysOf,
+  signatureOf
+} from './state';
+import type {
+  IDeviceState,
+  IPlaced,
+  IPool,
+  IQueueEntry,
+  IRequestClass,
+  IWorkerPool,
+  IWorkerState,
+  Policy as SchedulingPolicy
+} from './state';
 import type {
   IAcceleratorRequest,
   IPlacement,
@@ -104,7 +124,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       seen.add(device.id);
     }
     const known = this._workers.get(workerId);
-    const worker: Private.IWorkerState = known ?? {
+    const worker: IWorkerState = known ?? {
       id: workerId,
       acceptsCpu: false,
       devices: new Map(),
@@ -115,7 +135,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     const lost: string[] = [];
     const keep: { kernelId: string; deviceIds: string[] }[] = [];
     if (known) {
-      const keys = Private.poolKeysOf(inventory.devices);
+      const keys = poolKeysOf(inventory.devices);
       for (const kernelId of worker.kernels) {
         const placed = this._placed.get(kernelId)!;
         if (placed.devices.length === 0) {
@@ -239,7 +259,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       throw new Error(`kernel ${kernelId} already waits in the queue`);
     }
     const normalized = this.check(request);
-    const signature = Private.signatureOf(normalized);
+    const signature = signatureOf(normalized);
     const seq = ++this._seq;
     // Requests of the same shape already waiting do not fit, so this one would not either.
     if (!this._classes.has(signature)) {
@@ -255,12 +275,12 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       cls = {
         signature,
         request: normalized,
-        minBytes: Private.minBytesOf(normalized),
+        minBytes: minBytesOf(normalized),
         entries: new Map()
       };
       this._classes.set(signature, cls);
     }
-    const entry: Private.IQueueEntry = {
+    const entry: IQueueEntry = {
       kernelId,
       request: normalized,
       seq,
@@ -333,7 +353,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         `cannot adopt kernel ${kernelId}: it already holds ${Private.describePlacement(this._placementOf(existing))}`
       );
     }
-    const devices: Private.IDeviceState[] = [];
+    const devices: IDeviceState[] = [];
     for (const deviceId of placement.deviceIds) {
       const device = worker.devices.get(deviceId);
       if (!device) {
@@ -432,7 +452,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return this._queuedPeak;
   }
 
-  private _placementOf(placed: Private.IPlaced): IPlacement {
+  private _placementOf(placed: IPlaced): IPlacement {
     return {
       workerId: placed.worker.id,
       deviceIds: placed.devices.map(d => d.device.id)
@@ -449,7 +469,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       const worker = this._cpu.pick(this.policy);
       return worker ? this._placeCpu(kernelId, worker) : undefined;
     }
-    const minBytes = Private.minBytesOf(request);
+    const minBytes = minBytesOf(request);
     const pool = this._choose(request, minBytes, seq);
     if (!pool) {
       return undefined;
@@ -459,10 +479,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return placement;
   }
 
-  private _placeCpu(
-    kernelId: string,
-    worker: Private.IWorkerState
-  ): IPlacement {
+  private _placeCpu(kernelId: string, worker: IWorkerState): IPlacement {
     this._cpu.load(worker, +1);
     worker.kernels.add(kernelId);
     this._placed.set(kernelId, { kernelId, worker, devices: [] });
@@ -471,14 +488,12 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
 
   private _placeDevices(
     kernelId: string,
-    pool: Private.IWorkerPool,
+    pool: IWorkerPool,
     request: IAcceleratorRequest,
     minBytes: number
   ): IPlacement {
     const free = pool.devices.filter(
-      d =>
-        d.holders.length < this.maxKernelsPerDevice &&
-        Private.hasMemory(d, minBytes)
+      d => d.holders.length < this.maxKernelsPerDevice && hasMemory(d, minBytes)
     );
     if (this.policy === 'spread' && this.maxKernelsPerDevice > 1) {
       free.sort((a, b) => a.holders.length - b.holders.length);
@@ -498,11 +513,11 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     request: IAcceleratorRequest,
     minBytes: number,
     seq: number
-  ): Private.IWorkerPool | undefined {
+  ): IWorkerPool | undefined {
     const count = request.count;
-    let best: Private.IWorkerPool | undefined;
+    let best: IWorkerPool | undefined;
     for (const pool of this._pools.values()) {
-      if (!Private.matches(request, pool)) {
+      if (!matches(request, pool)) {
         continue;
       }
       const found = this._chooseIn(pool, count, minBytes, seq);
@@ -520,13 +535,13 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   private _chooseIn(
-    pool: Private.IPool,
+    pool: IPool,
     count: number,
     minBytes: number,
     seq: number
-  ): Private.IWorkerPool | undefined {
+  ): IWorkerPool | undefined {
     const buckets = pool.buckets;
-    const usable = (wp: Private.IWorkerPool): boolean =>
+    const usable = (wp: IWorkerPool): boolean =>
       (wp.reservedBy === undefined || wp.reservedBy.seq >= seq) &&
       (minBytes === 0 || this._freeWithMemory(wp, minBytes) >= count);
     if (this.policy === 'pack') {
@@ -549,12 +564,12 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return undefined;
   }
 
-  private _freeWithMemory(wp: Private.IWorkerPool, minBytes: number): number {
+  private _freeWithMemory(wp: IWorkerPool, minBytes: number): number {
     let free = 0;
     for (const device of wp.devices) {
       if (
         device.holders.length < this.maxKernelsPerDevice &&
-        Private.hasMemory(device, minBytes)
+        hasMemory(device, minBytes)
       ) {
         free++;
       }
@@ -562,14 +577,14 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return free;
   }
 
-  private _hold(device: Private.IDeviceState, kernelId: string): void {
+  private _hold(device: IDeviceState, kernelId: string): void {
     device.holders.push(kernelId);
     if (device.holders.length === this.maxKernelsPerDevice) {
       this._setFree(device.pool, device.pool.free - 1);
     }
   }
 
-  private _unhold(device: Private.IDeviceState, kernelId: string): void {
+  private _unhold(device: IDeviceState, kernelId: string): void {
     const full = device.holders.length === this.maxKernelsPerDevice;
     const at = device.holders.indexOf(kernelId);
     if (at < 0) {
@@ -582,7 +597,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
   }
 
-  private _setFree(wp: Private.IWorkerPool, free: number): void {
+  private _setFree(wp: IWorkerPool, free: number): void {
     const buckets = wp.pool.buckets;
     buckets[wp.free].delete(wp);
     while (buckets.length <= free) {
@@ -592,7 +607,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     wp.free = free;
   }
 
-  private _unplace(placed: Private.IPlaced): void {
+  private _unplace(placed: IPlaced): void {
     for (const device of placed.devices) {
       this._unhold(device, placed.kernelId);
     }
@@ -603,7 +618,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     this._placed.delete(placed.kernelId);
   }
 
-  private _dequeue(entry: Private.IQueueEntry): void {
+  private _dequeue(entry: IQueueEntry): void {
     this._queue.delete(entry.kernelId);
     entry.cls.entries.delete(entry.kernelId);
     if (entry.cls.entries.size === 0) {
@@ -625,7 +640,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   private _dispatch(): Scheduler.IAssignment[] {
     const assigned: Scheduler.IAssignment[] = [];
     while (this._queue.size > 0 && (this._dirty.size > 0 || this._dirtyCpu)) {
-      const heads: Private.IQueueEntry[] = [];
+      const heads: IQueueEntry[] = [];
       for (const cls of this._classes.values()) {
         if (this._isDirty(cls)) {
           heads.push(cls.entries.values().next().value!);
@@ -651,19 +666,19 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return assigned;
   }
 
-  private _isDirty(cls: Private.IRequestClass): boolean {
+  private _isDirty(cls: IRequestClass): boolean {
     if (cls.request.kind === 'cpu') {
       return this._dirtyCpu;
     }
     for (const pool of this._dirty) {
-      if (Private.matches(cls.request, pool)) {
+      if (matches(cls.request, pool)) {
         return true;
       }
     }
     return false;
   }
 
-  private _placeQueued(entry: Private.IQueueEntry): IPlacement | undefined {
+  private _placeQueued(entry: IQueueEntry): IPlacement | undefined {
     const request = entry.request;
     if (request.kind === 'cpu') {
       const worker = this._cpu.pick(this.policy);
@@ -692,7 +707,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    * Count one overtaking for the oldest waiting request of each shape that is older than the one
    * just placed on `wp` and could have used that worker pool.
    */
-  private _noteBypass(wp: Private.IWorkerPool, seq: number): void {
+  private _noteBypass(wp: IWorkerPool, seq: number): void {
     if (this._queue.size === 0 || this.maxBypasses === Infinity) {
       return;
     }
@@ -701,8 +716,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       if (
         head.seq > seq ||
         head.reserving ||
-        !Private.matches(cls.request, wp.pool) ||
-        Private.capacity(wp, cls.minBytes) < cls.request.count
+        !matches(cls.request, wp.pool) ||
+        capacity(wp, cls.minBytes) < cls.request.count
       ) {
         continue;
       }
@@ -715,7 +730,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
   }
 
-  private _stopReserving(entry: Private.IQueueEntry): void {
+  private _stopReserving(entry: IQueueEntry): void {
     entry.reserving = false;
     this._reservers.delete(entry);
     const target = entry.target;
@@ -737,16 +752,16 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       if (entry.target) {
         continue;
       }
-      let best: Private.IWorkerPool | undefined;
+      let best: IWorkerPool | undefined;
       for (const pool of this._pools.values()) {
-        if (!Private.matches(entry.request, pool)) {
+        if (!matches(entry.request, pool)) {
           continue;
         }
         for (const wp of pool.members) {
           if (
             wp.reservedBy === undefined &&
             (!best || wp.free > best.free) &&
-            Private.capacity(wp, entry.cls.minBytes) >= entry.request.count
+            capacity(wp, entry.cls.minBytes) >= entry.request.count
           ) {
             best = wp;
           }
@@ -764,7 +779,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    * A dedicated worker's devices go into pools of its own that requests never search.
    */
   private _attach(
-    worker: Private.IWorkerState,
+    worker: IWorkerState,
     devices: IDevice[],
     dedicated = false
   ): void {
@@ -778,7 +793,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       if (parents.has(device.id)) {
         continue;
       }
-      const key = Private.poolKeyOf(device);
+      const key = poolKeyOf(device);
       let pool =
         worker.pools.get(key)?.pool ??
         (dedicated ? undefined : this._pools.get(key));
@@ -805,7 +820,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         wp = { pool, worker, devices: [], free: 0, reservedBy: undefined };
         worker.pools.set(key, wp);
       }
-      const state: Private.IDeviceState = { device, holders: [], pool: wp };
+      const state: IDeviceState = { device, holders: [], pool: wp };
       wp.devices.push(state);
       worker.devices.set(device.id, state);
       pool.deviceCount++;
@@ -826,7 +841,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   /** Take a worker's devices out of every index (their holders are dealt with by the caller). */
-  private _detach(worker: Private.IWorkerState): void {
+  private _detach(worker: IWorkerState): void {
     for (const wp of worker.pools.values()) {
       const pool = wp.pool;
       pool.members.delete(wp);
@@ -878,7 +893,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (request.kind === 'cpu') {
       return undefined;
     }
-    const signature = Private.signatureOf(request);
+    const signature = signatureOf(request);
     if (this._unsatisfiable.has(signature)) {
       return this._unsatisfiable.get(signature) ?? undefined;
     }
@@ -923,7 +938,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
             one: `${model}${kind} MIG instance of profile ${matching[0].profile}`,
             many: `${model}${kind} MIG instances of profile ${matching[0].profile}`
           };
-    const minBytes = Private.minBytesOf(request);
+    const minBytes = minBytesOf(request);
     let most = 0;
     if (minBytes > 0) {
       let largest: number | undefined;
@@ -938,7 +953,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
               largest = bytes;
             }
           }
-          most = Math.max(most, Private.capacity(wp, minBytes));
+          most = Math.max(most, capacity(wp, minBytes));
         }
       }
       if (largest === undefined) {
@@ -983,15 +998,15 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       .join(', ');
   }
 
-  private _workers = new Map<string, Private.IWorkerState>();
-  private _pools = new Map<string, Private.IPool>();
-  private _cpu = new Private.CpuIndex();
-  private _placed = new Map<string, Private.IPlaced>();
-  private _queue = new Map<string, Private.IQueueEntry>();
-  private _classes = new Map<string, Private.IRequestClass>();
-  private _reservers = new Set<Private.IQueueEntry>();
+  private _workers = new Map<string, IWorkerState>();
+  private _pools = new Map<string, IPool>();
+  private _cpu = new CpuIndex();
+  private _placed = new Map<string, IPlaced>();
+  private _queue = new Map<string, IQueueEntry>();
+  private _classes = new Map<string, IRequestClass>();
+  private _reservers = new Set<IQueueEntry>();
   private _unsatisfiable = new Map<string, string | null>();
-  private _dirty = new Set<Private.IPool>();
+  private _dirty = new Set<IPool>();
   private _dirtyCpu = false;
   private _needsRetarget = false;
   private _seq = 0;
@@ -1001,7 +1016,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
 /** The types of {@link Scheduler}. */
 export namespace Scheduler {
   /** `pack` fills one worker before using the next; `spread` uses the worker with most free devices. */
-  export type Policy = 'pack' | 'spread';
+  export type Policy = SchedulingPolicy;
 
   /** How a scheduler places requests. */
   export interface IOptions {
@@ -1076,204 +1091,8 @@ export namespace Scheduler {
   }
 }
 
-/** Module-private state and helpers. */
+/** Module-private helpers. */
 namespace Private {
-  /** One device that can be handed out. */
-  export interface IDeviceState {
-    device: IDevice;
-    /** The kernels that hold it. */
-    holders: string[];
-    pool: IWorkerPool;
-  }
-
-  /** The devices of one pool on one worker. */
-  export interface IWorkerPool {
-    pool: IPool;
-    worker: IWorkerState;
-    devices: IDeviceState[];
-    /** How many of them have room for one more kernel. */
-    free: number;
-    /** The queued request that has reserved these devices, if any. */
-    reservedBy: IQueueEntry | undefined;
-  }
-
-  /** Devices of one kind, model and MIG profile, across workers. */
-  export interface IPool {
-    key: string;
-    kind: DeviceKind;
-    /** The model as first seen. */
-    model: string;
-    modelKey: string;
-    profile: string | undefined;
-    /** Lower-case profile, '' for whole devices. */
-    profileKey: string;
-    members: Set<IWorkerPool>;
-    /** Worker pools by their free count: `buckets[2]` have exactly two free devices. */
-    buckets: Set<IWorkerPool>[];
-    /** How many worker pools have each size (for the largest, without a scan). */
-    sizes: Map<number, number>;
-    deviceCount: number;
-    simulatedCount: number;
-  }
-
-  export interface IWorkerState {
-    id: string;
-    acceptsCpu: boolean;
-    /** The devices that can be handed out, by id. */
-    devices: Map<string, IDeviceState>;
-    pools: Map<string, IWorkerPool>;
-    /** Every kernel placed here, with or without devices. */
-    kernels: Set<string>;
-    /** How many of them hold no device. */
-    cpuKernels: number;
-  }
-
-  export interface IPlaced {
-    kernelId: string;
-    worker: IWorkerState;
-    devices: IDeviceState[];
-  }
-
-  export interface IQueueEntry {
-    kernelId: string;
-    request: IAcceleratorRequest;
-    /** Arrival order: lower is older. */
-    seq: number;
-    since: Date;
-    /** How often later requests took devices it could have used. */
-    bypasses: number;
-    reserving: boolean;
-    target: IWorkerPool | undefined;
-    cls: IRequestClass;
-  }
-
-  /** Queued requests of one shape, oldest first. */
-  export interface IRequestClass {
-    signature: string;
-    request: IAcceleratorRequest;
-    minBytes: number;
-    entries: Map<string, IQueueEntry>;
-  }
-
-  /** Workers that take CPU kernels, by how many they run. */
-  export class CpuIndex {
-    get size(): number {
-      return this._workers.size;
-    }
-
-    add(worker: IWorkerState): void {
-      this._workers.add(worker);
-      this._bucket(worker.cpuKernels).add(worker);
-      this._min = Math.min(this._min, worker.cpuKernels);
-    }
-
-    remove(worker: IWorkerState): void {
-      this._workers.delete(worker);
-      this._bucket(worker.cpuKernels).delete(worker);
-    }
-
-    /** Count one CPU kernel more or less on a worker, whether or not it still takes them. */
-    load(worker: IWorkerState, delta: number): void {
-      const listed = this._workers.has(worker);
-      if (listed) {
-        this._bucket(worker.cpuKernels).delete(worker);
-      }
-      worker.cpuKernels += delta;
-      if (listed) {
-        this._bucket(worker.cpuKernels).add(worker);
-        this._min = Math.min(this._min, worker.cpuKernels);
-      }
-    }
-
-    /** `pack`: the first worker that takes CPU kernels; `spread`: the one running fewest. */
-    pick(policy: Scheduler.Policy): IWorkerState | undefined {
-      if (this._workers.size === 0) {
-        return undefined;
-      }
-      if (policy === 'pack') {
-        return this._workers.values().next().value;
-      }
-      while (!this._byLoad[this._min]?.size) {
-        this._min++;
-      }
-      return this._byLoad[this._min].values().next().value;
-    }
-
-    private _bucket(load: number): Set<IWorkerState> {
-      while (this._byLoad.length <= load) {
-        this._byLoad.push(new Set());
-      }
-      return this._byLoad[load];
-    }
-
-    private _workers = new Set<IWorkerState>();
-    private _byLoad: Set<IWorkerState>[] = [];
-    /** At most the lowest load of a listed worker. */
-    private _min = 0;
-  }
-
-  export function poolKeyOf(device: IDevice): string {
-    return `${device.kind}\u0000${device.model.toLowerCase()}\u0000${(device.profile ?? '').toLowerCase()}`;
-  }
-
-  /** The pool key of each device that can be handed out (MIG parents have none). */
-  export function poolKeysOf(devices: IDevice[]): Map<string, string> {
-    const parents = new Set(devices.map(d => d.parentId));
-    const keys = new Map<string, string>();
-    for (const device of devices) {
-      if (!parents.has(device.id)) {
-        keys.set(device.id, poolKeyOf(device));
-      }
-    }
-    return keys;
-  }
-
-  /** Whether a pool's devices are what a request asks for: never another kind, model or profile. */
-  export function matches(request: IAcceleratorRequest, pool: IPool): boolean {
-    return (
-      pool.kind === request.kind &&
-      (request.model === undefined ||
-        pool.modelKey === request.model.toLowerCase()) &&
-      pool.profileKey === (request.profile ?? '').toLowerCase()
-    );
-  }
-
-  export function signatureOf(request: IAcceleratorRequest): string {
-    return [
-      request.kind,
-      request.model?.toLowerCase() ?? '*',
-      request.profile?.toLowerCase() ?? '',
-      request.memoryGiB ?? '',
-      request.count
-    ].join('\u0000');
-  }
-
-  export function minBytesOf(request: IAcceleratorRequest): number {
-    return request.memoryGiB === undefined ? 0 : request.memoryGiB * 2 ** 30;
-  }
-
-  export function hasMemory(device: IDeviceState, minBytes: number): boolean {
-    return (
-      minBytes === 0 ||
-      (device.device.memoryBytes !== undefined &&
-        device.device.memoryBytes >= minBytes)
-    );
-  }
-
-  /** How many devices of a worker pool have the memory, held or not. */
-  export function capacity(wp: IWorkerPool, minBytes: number): number {
-    if (minBytes === 0) {
-      return wp.devices.length;
-    }
-    let count = 0;
-    for (const device of wp.devices) {
-      if (hasMemory(device, minBytes)) {
-        count++;
-      }
-    }
-    return count;
-  }
-
   export function formatGiB(bytes: number): string {
     return String(Math.round((bytes / 2 ** 30) * 10) / 10);
   }
