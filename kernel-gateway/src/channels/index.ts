@@ -7,4 +7,3 @@ export * from './framing';
 export * from './kernel-channels';
 export * from './rate-limit';
 export * from './replay-buffer';
-export * from './websocket';

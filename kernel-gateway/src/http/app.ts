@@ -18,7 +18,6 @@ import {
   TokenAuth,
   type ILimits
 } from '../auth';
-import { ChannelsServer } from '../channels';
 import { FileContentsManager } from '../contents';
 import { EventBus, publishKernelActions } from '../events';
 import { LabBuild, SettingsStore, WorkspaceStore } from '../lab';
@@ -52,6 +51,7 @@ import { meRouter } from './routes/me';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
+import { UpgradeRouter } from './upgrade';
 
 /**
  * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
@@ -162,7 +162,7 @@ export class Gateway {
         this.contents
       )
     );
-    this.channels = new ChannelsServer({
+    this.channels = new UpgradeRouter({
       registry: this.registry,
       auth: this.auth,
       events: this.events,
@@ -204,7 +204,7 @@ export class Gateway {
   /** The files under the root directory (`/api/contents`). */
   readonly contents: FileContentsManager;
   readonly app: Express;
-  readonly channels: ChannelsServer;
+  readonly channels: UpgradeRouter;
   readonly server: Server;
 
   /** The port remote workers dial, once listening (undefined without a worker endpoint). */

@@ -1,9 +1,11 @@
 /**
- * The HTTP side of the gateway: the app factory, one router per resource, errors and validation.
+ * The HTTP side of the gateway: the app factory, one router per resource, the websocket upgrade
+ * routing, errors and validation.
  *
  * @packageDocumentation
  */
 export * from './app';
 export * from './context';
 export * from './errors';
+export * from './upgrade';
 export * from './validation';

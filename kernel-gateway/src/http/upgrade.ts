@@ -1,3 +1,7 @@
+/**
+ * The websocket side of the HTTP server: which upgrade goes where (a kernel's channels, the event
+ * stream), after the same token, origin and rate checks as every request.
+ */
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -10,20 +14,20 @@ import {
 } from '../auth';
 import type { EventBus } from '../events';
 import type { KernelRegistry } from '../kernels';
-import { V1_SUBPROTOCOL, type Framing } from './framing';
+import { V1_SUBPROTOCOL, type Framing } from '../channels';
 
 const CHANNELS_PATH = /^\/api\/kernels\/([^/]+)\/channels\/?$/;
 const EVENTS_PATH = /^\/api\/events\/subscribe\/?$/;
 
 /**
- * Accepts websocket upgrades on `/api/kernels/{id}/channels`: checks the token (or sign-in cookie) and
- * the origin, waits for the kernel to be ready, picks the framing, and hands the socket to the
+ * Routes websocket upgrades. On `/api/kernels/{id}/channels`: checks the token (or sign-in cookie)
+ * and the origin, waits for the kernel to be ready, picks the framing, and hands the socket to the
  * kernel's channels. Also serves `/api/events/subscribe`: every event of the bus, one JSON text frame
  * each, as jupyter_server's event socket. Addresses past their wrong-token limit are refused (429),
  * and a socket that sends more messages a second than allowed is closed (1008).
  */
-export class ChannelsServer {
-  constructor(options: ChannelsServer.IOptions) {
+export class UpgradeRouter {
+  constructor(options: UpgradeRouter.IOptions) {
     this._options = options;
     this._wss = new WebSocketServer({
       noServer: true,
@@ -223,12 +227,12 @@ export class ChannelsServer {
     });
   }
 
-  private _options: ChannelsServer.IOptions;
+  private _options: UpgradeRouter.IOptions;
   private _wss: WebSocketServer;
   private _eventsWss: WebSocketServer;
 }
 
-export namespace ChannelsServer {
+export namespace UpgradeRouter {
   export interface IOptions {
     registry: KernelRegistry;
     /** Authenticates by token or sign-in cookie. */

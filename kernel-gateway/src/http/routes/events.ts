@@ -4,7 +4,8 @@ import { HttpError } from '../errors';
 
 /**
  * `POST /api/events`: a client emits an event of a known schema (`{schema_id, version, data}`), which
- * every `/api/events/subscribe` socket receives. The socket itself is served by the ChannelsServer.
+ * every `/api/events/subscribe` socket receives. The socket itself is served by the UpgradeRouter
+ * (http/upgrade.ts).
  */
 export function eventsRouter(
   bus: EventBus,
