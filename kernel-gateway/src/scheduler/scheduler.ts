@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { DeviceKind, IDevice } from '../protocol/devices';
 import { CpuIndex } from './cpu-index';
+import { Explanations } from './explain';
 import { normalizeAcceleratorRequest } from './request';
 import {
   capacity,
@@ -227,7 +228,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       );
     }
     const normalized = normalizeAcceleratorRequest(request);
-    const why = this._whyUnsatisfiable(normalized);
+    const why = this._explanations.whyUnsatisfiable(normalized);
     if (why !== undefined) {
       throw new UnsatisfiableRequestError(why, normalized);
     }
@@ -876,7 +877,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   private _inventoryChanged(): void {
-    this._unsatisfiable.clear();
+    this._explanations.clear();
     this._needsRetarget = true;
     this._retarget();
   }
@@ -888,116 +889,6 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     this.emit('changed');
   }
 
-  /** Why no connected worker could ever hold a request, or undefined when one could. */
-  private _whyUnsatisfiable(request: IAcceleratorRequest): string | undefined {
-    if (request.kind === 'cpu') {
-      return undefined;
-    }
-    const signature = signatureOf(request);
-    if (this._unsatisfiable.has(signature)) {
-      return this._unsatisfiable.get(signature) ?? undefined;
-    }
-    const why = this._explain(request);
-    this._unsatisfiable.set(signature, why ?? null);
-    return why;
-  }
-
-  private _explain(request: IAcceleratorRequest): string | undefined {
-    const kind = request.kind.toUpperCase();
-    const pools = [...this._pools.values()];
-    const ofKind = pools.filter(p => p.kind === request.kind);
-    if (ofKind.length === 0) {
-      return `no worker has a ${kind}; available: ${this._describeInventory()}`;
-    }
-    const modelKey = request.model?.toLowerCase();
-    const ofModel =
-      modelKey === undefined
-        ? ofKind
-        : ofKind.filter(p => p.modelKey === modelKey);
-    if (ofModel.length === 0) {
-      return `no worker has a ${kind} of model '${request.model}'; ${kind} models: ${Private.unique(ofKind.map(p => p.model)).join(', ')}`;
-    }
-    const model = modelKey === undefined ? '' : `${ofModel[0].model} `;
-    const profileKey = (request.profile ?? '').toLowerCase();
-    const matching = ofModel.filter(p => p.profileKey === profileKey);
-    const profiles = Private.unique(
-      ofModel.filter(p => p.profile !== undefined).map(p => p.profile!)
-    );
-    if (matching.length === 0) {
-      if (request.profile === undefined) {
-        return `no worker has a whole ${model}${kind}: they are split into MIG instances, ask for a profile (${profiles.join(', ')})`;
-      }
-      return profiles.length === 0
-        ? `no worker has ${model}${kind} MIG instances of profile '${request.profile}': they are only offered whole (leave the profile out)`
-        : `no worker has ${model}${kind} MIG instances of profile '${request.profile}'; profiles: ${profiles.join(', ')}`;
-    }
-    const noun =
-      request.profile === undefined
-        ? { one: `${model}${kind}`, many: `${model}${kind}s` }
-        : {
-            one: `${model}${kind} MIG instance of profile ${matching[0].profile}`,
-            many: `${model}${kind} MIG instances of profile ${matching[0].profile}`
-          };
-    const minBytes = minBytesOf(request);
-    let most = 0;
-    if (minBytes > 0) {
-      let largest: number | undefined;
-      for (const pool of matching) {
-        for (const wp of pool.members) {
-          for (const device of wp.devices) {
-            const bytes = device.device.memoryBytes;
-            if (
-              bytes !== undefined &&
-              (largest === undefined || bytes > largest)
-            ) {
-              largest = bytes;
-            }
-          }
-          most = Math.max(most, capacity(wp, minBytes));
-        }
-      }
-      if (largest === undefined) {
-        return `no ${noun.one} reports its memory, so none can promise ${request.memoryGiB} GiB`;
-      }
-      if (largest < minBytes) {
-        return `no ${noun.one} has ${request.memoryGiB} GiB of memory; the largest has ${Private.formatGiB(largest)} GiB`;
-      }
-    } else {
-      for (const pool of matching) {
-        for (const size of pool.sizes.keys()) {
-          most = Math.max(most, size);
-        }
-      }
-    }
-    if (most < request.count) {
-      const memory =
-        minBytes > 0 ? ` with at least ${request.memoryGiB} GiB each` : '';
-      return `no worker has ${request.count} ${request.count === 1 ? noun.one : noun.many}${memory} (all devices of a request are on one worker); the most on one worker is ${most}`;
-    }
-    return undefined;
-  }
-
-  /** What the connected workers offer, for messages: `gpu H100 ×2 (simulated), tpu v5e ×4`. */
-  private _describeInventory(): string {
-    if (this._pools.size === 0) {
-      return this._cpu.size > 0
-        ? 'CPU kernels only (no accelerators)'
-        : 'nothing (no worker is connected)';
-    }
-    return [...this._pools.values()]
-      .map(pool => {
-        const profile = pool.profile === undefined ? '' : ` ${pool.profile}`;
-        const simulated =
-          pool.simulatedCount === 0
-            ? ''
-            : pool.simulatedCount === pool.deviceCount
-              ? ' (simulated)'
-              : ` (${pool.simulatedCount} simulated)`;
-        return `${pool.kind} ${pool.model}${profile} ×${pool.deviceCount}${simulated}`;
-      })
-      .join(', ');
-  }
-
   private _workers = new Map<string, IWorkerState>();
   private _pools = new Map<string, IPool>();
   private _cpu = new CpuIndex();
@@ -1005,7 +896,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   private _queue = new Map<string, IQueueEntry>();
   private _classes = new Map<string, IRequestClass>();
   private _reservers = new Set<IQueueEntry>();
-  private _unsatisfiable = new Map<string, string | null>();
+  private _explanations = new Explanations(this._pools, this._cpu);
   private _dirty = new Set<IPool>();
   private _dirtyCpu = false;
   private _needsRetarget = false;
@@ -1093,14 +984,6 @@ export namespace Scheduler {
 
 /** Module-private helpers. */
 namespace Private {
-  export function formatGiB(bytes: number): string {
-    return String(Math.round((bytes / 2 ** 30) * 10) / 10);
-  }
-
-  export function unique(values: string[]): string[] {
-    return [...new Set(values)];
-  }
-
   export function describePlacement(placement: IPlacement): string {
     return placement.deviceIds.length === 0
       ? `a CPU placement on worker ${placement.workerId}`
