@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from 'pino';
 import { DEFAULT_LIMITS, TokenAuth } from './auth';
 import { DEFAULT_GATEWAY_OPTIONS } from './config';
-import { createGateway } from './http';
+import { createGateway } from './gateway';
 import { createLogger } from './log';
 import { parseKernelspecAccelerators } from './kernels';
 import {

@@ -12,6 +12,7 @@ export * from './config';
 export * from './contents';
 export * from './engines';
 export * from './events';
+export * from './gateway';
 export * from './http';
 export * from './kernels';
 export * from './lab';

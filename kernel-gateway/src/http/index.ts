@@ -7,5 +7,6 @@
 export * from './app';
 export * from './context';
 export * from './errors';
+export * from './server';
 export * from './upgrade';
 export * from './validation';

@@ -1,0 +1,351 @@
+/**
+ * The assembly of a gateway: builds every service (worker pool, scheduler, engines, kernel registry,
+ * sessions, contents, the hosted JupyterLab's stores, accelerators and metrics, the gRPC endpoint
+ * for remote workers) and wires them to each other and to the HTTP server. Nothing else builds
+ * services: http/ gets them from here.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import type { Express } from 'express';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { AcceleratorService, createMetrics } from './accelerators';
+import { FailedAuthLimit, KernelQuota, TokenAuth, type ILimits } from './auth';
+import { resolveGatewayOptions, type IGatewayOptions } from './config';
+import { FileContentsManager } from './contents';
+import {
+  KubernetesProvisioner,
+  SlurmProvisioner,
+  type IProvisioner
+} from './engines';
+import { EventBus, publishKernelActions } from './events';
+import {
+  createApp,
+  createHttpServer,
+  UpgradeRouter,
+  type IAppServices
+} from './http';
+import { KernelRegistry, SessionStore } from './kernels';
+import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
+import { WorkerPool, WorkerServer } from './pool';
+import type { IWorkerConnection } from './protocol';
+import { ApiSchemas } from './protocol/schema';
+import { Scheduler } from './scheduler';
+
+/**
+ * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
+ * websocket endpoints, the kernel registry and sessions over the workers of its pool.
+ */
+export class Gateway {
+  constructor(options: Gateway.IOptions) {
+    const resolved = resolveGatewayOptions(options);
+    if (resolved.auth && !resolved.token) {
+      throw new Error(
+        'a token is required unless authentication is turned off'
+      );
+    }
+    if (resolved.workerPort !== undefined && !resolved.workerToken) {
+      throw new Error('a worker token is required to accept remote workers');
+    }
+    this.options = resolved;
+    this.logger = options.logger;
+    this.auth = new TokenAuth(resolved.auth ? resolved.token : undefined);
+    this.pool = new WorkerPool({
+      logger: options.logger,
+      graceMs: resolved.workerGraceMs
+    });
+    this.scheduler = new Scheduler(resolved.scheduling);
+    this.provisioners = Private.createProvisioners(
+      resolved,
+      options.logger,
+      () => this._workerPort
+    );
+    this.registry = new KernelRegistry({
+      pool: this.pool,
+      scheduler: this.scheduler,
+      logger: options.logger,
+      replayBytes: resolved.replayBytes,
+      clientBufferBytes: resolved.clientBufferBytes,
+      slowClientTimeoutMs: resolved.slowClientTimeoutMs,
+      rateLimits: resolved.rateLimits,
+      culling: resolved.culling,
+      onShutdown: id => this.sessions.dropKernel(id),
+      offers: resolved.offers,
+      provisioners: this.provisioners,
+      kernelspecAccelerators: resolved.kernelspecAccelerators
+    });
+    this.quota = new KernelQuota({
+      kernels: this.registry,
+      limits: resolved.limits
+    });
+    this.authFailures = new FailedAuthLimit({
+      perMinute: resolved.limits.authFailuresPerMinute,
+      onBlocked: (address, retryAfterS) =>
+        options.logger.warn(
+          { address, retryAfterS },
+          'too many wrong tokens from one address: refusing it for a while'
+        )
+    });
+    this.sessions = new SessionStore(this.registry, resolved.rootDir);
+    this.events = new EventBus();
+    publishKernelActions(this.registry, this.events);
+    const userSettingsDir = path.resolve(
+      resolved.labSettingsDir ?? LabBuild.defaultSettingsDir()
+    );
+    this.contents = new FileContentsManager({
+      rootDir: resolved.rootDir,
+      allowHidden: resolved.allowHidden,
+      events: this.events,
+      // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
+      notaryDir: path.dirname(userSettingsDir)
+    });
+    for (const worker of options.workers ?? []) {
+      this.pool.add(worker);
+    }
+    this.accelerators = new AcceleratorService({
+      pool: this.pool,
+      scheduler: this.scheduler,
+      registry: this.registry,
+      offers: resolved.offers
+    });
+    this.metrics = createMetrics({
+      accelerators: this.accelerators,
+      registry: this.registry,
+      scheduler: this.scheduler
+    });
+    if (resolved.workerPort !== undefined) {
+      this.workerServer = new WorkerServer({
+        token: resolved.workerToken!,
+        pool: this.pool,
+        logger: options.logger,
+        credentials: resolved.workerCredentials,
+        unknownKernels: kernels => this.registry.unknownKernels(kernels)
+      });
+    }
+    this.app = createApp({
+      context: {
+        options: resolved,
+        registry: this.registry,
+        sessions: this.sessions,
+        schemas: new ApiSchemas(),
+        logger: options.logger,
+        startedAt: new Date(),
+        version: options.version ?? '0.0.0'
+      },
+      auth: this.auth,
+      quota: this.quota,
+      failures: this.authFailures,
+      accelerators: this.accelerators,
+      metrics: this.metrics,
+      events: this.events,
+      contents: this.contents,
+      lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir)
+    });
+    this.upgrades = new UpgradeRouter({
+      registry: this.registry,
+      auth: this.auth,
+      events: this.events,
+      allowOrigins: resolved.allowOrigins,
+      maxMessageBytes: resolved.maxMessageBytes,
+      messagesPerSecond: resolved.limits.wsMessagesPerSecond,
+      failures: this.authFailures,
+      logger: options.logger
+    });
+    this.server = createHttpServer(this.app, this.upgrades, {
+      limits: resolved.limits,
+      logger: options.logger
+    });
+  }
+
+  readonly options: IGatewayOptions;
+  readonly logger: Logger;
+  readonly auth: TokenAuth;
+  readonly pool: WorkerPool;
+  readonly scheduler: Scheduler;
+  readonly registry: KernelRegistry;
+  /** Kernels per gateway and per user, and starts a minute. */
+  readonly quota: KernelQuota;
+  /** Wrong tokens per client address. */
+  readonly authFailures: FailedAuthLimit;
+  /** The engines that start workers for the profiles' offers. */
+  readonly provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>>;
+  readonly accelerators: AcceleratorService;
+  readonly metrics: Registry;
+  /** The gRPC endpoint for remote workers, when `workerPort` is set. */
+  readonly workerServer: WorkerServer | undefined;
+  readonly sessions: SessionStore;
+  /** Kernel and contents actions, for `/api/events/subscribe`. */
+  readonly events: EventBus;
+  /** The files under the root directory (`/api/contents`). */
+  readonly contents: FileContentsManager;
+  readonly app: Express;
+  /** The websocket endpoints: kernel channels and the event stream. */
+  readonly upgrades: UpgradeRouter;
+  readonly server: Server;
+
+  /** The port remote workers dial, once listening (undefined without a worker endpoint). */
+  get workerPort(): number | undefined {
+    return this._workerPort;
+  }
+
+  /**
+   * Listen on `host:port` (port 0 picks a free one), and on the worker port when configured; resolve
+   * with the HTTP address.
+   */
+  async listen(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
+    if (this.workerServer) {
+      this._workerPort = await this.workerServer.listen(
+        this.options.workerPort!,
+        this.options.workerHost ?? host
+      );
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  /** Shut down every kernel, close every socket and stop listening. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this._closed) {
+      return this._closed;
+    }
+    this._closed = (async () => {
+      this.registry.dispose();
+      this.accelerators.dispose();
+      Object.values(this.provisioners).forEach(p => p.dispose());
+      // Kernels on remote workers keep running: a restarted gateway adopts them.
+      await this.registry.shutdownAll(true);
+      this.upgrades.close();
+      await this.workerServer?.close();
+      await this.pool.dispose();
+      await new Promise<void>(resolve => {
+        this.server.close(() => resolve());
+        this.server.closeAllConnections();
+      });
+    })();
+    return this._closed;
+  }
+
+  private _closed: Promise<void> | undefined;
+  private _workerPort: number | undefined;
+}
+
+export namespace Gateway {
+  export interface IOptions extends Partial<Omit<IGatewayOptions, 'limits'>> {
+    /** Limits to change; the rest keep their defaults. */
+    limits?: Partial<ILimits>;
+    /** Workers living in this process (the embedded worker). */
+    workers?: IWorkerConnection[];
+    logger: Logger;
+    version?: string;
+  }
+}
+
+/** Build a gateway from options (apart from `listen()`). */
+export function createGateway(options: Gateway.IOptions): Gateway {
+  return new Gateway(options);
+}
+
+namespace Private {
+  /**
+   * One provisioner per engine the offers name; an offer an engine cannot serve as configured stops
+   * start-up with what is missing.
+   */
+  export function createProvisioners(
+    options: IGatewayOptions,
+    logger: Logger,
+    workerPort: () => number | undefined
+  ): Partial<Record<IProvisioner['engine'], IProvisioner>> {
+    const provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>> =
+      {};
+    const offers = options.offers ?? [];
+    const dial = (host: string) => () =>
+      `${host.includes(':') ? `[${host}]` : host}:${workerPort() ?? options.workerPort}`;
+    const kubernetesOffers = offers.filter(o => o.kubernetes);
+    if (kubernetesOffers.length > 0) {
+      if (options.workerPort === undefined || !options.workerToken) {
+        throw new Error(
+          'Kubernetes offers need the worker port (--worker-port): pods dial the gateway there'
+        );
+      }
+      const kubernetes = options.kubernetes ?? {};
+      const imageless = kubernetesOffers.find(
+        o => !o.kubernetes?.image && !kubernetes.image
+      );
+      if (imageless) {
+        throw new Error(
+          `offer ${imageless.name} names no image for its pod: give it kubernetes.image, or --kube-image`
+        );
+      }
+      provisioners.kubernetes = new KubernetesProvisioner({
+        gateway: dial(
+          kubernetes.workerHost ?? options.workerHost ?? '127.0.0.1'
+        ),
+        token: options.workerToken,
+        logger,
+        kubeconfig: kubernetes.kubeconfig,
+        namespace: kubernetes.namespace,
+        image: kubernetes.image,
+        workerCommand: kubernetes.workerCommand
+      });
+    }
+    if (offers.some(o => o.slurm)) {
+      if (options.workerPort === undefined || !options.workerToken) {
+        throw new Error(
+          'Slurm offers need the worker port (--worker-port): jobs dial the gateway there'
+        );
+      }
+      const slurm = options.slurm ?? {};
+      const host = slurm.workerHost ?? options.workerHost ?? '127.0.0.1';
+      provisioners.slurm = new SlurmProvisioner({
+        gateway: dial(host),
+        token: options.workerToken,
+        workerCommand: slurm.workerCommand ?? [
+          process.execPath,
+          path.resolve(__dirname, '..', 'bin', 'ferry.js')
+        ],
+        logger,
+        outputDir: slurm.outputDir,
+        rootDir: options.rootDir,
+        env: slurm.env,
+        pollIntervalMs: slurm.pollIntervalMs,
+        rest: slurm.rest
+      });
+    }
+    return provisioners;
+  }
+
+  /**
+   * The hosted JupyterLab's server side: its build, and the user's settings and workspaces (beside
+   * the settings directory).
+   */
+  export function lab(
+    options: IGatewayOptions,
+    logger: Logger,
+    auth: TokenAuth,
+    userSettingsDir: string
+  ): IAppServices['lab'] {
+    const build = new LabBuild(options.labDir ?? LabBuild.defaultDir());
+    return {
+      build,
+      auth,
+      settings: new SettingsStore({
+        schemasDir: build.schemasDir,
+        settingsDir: userSettingsDir,
+        logger
+      }),
+      workspaces: new WorkspaceStore(
+        path.join(path.dirname(userSettingsDir), 'workspaces')
+      ),
+      rootDir: options.rootDir,
+      userSettingsDir,
+      allowHidden: options.allowHidden ?? false
+    };
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Middleware every request passes before the routes: URLs that name nothing, origins, CORS, and the
+ * kernel quota at the door of the routes that may start a kernel.
+ */
+import type { RequestHandler } from 'express';
+import {
+  OWNER,
+  originRefusal,
+  type KernelQuota,
+  type TokenAuth
+} from '../auth';
+import { errorBody } from './errors';
+
+/**
+ * A URL that does not parse, or a path that does not percent-decode, names nothing here: one answer
+ * (400) for every route, before any of them trips over it.
+ */
+export function refuseMalformedUrls(): RequestHandler {
+  return (request, response, next) => {
+    const problem = Private.urlProblem(request.url);
+    if (problem) {
+      response.status(400).json(errorBody(400, problem));
+      return;
+    }
+    next();
+  };
+}
+
+/**
+ * Refuse (403) a browser request from an origin that may not use the gateway, and answer the origins
+ * of `--allow-origin` with CORS headers (and their preflights with 204).
+ */
+export function checkOrigin(
+  auth: TokenAuth,
+  allowOrigins: readonly string[]
+): RequestHandler {
+  return (request, response, next) => {
+    const origin = request.headers.origin;
+    const refusal = originRefusal(
+      request,
+      allowOrigins,
+      auth.credential(request)
+    );
+    if (refusal) {
+      response.status(403).json(errorBody(403, refusal));
+      return;
+    }
+    if (origin && allowOrigins.length > 0) {
+      response.setHeader('Access-Control-Allow-Origin', origin);
+      response.setHeader('Vary', 'Origin');
+      response.setHeader(
+        'Access-Control-Allow-Headers',
+        'Authorization, Content-Type, X-XSRFToken'
+      );
+      response.setHeader(
+        'Access-Control-Allow-Methods',
+        'GET, POST, PATCH, PUT, DELETE, OPTIONS'
+      );
+      if (request.method === 'OPTIONS') {
+        response.status(204).end();
+        return;
+      }
+    }
+    next();
+  };
+}
+
+/**
+ * Kernel quotas at the door of a route that may start a kernel: when `starts(body)` says this
+ * request would, it is admitted (403 past a count, 429 past the starts a minute) and runs as its
+ * principal's, so the kernel it starts is theirs. A request refused as malformed (4xx) is not
+ * counted as a start.
+ */
+export function kernelStartQuota(
+  auth: TokenAuth,
+  quota: KernelQuota,
+  starts: (body: IStartBody) => boolean
+): RequestHandler {
+  return (request, response, next) => {
+    if (!starts((request.body ?? {}) as IStartBody)) {
+      next();
+      return;
+    }
+    let admission: KernelQuota.IAdmission;
+    try {
+      admission = quota.admit(auth.principal(request) ?? OWNER);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    response.on('close', () => {
+      admission.release();
+      if (response.statusCode >= 400 && response.statusCode < 500) {
+        admission.refund();
+      }
+    });
+    quota.runAs(admission, next);
+  };
+}
+
+/** What the quota looks at in a start or session request. */
+export interface IStartBody {
+  path?: unknown;
+  kernel?: { id?: unknown; name?: unknown } | null;
+}
+
+namespace Private {
+  /** What is wrong with a request's URL, if anything: it does not parse, or does not decode. */
+  export function urlProblem(url: string): string | undefined {
+    let pathname: string;
+    try {
+      pathname = new URL(url, 'http://localhost').pathname;
+    } catch {
+      return `Malformed URL: ${url}`;
+    }
+    try {
+      decodeURIComponent(pathname);
+    } catch {
+      return `Malformed percent-encoding in the path: ${pathname}`;
+    }
+    return undefined;
+  }
+}
