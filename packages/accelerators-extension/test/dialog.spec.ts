@@ -1,5 +1,5 @@
 import { waitForDialog } from '@jupyterlab/testing';
-import { cluster, TestManager } from '../../accelerators/test/fixtures';
+import { cluster, TestManager } from '@ferry/testing';
 import { chooseAccelerator } from '../src/dialog';
 
 /** A key press where the focus is, as a keyboard sends it. */

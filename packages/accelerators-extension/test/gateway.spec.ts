@@ -16,7 +16,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { next, startFerry, stopFerry } from '../../accelerators/test/helpers';
+import { next, startFerry, stopFerry } from '@ferry/testing';
 import plugins from '../src';
 
 const MANAGER = '@ferry/accelerators-extension:manager';

@@ -29,7 +29,7 @@ import {
   startFerry,
   stopFerry,
   writeKernelspecWithout
-} from '../../accelerators/test/helpers';
+} from '@ferry/testing';
 import plugins from '../src';
 
 const PICKER = '@ferry/accelerators-extension:picker';

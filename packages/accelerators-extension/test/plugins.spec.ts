@@ -6,7 +6,7 @@ import { IAcceleratorManager } from '@ferry/accelerators';
 import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import { TestManager } from '../../accelerators/test/fixtures';
+import { TestManager } from '@ferry/testing';
 import plugins from '../src';
 
 /** The one seam: a manager that never connects. */

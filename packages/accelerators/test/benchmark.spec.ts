@@ -15,7 +15,7 @@ import {
   formatBenchmark,
   parseBenchmark
 } from '../src/benchmark';
-import { pythonWithout } from './helpers';
+import { pythonWithout } from '@ferry/testing';
 
 /** Run code in the Python of the kernels (Debian's, as the python3 kernelspec names it). */
 function python(code: string, env: NodeJS.ProcessEnv = {}): Promise<string> {

@@ -4,8 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gatewayProblem, gatewayServerSettings } from '../src/gateway';
 import { AcceleratorManager } from '../src/manager';
-import { cluster } from './fixtures';
-import { next } from './helpers';
+import { cluster, next } from '@ferry/testing';
 
 /**
  * A Ferry stand-in on a real socket, at `/ferry/` on its origin: `/ferry/api/accelerators` and its

@@ -6,7 +6,7 @@ import { gatewayServerSettings } from '../src/gateway';
 import { formatStatus } from '../src/labels';
 import { AcceleratorManager } from '../src/manager';
 import type { IAccelerators, IKernelModel } from '../src/models';
-import { next, startFerry, stopFerry } from './helpers';
+import { next, startFerry, stopFerry } from '@ferry/testing';
 
 describe('AcceleratorManager against a real ferry gateway', () => {
   let ferry: { process: ChildProcess; port: number };

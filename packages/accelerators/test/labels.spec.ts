@@ -4,7 +4,7 @@ import {
   formatStatus,
   toAcceleratorString
 } from '../src/labels';
-import { device } from './fixtures';
+import { device } from '@ferry/testing';
 
 describe('labels', () => {
   it('names choices the way the picker shows them', () => {

@@ -8,7 +8,7 @@ import {
   toNotebookMetadata
 } from '../src/metadata';
 import { computeOffers } from '../src/offers';
-import { cluster, device, worker } from './fixtures';
+import { cluster, device, worker } from '@ferry/testing';
 
 const schema = JSON.parse(
   readFileSync(

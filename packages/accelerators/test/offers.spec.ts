@@ -1,5 +1,5 @@
 import { computeOffers, kernelStatus } from '../src/offers';
-import { cluster, device, worker } from './fixtures';
+import { cluster, device, worker } from '@ferry/testing';
 
 describe('computeOffers', () => {
   it('offers CPU and each device type with counts one worker can hold', () => {

@@ -7,7 +7,7 @@ import { Widget } from '@lumino/widgets';
 import type { IAccelerators } from '../src/models';
 import { AcceleratorPanel } from '../src/panel';
 import { AcceleratorStatusItem } from '../src/statusitem';
-import { cluster, TestManager } from './fixtures';
+import { cluster, TestManager } from '@ferry/testing';
 
 /** The one seam: a manager whose model the test sets, as the stream would. */
 

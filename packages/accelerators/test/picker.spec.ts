@@ -5,7 +5,7 @@ import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { computeOffers } from '../src/offers';
 import { AcceleratorPicker } from '../src/picker';
-import { cluster, device, worker } from './fixtures';
+import { cluster, device, worker } from '@ferry/testing';
 
 function rows(picker: AcceleratorPicker): HTMLElement[] {
   return Array.from(picker.node.querySelectorAll('.jp-FerryPicker-item'));

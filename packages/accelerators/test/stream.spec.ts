@@ -5,8 +5,7 @@ import { AcceleratorClient } from '../src/client';
 import { AcceleratorManager } from '../src/manager';
 import type { IAccelerators } from '../src/models';
 import { AcceleratorStream } from '../src/stream';
-import { cluster } from './fixtures';
-import { next } from './helpers';
+import { cluster, next } from '@ferry/testing';
 
 /**
  * A gateway stand-in on a real socket: `/api/accelerators/stream` sends a snapshot and an update,
