@@ -4,6 +4,7 @@
  *
  * @packageDocumentation
  */
+export * from './errors';
 export * from './request';
 export * from './scheduler';
 export * from './simulation';

@@ -1,21 +1,13 @@
 import { EventEmitter } from 'node:events';
-import type { DeviceKind, IDevice } from '../protocol/devices';
+import type { DeviceKind } from '../protocol/devices';
 import { CpuIndex } from './cpu-index';
+import { PlacementConflictError, UnsatisfiableRequestError } from './errors';
 import { Explanations } from './explain';
+import { Placements } from './placements';
+import { DevicePools } from './pools';
 import { normalizeAcceleratorRequest } from './request';
-import {
-  capacity,
-  hasMemory,
-  matches,
-  minBytesOf,
-  poolKeyOf,
-  poolKeysOf,
-  signatureOf
-} from './state';
+import { capacity, matches, minBytesOf, signatureOf } from './state';
 import type {
-  IDeviceState,
-  IPlaced,
-  IPool,
   IQueueEntry,
   IRequestClass,
   IWorkerPool,
@@ -27,28 +19,6 @@ import type {
   IPlacement,
   IWorkerInventory
 } from './types';
-
-/**
- * Raised for a request no connected worker could ever hold, even with every kernel gone; the
- * message says what exists instead.
- */
-export class UnsatisfiableRequestError extends Error {
-  constructor(
-    message: string,
-    readonly request: IAcceleratorRequest
-  ) {
-    super(message);
-    this.name = 'UnsatisfiableRequestError';
-  }
-}
-
-/** Raised when a placement cannot be adopted: unknown worker or device, or devices already held. */
-export class PlacementConflictError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PlacementConflictError';
-  }
-}
 
 /**
  * Places accelerator requests on the devices of connected workers, queues those that do not fit
@@ -94,6 +64,13 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     ) {
       throw new Error('maxBypasses must be a whole number or Infinity');
     }
+    this._devices = new DevicePools(this.policy, this.maxKernelsPerDevice);
+    this._placements = new Placements(
+      this._devices,
+      this._cpu,
+      this.maxKernelsPerDevice
+    );
+    this._explanations = new Explanations(this._devices.pools, this._cpu);
   }
 
   /** How a worker is chosen for a request. */
@@ -133,26 +110,10 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       kernels: new Set(),
       cpuKernels: 0
     };
-    const lost: string[] = [];
-    const keep: { kernelId: string; deviceIds: string[] }[] = [];
+    let lost: string[] = [];
+    let kept: Placements.ISurvivors['kept'] = [];
     if (known) {
-      const keys = poolKeysOf(inventory.devices);
-      for (const kernelId of worker.kernels) {
-        const placed = this._placed.get(kernelId)!;
-        if (placed.devices.length === 0) {
-          continue;
-        }
-        const deviceIds = placed.devices.map(d => d.device.id);
-        if (
-          placed.devices.every(d => keys.get(d.device.id) === d.pool.pool.key)
-        ) {
-          keep.push({ kernelId, deviceIds });
-        } else {
-          lost.push(kernelId);
-          this._placed.delete(kernelId);
-          worker.kernels.delete(kernelId);
-        }
-      }
+      ({ kept, lost } = this._placements.survivors(worker, inventory.devices));
       this._detach(worker);
       if (worker.acceptsCpu && !inventory.acceptsCpu) {
         this._cpu.remove(worker);
@@ -166,14 +127,12 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       this._dirtyCpu = true;
     }
     worker.acceptsCpu = acceptsCpu;
-    this._attach(worker, inventory.devices, inventory.dedicated === true);
-    for (const { kernelId, deviceIds } of keep) {
-      const devices = deviceIds.map(id => worker.devices.get(id)!);
-      for (const device of devices) {
-        this._hold(device, kernelId);
-      }
-      this._placed.get(kernelId)!.devices = devices;
-    }
+    this._devices.attach(
+      worker,
+      inventory.devices,
+      inventory.dedicated === true
+    );
+    this._placements.restore(worker, kept);
     this._inventoryChanged();
     const assigned = this._dispatch();
     this._announce(assigned);
@@ -194,11 +153,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (!worker) {
       return [];
     }
-    const lost = [...worker.kernels];
-    for (const kernelId of lost) {
-      this._placed.delete(kernelId);
-    }
-    worker.kernels.clear();
+    const lost = this._placements.dropWorker(worker);
     if (worker.acceptsCpu) {
       this._cpu.remove(worker);
     }
@@ -253,7 +208,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     kernelId: string,
     request: IAcceleratorRequest
   ): Scheduler.IRequestResult {
-    if (this._placed.has(kernelId)) {
+    if (this._placements.has(kernelId)) {
       throw new Error(`kernel ${kernelId} already holds a placement`);
     }
     if (this._queue.has(kernelId)) {
@@ -305,10 +260,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    *   one by one with `'assigned'`). Releasing an unknown kernel does nothing.
    */
   release(kernelId: string): Scheduler.IAssignment[] {
-    const placed = this._placed.get(kernelId);
-    if (placed) {
-      this._unplace(placed);
-    } else {
+    if (!this._placements.unplace(kernelId)) {
       const entry = this._queue.get(kernelId);
       if (!entry) {
         return [];
@@ -339,56 +291,14 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         `cannot adopt kernel ${kernelId}: it waits in the queue`
       );
     }
-    const existing = this._placed.get(kernelId);
-    if (existing) {
-      const held = existing.devices.map(d => d.device.id).sort();
-      const wanted = [...placement.deviceIds].sort();
-      if (
-        existing.worker === worker &&
-        held.length === wanted.length &&
-        held.every((id, i) => id === wanted[i])
-      ) {
-        return;
-      }
-      throw new PlacementConflictError(
-        `cannot adopt kernel ${kernelId}: it already holds ${Private.describePlacement(this._placementOf(existing))}`
-      );
+    if (this._placements.adopt(kernelId, worker, placement.deviceIds)) {
+      this._announce([]);
     }
-    const devices: IDeviceState[] = [];
-    for (const deviceId of placement.deviceIds) {
-      const device = worker.devices.get(deviceId);
-      if (!device) {
-        throw new PlacementConflictError(
-          `cannot adopt kernel ${kernelId}: worker ${worker.id} has no device ${deviceId} to hand out`
-        );
-      }
-      if (devices.includes(device)) {
-        throw new PlacementConflictError(
-          `cannot adopt kernel ${kernelId}: device ${deviceId} is listed twice`
-        );
-      }
-      if (device.holders.length >= this.maxKernelsPerDevice) {
-        throw new PlacementConflictError(
-          `cannot adopt kernel ${kernelId}: device ${deviceId} on worker ${worker.id} is held by kernel ${device.holders.join(', ')}`
-        );
-      }
-      devices.push(device);
-    }
-    for (const device of devices) {
-      this._hold(device, kernelId);
-    }
-    if (devices.length === 0) {
-      this._cpu.load(worker, +1);
-    }
-    this._placed.set(kernelId, { kernelId, worker, devices });
-    worker.kernels.add(kernelId);
-    this._announce([]);
   }
 
   /** Where a kernel runs, or undefined when it holds no placement (queued or unknown). */
   placementOf(kernelId: string): IPlacement | undefined {
-    const placed = this._placed.get(kernelId);
-    return placed ? this._placementOf(placed) : undefined;
+    return this._placements.placementOf(kernelId);
   }
 
   /** A queued kernel's 1-based position, or undefined when it is not queued. */
@@ -438,7 +348,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    * dedicated workers and GPUs split into MIG instances are left out, as placement leaves them out.
    */
   deviceTypes(): Scheduler.IDeviceType[] {
-    return [...this._pools.values()].map(pool => ({
+    return [...this._devices.pools.values()].map(pool => ({
       kind: pool.kind,
       model: pool.model,
       ...(pool.profile !== undefined ? { profile: pool.profile } : {}),
@@ -453,13 +363,6 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return this._queuedPeak;
   }
 
-  private _placementOf(placed: IPlaced): IPlacement {
-    return {
-      workerId: placed.worker.id,
-      deviceIds: placed.devices.map(d => d.device.id)
-    };
-  }
-
   /** Place a request that is not queued, if it fits now. */
   private _placeNew(
     kernelId: string,
@@ -468,155 +371,21 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   ): IPlacement | undefined {
     if (request.kind === 'cpu') {
       const worker = this._cpu.pick(this.policy);
-      return worker ? this._placeCpu(kernelId, worker) : undefined;
+      return worker ? this._placements.placeCpu(kernelId, worker) : undefined;
     }
     const minBytes = minBytesOf(request);
-    const pool = this._choose(request, minBytes, seq);
+    const pool = this._devices.choose(request, minBytes, seq);
     if (!pool) {
       return undefined;
     }
-    const placement = this._placeDevices(kernelId, pool, request, minBytes);
+    const placement = this._placements.placeDevices(
+      kernelId,
+      pool,
+      request.count,
+      minBytes
+    );
     this._noteBypass(pool, seq);
     return placement;
-  }
-
-  private _placeCpu(kernelId: string, worker: IWorkerState): IPlacement {
-    this._cpu.load(worker, +1);
-    worker.kernels.add(kernelId);
-    this._placed.set(kernelId, { kernelId, worker, devices: [] });
-    return { workerId: worker.id, deviceIds: [] };
-  }
-
-  private _placeDevices(
-    kernelId: string,
-    pool: IWorkerPool,
-    request: IAcceleratorRequest,
-    minBytes: number
-  ): IPlacement {
-    const free = pool.devices.filter(
-      d => d.holders.length < this.maxKernelsPerDevice && hasMemory(d, minBytes)
-    );
-    if (this.policy === 'spread' && this.maxKernelsPerDevice > 1) {
-      free.sort((a, b) => a.holders.length - b.holders.length);
-    }
-    const devices = free.slice(0, request.count);
-    for (const device of devices) {
-      this._hold(device, kernelId);
-    }
-    pool.worker.kernels.add(kernelId);
-    const placed = { kernelId, worker: pool.worker, devices };
-    this._placed.set(kernelId, placed);
-    return this._placementOf(placed);
-  }
-
-  /** The worker pool the policy picks for a request, among those it may use; undefined if none fits. */
-  private _choose(
-    request: IAcceleratorRequest,
-    minBytes: number,
-    seq: number
-  ): IWorkerPool | undefined {
-    const count = request.count;
-    let best: IWorkerPool | undefined;
-    for (const pool of this._pools.values()) {
-      if (!matches(request, pool)) {
-        continue;
-      }
-      const found = this._chooseIn(pool, count, minBytes, seq);
-      if (
-        found &&
-        (!best ||
-          (this.policy === 'pack'
-            ? found.free < best.free
-            : found.free > best.free))
-      ) {
-        best = found;
-      }
-    }
-    return best;
-  }
-
-  private _chooseIn(
-    pool: IPool,
-    count: number,
-    minBytes: number,
-    seq: number
-  ): IWorkerPool | undefined {
-    const buckets = pool.buckets;
-    const usable = (wp: IWorkerPool): boolean =>
-      (wp.reservedBy === undefined || wp.reservedBy.seq >= seq) &&
-      (minBytes === 0 || this._freeWithMemory(wp, minBytes) >= count);
-    if (this.policy === 'pack') {
-      for (let free = count; free < buckets.length; free++) {
-        for (const wp of buckets[free]) {
-          if (usable(wp)) {
-            return wp;
-          }
-        }
-      }
-    } else {
-      for (let free = buckets.length - 1; free >= count; free--) {
-        for (const wp of buckets[free]) {
-          if (usable(wp)) {
-            return wp;
-          }
-        }
-      }
-    }
-    return undefined;
-  }
-
-  private _freeWithMemory(wp: IWorkerPool, minBytes: number): number {
-    let free = 0;
-    for (const device of wp.devices) {
-      if (
-        device.holders.length < this.maxKernelsPerDevice &&
-        hasMemory(device, minBytes)
-      ) {
-        free++;
-      }
-    }
-    return free;
-  }
-
-  private _hold(device: IDeviceState, kernelId: string): void {
-    device.holders.push(kernelId);
-    if (device.holders.length === this.maxKernelsPerDevice) {
-      this._setFree(device.pool, device.pool.free - 1);
-    }
-  }
-
-  private _unhold(device: IDeviceState, kernelId: string): void {
-    const full = device.holders.length === this.maxKernelsPerDevice;
-    const at = device.holders.indexOf(kernelId);
-    if (at < 0) {
-      return;
-    }
-    device.holders.splice(at, 1);
-    if (full) {
-      this._setFree(device.pool, device.pool.free + 1);
-      this._dirty.add(device.pool.pool);
-    }
-  }
-
-  private _setFree(wp: IWorkerPool, free: number): void {
-    const buckets = wp.pool.buckets;
-    buckets[wp.free].delete(wp);
-    while (buckets.length <= free) {
-      buckets.push(new Set());
-    }
-    buckets[free].add(wp);
-    wp.free = free;
-  }
-
-  private _unplace(placed: IPlaced): void {
-    for (const device of placed.devices) {
-      this._unhold(device, placed.kernelId);
-    }
-    if (placed.devices.length === 0) {
-      this._cpu.load(placed.worker, -1);
-    }
-    placed.worker.kernels.delete(placed.kernelId);
-    this._placed.delete(placed.kernelId);
   }
 
   private _dequeue(entry: IQueueEntry): void {
@@ -640,7 +409,10 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    */
   private _dispatch(): Scheduler.IAssignment[] {
     const assigned: Scheduler.IAssignment[] = [];
-    while (this._queue.size > 0 && (this._dirty.size > 0 || this._dirtyCpu)) {
+    while (
+      this._queue.size > 0 &&
+      (this._devices.dirty.size > 0 || this._dirtyCpu)
+    ) {
       const heads: IQueueEntry[] = [];
       for (const cls of this._classes.values()) {
         if (this._isDirty(cls)) {
@@ -661,7 +433,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         break;
       }
     }
-    this._dirty.clear();
+    this._devices.dirty.clear();
     this._dirtyCpu = false;
     this._retarget();
     return assigned;
@@ -671,7 +443,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (cls.request.kind === 'cpu') {
       return this._dirtyCpu;
     }
-    for (const pool of this._dirty) {
+    for (const pool of this._devices.dirty) {
       if (matches(cls.request, pool)) {
         return true;
       }
@@ -687,17 +459,17 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         return undefined;
       }
       this._dequeue(entry);
-      return this._placeCpu(entry.kernelId, worker);
+      return this._placements.placeCpu(entry.kernelId, worker);
     }
-    const pool = this._choose(request, entry.cls.minBytes, entry.seq);
+    const pool = this._devices.choose(request, entry.cls.minBytes, entry.seq);
     if (!pool) {
       return undefined;
     }
     this._dequeue(entry);
-    const placement = this._placeDevices(
+    const placement = this._placements.placeDevices(
       entry.kernelId,
       pool,
-      request,
+      request.count,
       entry.cls.minBytes
     );
     this._noteBypass(pool, entry.seq);
@@ -738,7 +510,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (target) {
       target.reservedBy = undefined;
       entry.target = undefined;
-      this._dirty.add(target.pool);
+      this._devices.dirty.add(target.pool);
       this._needsRetarget = true;
     }
   }
@@ -754,7 +526,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         continue;
       }
       let best: IWorkerPool | undefined;
-      for (const pool of this._pools.values()) {
+      for (const pool of this._devices.pools.values()) {
         if (!matches(entry.request, pool)) {
           continue;
         }
@@ -775,105 +547,16 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
   }
 
-  /**
-   * Index a worker's devices by pool; MIG parents are left out (they are handed out as instances).
-   * A dedicated worker's devices go into pools of its own that requests never search.
-   */
-  private _attach(
-    worker: IWorkerState,
-    devices: IDevice[],
-    dedicated = false
-  ): void {
-    const parents = new Set<string>();
-    for (const device of devices) {
-      if (device.parentId !== undefined) {
-        parents.add(device.parentId);
-      }
-    }
-    for (const device of devices) {
-      if (parents.has(device.id)) {
-        continue;
-      }
-      const key = poolKeyOf(device);
-      let pool =
-        worker.pools.get(key)?.pool ??
-        (dedicated ? undefined : this._pools.get(key));
-      if (!pool) {
-        pool = {
-          key,
-          kind: device.kind,
-          model: device.model,
-          modelKey: device.model.toLowerCase(),
-          profile: device.profile,
-          profileKey: (device.profile ?? '').toLowerCase(),
-          members: new Set(),
-          buckets: [new Set()],
-          sizes: new Map(),
-          deviceCount: 0,
-          simulatedCount: 0
-        };
-        if (!dedicated) {
-          this._pools.set(key, pool);
-        }
-      }
-      let wp = worker.pools.get(key);
-      if (!wp) {
-        wp = { pool, worker, devices: [], free: 0, reservedBy: undefined };
-        worker.pools.set(key, wp);
-      }
-      const state: IDeviceState = { device, holders: [], pool: wp };
-      wp.devices.push(state);
-      worker.devices.set(device.id, state);
-      pool.deviceCount++;
-      if (device.simulated) {
-        pool.simulatedCount++;
-      }
-    }
-    for (const wp of worker.pools.values()) {
-      const pool = wp.pool;
-      pool.members.add(wp);
-      const size = wp.devices.length;
-      pool.sizes.set(size, (pool.sizes.get(size) ?? 0) + 1);
-      wp.free = 0;
-      pool.buckets[0].add(wp);
-      this._setFree(wp, size);
-      this._dirty.add(pool);
-    }
-  }
-
-  /** Take a worker's devices out of every index (their holders are dealt with by the caller). */
+  /** Take a worker's devices out of every index, and drop reservations of them. */
   private _detach(worker: IWorkerState): void {
     for (const wp of worker.pools.values()) {
-      const pool = wp.pool;
-      pool.members.delete(wp);
-      pool.buckets[wp.free].delete(wp);
-      const size = wp.devices.length;
-      const left = pool.sizes.get(size)! - 1;
-      if (left === 0) {
-        pool.sizes.delete(size);
-      } else {
-        pool.sizes.set(size, left);
-      }
-      for (const device of wp.devices) {
-        pool.deviceCount--;
-        if (device.device.simulated) {
-          pool.simulatedCount--;
-        }
-      }
       if (wp.reservedBy) {
         wp.reservedBy.target = undefined;
         wp.reservedBy = undefined;
         this._needsRetarget = true;
       }
-      if (pool.members.size === 0) {
-        if (this._pools.get(pool.key) === pool) {
-          this._pools.delete(pool.key);
-        }
-        this._dirty.delete(pool);
-      }
     }
-    worker.pools.clear();
-    worker.devices.clear();
+    this._devices.detach(worker);
   }
 
   private _inventoryChanged(): void {
@@ -890,14 +573,13 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   private _workers = new Map<string, IWorkerState>();
-  private _pools = new Map<string, IPool>();
   private _cpu = new CpuIndex();
-  private _placed = new Map<string, IPlaced>();
   private _queue = new Map<string, IQueueEntry>();
   private _classes = new Map<string, IRequestClass>();
   private _reservers = new Set<IQueueEntry>();
-  private _explanations = new Explanations(this._pools, this._cpu);
-  private _dirty = new Set<IPool>();
+  private readonly _devices: DevicePools;
+  private readonly _placements: Placements;
+  private readonly _explanations: Explanations;
   private _dirtyCpu = false;
   private _needsRetarget = false;
   private _seq = 0;
@@ -979,14 +661,5 @@ export namespace Scheduler {
     workerId: string;
     deviceId: string;
     kernelIds: string[];
-  }
-}
-
-/** Module-private helpers. */
-namespace Private {
-  export function describePlacement(placement: IPlacement): string {
-    return placement.deviceIds.length === 0
-      ? `a CPU placement on worker ${placement.workerId}`
-      : `${placement.deviceIds.join(', ')} on worker ${placement.workerId}`;
   }
 }
