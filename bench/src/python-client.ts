@@ -9,14 +9,7 @@ import type { IBenchKernel, IFanOut, IThroughput } from './types';
 export const CLIENT_PYTHON = '/usr/bin/python3';
 
 /** The Python clients (a source file: the build does not copy it). */
-const PYTHON_CLIENT = path.join(
-  __dirname,
-  '..',
-  '..',
-  'src',
-  'bench',
-  'python_client.py'
-);
+const PYTHON_CLIENT = path.join(__dirname, '..', 'src', 'python_client.py');
 
 /**
  * A kernel measured by python_client.py: each measurement is one command to that process, which takes

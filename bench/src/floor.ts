@@ -4,9 +4,9 @@ import { promises as fs } from 'node:fs';
 import {
   createConnectionInfo,
   writeConnectionFile,
-  type IConnectionInfo
-} from '../agent/kernels/connection';
-import type { IKernelspec } from '../agent/kernels/kernelspecs';
+  type IConnectionInfo,
+  type IKernelspec
+} from '@ferry/kernel-gateway';
 import { InProcessKernel } from './measurements';
 import { OutputTail, processExited } from './processes';
 import { PythonKernel } from './python-client';

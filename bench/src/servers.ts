@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { userInfo } from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { findFreePorts } from '../agent/kernels/connection';
+import { findFreePorts } from '@ferry/kernel-gateway';
 import type { IServerEndpoint } from './gateway-target';
 import { OutputTail, processExited, stopProcess } from './processes';
 import { sleep } from './requests';
@@ -54,7 +54,10 @@ function knownOptions(bin: string): string[] {
 }
 
 /** This checkout: where the `ferry` that the bench starts lives. */
-export const CHECKOUT = path.join(__dirname, '..', '..', '..');
+export const CHECKOUT = path.join(__dirname, '..', '..');
+
+/** The `ferry` command of this checkout's gateway package. */
+export const FERRY_BIN = require.resolve('@ferry/kernel-gateway/bin/ferry.js');
 
 /**
  * Start `ferry gateway --port 0` as a child process (so its memory is its own), with its temporary
@@ -137,11 +140,10 @@ export async function startFerryWorker(
 ): Promise<{ pid: number; stop(): Promise<void> }> {
   const tmp = path.join(dir, 'worker-tmp');
   await fs.mkdir(tmp, { recursive: true });
-  const bin = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
   const child = spawn(
     process.execPath,
     [
-      bin,
+      FERRY_BIN,
       'worker',
       '--gateway',
       address,

@@ -1,5 +1,5 @@
 /**
- * Where the gateway's CPU goes: `node kernel-gateway/lib/bench/profile.js [stream|fanout|rtt]
+ * Where the gateway's CPU goes: `node bench/lib/profile.js [stream|fanout|rtt]
  * [legacy|v1]...` runs `ferry gateway` under `node --cpu-prof`, drives one kernel through it with the
  * bench's websocket client (the 50 x 1 MiB stream cell, the 20-client fan-out cell or `pass` round
  * trips) and prints the functions that took the most CPU themselves (self time) while it ran (not

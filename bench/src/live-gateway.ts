@@ -6,12 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
-import { createHeader } from '../protocol/wire';
-
-const FERRY = path.join(__dirname, '..', '..', 'bin', 'ferry.js');
+import { createHeader } from '@ferry/kernel-gateway';
+import { FERRY_BIN } from './servers';
 
 /** A cell that prints 100-character lines as fast as Python can, forever. */
 export const FLOOD = "while True:\n    print('y' * 100)";
@@ -30,7 +28,7 @@ export async function startGateway(
   const child = spawn(
     process.execPath,
     [
-      FERRY,
+      FERRY_BIN,
       'gateway',
       '--port',
       '0',

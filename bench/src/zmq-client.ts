@@ -4,10 +4,11 @@ import {
   createMessage,
   encodeFrames,
   MessageSigner,
-  splitFrames
-} from '../protocol/wire';
-import { zmqUrl, type IConnectionInfo } from '../agent/kernels/connection';
-import { SocketWriter } from '../agent/kernels/socket-writer';
+  SocketWriter,
+  splitFrames,
+  zmqUrl,
+  type IConnectionInfo
+} from '@ferry/kernel-gateway';
 import {
   Subscribers,
   type IBenchMessage,

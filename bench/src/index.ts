@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { KernelspecStore } from '../agent/kernels/kernelspecs';
+import { KernelspecStore, runSchedulerSimulation } from '@ferry/kernel-gateway';
 import { FloorTarget } from './floor';
 import { GatewayTarget } from './gateway-target';
 import { processesMentioning, readMemory, type IMemory } from './processes';
@@ -31,11 +31,7 @@ import {
 import { sleep } from './requests';
 import { CLIENTS, type ClientName } from './types';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
-import { runSchedulerSimulation } from '../scheduler';
 import { floodMemory, type IFloodMemory } from './memory';
-
-/** How long each print-flood memory case runs (`FERRY_BENCH_FLOOD_SECONDS`, default 60). */
-const FLOOD_SECONDS = Number(process.env.FERRY_BENCH_FLOOD_SECONDS ?? 60);
 import {
   jupyterServerVersion,
   startFerry,
@@ -45,10 +41,12 @@ import {
   type IRunningServer
 } from './servers';
 
+/** How long each print-flood memory case runs (`FERRY_BENCH_FLOOD_SECONDS`, default 60). */
+const FLOOD_SECONDS = Number(process.env.FERRY_BENCH_FLOOD_SECONDS ?? 60);
+
 /** Where the results go (test-artifacts/ is ignored by git). */
 const RESULTS_FILE = path.join(
   __dirname,
-  '..',
   '..',
   '..',
   'test-artifacts',

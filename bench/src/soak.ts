@@ -4,7 +4,7 @@
  * that never read, clients connecting and leaving, notebooks saved. The gateway's RSS is sampled every
  * few seconds; the report says whether it stayed flat. Loopback only; every loop is bounded in time.
  *
- * Usage: node kernel-gateway/lib/bench/soak.js [--minutes N] [--kernels N] [--out DIR]
+ * Usage: node bench/lib/soak.js [--minutes N] [--kernels N] [--out DIR]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
