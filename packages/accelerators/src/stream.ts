@@ -3,12 +3,14 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 import type { ISignal } from '@lumino/signaling';
 import { Signal } from '@lumino/signaling';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { createParser } from 'eventsource-parser';
 import type { IAcceleratorsUpdate } from './models';
 
 /**
  * The pushed stream `/api/accelerators/stream`: a `snapshot` then an `update` each second, read as
  * server-sent events over `fetch` (so the token and XSRF headers of `ServerConnection` apply, and
- * it runs where `EventSource` does not).
+ * it runs where `EventSource` does not), parsed by `eventsource-parser`.
  *
  * #### Notes
  * When the connection drops or cannot be made, the stream waits (exponential backoff with jitter)
@@ -133,7 +135,9 @@ export class AcceleratorStream implements IDisposable {
     this._setState('open');
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
-    const parser = new Private.EventParser();
+    // The parser calls back while it is fed: collect, then handle them in order.
+    const events: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: event => events.push(event) });
     // A half-open connection (a proxy or a sleeping laptop) delivers nothing and never ends: the
     // gateway sends an update each second, so silence this long means the connection is gone.
     let idle = false;
@@ -163,10 +167,10 @@ export class AcceleratorStream implements IDisposable {
         if (done) {
           return;
         }
-        for (const event of parser.push(
-          decoder.decode(value, { stream: true })
-        )) {
-          if (event.type !== 'snapshot' && event.type !== 'update') {
+        parser.feed(decoder.decode(value, { stream: true }));
+        for (const event of events.splice(0)) {
+          const type = event.event;
+          if (type !== 'snapshot' && type !== 'update') {
             continue;
           }
           let data: IAcceleratorsUpdate;
@@ -175,13 +179,13 @@ export class AcceleratorStream implements IDisposable {
           } catch {
             continue;
           }
-          if (event.type === 'snapshot') {
+          if (type === 'snapshot') {
             onSnapshot();
           }
           if (this.isDisposed) {
             return;
           }
-          this._received.emit({ type: event.type, data });
+          this._received.emit({ type, data });
         }
       }
     } finally {
@@ -275,65 +279,5 @@ namespace Private {
       backoff.initialMs * backoff.factor ** failures
     );
     return Math.round(base * (0.8 + Math.random() * 0.4));
-  }
-
-  /** A server-sent event. */
-  export interface IServerEvent {
-    type: string;
-    data: string;
-  }
-
-  /**
-   * An incremental parser of the `text/event-stream` format (event, data and comment lines, events
-   * ended by a blank line, any of CRLF, LF or CR as line ends).
-   */
-  export class EventParser {
-    /** Feed text; returns the events it completes. */
-    push(text: string): IServerEvent[] {
-      this._buffer += text;
-      const events: IServerEvent[] = [];
-      for (;;) {
-        const match = /\r\n|\r|\n/.exec(this._buffer);
-        // A lone CR at the end may be the first half of CRLF: wait for more.
-        if (
-          !match ||
-          (match[0] === '\r' && match.index === this._buffer.length - 1)
-        ) {
-          break;
-        }
-        const line = this._buffer.slice(0, match.index);
-        this._buffer = this._buffer.slice(match.index + match[0].length);
-        if (line === '') {
-          if (this._data.length > 0) {
-            events.push({
-              type: this._type || 'message',
-              data: this._data.join('\n')
-            });
-          }
-          this._type = '';
-          this._data = [];
-          continue;
-        }
-        if (line.startsWith(':')) {
-          continue;
-        }
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) {
-          value = value.slice(1);
-        }
-        if (field === 'event') {
-          this._type = value;
-        } else if (field === 'data') {
-          this._data.push(value);
-        }
-      }
-      return events;
-    }
-
-    private _buffer = '';
-    private _type = '';
-    private _data: string[] = [];
   }
 }
