@@ -18,8 +18,9 @@ import type { EventBus } from '../events';
 import type { IGatewayContext } from './context';
 import { errorHandler, notFound } from './errors';
 import {
-  checkOrigin,
+  allowedOriginsCors,
   kernelStartQuota,
+  refuseForeignOrigins,
   refuseMalformedUrls
 } from './middleware';
 import { acceleratorsRouter } from './routes/accelerators';
@@ -62,7 +63,8 @@ export function createApp(services: IAppServices): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(refuseMalformedUrls());
-  app.use(checkOrigin(auth, allowOrigins));
+  app.use(refuseForeignOrigins(auth, allowOrigins));
+  app.use(allowedOriginsCors(allowOrigins));
   app.use(signInRouter(auth, failures));
   app.use(labAssetsRouter(services.lab.build));
   app.use(

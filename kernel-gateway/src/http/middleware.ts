@@ -1,7 +1,8 @@
 /**
- * Middleware every request passes before the routes: URLs that name nothing, origins, CORS, and the
- * kernel quota at the door of the routes that may start a kernel.
+ * Middleware every request passes before the routes: URLs that name nothing, origins, CORS (the
+ * `cors` package), and the kernel quota at the door of the routes that may start a kernel.
  */
+import cors from 'cors';
 import type { RequestHandler } from 'express';
 import {
   OWNER,
@@ -27,15 +28,14 @@ export function refuseMalformedUrls(): RequestHandler {
 }
 
 /**
- * Refuse (403) a browser request from an origin that may not use the gateway, and answer the origins
- * of `--allow-origin` with CORS headers (and their preflights with 204).
+ * Refuse (403) a browser request from an origin that may not use the gateway: another site's, unless
+ * `--allow-origin` names it (or is `*` and the request carries the token rather than the cookie).
  */
-export function checkOrigin(
+export function refuseForeignOrigins(
   auth: TokenAuth,
   allowOrigins: readonly string[]
 ): RequestHandler {
   return (request, response, next) => {
-    const origin = request.headers.origin;
     const refusal = originRefusal(
       request,
       allowOrigins,
@@ -45,24 +45,26 @@ export function checkOrigin(
       response.status(403).json(errorBody(403, refusal));
       return;
     }
-    if (origin && allowOrigins.length > 0) {
-      response.setHeader('Access-Control-Allow-Origin', origin);
-      response.setHeader('Vary', 'Origin');
-      response.setHeader(
-        'Access-Control-Allow-Headers',
-        'Authorization, Content-Type, X-XSRFToken'
-      );
-      response.setHeader(
-        'Access-Control-Allow-Methods',
-        'GET, POST, PATCH, PUT, DELETE, OPTIONS'
-      );
-      if (request.method === 'OPTIONS') {
-        response.status(204).end();
-        return;
-      }
-    }
     next();
   };
+}
+
+/**
+ * CORS for the origins `--allow-origin` admits (the others were refused before): the request's
+ * origin is reflected, and a preflight is answered with 204 and the methods and headers that
+ * JupyterLab's requests use. Without `--allow-origin`, no CORS headers at all.
+ */
+export function allowedOriginsCors(
+  allowOrigins: readonly string[]
+): RequestHandler {
+  if (allowOrigins.length === 0) {
+    return (_request, _response, next) => next();
+  }
+  return cors({
+    origin: (origin, callback) => callback(null, Boolean(origin)),
+    methods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-XSRFToken']
+  });
 }
 
 /**
