@@ -5,12 +5,12 @@ import { PlacementConflictError, UnsatisfiableRequestError } from './errors';
 import { Explanations } from './explain';
 import { Placements } from './placements';
 import { DevicePools } from './pools';
+import { RequestQueue } from './queue';
 import { normalizeAcceleratorRequest } from './request';
-import { capacity, matches, minBytesOf, signatureOf } from './state';
+import { Reservations } from './reservations';
+import { minBytesOf } from './state';
 import type {
   IQueueEntry,
-  IRequestClass,
-  IWorkerPool,
   IWorkerState,
   Policy as SchedulingPolicy
 } from './state';
@@ -71,6 +71,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       this.maxKernelsPerDevice
     );
     this._explanations = new Explanations(this._devices.pools, this._cpu);
+    this._reservations = new Reservations(this._devices, this.maxBypasses);
   }
 
   /** How a worker is chosen for a request. */
@@ -215,42 +216,19 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       throw new Error(`kernel ${kernelId} already waits in the queue`);
     }
     const normalized = this.check(request);
-    const signature = signatureOf(normalized);
-    const seq = ++this._seq;
+    const seq = this._queue.nextSeq();
     // Requests of the same shape already waiting do not fit, so this one would not either.
-    if (!this._classes.has(signature)) {
-      const placement = this._placeNew(kernelId, normalized, seq);
+    if (!this._queue.waits(normalized)) {
+      const placement = this._place(kernelId, normalized, seq);
       if (placement) {
-        this._retarget();
+        this._reservations.retarget();
         this._announce([]);
         return { state: 'assigned', placement };
       }
     }
-    let cls = this._classes.get(signature);
-    if (!cls) {
-      cls = {
-        signature,
-        request: normalized,
-        minBytes: minBytesOf(normalized),
-        entries: new Map()
-      };
-      this._classes.set(signature, cls);
-    }
-    const entry: IQueueEntry = {
-      kernelId,
-      request: normalized,
-      seq,
-      since: new Date(),
-      bypasses: 0,
-      reserving: false,
-      target: undefined,
-      cls
-    };
-    cls.entries.set(kernelId, entry);
-    this._queue.set(kernelId, entry);
-    this._queuedPeak = Math.max(this._queuedPeak, this._queue.size);
+    const position = this._queue.add(kernelId, normalized, seq);
     this._announce([]);
-    return { state: 'queued', position: this._queue.size };
+    return { state: 'queued', position };
   }
 
   /**
@@ -303,23 +281,13 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
 
   /** A queued kernel's 1-based position, or undefined when it is not queued. */
   positionOf(kernelId: string): number | undefined {
-    if (!this._queue.has(kernelId)) {
-      return undefined;
-    }
-    let position = 0;
-    for (const id of this._queue.keys()) {
-      position++;
-      if (id === kernelId) {
-        break;
-      }
-    }
-    return position;
+    return this._queue.positionOf(kernelId);
   }
 
   /** The waiting requests, position 1 first: the order in which they are considered. */
   queue(): Scheduler.IQueuedRequest[] {
     let position = 0;
-    return [...this._queue.values()].map(entry => ({
+    return [...this._queue.entries()].map(entry => ({
       kernelId: entry.kernelId,
       request: { ...entry.request },
       position: ++position,
@@ -360,42 +328,52 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
 
   /** The largest the queue has been. */
   get queuedPeak(): number {
-    return this._queuedPeak;
+    return this._queue.peak;
   }
 
-  /** Place a request that is not queued, if it fits now. */
-  private _placeNew(
+  /**
+   * Place a request if it fits now.
+   *
+   * @param entry - the request's place in the queue, if it waits: left when it fits.
+   */
+  private _place(
     kernelId: string,
     request: IAcceleratorRequest,
-    seq: number
+    seq: number,
+    entry?: IQueueEntry
   ): IPlacement | undefined {
     if (request.kind === 'cpu') {
       const worker = this._cpu.pick(this.policy);
-      return worker ? this._placements.placeCpu(kernelId, worker) : undefined;
+      if (!worker) {
+        return undefined;
+      }
+      if (entry) {
+        this._dequeue(entry);
+      }
+      return this._placements.placeCpu(kernelId, worker);
     }
-    const minBytes = minBytesOf(request);
-    const pool = this._devices.choose(request, minBytes, seq);
-    if (!pool) {
+    const minBytes = entry?.cls.minBytes ?? minBytesOf(request);
+    const wp = this._devices.choose(request, minBytes, seq);
+    if (!wp) {
       return undefined;
+    }
+    if (entry) {
+      this._dequeue(entry);
     }
     const placement = this._placements.placeDevices(
       kernelId,
-      pool,
+      wp,
       request.count,
       minBytes
     );
-    this._noteBypass(pool, seq);
+    this._reservations.noteBypass(wp, seq, this._queue.classes());
     return placement;
   }
 
   private _dequeue(entry: IQueueEntry): void {
-    this._queue.delete(entry.kernelId);
-    entry.cls.entries.delete(entry.kernelId);
-    if (entry.cls.entries.size === 0) {
-      this._classes.delete(entry.cls.signature);
-    }
+    this._queue.remove(entry);
     if (entry.reserving) {
-      this._stopReserving(entry);
+      this._reservations.stop(entry);
     }
   }
 
@@ -413,16 +391,15 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       this._queue.size > 0 &&
       (this._devices.dirty.size > 0 || this._dirtyCpu)
     ) {
-      const heads: IQueueEntry[] = [];
-      for (const cls of this._classes.values()) {
-        if (this._isDirty(cls)) {
-          heads.push(cls.entries.values().next().value!);
-        }
-      }
-      heads.sort((a, b) => a.seq - b.seq);
+      const heads = this._queue.heads(this._devices.dirty, this._dirtyCpu);
       let placedOne = false;
       for (const entry of heads) {
-        const placement = this._placeQueued(entry);
+        const placement = this._place(
+          entry.kernelId,
+          entry.request,
+          entry.seq,
+          entry
+        );
         if (placement) {
           assigned.push({ kernelId: entry.kernelId, placement });
           placedOne = true;
@@ -435,134 +412,19 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
     this._devices.dirty.clear();
     this._dirtyCpu = false;
-    this._retarget();
+    this._reservations.retarget();
     return assigned;
-  }
-
-  private _isDirty(cls: IRequestClass): boolean {
-    if (cls.request.kind === 'cpu') {
-      return this._dirtyCpu;
-    }
-    for (const pool of this._devices.dirty) {
-      if (matches(cls.request, pool)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private _placeQueued(entry: IQueueEntry): IPlacement | undefined {
-    const request = entry.request;
-    if (request.kind === 'cpu') {
-      const worker = this._cpu.pick(this.policy);
-      if (!worker) {
-        return undefined;
-      }
-      this._dequeue(entry);
-      return this._placements.placeCpu(entry.kernelId, worker);
-    }
-    const pool = this._devices.choose(request, entry.cls.minBytes, entry.seq);
-    if (!pool) {
-      return undefined;
-    }
-    this._dequeue(entry);
-    const placement = this._placements.placeDevices(
-      entry.kernelId,
-      pool,
-      request.count,
-      entry.cls.minBytes
-    );
-    this._noteBypass(pool, entry.seq);
-    return placement;
-  }
-
-  /**
-   * Count one overtaking for the oldest waiting request of each shape that is older than the one
-   * just placed on `wp` and could have used that worker pool.
-   */
-  private _noteBypass(wp: IWorkerPool, seq: number): void {
-    if (this._queue.size === 0 || this.maxBypasses === Infinity) {
-      return;
-    }
-    for (const cls of this._classes.values()) {
-      const head = cls.entries.values().next().value!;
-      if (
-        head.seq > seq ||
-        head.reserving ||
-        !matches(cls.request, wp.pool) ||
-        capacity(wp, cls.minBytes) < cls.request.count
-      ) {
-        continue;
-      }
-      head.bypasses++;
-      if (head.bypasses >= this.maxBypasses) {
-        head.reserving = true;
-        this._reservers.add(head);
-        this._needsRetarget = true;
-      }
-    }
-  }
-
-  private _stopReserving(entry: IQueueEntry): void {
-    entry.reserving = false;
-    this._reservers.delete(entry);
-    const target = entry.target;
-    if (target) {
-      target.reservedBy = undefined;
-      entry.target = undefined;
-      this._devices.dirty.add(target.pool);
-      this._needsRetarget = true;
-    }
-  }
-
-  /** Give each reserving request without a reservation the free-est worker pool that could hold it. */
-  private _retarget(): void {
-    if (!this._needsRetarget) {
-      return;
-    }
-    this._needsRetarget = false;
-    for (const entry of this._reservers) {
-      if (entry.target) {
-        continue;
-      }
-      let best: IWorkerPool | undefined;
-      for (const pool of this._devices.pools.values()) {
-        if (!matches(entry.request, pool)) {
-          continue;
-        }
-        for (const wp of pool.members) {
-          if (
-            wp.reservedBy === undefined &&
-            (!best || wp.free > best.free) &&
-            capacity(wp, entry.cls.minBytes) >= entry.request.count
-          ) {
-            best = wp;
-          }
-        }
-      }
-      if (best) {
-        best.reservedBy = entry;
-        entry.target = best;
-      }
-    }
   }
 
   /** Take a worker's devices out of every index, and drop reservations of them. */
   private _detach(worker: IWorkerState): void {
-    for (const wp of worker.pools.values()) {
-      if (wp.reservedBy) {
-        wp.reservedBy.target = undefined;
-        wp.reservedBy = undefined;
-        this._needsRetarget = true;
-      }
-    }
+    this._reservations.dropWorker(worker);
     this._devices.detach(worker);
   }
 
   private _inventoryChanged(): void {
     this._explanations.clear();
-    this._needsRetarget = true;
-    this._retarget();
+    this._reservations.workersChanged();
   }
 
   private _announce(assigned: Scheduler.IAssignment[]): void {
@@ -574,16 +436,12 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
 
   private _workers = new Map<string, IWorkerState>();
   private _cpu = new CpuIndex();
-  private _queue = new Map<string, IQueueEntry>();
-  private _classes = new Map<string, IRequestClass>();
-  private _reservers = new Set<IQueueEntry>();
+  private _queue = new RequestQueue();
   private readonly _devices: DevicePools;
   private readonly _placements: Placements;
   private readonly _explanations: Explanations;
+  private readonly _reservations: Reservations;
   private _dirtyCpu = false;
-  private _needsRetarget = false;
-  private _seq = 0;
-  private _queuedPeak = 0;
 }
 
 /** The types of {@link Scheduler}. */
