@@ -56,8 +56,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         'grpc.max_reconnect_backoff_ms': 2000
       }
     ) as unknown as WorkerGatewayClient;
-    this._worker.on('message', (id, channel, parts) =>
-      this._relay(id, channel, parts)
+    this._worker.on('message', (id, channel, parts, header) =>
+      this._relay(id, channel, parts, header.msg_type)
     );
     this._worker.on('samples', samples => this.sendSamples(samples));
     this._worker.on('lifecycle', (kernelId, event) => {
@@ -318,7 +318,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
   private _relay(
     kernelId: string,
     channel: Channel,
-    parts: MessageParts
+    parts: MessageParts,
+    msgType: string
   ): void {
     let stream = this._streams.get(kernelId);
     if (!stream) {
@@ -327,7 +328,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     }
     const frame: KernelFrame = { channel, parts };
     if (stream.call) {
-      this._write(stream, stream.call, frame);
+      this._write(stream, stream.call, frame, msgType);
       return;
     }
     const bytes = partsByteLength(parts);
@@ -353,7 +354,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
   private _write(
     stream: Private.IKernelStream,
     call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output>,
-    frame: KernelFrame
+    frame: KernelFrame,
+    msgType: string
   ): void {
     const waiting = call.writableLength;
     if (stream.skipped && waiting <= MAX_STREAM_WAITING_BYTES / 2) {
@@ -367,7 +369,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     if (
       (waiting > MAX_STREAM_WAITING_BYTES || stream.skipped) &&
       frame.channel === 'iopub' &&
-      isSkippableOutput(frame.parts as Buffer[])
+      isSkippableOutput(msgType)
     ) {
       stream.skipped ??= { count: 0, bytes: 0, parent: Buffer.from('{}') };
       stream.skipped.count++;

@@ -133,11 +133,11 @@ export class Worker
       executionState: 'starting',
       sandbox
     };
-    kernel.on('message', (channel, parts) => {
-      if (channel === 'iopub') {
+    kernel.on('message', (channel, parts, header) => {
+      if (channel === 'iopub' && header.msg_type === 'status') {
         Private.trackState(entry, parts);
       }
-      this.emit('message', kernel.id, channel, parts);
+      this.emit('message', kernel.id, channel, parts, header);
     });
     kernel.on('died', reason => void this._autoRestart(kernel, reason));
     this._kernels.set(kernel.id, entry);
@@ -331,22 +331,17 @@ namespace Private {
     sandbox?: KernelUser.ISandbox;
   }
 
-  /** Follow the kernel's execution state from its iopub status messages. */
+  /** Follow the kernel's execution state from one of its iopub status messages. */
   export function trackState(entry: IEntry, parts: Buffer[]): void {
     try {
-      const header = JSON.parse(parts[0].toString('utf8')) as {
-        msg_type?: string;
-      };
-      if (header.msg_type === 'status') {
-        const state = (
-          JSON.parse(parts[3].toString('utf8')) as { execution_state?: unknown }
-        ).execution_state;
-        if (typeof state === 'string') {
-          entry.executionState = state;
-        }
+      const state = (
+        JSON.parse(parts[3].toString('utf8')) as { execution_state?: unknown }
+      ).execution_state;
+      if (typeof state === 'string') {
+        entry.executionState = state;
       }
     } catch {
-      // Not ours to judge: the gateway logs unreadable messages.
+      // Unreadable content: the state stays as it was.
     }
   }
 }

@@ -38,15 +38,18 @@ export class FramingError extends Error {
 }
 
 /**
- * A message from a kernel on its way to clients. Its header is parsed at most once and each framing is
- * encoded at most once, however many clients receive it.
+ * A message from a kernel on its way to clients. Each framing is encoded at most once, however many
+ * clients receive it. A kernel's message comes with the header its worker connection decoded, so it is
+ * never parsed here; only a message Ferry makes without one has its header parsed, at most once.
  */
 export class OutboundMessage {
   constructor(
     readonly channel: Channel,
-    readonly parts: MessageParts
+    readonly parts: MessageParts,
+    header?: IMessageHeader
   ) {
     this.byteLength = partsByteLength(parts);
+    this._header = header;
   }
 
   /** The total size of the parts. */

@@ -6,6 +6,7 @@ import {
   isSkippableOutput,
   skippedOutputNotice,
   type Channel,
+  type IMessageHeader,
   type MessageParts
 } from '../protocol/wire';
 import {
@@ -109,19 +110,12 @@ export class KernelChannels {
     );
   }
 
-  /** Relay a message from the kernel to the clients it is meant for. */
-  deliver(channel: Channel, parts: MessageParts): void {
-    const message = new OutboundMessage(channel, parts);
-    let header;
-    try {
-      header = message.header;
-    } catch {
-      this._log.warn(
-        { channel },
-        'kernel message with an unreadable header dropped'
-      );
-      return;
-    }
+  /**
+   * Relay a message from the kernel to the clients it is meant for; `header` is its header, decoded
+   * once by the worker connection it came from.
+   */
+  deliver(channel: Channel, parts: MessageParts, header: IMessageHeader): void {
+    const message = new OutboundMessage(channel, parts, header);
     this._options.onActivity?.(message);
     if (channel === 'iopub') {
       const verdict = this._limiter.check(header.msg_type, message.byteLength);
@@ -156,12 +150,12 @@ export class KernelChannels {
 
   /** Tell every client the kernel's execution state changed (restarting, dead, ...). */
   broadcastStatus(executionState: string): void {
-    const { parts } = createMessage(
+    const { header, parts } = createMessage(
       'status',
       { execution_state: executionState },
       GATEWAY_SESSION
     );
-    this._broadcast(new OutboundMessage('iopub', parts));
+    this._broadcast(new OutboundMessage('iopub', parts, header));
   }
 
   /** Close every client websocket (the kernel is gone). */
@@ -236,12 +230,12 @@ export class KernelChannels {
   }
 
   private _notice(client: Private.IClient, text: string): void {
-    const { parts } = createMessage(
+    const { header, parts } = createMessage(
       'stream',
       { name: 'stderr', text },
       GATEWAY_SESSION
     );
-    this._send(client, new OutboundMessage('iopub', parts));
+    this._send(client, new OutboundMessage('iopub', parts, header));
   }
 
   /**
@@ -310,7 +304,10 @@ export class KernelChannels {
       this._disconnect(client);
       return false;
     }
-    if (message.channel !== 'iopub' || !isSkippableOutput(message.parts)) {
+    if (
+      message.channel !== 'iopub' ||
+      !isSkippableOutput(message.header.msg_type)
+    ) {
       return true;
     }
     if (!client.behind) {

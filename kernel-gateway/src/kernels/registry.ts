@@ -183,8 +183,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         offer => options.provisioners?.[offerEngine(offer)] !== undefined
       )
     });
-    this._pool.on('message', (id, channel, parts) =>
-      this._kernels.get(id)?.channels.deliver(channel, parts)
+    this._pool.on('message', (id, channel, parts, header) =>
+      this._kernels.get(id)?.channels.deliver(channel, parts, header)
     );
     this._pool.on('lifecycle', (id, event) => this._onLifecycle(id, event));
     this._pool.on('workerChanged', (worker, kernels) =>

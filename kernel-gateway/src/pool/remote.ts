@@ -1,7 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { Channel, MessageParts } from '../protocol/wire';
+import {
+  decodeHeader,
+  type Channel,
+  type MessageParts
+} from '../protocol/wire';
 import type { IDevice } from '../protocol/devices';
 import {
   deviceFromProto,
@@ -99,12 +103,7 @@ export class RemoteWorkerConnection
     this._streams.get(kernelId)?.end();
     this._streams.set(kernelId, call);
     call.on('data', (frame: KernelFrame__Output) =>
-      this.emit(
-        'message',
-        kernelId,
-        frame.channel as Channel,
-        frame.parts as Buffer[]
-      )
+      this._receive(kernelId, frame)
     );
     const onEnd = () => {
       if (this._streams.get(kernelId) === call) {
@@ -201,6 +200,20 @@ export class RemoteWorkerConnection
     }
     this._control?.end();
     this._detach();
+  }
+
+  /** A kernel's message: its header is decoded once, here, for everything on the gateway's side. */
+  private _receive(kernelId: string, frame: KernelFrame__Output): void {
+    const parts = frame.parts as Buffer[];
+    const header = decodeHeader(parts);
+    if (!header) {
+      this._log.warn(
+        { kernel: kernelId, channel: frame.channel },
+        'kernel message with an unreadable header dropped'
+      );
+      return;
+    }
+    this.emit('message', kernelId, frame.channel as Channel, parts, header);
   }
 
   private _update(register: Register__Output): void {

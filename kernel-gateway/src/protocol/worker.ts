@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { Channel, MessageParts } from './wire';
+import type { Channel, IMessageHeader, MessageParts } from './wire';
 import type { IDevice, IDeviceSample } from './devices';
 
 /** A kernelspec as the REST API shows it (jupyter_server's kernelspec model, minus resource URLs). */
@@ -50,8 +50,16 @@ export type KernelLifecycleEvent =
 
 /** Events every worker connection emits. */
 export interface IWorkerEvents {
-  /** A verified message from a kernel. */
-  message: [kernelId: string, channel: Channel, parts: MessageParts];
+  /**
+   * A verified message from a kernel, with its header decoded once on its way from ZeroMQ (a remote
+   * worker's messages are decoded once on the gateway's side): whoever relays it further reuses it.
+   */
+  message: [
+    kernelId: string,
+    channel: Channel,
+    parts: MessageParts,
+    header: IMessageHeader
+  ];
   /** A kernel died, is being restarted automatically, came back or is gone for good. */
   lifecycle: [kernelId: string, event: KernelLifecycleEvent];
   /** One batch of device telemetry (every second). */

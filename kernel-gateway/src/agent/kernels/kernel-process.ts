@@ -7,11 +7,13 @@ import * as zmq from 'zeromq';
 import {
   createMessage,
   decodeFrames,
+  decodeHeader,
   encodeFrames,
   MessageSigner,
   partsByteLength,
   WireError,
   type Channel,
+  type IMessageHeader,
   type MessageParts
 } from '../../protocol/wire';
 import {
@@ -337,7 +339,15 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         return;
       }
     }
-    this.emit('message', channel, parts);
+    const header = decodeHeader(parts);
+    if (!header) {
+      this._log.warn(
+        { channel },
+        'kernel message with an unreadable header dropped'
+      );
+      return;
+    }
+    this.emit('message', channel, parts, header);
   }
 
   /**
@@ -566,8 +576,8 @@ export namespace KernelProcess {
   }
 
   export interface IEvents {
-    /** A verified message from the kernel, as parts. */
-    message: [channel: Channel, parts: MessageParts];
+    /** A verified message from the kernel, as parts, with its header decoded (once, here). */
+    message: [channel: Channel, parts: MessageParts, header: IMessageHeader];
     /** The process ended without being asked to. */
     died: [reason: string];
   }

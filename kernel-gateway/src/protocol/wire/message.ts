@@ -128,6 +128,29 @@ export function decodeFrames(
   return { identities, parts };
 }
 
+/**
+ * The header of a message from a kernel (its first part), decoded once on the way to clients and handed
+ * along with the parts; undefined when it is not a JSON object with a string `msg_id` and `msg_type`,
+ * which no client could read (the same check a client's header gets).
+ */
+export function decodeHeader(parts: MessageParts): IMessageHeader | undefined {
+  let header: unknown;
+  try {
+    header = JSON.parse(parts[0].toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (
+    !header ||
+    typeof header !== 'object' ||
+    typeof (header as IMessageHeader).msg_id !== 'string' ||
+    typeof (header as IMessageHeader).msg_type !== 'string'
+  ) {
+    return undefined;
+  }
+  return header as IMessageHeader;
+}
+
 /** A fresh header for a message Ferry itself originates. */
 export function createHeader(
   msgType: string,

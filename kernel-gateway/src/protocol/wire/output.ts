@@ -10,16 +10,9 @@ const SKIPPABLE_OUTPUT = new Set([
   'update_display_data'
 ]);
 
-/** Whether a kernel's iopub message is output that a reader too far behind may miss. */
-export function isSkippableOutput(parts: MessageParts): boolean {
-  try {
-    const header = JSON.parse(parts[0].toString('utf8')) as {
-      msg_type?: unknown;
-    };
-    return SKIPPABLE_OUTPUT.has(String(header.msg_type));
-  } catch {
-    return false;
-  }
+/** Whether a kernel's iopub message of type `msgType` is output that a reader too far behind may miss. */
+export function isSkippableOutput(msgType: string): boolean {
+  return SKIPPABLE_OUTPUT.has(msgType);
 }
 
 /**
