@@ -1,9 +1,12 @@
 /**
- * The Slurm engine: a `ferry worker` per kernel as a Slurm job, through the CLI (sbatch, squeue,
- * scancel) or slurmrestd, and the check that the job's user can reach the worker command.
+ * The Slurm engine: a `ferry worker` per kernel as a Slurm job, submitted through a Slurm client (the
+ * command-line tools or slurmrestd, one interface), and the check that the job's user can reach the
+ * worker command.
  *
  * @packageDocumentation
  */
 export * from './access';
+export * from './cli-client';
+export * from './client';
 export * from './engine';
-export * from './rest';
+export * from './rest-client';

@@ -1,8 +1,12 @@
+/**
+ * Slurm through slurmrestd, Slurm's REST API: submit, follow and cancel jobs over HTTP or a unix
+ * socket, signed in with a JWT.
+ */
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as os from 'node:os';
-import type { ISlurmClient, ISlurmJobInfo, ISlurmSubmission } from './engine';
+import type { ISlurmClient, ISlurmJobInfo, ISlurmSubmission } from './client';
 
 /**
  * Talks to `slurmrestd` instead of running the Slurm commands: `POST .../job/submit`,
