@@ -1,3 +1,8 @@
+/**
+ * Accelerator requests as users write them: the environment form (`KERNEL_ACCELERATOR=gpu:H100:1`)
+ * and the REST form (`{"kind": "gpu", "model": "H100", "count": 1}`), parsed, checked and written
+ * back, and what a kernel start asks for (an engine's offer or devices).
+ */
 import type { IAcceleratorRequest } from './types';
 
 /** Raised for an accelerator request that is malformed; the message says what to write instead. */
@@ -183,22 +188,6 @@ export function normalizeAcceleratorRequest(
 }
 
 /**
- * The name of the profiles' offer a request asks for, or undefined for a request of devices.
- *
- * @param value - the REST form `{"offer": "slurm-gpu"}` or the environment form `offer:slurm-gpu`.
- */
-export function acceleratorOfferName(value: unknown): string | undefined {
-  if (typeof value === 'string') {
-    const match = /^\s*offer:(.+)$/.exec(value);
-    return match ? match[1].trim() : undefined;
-  }
-  if (typeof value === 'object' && value !== null && 'offer' in value) {
-    return String((value as { offer: unknown }).offer);
-  }
-  return undefined;
-}
-
-/**
  * What a kernel start asks for: an engine's offer by name, or devices. The REST form (`requested`)
  * wins; jupyter_server clients can only ask through `KERNEL_ACCELERATOR` in the kernel's environment
  * (`fromEnvironment` then says so: jupyter_server 1.23 sends its own `KERNEL_*` variables with every
@@ -222,7 +211,7 @@ export function requestedAccelerator(
   if (source === undefined) {
     return {};
   }
-  const offer = acceleratorOfferName(source);
+  const offer = Private.offerName(source);
   return {
     ...(offer !== undefined
       ? { offer }
@@ -267,6 +256,22 @@ export function formatAcceleratorSpec(request: IAcceleratorRequest): string {
 
 /** Module-private helpers. */
 namespace Private {
+  /**
+   * The name of the profiles' offer a request asks for, or undefined for a request of devices.
+   *
+   * @param value - the REST form `{"offer": "slurm-gpu"}` or the environment form `offer:slurm-gpu`.
+   */
+  export function offerName(value: unknown): string | undefined {
+    if (typeof value === 'string') {
+      const match = /^\s*offer:(.+)$/.exec(value);
+      return match ? match[1].trim() : undefined;
+    }
+    if (typeof value === 'object' && value !== null && 'offer' in value) {
+      return String((value as { offer: unknown }).offer);
+    }
+    return undefined;
+  }
+
   export const EXAMPLES = 'cpu, gpu, gpu:2, gpu:H100:1 or tpu:v5e:4';
 
   export const FIELDS = ['kind', 'model', 'count', 'memoryGiB', 'profile'];

@@ -1,3 +1,10 @@
+/**
+ * The scheduler's one public class: it takes requests, workers and releases, and coordinates its
+ * parts, each in its own file: `pools.ts` (devices by pool and free count), `placements.ts` (who
+ * holds what), `queue.ts` (waiting requests by shape), `reservations.ts` (the queue's aging bound),
+ * `cpu-index.ts` (workers for CPU kernels) and `explain.ts` (why a request can never be placed),
+ * over the records in `state.ts`. Its types and API docs make it a little over 500 lines.
+ */
 import { EventEmitter } from 'node:events';
 import type { DeviceKind } from '../protocol/devices';
 import { CpuIndex } from './cpu-index';
