@@ -10,7 +10,6 @@ import {
   type IPlacement,
   type Scheduler
 } from '../scheduler';
-import type { Channel, MessageParts } from '../protocol/wire';
 import {
   isJobWorkerId,
   offerEngine,
@@ -31,6 +30,9 @@ import {
   sameAcceleratorTarget,
   type IAcceleratorKernelspec
 } from './accelerator-kernelspecs';
+import { ManagedKernel } from './kernel';
+
+export { ManagedKernel };
 
 /** The engine job a provisioned kernel runs in, as the kernel model shows it. */
 export interface IJobStatus {
@@ -116,51 +118,6 @@ export interface ICullingOptions {
   cullConnected: boolean;
   /** Cull kernels that are busy. */
   cullBusy: boolean;
-}
-
-/** Client messages kept for a kernel that waits in the queue or is starting. */
-const MAX_BACKLOG = 1000;
-
-/** A kernel the gateway manages, wherever it runs. */
-export class ManagedKernel {
-  constructor(
-    readonly id: string,
-    /**
-     * The kernelspec name clients know it by: `specName`, or an accelerator kernelspec of it
-     * (`python3.gpu-h100-x1`), which a move to other devices renames.
-     */
-    public name: string,
-    /** What it asks for; a move to other devices changes it. */
-    public accelerator: IAcceleratorRequest,
-    readonly channels: KernelChannels,
-    /** The real kernelspec its worker launches. */
-    readonly specName: string = name
-  ) {}
-
-  lastActivity = new Date();
-  executionState = 'starting';
-  reason: string | undefined;
-  /** Set while its worker is unreachable: the state it had before. */
-  unreachable: { executionState: string } | undefined;
-  /** When it joined the queue, if it had to wait. */
-  queuedSince: Date | undefined;
-  /** Where it runs, once placed. */
-  placement: IPlacement | undefined;
-  /** Whether its process runs (client messages go straight to it). */
-  running = false;
-  /** What it was started with, to launch it once placed. */
-  launch: { env: Record<string, string>; cwd?: string } = { env: {} };
-  /** Client messages that arrived before it ran. */
-  backlog: { channel: Exclude<Channel, 'iopub'>; parts: MessageParts }[] = [];
-  /** The offer it asked for and the engine job its worker runs in, when an engine provisioned it. */
-  provisioned: { offer: IAcceleratorOffer; job: IProvisionedJob } | undefined;
-
-  /** Settles when the current start or restart is over. */
-  ready: Promise<void> = Promise.resolve();
-
-  touch(): void {
-    this.lastActivity = new Date();
-  }
 }
 
 /**
@@ -328,13 +285,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     const id = randomUUID();
     if (target.offer !== undefined) {
       const { offer, provisioner } = this._offerNamed(target.offer);
-      const kernel = this._create(
-        id,
-        name,
-        Private.offerRequest(offer),
-        specName
-      );
-      kernel.launch = { env, cwd: request.cwd };
+      const kernel = this._create(id, name, Private.offerRequest(offer), {
+        specName,
+        launch: { env, cwd: request.cwd }
+      });
       try {
         await this._provision(kernel, offer, provisioner);
       } catch (error) {
@@ -344,8 +298,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       return kernel;
     }
     const accelerator = target.accelerator ?? { kind: 'cpu', count: 0 };
-    const kernel = this._create(id, name, accelerator, specName);
-    kernel.launch = { env, cwd: request.cwd };
+    const kernel = this._create(id, name, accelerator, {
+      specName,
+      launch: { env, cwd: request.cwd }
+    });
     let result;
     try {
       result = this._scheduler.request(id, accelerator);
@@ -354,7 +310,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       throw error;
     }
     if (result.state === 'queued') {
-      kernel.queuedSince = new Date();
+      kernel.queued();
       this._log.info(
         { kernel: id, position: result.position },
         'kernel queued for its devices'
@@ -447,7 +403,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       id: kernel.id,
       name: kernel.name,
       last_activity: kernel.lastActivity.toISOString(),
-      execution_state: kernel.executionState,
+      // The states a kernel reports (starting, idle, busy) and the gateway's own.
+      execution_state: kernel.executionState as IKernelModel['execution_state'],
       connections: kernel.channels.connections
     };
     if (kernel.reason !== undefined) {
@@ -482,19 +439,17 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     if (!kernel.running) {
       return kernel;
     }
-    kernel.executionState = 'restarting';
+    const worker = this._workerOf(kernel);
     // No 'restarting' status to clients: as in jupyter_server, that is only for automatic restarts.
     // JupyterLab takes it for a crash ('autorestarting': "The kernel appears to have died") and
     // reconnects twice; after a restart it asked for, it reconnects on its own.
-    kernel.ready = this._workerOf(kernel).restartKernel(id);
     try {
-      await kernel.ready;
+      await kernel.restarting(worker.restartKernel(id));
     } catch (error) {
       this._markDead(kernel, `restart failed: ${(error as Error).message}`);
       throw error;
     }
-    kernel.executionState = 'idle';
-    kernel.touch();
+    kernel.restarted();
     return kernel;
   }
 
@@ -516,7 +471,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         );
       }
     }
-    kernel.running = false;
+    kernel.shutDown();
     this._scheduler.release(id);
     if (kernel.provisioned) {
       this._forgotten.add(id);
@@ -585,9 +540,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     return kernels
       .map(k => k.kernelId)
       .filter(
-        id =>
-          this._forgotten.has(id) ||
-          this._kernels.get(id)?.executionState === 'dead'
+        id => this._forgotten.has(id) || this._kernels.get(id)?.isDead === true
       );
   }
 
@@ -627,21 +580,20 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     id: string,
     name: string,
     accelerator: IAcceleratorRequest,
-    specName = name
+    options: Pick<ManagedKernel.IOptions, 'specName' | 'launch'> = {}
   ): ManagedKernel {
-    const kernel: ManagedKernel = new ManagedKernel(
+    const kernel: ManagedKernel = new ManagedKernel({
+      ...options,
       id,
       name,
       accelerator,
-      new KernelChannels({
+      channels: new KernelChannels({
         kernelId: id,
         send: (channel, parts) => {
           kernel.touch();
-          if (kernel.running && kernel.placement) {
-            this._workerOf(kernel).sendToKernel(id, channel, parts);
-          } else if (kernel.backlog.length < MAX_BACKLOG) {
-            kernel.backlog.push({ channel, parts });
-          }
+          kernel.fromClient(channel, parts, (c, p) =>
+            this._workerOf(kernel).sendToKernel(id, c, p)
+          );
         },
         replayBytes: this._options.replayBytes,
         clientBufferBytes: this._options.clientBufferBytes,
@@ -655,14 +607,13 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
             message.header.msg_type === 'status'
           ) {
             const state = message.content.execution_state;
-            if (typeof state === 'string' && kernel.executionState !== 'dead') {
-              kernel.executionState = state;
+            if (typeof state === 'string') {
+              kernel.statusFromProcess(state);
             }
           }
         }
-      }),
-      specName
-    );
+      })
+    });
     this._kernels.set(id, kernel);
     return kernel;
   }
@@ -672,19 +623,29 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     kernel: ManagedKernel,
     placement: IPlacement
   ): Promise<void> {
-    kernel.placement = placement;
+    if (!kernel.place(placement)) {
+      // Placed after it died: nothing starts, and its devices go back.
+      this._scheduler.release(kernel.id);
+      return;
+    }
     const worker = this._workerOf(kernel);
-    kernel.ready = worker.startKernel({
-      kernelId: kernel.id,
-      kernelName: kernel.specName,
-      env: kernel.launch.env,
-      cwd: kernel.launch.cwd,
-      deviceIds: placement.deviceIds
-    });
-    await kernel.ready;
-    kernel.executionState = 'idle';
-    kernel.channels.broadcastStatus('idle');
-    this._resumeSending(kernel, worker);
+    await kernel.busyWith(
+      worker.startKernel({
+        kernelId: kernel.id,
+        kernelName: kernel.specName,
+        env: kernel.launch.env,
+        cwd: kernel.launch.cwd,
+        deviceIds: placement.deviceIds
+      })
+    );
+    if (
+      !kernel.started((channel, parts) =>
+        worker.sendToKernel(kernel.id, channel, parts)
+      )
+    ) {
+      // It died or moved on while its process started.
+      return;
+    }
     this._log.info(
       {
         kernel: kernel.id,
@@ -730,8 +691,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   ): Promise<void> {
     const id = kernel.id;
     const engine = offerEngine(offer);
-    kernel.accelerator = Private.offerRequest(offer);
-    kernel.queuedSince = new Date();
+    kernel.awaitingJob(Private.offerRequest(offer));
     let job: IProvisionedJob;
     try {
       job = await provisioner.provision(id, offer);
@@ -745,7 +705,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       await job.cancel();
       return;
     }
-    kernel.provisioned = { offer, job };
+    kernel.jobSubmitted({ offer, job });
     job.on('changed', () => this._onJobChanged(kernel, job));
     this._onJobChanged(kernel, job);
     this._log.info(
@@ -790,7 +750,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     // Whoever waits for this kernel (a shutdown, another restart) waits for the whole move.
     const previous = kernel.ready;
     let settle!: () => void;
-    kernel.ready = new Promise<void>(resolve => (settle = resolve));
+    void kernel.busyWith(new Promise<void>(resolve => (settle = resolve)));
     try {
       await previous.catch(() => undefined);
       if (this._kernels.get(kernel.id) !== kernel) {
@@ -798,14 +758,12 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       }
       this._checkMovable(kernel);
       const from = Private.describeTarget(kernel);
-      const state = kernel.executionState;
-      kernel.executionState = 'starting';
-      kernel.touch();
+      const before = kernel.beginMove();
       try {
         await this._leave(kernel);
       } catch (error) {
         // The old process still runs where it ran.
-        kernel.executionState = state;
+        kernel.stayed(before);
         throw new KernelStartError(
           `Kernel ${kernel.id} could not be stopped on its worker to move: ${(error as Error).message}`
         );
@@ -813,26 +771,26 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       // Its last words (the status of its shutdown) came before this. Not 'restarting': JupyterLab
       // takes that for a crash, says "the kernel appears to have died" and reconnects; 'starting'
       // is what a kernel waiting for its devices shows, and 'idle' follows once it runs.
-      kernel.executionState = 'starting';
-      kernel.channels.broadcastStatus('starting');
       const spec =
         'offer' in destination
           ? `offer:${destination.offer.name}`
           : formatAcceleratorSpec(destination.accelerator);
-      kernel.launch = {
-        ...kernel.launch,
-        env: Private.withAccelerator(kernel.launch.env, spec)
-      };
-      if (kernel.name !== kernel.specName) {
+      kernel.movingTo({
         // Its accelerator kernelspec's name would now say what it no longer runs on.
-        kernel.name =
-          this._acceleratorSpecs.nameFor(
-            kernel.specName,
-            'offer' in destination
-              ? { offer: destination.offer.name }
-              : { accelerator: destination.accelerator }
-          ) ?? kernel.specName;
-      }
+        name:
+          kernel.name === kernel.specName
+            ? kernel.name
+            : (this._acceleratorSpecs.nameFor(
+                kernel.specName,
+                'offer' in destination
+                  ? { offer: destination.offer.name }
+                  : { accelerator: destination.accelerator }
+              ) ?? kernel.specName),
+        env: Private.withAccelerator(kernel.launch.env, spec),
+        ...('offer' in destination
+          ? {}
+          : { accelerator: destination.accelerator })
+      });
       this._log.info(
         { kernel: kernel.id, from, to: spec },
         'moving kernel to other devices'
@@ -848,7 +806,6 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         });
         return kernel;
       }
-      kernel.accelerator = destination.accelerator;
       let result;
       try {
         result = this._scheduler.request(kernel.id, destination.accelerator);
@@ -860,7 +817,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         );
       }
       if (result.state === 'queued') {
-        kernel.queuedSince = new Date();
+        kernel.queued();
         this._log.info(
           { kernel: kernel.id, position: result.position },
           'moved kernel queued for its devices'
@@ -886,7 +843,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
    * told to stop would live on there, on devices the scheduler then hands to others.
    */
   private _checkMovable(kernel: ManagedKernel): void {
-    if (kernel.executionState === 'dead') {
+    if (kernel.isDead) {
       throw new KernelStateError(
         `kernel ${kernel.id} is dead (${kernel.reason ?? 'no reason given'}): start a new kernel instead`
       );
@@ -900,41 +857,36 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
   }
 
-  /** The kernel's process runs: client messages go straight to it, those held back first. */
-  private _resumeSending(
-    kernel: ManagedKernel,
-    worker: IWorkerConnection
-  ): void {
-    kernel.running = true;
-    const backlog = kernel.backlog;
-    kernel.backlog = [];
-    backlog.forEach(({ channel, parts }) =>
-      worker.sendToKernel(kernel.id, channel, parts)
-    );
-  }
-
-  /** Stop a kernel's process and let go of its devices and engine job; the kernel stays known. */
+  /**
+   * Stop a kernel's process and let go of its devices and engine job; the kernel stays known.
+   *
+   * @throws the worker's error when the process could not be stopped (it runs on), and
+   *   {@link KernelStateError} when the kernel died meanwhile.
+   */
   private async _leave(kernel: ManagedKernel): Promise<void> {
     const worker =
       kernel.placement && this._pool.get(kernel.placement.workerId);
     if (worker && kernel.running) {
       // From now on what clients send waits for the new process instead of reaching the one that
       // is being stopped (and dying with it).
-      kernel.running = false;
+      kernel.stopping();
       try {
         await worker.shutdownKernel(kernel.id);
       } catch (error) {
-        this._resumeSending(kernel, worker);
+        kernel.resume((channel, parts) =>
+          worker.sendToKernel(kernel.id, channel, parts)
+        );
         throw error;
       }
     }
-    kernel.running = false;
-    kernel.placement = undefined;
-    kernel.queuedSince = undefined;
-    this._scheduler.release(kernel.id);
     const provisioned = kernel.provisioned;
+    if (!kernel.left()) {
+      throw new KernelStateError(
+        `kernel ${kernel.id} died while it moved (${kernel.reason ?? 'no reason given'}): start a new kernel instead`
+      );
+    }
+    this._scheduler.release(kernel.id);
     if (provisioned) {
-      kernel.provisioned = undefined;
       await provisioned.job
         .cancel()
         .catch(error =>
@@ -987,7 +939,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       return;
     }
     // A job that completed after its kernel died says less than the kernel's own reason.
-    if (kernel.executionState === 'dead' && state.completed) {
+    if (kernel.isDead && state.completed) {
       return;
     }
     this._forgotten.add(kernel.id);
@@ -1086,12 +1038,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           { kernel: id, reason: event.reason },
           'kernel died; restarting'
         );
-        kernel.executionState = 'restarting';
-        kernel.channels.broadcastStatus('restarting');
+        kernel.autoRestarting();
         break;
       case 'restarted':
-        kernel.executionState = 'idle';
-        kernel.touch();
+        kernel.restarted();
         break;
       case 'dead':
         this._markDead(kernel, event.reason);
@@ -1122,7 +1072,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       // A job worker that outlived its kernel never takes another.
       dedicated: owner !== undefined || isJobWorkerId(worker.id)
     });
-    if (owner && !owner.placement && owner.executionState !== 'dead') {
+    if (owner?.phase === 'waiting') {
       this._runProvisioned(owner, worker);
     }
     for (const running of kernels) {
@@ -1158,9 +1108,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           'adopted kernel conflicts'
         );
       }
-      kernel.placement = placement;
-      kernel.running = true;
-      kernel.executionState = running.executionState || 'idle';
+      kernel.adopted(placement, running.executionState || 'idle');
       this._log.info(
         { kernel: kernel.id, worker: worker.id },
         'adopted a kernel the worker runs'
@@ -1178,17 +1126,11 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       `unless it comes back within ${this._pool.graceMs / 1000} s`;
     for (const kernel of this.list()) {
       if (
-        kernel.placement?.workerId !== worker.id ||
-        kernel.executionState === 'dead' ||
-        kernel.unreachable
+        kernel.placement?.workerId === worker.id &&
+        kernel.unreachableNow(reason)
       ) {
-        continue;
+        this._log.warn({ kernel: kernel.id, worker: worker.id }, reason);
       }
-      kernel.unreachable = { executionState: kernel.executionState };
-      kernel.executionState = 'unknown';
-      kernel.reason = reason;
-      kernel.channels.broadcastStatus('unknown');
-      this._log.warn({ kernel: kernel.id, worker: worker.id }, reason);
     }
   }
 
@@ -1202,11 +1144,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         continue;
       }
       const running = kernels.find(k => k.kernelId === kernel.id);
-      kernel.executionState =
-        running?.executionState || kernel.unreachable.executionState;
-      kernel.unreachable = undefined;
-      kernel.reason = undefined;
-      kernel.channels.broadcastStatus(kernel.executionState);
+      kernel.reachableAgain(running?.executionState);
     }
   }
 
@@ -1216,9 +1154,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     for (const kernel of this.list()) {
       if (kernel.placement?.workerId === worker.id) {
         this._forgotten.add(kernel.id);
-        kernel.running = false;
-        kernel.unreachable = undefined;
-        if (kernel.executionState !== 'dead') {
+        if (!kernel.isDead) {
           this._markDead(kernel, reason);
         }
       }
@@ -1226,11 +1162,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
   private _markDead(kernel: ManagedKernel, reason: string): void {
+    if (!kernel.die(reason)) {
+      return;
+    }
     this._log.error({ kernel: kernel.id, reason }, 'kernel is dead');
-    kernel.executionState = 'dead';
-    kernel.reason = reason;
-    kernel.running = false;
-    kernel.channels.broadcastStatus('dead');
     this._scheduler.release(kernel.id);
   }
 
