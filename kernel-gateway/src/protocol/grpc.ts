@@ -28,8 +28,11 @@ export type {
   Register__Output
 } from './generated/ferry/worker/v1/Register';
 
-/** Loader options: the same as the `generate` script's, so generated types match runtime objects. */
-const LOADER_OPTIONS: protoLoader.Options = {
+/**
+ * The loader options of every `.proto` in `schema/`: the same as the `generate` script's, so the
+ * generated types match the objects at runtime.
+ */
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
   keepCase: true,
   longs: Number,
   enums: String,
@@ -48,7 +51,10 @@ let loaded: ProtoGrpcType | undefined;
 /** The `ferry.worker.v1` package, loaded once from `schema/worker.proto`. */
 export function workerProtocol(): ProtoGrpcType['ferry']['worker']['v1'] {
   loaded ??= grpc.loadPackageDefinition(
-    protoLoader.loadSync(path.join(SCHEMA_DIR, 'worker.proto'), LOADER_OPTIONS)
+    protoLoader.loadSync(
+      path.join(SCHEMA_DIR, 'worker.proto'),
+      PROTO_LOADER_OPTIONS
+    )
   ) as unknown as ProtoGrpcType;
   return loaded.ferry.worker.v1;
 }

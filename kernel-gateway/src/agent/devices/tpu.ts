@@ -2,9 +2,14 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { PROTO_LOADER_OPTIONS } from '../../protocol/grpc';
 import { SCHEMA_DIR } from '../../protocol/schema';
 import { GIB, omitUndefined, type IDeviceSource } from './source';
 import type { IDevice, IDeviceSample } from '../../protocol/devices';
+import type { ProtoGrpcType } from './generated/tpu-runtime-metrics';
+import type { Attribute__Output } from './generated/tpu/monitoring/runtime/Attribute';
+import type { Metric__Output } from './generated/tpu/monitoring/runtime/Metric';
+import type { RuntimeMetricServiceClient } from './generated/tpu/monitoring/runtime/RuntimeMetricService';
 
 /** Google's PCI vendor id: TPU chips carry it, but so do other Google devices (gVNIC is `0x0042`). */
 export const GOOGLE_PCI_VENDOR_ID = '0x1ae0';
@@ -187,7 +192,7 @@ export class TpuMetricsClient {
         'grpc.initial_reconnect_backoff_ms': 200,
         'grpc.max_reconnect_backoff_ms': 1000
       }
-    ) as unknown as Private.IRuntimeMetricClient;
+    );
   }
 
   /** `host:port` of the metrics service. */
@@ -262,7 +267,7 @@ export class TpuMetricsClient {
     this._client.close();
   }
 
-  private readonly _client: Private.IRuntimeMetricClient;
+  private readonly _client: RuntimeMetricServiceClient;
   private readonly _deadlineMs: number;
 }
 
@@ -392,77 +397,26 @@ namespace Private {
     return `TPU runtime metrics unavailable: ${(error as Error).message}`;
   }
 
-  /** The loader options of every Ferry `.proto` (as `proto-loader-gen-types` is run). */
-  const LOADER_OPTIONS: protoLoader.Options = {
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    defaults: true,
-    oneofs: true
-  };
+  type Runtime = ProtoGrpcType['tpu']['monitoring']['runtime'];
 
-  let serviceConstructor: grpc.ServiceClientConstructor | undefined;
+  let serviceConstructor: Runtime['RuntimeMetricService'] | undefined;
 
-  /** The service's client constructor, loaded once from `schema/tpu-runtime-metrics.proto`. */
-  export function service(): grpc.ServiceClientConstructor {
+  /**
+   * The service's client constructor, loaded once from `schema/tpu-runtime-metrics.proto`; its
+   * message types are generated from the same file (`npm run generate`).
+   */
+  export function service(): Runtime['RuntimeMetricService'] {
     if (!serviceConstructor) {
       const definition = protoLoader.loadSync(
         path.join(SCHEMA_DIR, 'tpu-runtime-metrics.proto'),
-        LOADER_OPTIONS
+        PROTO_LOADER_OPTIONS
       );
-      const loaded = grpc.loadPackageDefinition(definition) as unknown as {
-        tpu: {
-          monitoring: {
-            runtime: { RuntimeMetricService: grpc.ServiceClientConstructor };
-          };
-        };
-      };
+      const loaded = grpc.loadPackageDefinition(
+        definition
+      ) as unknown as ProtoGrpcType;
       serviceConstructor = loaded.tpu.monitoring.runtime.RuntimeMetricService;
     }
     return serviceConstructor;
-  }
-
-  // The shapes proto-loader gives the messages Ferry reads (see schema/tpu-runtime-metrics.proto).
-  export interface IAttrValue {
-    attr?: string;
-    string_attr?: string;
-    int_attr?: number;
-    double_attr?: number;
-    kvlist_attr?: { attributes?: IAttribute[] } | null;
-  }
-
-  export interface IAttribute {
-    key?: string;
-    value?: IAttrValue | null;
-  }
-
-  export interface IMeasure {
-    value?: string;
-    as_double?: number;
-    as_int?: number;
-  }
-
-  export interface IMetric {
-    attribute?: IAttribute | null;
-    measure?: string;
-    gauge?: IMeasure | null;
-    counter?: IMeasure | null;
-  }
-
-  export interface IMetricResponse {
-    metric?: { name?: string; metrics?: IMetric[] } | null;
-  }
-
-  export interface IRuntimeMetricClient {
-    GetRuntimeMetric(
-      request: { metric_name: string },
-      options: grpc.CallOptions,
-      callback: (
-        error: grpc.ServiceError | null,
-        response?: IMetricResponse
-      ) => void
-    ): grpc.ClientUnaryCall;
-    close(): void;
   }
 
   /**
@@ -470,7 +424,7 @@ namespace Private {
    * a `device_ordinal` entry in a key-value list, as an integer or a string of digits.
    */
   export function deviceId(
-    attribute: IAttribute | null | undefined
+    attribute: Attribute__Output | null | undefined
   ): number | undefined {
     if (!attribute?.value) {
       return undefined;
@@ -492,7 +446,7 @@ namespace Private {
   }
 
   /** A gauge's or counter's number. */
-  export function value(metric: IMetric): number | undefined {
+  export function value(metric: Metric__Output): number | undefined {
     const measure =
       metric.measure === 'counter' ? metric.counter : metric.gauge;
     if (!measure) {
