@@ -1,63 +1,27 @@
 import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
 import type { Scheduler } from '../scheduler';
-import type { IDevice } from '../protocol/devices';
-import { offerEngine, type Engine, type IAcceleratorOffer } from '../engines';
-import { type IAttributedSample } from '../protocol';
+import { offerEngine, type IAcceleratorOffer } from '../engines';
+import { type IAttributedSample, type RestSchemas } from '../protocol';
 import { type WorkerPool } from '../pool';
 
 /** A device as `/api/accelerators` shows it: its facts, who holds it, its latest sample. */
-export interface IDeviceModel extends IDevice {
-  workerId: string;
-  /** Kernels holding the device (one unless devices are shared). */
-  kernels: string[];
-  sample?: IAttributedSample;
-}
-
-/** A worker as `/api/accelerators` shows it. */
-export interface IWorkerModel {
-  id: string;
-  name: string;
-  remote: boolean;
-  connected: boolean;
-  acceptsCpu: boolean;
-  devices: IDeviceModel[];
-}
-
-/** A queued request as `/api/accelerators` shows it. */
-export interface IQueueEntryModel {
-  kernelId: string;
-  position: number;
-  since: string;
-  kind: string;
-  model?: string;
-  count: number;
-  profile?: string;
-  memoryGiB?: number;
-}
-
-/** An offer of the profiles file as `/api/accelerators` shows it: what a kernel gets, and from whom. */
-export interface IOfferModel {
-  name: string;
-  displayName: string;
-  engine: Engine;
-  accelerator: IAcceleratorOffer['accelerator'];
-}
+export type IDeviceModel = RestSchemas['Device'];
 
 /** The body of `GET /api/accelerators`. */
-export interface IAcceleratorsModel {
-  time: string;
-  workers: IWorkerModel[];
-  queue: IQueueEntryModel[];
-  /** What clients can ask for by name (`{"accelerator": {"offer": name}}`). */
-  offers: IOfferModel[];
-}
+export type IAcceleratorsModel = RestSchemas['Accelerators'];
+
+/** A worker as `/api/accelerators` shows it. */
+export type IWorkerModel = IAcceleratorsModel['workers'][number];
+
+/** A queued request as `/api/accelerators` shows it. */
+export type IQueueEntryModel = IAcceleratorsModel['queue'][number];
+
+/** An offer of the profiles file as `/api/accelerators` shows it: what a kernel gets, and from whom. */
+export type IOfferModel = IAcceleratorsModel['offers'][number];
 
 /** One pushed update: the whole current picture (small: devices and queue), once a second. */
-export interface IAcceleratorsUpdate extends IAcceleratorsModel {
-  /** Samples received since the previous update. */
-  samples: (IAttributedSample & { workerId: string })[];
-}
+export type IAcceleratorsUpdate = RestSchemas['AcceleratorsUpdate'];
 
 /**
  * Keeps the latest device samples and a short history per device, composes the `/api/accelerators`

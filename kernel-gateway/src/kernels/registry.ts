@@ -22,7 +22,8 @@ import {
   type IKernelspecInfo,
   type IRunningKernel,
   type IWorkerConnection,
-  type KernelLifecycleEvent
+  type KernelLifecycleEvent,
+  type RestSchemas
 } from '../protocol';
 import { type WorkerPool } from '../pool';
 import {
@@ -34,54 +35,17 @@ import { ManagedKernel } from './kernel';
 
 export { ManagedKernel };
 
+/** The kernel model of the Jupyter Server REST API, with Ferry's `accelerator` (schema `Kernel`). */
+export type IKernelModel = RestSchemas['Kernel'];
+
+/** Where a kernel's accelerator request stands, as the kernel model shows it (schema `AcceleratorStatus`). */
+export type AcceleratorStatus = RestSchemas['AcceleratorStatus'];
+
 /** The engine job a provisioned kernel runs in, as the kernel model shows it. */
-export interface IJobStatus {
-  /** The profile's offer the kernel asked for. */
-  offer: string;
-  engine: Engine;
-  /** The engine's job id. */
-  job: string;
-  /** The engine's time limit for the job (`1:00:00`, `UNLIMITED`), once known. */
-  timeLimit?: string;
-}
-
-/** Where a kernel's accelerator request stands, as the kernel model shows it. */
-export type AcceleratorStatus = IAcceleratorRequest &
-  Partial<IJobStatus> &
-  (
-    | { state: 'queued'; position: number; since: string }
-    /** Waiting for an engine to start its job; `reason` is the engine's (Slurm: `Resources`). */
-    | { state: 'queued'; since: string; reason: string }
-    /** The job runs; its worker has not registered yet. */
-    | { state: 'starting' }
-    /** The job is over (the kernel is dead; its `reason` says how). */
-    | { state: 'ended' }
-    | {
-        state: 'assigned';
-        worker: string;
-        workerName: string;
-        devices: {
-          id: string;
-          kind: string;
-          model: string;
-          profile?: string;
-          simulated: boolean;
-        }[];
-      }
-  );
-
-/** The kernel model of the Jupyter Server REST API, with Ferry's `accelerator`. */
-export interface IKernelModel {
-  id: string;
-  name: string;
-  /** ISO 8601 with milliseconds and `Z` (jupyter_server's gateway client requires both). */
-  last_activity: string;
-  execution_state: string;
-  connections: number;
-  /** Why the kernel is dead, when it is. */
-  reason?: string;
-  accelerator?: AcceleratorStatus;
-}
+export type IJobStatus = Pick<
+  AcceleratorStatus,
+  'offer' | 'engine' | 'job' | 'timeLimit'
+>;
 
 /** Raised for a kernel id that is not (or no longer) known. */
 export class NoSuchKernelError extends Error {

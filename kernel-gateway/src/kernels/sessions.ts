@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IKernelModel, KernelRegistry } from './registry';
 import type { IAcceleratorRequest } from '../scheduler';
+import type { RestSchemas } from '../protocol';
 import { kernelWorkingDir } from './working-dir';
 
-/** The session model of the Jupyter Server REST API. */
-export interface ISessionModel {
-  id: string;
-  path: string;
-  name: string;
-  type: string;
-  kernel: IKernelModel | null;
-}
+/** The session model of the Jupyter Server REST API (schema `Session`). */
+export type ISessionModel = RestSchemas['Session'];
 
 /** Raised for a session id that is not known. */
 export class NoSuchSessionError extends Error {
@@ -19,11 +14,14 @@ export class NoSuchSessionError extends Error {
   }
 }
 
-/** What a client sends to create or change a session. */
-export interface ISessionRequest {
-  path?: string;
-  name?: string;
-  type?: string;
+/**
+ * What a client asks of a session, as the route reads it: schema `SessionRequest`, its kernel's
+ * nulls left out and its accelerator normalised once (`requestedAccelerator`).
+ */
+export interface ISessionRequest extends Pick<
+  RestSchemas['SessionRequest'],
+  'path' | 'name' | 'type'
+> {
   kernel?: {
     id?: string;
     name?: string;

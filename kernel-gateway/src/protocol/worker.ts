@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Channel, IMessageHeader, MessageParts } from './wire';
 import type { IDevice, IDeviceSample } from './devices';
+import type { RestSchemas } from './rest';
 
 /** A kernelspec as the REST API shows it (jupyter_server's kernelspec model, minus resource URLs). */
 export interface IKernelspecInfo {
@@ -37,10 +38,9 @@ export interface IRunningKernel {
   executionState: string;
 }
 
-/** A device sample with the device memory each kernel uses. */
-export interface IAttributedSample extends IDeviceSample {
-  kernelMemoryBytes: Record<string, number>;
-}
+/** A device sample with the device memory each kernel uses (schema `DeviceSample`). */
+export type IAttributedSample = IDeviceSample &
+  Pick<RestSchemas['DeviceSample'], 'kernelMemoryBytes'>;
 
 /** Lifecycle changes a worker reports for a kernel it runs. */
 export type KernelLifecycleEvent =

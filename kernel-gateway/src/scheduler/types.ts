@@ -1,17 +1,13 @@
-import type { DeviceKind, IDevice } from '../protocol/devices';
+import type { IDevice } from '../protocol/devices';
+import type { RestSchemas } from '../protocol/rest';
 
-/** What a kernel asks for: `{kind: 'gpu', model: 'H100', count: 1}`; `cpu` asks for no device. */
-export interface IAcceleratorRequest {
-  kind: 'cpu' | DeviceKind;
-  /** Only devices of this model (case-insensitive: `h100` matches `H100`). */
-  model?: string;
-  /** How many devices, all on one worker. */
-  count: number;
-  /** Each device has at least this much memory. */
-  memoryGiB?: number;
-  /** Only MIG instances of this profile (`1g.10gb`). */
-  profile?: string;
-}
+/**
+ * What a kernel asks for, normalised: the REST contract's `AcceleratorRequest` with its count
+ * filled in (`{kind: 'gpu', model: 'H100', count: 1}`; `cpu` asks for no device, count 0), as
+ * `normalizeAcceleratorRequest` makes it at the edge. The scheduler takes only this form.
+ */
+export type IAcceleratorRequest = RestSchemas['AcceleratorRequest'] &
+  Required<Pick<RestSchemas['AcceleratorRequest'], 'count'>>;
 
 /** Where a kernel runs: a worker and the devices it holds there (none for a CPU kernel). */
 export interface IPlacement {

@@ -4,6 +4,7 @@ import {
   kernelWorkingDir,
   requestedWorkingDir
 } from '../../kernels';
+import type { RestSchemas } from '../../protocol';
 import { requestedAccelerator } from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
@@ -19,12 +20,7 @@ export function kernelsRouter(context: IGatewayContext): Router {
     '/api/kernels',
     validateBody(schemas, 'KernelStartRequest'),
     async (request, response) => {
-      const body = request.body as {
-        name?: string;
-        path?: string | null;
-        env?: Record<string, string>;
-        accelerator?: unknown;
-      };
+      const body = request.body as RestSchemas['KernelStartRequest'];
       const env = filterKernelEnv(body.env, options.envAllow);
       const cwd = body.path
         ? kernelWorkingDir(options.rootDir, body.path)
@@ -56,7 +52,8 @@ export function kernelsRouter(context: IGatewayContext): Router {
     '/api/kernels/:id/restart',
     validateBody(schemas, 'KernelRestartRequest'),
     async (request, response) => {
-      const { accelerator } = request.body as { accelerator?: unknown };
+      const { accelerator } =
+        request.body as RestSchemas['KernelRestartRequest'];
       const id = registry.require(request.params.id).id;
       // No accelerator: in place (jupyter_server and JupyterLab send none). One: maybe a move.
       const kernel = await registry.restart(

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { filterKernelEnv, type ISessionRequest } from '../../kernels';
+import type { RestSchemas } from '../../protocol';
 import { requestedAccelerator } from '../../scheduler';
 import type { IGatewayContext } from '../context';
 import { validateBody } from '../validation';
@@ -9,7 +10,8 @@ export function sessionsRouter(context: IGatewayContext): Router {
   const { sessions, schemas, options } = context;
   const router = Router();
   const validate = validateBody(schemas, 'SessionRequest');
-  const normalise = (body: ISessionRequest): ISessionRequest => {
+  // The request's accelerator is normalised here, once; the registry and scheduler take that form.
+  const normalise = (body: RestSchemas['SessionRequest']): ISessionRequest => {
     if (!body.kernel) {
       return { ...body, kernel: undefined };
     }
@@ -29,7 +31,7 @@ export function sessionsRouter(context: IGatewayContext): Router {
   });
   router.post('/api/sessions', validate, async (request, response) => {
     const session = await sessions.create(
-      normalise(request.body as ISessionRequest)
+      normalise(request.body as RestSchemas['SessionRequest'])
     );
     response
       .status(201)
@@ -43,7 +45,7 @@ export function sessionsRouter(context: IGatewayContext): Router {
     response.json(
       await sessions.update(
         request.params.id,
-        normalise(request.body as ISessionRequest)
+        normalise(request.body as RestSchemas['SessionRequest'])
       )
     );
   });
