@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
-import { copyContent, type RootedDir } from './paths';
+import { copyContent, type RootedDir } from './rooted';
 
 /**
  * Write a file so that readers see the old content or the new, never a part: write a hidden temporary

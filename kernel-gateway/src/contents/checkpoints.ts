@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { writeAtomicIn } from './atomic';
-import { ContentsError, NAME_MAX, showName, type RootedPaths } from './paths';
+import { ContentsError, showName } from './errors';
+import { NAME_MAX } from './names';
+import type { RootedPaths } from './paths';
 
 /** A checkpoint's REST model. */
 export interface ICheckpointModel {
@@ -82,6 +84,26 @@ export class FileCheckpoints {
       await source.close();
     }
     return (await this._model(apiPath, FileCheckpoints.ID))!;
+  }
+
+  /**
+   * As in jupyter_server, a notebook always has a checkpoint to revert to. The notebook is saved by
+   * then: a checkpoint that cannot be made (its folder leads out of the root, or is not writable)
+   * does not fail the save; asking for one explicitly says why.
+   */
+  async ensure(api: string): Promise<void> {
+    try {
+      if ((await this.list(api)).length === 0) {
+        await this.create(api);
+      }
+    } catch (error) {
+      if (
+        !(error instanceof ContentsError) &&
+        typeof (error as NodeJS.ErrnoException)?.code !== 'string'
+      ) {
+        throw error;
+      }
+    }
   }
 
   /** Put the checkpoint's content back into the file (what a symlink inside the root leads to). */

@@ -3,9 +3,9 @@
  *
  * @packageDocumentation
  */
-export * from './atomic';
-export * from './checkpoints';
-export * from './manager';
-export * from './notebook';
-export * from './paths';
-export * from './notary';
+export { writeAtomic, stagingName } from './atomic';
+export type { ICheckpointModel } from './checkpoints';
+export { ContentsError } from './errors';
+export { FileContentsManager, type IServedFile } from './manager';
+export type { ContentsType, IContentsModel } from './models';
+export type { ISaveRequest } from './write';

@@ -1,0 +1,114 @@
+/**
+ * Saving a whole model: a directory made, a notebook signed (when trusted) and written atomically,
+ * a file's text or base64 content written atomically; and what a PUT may carry.
+ */
+import { promises as fs } from 'node:fs';
+import { writeAtomicIn } from './atomic';
+import { ContentsError, showName } from './errors';
+import type { ContentsType } from './models';
+import { isNotebook, newNotebook, serializeNotebook } from './notebook';
+import { NotebookNotary } from './notary';
+import type { RootedEntry } from './rooted';
+
+/** What a PUT carries: a whole model to save, or one chunk of a large upload. */
+export interface ISaveRequest {
+  type?: unknown;
+  format?: unknown;
+  content?: unknown;
+  /** JupyterLab's chunked upload: 1, 2, ... for each 1 MB piece, -1 for the last. */
+  chunk?: unknown;
+}
+
+/** Write a whole model; resolves with a validation message for a doubtful notebook. */
+export async function writeModel(
+  apiPath: string,
+  entry: RootedEntry,
+  request: ISaveRequest,
+  notary: NotebookNotary | undefined
+): Promise<string | undefined> {
+  const { type, content, format } = request;
+  if (type === undefined || type === null || type === '') {
+    throw new ContentsError(400, 'No file type provided');
+  }
+  const stat = await entry.lstat();
+  if (type === 'directory') {
+    if (!stat) {
+      await fs.mkdir(entry.path);
+    } else if (!stat.isDirectory()) {
+      throw new ContentsError(400, `Not a directory: ${showName(apiPath)}`);
+    }
+    return undefined;
+  }
+  if (content === undefined) {
+    throw new ContentsError(400, 'No file content provided');
+  }
+  if (entry.name === undefined || stat?.isDirectory()) {
+    throw new ContentsError(400, `${showName(apiPath)} is a directory`);
+  }
+  if (type === 'notebook') {
+    if (!isNotebook(content)) {
+      throw new ContentsError(
+        400,
+        'Notebook content must be an object with a list of cells'
+      );
+    }
+    const nb = JSON.parse(JSON.stringify(content)) as typeof content;
+    if (notary) {
+      await notary.signIfTrusted(nb);
+    } else {
+      NotebookNotary.unmark(nb);
+    }
+    await writeAtomicIn(entry.dir, entry.name, serializeNotebook(nb));
+    return typeof content.nbformat === 'number' && content.nbformat >= 4
+      ? undefined
+      : `Notebook validation failed: nbformat ${JSON.stringify(content.nbformat)} is not 4`;
+  }
+  await writeAtomicIn(
+    entry.dir,
+    entry.name,
+    fileBytes(apiPath, content, format)
+  );
+  return undefined;
+}
+
+/** The bytes a file model's `content` stands for in its `format` (`text` or `base64`). */
+export function fileBytes(
+  apiPath: string,
+  content: unknown,
+  format: unknown
+): Buffer {
+  if (typeof content !== 'string') {
+    throw new ContentsError(
+      400,
+      `The content of ${showName(apiPath)} must be a string`
+    );
+  }
+  if (format === 'text') {
+    return Buffer.from(content, 'utf8');
+  }
+  if (format === 'base64') {
+    const compact = content.replace(/\s+/g, '');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
+      throw new ContentsError(
+        400,
+        `Encoding error saving ${showName(apiPath)}: not base64`
+      );
+    }
+    return Buffer.from(compact, 'base64');
+  }
+  throw new ContentsError(
+    400,
+    "Must specify format of file contents as 'text' or 'base64'"
+  );
+}
+
+/** What a new, empty file, notebook or directory is saved as. */
+export function emptyModel(type: ContentsType): ISaveRequest {
+  if (type === 'directory') {
+    return { type };
+  }
+  if (type === 'notebook') {
+    return { type, format: 'json', content: newNotebook() };
+  }
+  return { type, format: 'text', content: '' };
+}
