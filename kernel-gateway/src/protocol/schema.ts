@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -46,4 +46,29 @@ export class ApiSchemas {
 
 export namespace ApiSchemas {
   export const ID = 'ferry-rest-api';
+}
+
+/**
+ * The event schemas of `schema/events/` (one JSON Schema per file: the data of one kind of event,
+ * named by its `$id`, such as jupyter_server's `.../kernel_actions/v1`), by `$id`.
+ *
+ * @param dir - the folder to read (default `schema/events/`).
+ */
+export function eventSchemas(
+  dir = path.join(SCHEMA_DIR, 'events')
+): Map<string, Record<string, unknown>> {
+  const schemas = new Map<string, Record<string, unknown>>();
+  for (const file of readdirSync(dir).sort()) {
+    if (!file.endsWith('.json')) {
+      continue;
+    }
+    const schema = JSON.parse(
+      readFileSync(path.join(dir, file), 'utf8')
+    ) as Record<string, unknown>;
+    if (typeof schema.$id !== 'string') {
+      throw new Error(`event schema ${file} has no $id`);
+    }
+    schemas.set(schema.$id, schema);
+  }
+  return schemas;
 }
