@@ -2,7 +2,9 @@
  * @packageDocumentation
  * @module accelerators-extension
  * JupyterLab plugins for Ferry: the accelerator manager, the "Change accelerator…" picker (command,
- * notebook toolbar item, Kernel menu), the "Accelerators" sidebar and the status bar item.
+ * notebook toolbar item, Kernel menu), the "Accelerators" sidebar and the status bar item. They
+ * only wire commands, widgets and events to `@ferry/accelerators`, whose `AcceleratorActions`
+ * hold what a user does with a notebook's accelerator.
  */
 
 import type {
@@ -13,38 +15,21 @@ import { ILayoutRestorer } from '@jupyterlab/application';
 import {
   ICommandPalette,
   IThemeManager,
-  IToolbarWidgetRegistry,
-  showErrorMessage
+  IToolbarWidgetRegistry
 } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
-import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
-import type { Kernel } from '@jupyterlab/services';
-import { KernelMessage } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
-import type { IAcceleratorRequest } from '@ferry/accelerators';
 import {
-  acceleratorKernelspecName,
+  AcceleratorActions,
   AcceleratorManager,
   AcceleratorPanel,
   AcceleratorStatusItem,
-  benchmarkCode,
-  formatAccelerator,
-  formatBenchmark,
-  formatStatus,
-  gatewayProblem,
-  IAcceleratorManager,
-  kernelMatches,
-  kernelspecAccelerator,
-  nearestOffer,
-  parseBenchmark,
-  readNotebookAccelerator,
-  toAcceleratorString,
-  toNotebookMetadata
+  IAcceleratorManager
 } from '@ferry/accelerators';
-import { chooseAccelerator } from './dialog';
 
 /**
  * The command IDs of the extension.
@@ -136,7 +121,7 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
       execute: async () => {
         const panel = tracker.currentWidget;
         if (panel) {
-          await Private.changeAccelerator(panel, manager);
+          await AcceleratorActions.changeAccelerator(panel, manager);
         }
       }
     });
@@ -145,7 +130,7 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
       category: 'Kernel Operations'
     });
     tracker.widgetAdded.connect((_, panel) => {
-      void Private.applyNotebookChoice(panel, manager);
+      void AcceleratorActions.applyNotebookChoice(panel, manager);
     });
     toolbarRegistry?.addFactory<NotebookPanel>(
       'Notebook',
@@ -156,11 +141,11 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
           showFree: false,
           showUtilisation: false,
           onClick: () => {
-            void Private.changeAccelerator(panel, manager);
+            void AcceleratorActions.changeAccelerator(panel, manager);
           }
         });
         item.addClass('jp-FerryPicker-toolbarItem');
-        Private.followKernel(panel, id => (item.kernelId = id));
+        AcceleratorActions.followKernel(panel, id => (item.kernelId = id));
         return item;
       }
     );
@@ -253,7 +238,7 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
         const notebook = tracker.currentWidget;
         if (notebook) {
           app.shell.activateById(panel.id);
-          await Private.benchmark(notebook, manager, panel);
+          await AcceleratorActions.benchmark(notebook, manager, panel);
         }
       }
     });
@@ -296,7 +281,7 @@ const statusBarPlugin: JupyterFrontEndPlugin<void> = {
       const panel = tracker.currentWidget;
       item.kernelId = null;
       stop = panel
-        ? Private.followKernel(panel, id => (item.kernelId = id))
+        ? AcceleratorActions.followKernel(panel, id => (item.kernelId = id))
         : null;
     };
     tracker.currentChanged.connect(follow);
@@ -321,310 +306,3 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
 ];
 
 export default plugins;
-
-/**
- * The module-private parts.
- */
-namespace Private {
-  /**
-   * Call `callback` with the panel's kernel id now and whenever it changes; returns a function
-   * that stops following.
-   */
-  export function followKernel(
-    panel: NotebookPanel,
-    callback: (kernelId: string | null) => void
-  ): () => void {
-    const context = panel.sessionContext;
-    const update = () => callback(context.session?.kernel?.id ?? null);
-    context.kernelChanged.connect(update);
-    context.sessionChanged.connect(update);
-    update();
-    return () => {
-      context.kernelChanged.disconnect(update);
-      context.sessionChanged.disconnect(update);
-    };
-  }
-
-  /**
-   * Run the matmul benchmark in the notebook's kernel (silently: nothing lands in the notebook) and
-   * keep the result, beside the datasheet peak of the kernel's device, in the sidebar.
-   */
-  export async function benchmark(
-    notebook: NotebookPanel,
-    manager: IAcceleratorManager,
-    panel: AcceleratorPanel
-  ): Promise<void> {
-    const kernel = notebook.sessionContext.session?.kernel;
-    if (!kernel) {
-      return;
-    }
-    const status = manager.kernelStatus(kernel.id);
-    const where = `${notebook.title.label} on ${formatStatus(status)}`;
-    panel.setBenchmark({
-      running: true,
-      text: `Measuring matmul speed of ${where}…`
-    });
-    let output = '';
-    let failure = '';
-    try {
-      const future = kernel.requestExecute({
-        code: benchmarkCode(),
-        silent: true,
-        store_history: false
-      });
-      future.onIOPub = message => {
-        if (KernelMessage.isStreamMsg(message)) {
-          output += message.content.text;
-        } else if (KernelMessage.isErrorMsg(message)) {
-          failure = `${message.content.ename}: ${message.content.evalue}`;
-        }
-      };
-      await future.done;
-    } catch (error) {
-      failure = failure || String(error);
-    }
-    const result = parseBenchmark(output);
-    panel.setBenchmark({
-      running: false,
-      text: result
-        ? `${where}: ${formatBenchmark(
-            result,
-            status?.state === 'assigned' ? status.model : undefined
-          )}`
-        : `${where}: the benchmark printed no result. ${failure}`.trim()
-    });
-  }
-
-  /**
-   * When a notebook opens, ask again for the accelerator its metadata names: Ferry's own choice
-   * moves the kernel onto it at once (same id); a Colab or Kaggle choice opens the picker on the nearest
-   * offer, since the user must accept a substitute. Does nothing where Ferry cannot be reached.
-   *
-   * #### Notes
-   * A kernel started from an accelerator kernelspec (`python3.gpu-h100-x1`, picked in JupyterLab's
-   * kernel list, or where this extension was not installed) runs on what its name says: that is
-   * the user's latest choice, so it is saved as the notebook's instead of undone.
-   */
-  export async function applyNotebookChoice(
-    panel: NotebookPanel,
-    manager: IAcceleratorManager
-  ): Promise<void> {
-    await panel.context.ready;
-    const choice = panel.model
-      ? readNotebookAccelerator(panel.model.metadata)
-      : null;
-    if (!choice) {
-      return;
-    }
-    await panel.sessionContext.ready;
-    const kernel = panel.sessionContext.session?.kernel;
-    if (!kernel || panel.isDisposed) {
-      return;
-    }
-    try {
-      const model = await manager.client.getKernel(kernel.id);
-      // A kernel model without Ferry's field comes from a server that cannot place kernels.
-      if (
-        !model.accelerator ||
-        kernelMatches(model.accelerator, choice.request)
-      ) {
-        return;
-      }
-      const own = kernelspecAccelerator(
-        panel.sessionContext.specsManager.specs?.kernelspecs[model.name]
-      );
-      if (own) {
-        if (panel.model && !panel.isDisposed) {
-          saveChoice(panel.model, own.accelerator);
-        }
-        return;
-      }
-      if (choice.source === 'ferry') {
-        await moveKernel(kernel, manager, choice.request);
-      } else if (await modelReady(manager)) {
-        await changeAccelerator(panel, manager);
-      }
-    } catch (error) {
-      console.warn(
-        `Could not start ${panel.context.path} on ${formatAccelerator(choice.request)}`,
-        error
-      );
-    }
-  }
-
-  /** Whether the manager has a picture of the cluster, waiting a little for the first one. */
-  async function modelReady(manager: IAcceleratorManager): Promise<boolean> {
-    if (!manager.model && !manager.connectionError) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        manager.ready,
-        new Promise(resolve => (timer = setTimeout(resolve, 5000)))
-      ]);
-      clearTimeout(timer);
-    }
-    return !!manager.model;
-  }
-
-  /**
-   * Ask which accelerator to run on, store it in the notebook's metadata and restart the kernel on
-   * it. A Colab or Kaggle notebook starts on the nearest offer, with a note saying what it asked.
-   */
-  export async function changeAccelerator(
-    panel: NotebookPanel,
-    manager: IAcceleratorManager
-  ): Promise<void> {
-    const model = panel.model;
-    if (!model) {
-      return;
-    }
-    if (!(await modelReady(manager))) {
-      await showErrorMessage(
-        'Accelerators unavailable',
-        gatewayProblem(
-          manager.connectionError,
-          manager.client.serverSettings.baseUrl
-        ) ??
-          "Ferry's accelerators did not answer yet: is this JupyterLab served by Ferry, or is its gateway URL set in Settings → Ferry Accelerators?"
-      );
-      return;
-    }
-    const kernelId = panel.sessionContext.session?.kernel?.id;
-    const status = kernelId ? manager.kernelStatus(kernelId) : undefined;
-    const choice = readNotebookAccelerator(model.metadata);
-    let value: IAcceleratorRequest | null = status ?? null;
-    let note: string | undefined;
-    if (choice) {
-      const match = nearestOffer(choice.request, manager.offers);
-      if (!value && match) {
-        value = match.offer.request;
-      }
-      if (choice.source !== 'ferry') {
-        note =
-          `This notebook asks for ${choice.original}. ${match?.reason ?? ''}`.trim();
-      } else if (match?.reason) {
-        note = match.reason;
-      }
-    }
-    if (!value && kernelId) {
-      value = { kind: 'cpu', count: 0 };
-    }
-    if (status?.state === 'queued' || status?.state === 'starting') {
-      note = [`This kernel is ${formatStatus(status)}.`, note]
-        .filter(Boolean)
-        .join(' ');
-    }
-    const request = await chooseAccelerator({
-      manager,
-      value,
-      note,
-      warning: kernelId
-        ? 'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
-        : undefined,
-      label: `Accelerator for ${panel.title.label}`
-    });
-    if (!request) {
-      return;
-    }
-    saveChoice(model, request);
-    const current = kernelId ? manager.kernelStatus(kernelId) : undefined;
-    if (
-      kernelId &&
-      (current
-        ? kernelMatches(current, request)
-        : request.kind === 'cpu' && !!manager.model)
-    ) {
-      // Already there (or waiting for it): keep the kernel and its state.
-      return;
-    }
-    try {
-      await placeKernel(panel, manager, request);
-    } catch (error) {
-      await showErrorMessage(
-        `Could not start ${panel.title.label} on ${formatAccelerator(request)}`,
-        error as Error
-      );
-    }
-  }
-
-  /** Save a choice as the notebook's, keeping its other Ferry settings. */
-  function saveChoice(
-    model: INotebookModel,
-    request: IAcceleratorRequest
-  ): void {
-    const ferry = model.getMetadata('ferry');
-    model.setMetadata('ferry', {
-      ...(ferry && typeof ferry === 'object' && !Array.isArray(ferry)
-        ? ferry
-        : {}),
-      ...toNotebookMetadata(request)
-    });
-  }
-
-  /**
-   * Run the notebook's kernel on `request`: its kernel moves there under the same id (Ferry's
-   * restart with an accelerator); a notebook without a kernel starts one there.
-   *
-   * #### Notes
-   * A new kernel asks with `KERNEL_ACCELERATOR` in its environment. A Jupyter server in front of
-   * Ferry (`jupyter server --gateway-url`, 1.23) drops the environment a browser sends, so a kernel
-   * that came up elsewhere is moved too: Ferry's endpoint is reached directly, with the gateway URL
-   * and token of the manager's client.
-   *
-   * A kernel started from an accelerator kernelspec (`python3.gpu-h100-x1`) is named after what it
-   * runs on, so it is not moved: the notebook changes to the kernelspec of the new choice (or the
-   * plain one, `python3`, where none is listed), as JupyterLab's own kernel picker would, and
-   * JupyterLab then shows and saves that kernelspec.
-   */
-  async function placeKernel(
-    panel: NotebookPanel,
-    manager: IAcceleratorManager,
-    request: IAcceleratorRequest
-  ): Promise<void> {
-    // A notebook just opened may still be starting its kernel: move that one, not a second.
-    await panel.sessionContext.ready;
-    const context = panel.sessionContext;
-    const current = context.session?.kernel;
-    const specs = context.specsManager.specs;
-    const from = kernelspecAccelerator(
-      specs?.kernelspecs[current?.name ?? context.kernelPreference.name ?? '']
-    );
-    if (current && !from) {
-      await moveKernel(current, manager, request);
-      return;
-    }
-    const base = from?.base ?? context.kernelPreference.name;
-    await context.changeKernel({
-      name: (base && acceleratorKernelspecName(specs, base, request)) ?? base,
-      env: { KERNEL_ACCELERATOR: toAcceleratorString(request) }
-    } as Partial<Kernel.IModel>);
-    const started = panel.sessionContext.session?.kernel;
-    if (
-      started &&
-      !kernelMatches(
-        (await manager.client.getKernel(started.id)).accelerator,
-        request
-      )
-    ) {
-      await moveKernel(started, manager, request);
-    }
-  }
-
-  /**
-   * Move a kernel to other devices, keeping its id and its connection.
-   *
-   * #### Notes
-   * Ferry keeps the kernel's websockets open across the move and tells them `starting`, then
-   * `idle` once the new process runs (not `restarting`, which JupyterLab takes for a crash); what
-   * a client sends meanwhile waits in Ferry and reaches the new process, whose replies come back on
-   * the same websocket. So the connection is left as it is: reconnecting it here would close the
-   * websocket just as those replies arrive (a cell run during the move then stayed at [*]), and
-   * behind jupyter_server 1.23 a fresh websocket can lose the first message sent on it.
-   */
-  async function moveKernel(
-    kernel: Kernel.IKernelConnection,
-    manager: IAcceleratorManager,
-    request: IAcceleratorRequest
-  ): Promise<void> {
-    await manager.client.moveKernel(kernel.id, request);
-  }
-}

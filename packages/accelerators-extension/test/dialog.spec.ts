@@ -1,6 +1,6 @@
 import { waitForDialog } from '@jupyterlab/testing';
 import { cluster, TestManager } from '@ferry/testing';
-import { chooseAccelerator } from '../src/dialog';
+import { chooseAccelerator } from '@ferry/accelerators';
 
 /** A key press where the focus is, as a keyboard sends it. */
 function press(key: string): void {

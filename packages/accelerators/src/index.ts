@@ -3,11 +3,14 @@
  * @module accelerators
  * Ferry's accelerators for JupyterLab: tokens, the models of the REST contract, the client and
  * pushed stream of `/api/accelerators`, the notebook-metadata mapping of an accelerator choice
- * (Ferry, Colab, Kaggle), labels, and the picker, sidebar and status bar widgets.
+ * (Ferry, Colab, Kaggle), labels, the picker, sidebar and status bar widgets, and the actions on a
+ * notebook's accelerator (change it, apply its saved choice, measure its speed).
  */
 
+export * from './actions';
 export * from './benchmark';
 export * from './client';
+export * from './dialog';
 export * from './gateway';
 export * from './kernelspecs';
 export * from './labels';

@@ -1,9 +1,11 @@
+/**
+ * The "Change Accelerator" dialog: the picker with live free counts, in JupyterLab's dialog.
+ */
+
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import type {
-  IAcceleratorManager,
-  IAcceleratorRequest
-} from '@ferry/accelerators';
-import { AcceleratorPicker } from '@ferry/accelerators';
+import type { IAcceleratorRequest } from './models';
+import { AcceleratorPicker } from './picker';
+import type { IAcceleratorManager } from './tokens';
 
 /**
  * The "Change Accelerator" dialog: the offers with live free counts, starting on `value`.
