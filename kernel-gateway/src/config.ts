@@ -1,3 +1,7 @@
+/**
+ * Everything a gateway can be told, with its defaults: `ferry gateway` (cli/gateway.ts) takes its
+ * options' defaults from here, and gateway.ts completes partial options with them.
+ */
 import type { ServerCredentials } from '@grpc/grpc-js';
 import { DEFAULT_LIMITS, type ILimits } from './auth/limits';
 import type { IRateLimits } from './channels';

@@ -1,0 +1,21 @@
+/**
+ * The `ferry` command line: `ferry gateway` (cli/gateway.ts) and `ferry worker` (cli/worker.ts),
+ * with the options they share declared once (cli/options.ts). `bin/ferry.js` runs it.
+ */
+import { Command } from 'commander';
+import { gatewayCommand } from './gateway';
+import { VERSION } from './version';
+import { workerCommand } from './worker';
+
+export { VERSION } from './version';
+
+/** The `ferry` command line. */
+export function createProgram(): Command {
+  return new Command('ferry')
+    .description(
+      'Ferry: a Jupyter kernel gateway that puts each kernel on the accelerator its user picked'
+    )
+    .version(VERSION)
+    .addCommand(gatewayCommand())
+    .addCommand(workerCommand());
+}

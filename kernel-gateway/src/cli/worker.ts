@@ -1,0 +1,153 @@
+/**
+ * `ferry worker`: run kernels on this host for a gateway. Dials the gateway's worker port, registers
+ * this host's devices, and runs what it is asked to.
+ */
+import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as grpc from '@grpc/grpc-js';
+import { Command, InvalidArgumentError } from 'commander';
+import { createHostWorker, WorkerAgent } from '../agent';
+import { createLogger } from '../log';
+import { readTokenFile, takeSecretEnv } from '../secrets';
+import { chooseKernelUser } from './kernel-user';
+import {
+  addKernelHostOptions,
+  kernelHostOptions,
+  logLevelOption,
+  refusedSecret,
+  type IKernelHostFlags
+} from './options';
+import { stopOnSignals } from './signals';
+import { VERSION } from './version';
+
+/** The `ferry worker` command. */
+export function workerCommand(): Command {
+  const worker = new Command('worker').description(
+    'Run kernels on this host for a gateway: dial it, register devices, run what it asks'
+  );
+  worker
+    .requiredOption('--gateway <host:port>', "the gateway's worker port")
+    .option(
+      '--token-file <file>',
+      'a file holding the worker token the gateway expects (- reads one line from standard input); else FERRY_WORKER_TOKEN'
+    )
+    .addOption(
+      refusedSecret(worker, '--token', 'FERRY_WORKER_TOKEN', '--token-file')
+    );
+  addKernelHostOptions(worker, 'this worker')
+    .option('--name <name>', 'name shown in the UI', os.hostname())
+    .option('--id <id>', 'stable worker id (default: the name)')
+    .option('--no-cpu', 'take only kernels that ask for a device')
+    .option(
+      '--once',
+      'run one kernel, then exit 0 once it is shut down (a worker a cluster engine started)'
+    )
+    .option(
+      '--allocated <kind[:model]>',
+      "offer the devices of this job's allocation (CUDA_VISIBLE_DEVICES / TPU_VISIBLE_CHIPS) instead of discovering them"
+    )
+    .option('--tls', 'dial the gateway over TLS (system roots)')
+    .option(
+      '--tls-ca <file>',
+      'dial over TLS, trusting this CA certificate (PEM)'
+    )
+    .addOption(logLevelOption())
+    .action(async (flags: IWorkerFlags) => {
+      await runWorker(flags);
+    });
+  return worker;
+}
+
+/** What commander parses `ferry worker`'s command line into. */
+interface IWorkerFlags extends IKernelHostFlags {
+  gateway: string;
+  tokenFile?: string;
+  name: string;
+  id?: string;
+  cpu: boolean;
+  once?: boolean;
+  allocated?: string;
+  tls?: boolean;
+  tlsCa?: string;
+  logLevel: string;
+}
+
+async function runWorker(flags: IWorkerFlags): Promise<void> {
+  // First of all, before anything starts a child that would inherit them.
+  const secrets = takeSecretEnv();
+  const logger = createLogger(flags.logLevel);
+  const token = flags.tokenFile
+    ? await readTokenFile(flags.tokenFile, '--token-file', message =>
+        logger.warn(message)
+      )
+    : secrets.FERRY_WORKER_TOKEN;
+  if (!token) {
+    throw new Error(
+      'ferry worker needs the worker token: set FERRY_WORKER_TOKEN in the environment or use --token-file FILE'
+    );
+  }
+  const kernelUser = chooseKernelUser(flags.kernelUser, logger);
+  const worker = await createHostWorker({
+    logger,
+    id: flags.id ?? flags.name,
+    name: flags.name,
+    ...kernelHostOptions(flags, kernelUser),
+    acceptsCpu: flags.cpu,
+    allocated: flags.allocated
+      ? Private.parseAllocated(flags.allocated)
+      : undefined
+  });
+  const credentials =
+    flags.tls || flags.tlsCa
+      ? grpc.credentials.createSsl(
+          flags.tlsCa ? readFileSync(flags.tlsCa) : null
+        )
+      : undefined;
+  const agent = new WorkerAgent({
+    gateway: flags.gateway,
+    token,
+    worker,
+    logger,
+    version: VERSION,
+    credentials
+  });
+  agent.on('registered', () =>
+    process.stdout.write(
+      `Ferry worker ${worker.name} registered with ${flags.gateway}\n`
+    )
+  );
+  agent.on('refused', reason => {
+    process.stderr.write(
+      `ferry worker: the gateway refused this worker: ${reason}\n`
+    );
+    void agent.stop().then(() => process.exit(2));
+  });
+  if (flags.once) {
+    agent.on('kernelEnded', () => {
+      if (worker.runningKernels().length === 0) {
+        logger.info('its kernel is gone: exiting (--once)');
+        void agent.stop().then(() => process.exit(0));
+      }
+    });
+  }
+  agent.start();
+  stopOnSignals(logger, 'shutting down: stopping every kernel', () =>
+    agent.stop()
+  );
+}
+
+namespace Private {
+  /** `--allocated gpu[:model]`. */
+  export function parseAllocated(spec: string): {
+    kind: 'gpu' | 'tpu';
+    model?: string;
+  } {
+    const [kind, model] = spec.split(':');
+    if (kind !== 'gpu' && kind !== 'tpu') {
+      throw new InvalidArgumentError(
+        `--allocated: the kind must be gpu or tpu, not '${kind}'`
+      );
+    }
+    return model ? { kind, model } : { kind };
+  }
+}
