@@ -1,9 +1,17 @@
 /**
- * The kernel registry: lifecycle, activity, culling, restart in place; and the sessions over it.
+ * The kernel registry: each kernel's state machine, lifecycle, activity, moves, provisioned
+ * kernels, adoption, culling, the REST model; and the sessions over it.
  *
  * @packageDocumentation
  */
 export * from './registry';
+export { ManagedKernel, type KernelPhase } from './kernel';
+export type {
+  AcceleratorStatus,
+  IJobStatus,
+  IKernelModel
+} from './kernel-model';
+export * from './errors';
 export * from './sessions';
 export * from './working-dir';
 export * from './env-policy';

@@ -36,12 +36,6 @@ export interface IProvisioned {
   job: IProvisionedJob;
 }
 
-/** What a kernel's process is launched with, wherever it is placed. */
-export interface IKernelLaunch {
-  env: Record<string, string>;
-  cwd?: string;
-}
-
 /** A kernel the gateway manages: its identity, what it asks for, and where it stands. */
 export class ManagedKernel {
   constructor(options: ManagedKernel.IOptions) {
@@ -75,7 +69,7 @@ export class ManagedKernel {
   }
 
   /** What it was started with, to launch it once placed. */
-  get launch(): IKernelLaunch {
+  get launch(): ManagedKernel.ILaunch {
     return this._launch;
   }
 
@@ -372,7 +366,7 @@ export class ManagedKernel {
 
   private _name: string;
   private _accelerator: IAcceleratorRequest;
-  private _launch: IKernelLaunch;
+  private _launch: ManagedKernel.ILaunch;
   private _phase: KernelPhase = 'waiting';
   private _executionState = 'starting';
   private _reason: string | undefined;
@@ -388,6 +382,12 @@ export class ManagedKernel {
 
 /** The types and transition table of {@link ManagedKernel}. */
 export namespace ManagedKernel {
+  /** What a kernel's process is launched with, wherever it is placed. */
+  export interface ILaunch {
+    env: Record<string, string>;
+    cwd?: string;
+  }
+
   export interface IOptions {
     id: string;
     /** The kernelspec name clients know it by. */
@@ -397,7 +397,7 @@ export namespace ManagedKernel {
     channels: KernelChannels;
     /** The real kernelspec its worker launches; `name` when left out. */
     specName?: string;
-    launch?: IKernelLaunch;
+    launch?: ManagedKernel.ILaunch;
   }
 
   /** The phases each phase may go to; every other change is refused. */

@@ -19,58 +19,27 @@ import {
   type IProvisioner
 } from '../engines';
 import {
-  type IKernelspecInfo,
   type IRunningKernel,
   type IWorkerConnection,
-  type KernelLifecycleEvent,
-  type RestSchemas
+  type KernelLifecycleEvent
 } from '../protocol';
 import { type WorkerPool } from '../pool';
+import type { AcceleratorKernelspecs } from './accelerator-kernelspecs';
 import {
-  AcceleratorKernelspecs,
-  sameAcceleratorTarget,
-  type IAcceleratorKernelspec
-} from './accelerator-kernelspecs';
+  KernelStartError,
+  KernelStateError,
+  NoSuchKernelError
+} from './errors';
 import { ManagedKernel } from './kernel';
-
-export { ManagedKernel };
-
-/** The kernel model of the Jupyter Server REST API, with Ferry's `accelerator` (schema `Kernel`). */
-export type IKernelModel = RestSchemas['Kernel'];
-
-/** Where a kernel's accelerator request stands, as the kernel model shows it (schema `AcceleratorStatus`). */
-export type AcceleratorStatus = RestSchemas['AcceleratorStatus'];
-
-/** The engine job a provisioned kernel runs in, as the kernel model shows it. */
-export type IJobStatus = Pick<
-  AcceleratorStatus,
-  'offer' | 'engine' | 'job' | 'timeLimit'
->;
-
-/** Raised for a kernel id that is not (or no longer) known. */
-export class NoSuchKernelError extends Error {
-  constructor(readonly kernelId: string) {
-    super(`Kernel does not exist: ${kernelId}`);
-  }
-}
-
-/** Raised for a kernel name no worker offers. */
-export class NoSuchKernelspecError extends Error {
-  constructor(
-    readonly kernelName: string,
-    available: string[]
-  ) {
-    super(
-      `No kernelspec named ${JSON.stringify(kernelName)}; available: ${available.join(', ') || 'none'}`
-    );
-  }
-}
-
-/** Raised when a kernel process could not be started; the message says why (stderr's tail). */
-export class KernelStartError extends Error {}
-
-/** Raised for what a kernel cannot do in its state (a dead kernel cannot move); the message says why. */
-export class KernelStateError extends Error {}
+import { kernelModel, type IKernelModel } from './kernel-model';
+import { KernelspecCatalog } from './kernelspecs';
+import {
+  describeTarget,
+  offerRequest,
+  withAccelerator,
+  type IAcceleratorTarget,
+  type IStartRequest
+} from './target';
 
 /** Idle culling settings (jupyter_server's `cull_*`). */
 export interface ICullingOptions {
@@ -96,9 +65,12 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._pool = options.pool;
     this._scheduler = options.scheduler;
     this._log = options.logger;
-    this._acceleratorSpecs = new AcceleratorKernelspecs({
-      setting: options.kernelspecAccelerators ?? 'none',
+    this._kernelspecs = new KernelspecCatalog({
+      pool: options.pool,
       scheduler: options.scheduler,
+      logger: options.logger,
+      defaultKernelName: options.defaultKernelName,
+      kernelspecAccelerators: options.kernelspecAccelerators,
       // Only offers this gateway can start workers for.
       offers: (options.offers ?? []).filter(
         offer => options.provisioners?.[offerEngine(offer)] !== undefined
@@ -134,47 +106,15 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
 
   /**
    * The kernelspecs on offer (every worker's, the first worker's winning a name), then their
-   * accelerator kernelspecs (`python3.gpu-h100-x1`, see {@link AcceleratorKernelspecs}), and the
-   * default.
+   * accelerator kernelspecs (`python3.gpu-h100-x1`), and the default.
    */
-  async kernelspecs(): Promise<{
-    default: string;
-    specs: (IKernelspecInfo | IAcceleratorKernelspec)[];
-  }> {
-    const byName = new Map<string, IKernelspecInfo>();
-    for (const worker of this._pool.list()) {
-      for (const spec of await worker.listKernelspecs()) {
-        if (!byName.has(spec.name)) {
-          byName.set(spec.name, spec);
-        }
-      }
-    }
-    const names = [...byName.keys()];
-    const preferred = this._options.defaultKernelName ?? 'python3';
-    const specs = [...byName.values()];
-    return {
-      default: names.includes(preferred) ? preferred : (names[0] ?? preferred),
-      specs: [...specs, ...this._acceleratorSpecs.derive(specs)]
-    };
+  kernelspecs(): ReturnType<KernelspecCatalog['list']> {
+    return this._kernelspecs.list();
   }
 
   /** A kernelspec's resource file (its logo), from the first worker that has it. */
-  async kernelspecResource(
-    name: string,
-    file: string
-  ): Promise<Buffer | undefined> {
-    // An accelerator kernelspec's files are its real kernelspec's.
-    const listed = (await this.kernelspecs()).specs.find(s => s.name === name);
-    if (listed && 'base' in listed) {
-      name = listed.base;
-    }
-    for (const worker of this._pool.list()) {
-      const specs = await worker.listKernelspecs();
-      if (specs.some(s => s.name === name && s.resources.includes(file))) {
-        return worker.readKernelspecResource(name, file);
-      }
-    }
-    return undefined;
+  kernelspecResource(name: string, file: string): Promise<Buffer | undefined> {
+    return this._kernelspecs.resource(name, file);
   }
 
   /**
@@ -184,7 +124,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
    * @throws NoSuchKernelspecError, the scheduler's errors for requests that can never be met, or
    * KernelStartError.
    */
-  start(request: KernelRegistry.IStartRequest): Promise<ManagedKernel> {
+  start(request: IStartRequest): Promise<ManagedKernel> {
     return this._announce(
       'start',
       undefined,
@@ -217,10 +157,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
    * then at once (its model says where it stands). Its websockets, replay buffer, environment and
    * working directory stay; `KERNEL_ACCELERATOR` in its environment follows the move.
    */
-  restart(
-    id: string,
-    target?: KernelRegistry.IAcceleratorTarget
-  ): Promise<ManagedKernel> {
+  restart(id: string, target?: IAcceleratorTarget): Promise<ManagedKernel> {
     return this._announce('restart', id, this.get(id)?.name, () =>
       this._restart(id, target)
     );
@@ -233,23 +170,13 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     );
   }
 
-  private async _start(
-    request: KernelRegistry.IStartRequest
-  ): Promise<ManagedKernel> {
-    const { default: fallback, specs } = await this.kernelspecs();
-    const name = request.name || fallback;
-    const spec = specs.find(s => s.name === name);
-    if (!spec) {
-      throw new NoSuchKernelspecError(
-        name,
-        specs.map(s => s.name)
-      );
-    }
-    const { specName, target, env } = this._resolve(spec, request);
+  private async _start(request: IStartRequest): Promise<ManagedKernel> {
+    const { name, specName, target, env } =
+      await this._kernelspecs.resolve(request);
     const id = randomUUID();
     if (target.offer !== undefined) {
       const { offer, provisioner } = this._offerNamed(target.offer);
-      const kernel = this._create(id, name, Private.offerRequest(offer), {
+      const kernel = this._create(id, name, offerRequest(offer), {
         specName,
         launch: { env, cwd: request.cwd }
       });
@@ -293,57 +220,6 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     return kernel;
   }
 
-  /**
-   * What a start runs: the kernelspec it names on what it asks for, or an accelerator kernelspec's
-   * real kernelspec on that kernelspec's choice.
-   *
-   * @throws BadAcceleratorRequestError when the request's own `accelerator` (or offer) asks for
-   *   something other than the accelerator kernelspec it names.
-   *
-   * #### Notes
-   * `KERNEL_ACCELERATOR` in the environment yields to the kernelspec's choice (jupyter_server sends
-   * its own `KERNEL_*` variables with every start: a server-wide default, not this start's choice),
-   * and the kernel's `KERNEL_ACCELERATOR` is rewritten to say what it runs on.
-   */
-  private _resolve(
-    spec: IKernelspecInfo | IAcceleratorKernelspec,
-    request: KernelRegistry.IStartRequest
-  ): {
-    specName: string;
-    target: KernelRegistry.IAcceleratorTarget;
-    env: Record<string, string>;
-  } {
-    const env = request.env ?? {};
-    if (!('base' in spec)) {
-      return { specName: spec.name, target: request, env };
-    }
-    const asked: AcceleratorKernelspecs.Target | undefined =
-      request.offer !== undefined
-        ? { offer: request.offer }
-        : request.accelerator
-          ? { accelerator: request.accelerator }
-          : undefined;
-    if (asked && !sameAcceleratorTarget(asked, spec.target)) {
-      if (!request.fromEnvironment) {
-        throw new BadAcceleratorRequestError(
-          `kernelspec ${spec.name} runs on ${Private.targetSpec(spec.target)}, but the request asks for ${Private.targetSpec(asked)}: leave the accelerator out, or start ${spec.base} with it`
-        );
-      }
-      this._log.info(
-        {
-          kernelspec: spec.name,
-          ignored: Private.targetSpec(asked)
-        },
-        "the kernelspec's accelerator wins over KERNEL_ACCELERATOR"
-      );
-    }
-    return {
-      specName: spec.base,
-      target: spec.target,
-      env: Private.withAccelerator(env, Private.targetSpec(spec.target))
-    };
-  }
-
   get(id: string): ManagedKernel | undefined {
     return this._kernels.get(id);
   }
@@ -363,22 +239,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
 
   /** The REST model of a kernel, with where its accelerator request stands. */
   model(kernel: ManagedKernel): IKernelModel {
-    const model: IKernelModel = {
-      id: kernel.id,
-      name: kernel.name,
-      last_activity: kernel.lastActivity.toISOString(),
-      // The states a kernel reports (starting, idle, busy) and the gateway's own.
-      execution_state: kernel.executionState as IKernelModel['execution_state'],
-      connections: kernel.channels.connections
-    };
-    if (kernel.reason !== undefined) {
-      model.reason = kernel.reason;
-    }
-    const accelerator = this._acceleratorStatus(kernel);
-    if (accelerator) {
-      model.accelerator = accelerator;
-    }
-    return model;
+    return kernelModel(kernel, this._pool, this._scheduler);
   }
 
   private async _interrupt(id: string): Promise<void> {
@@ -391,7 +252,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
 
   private async _restart(
     id: string,
-    target?: KernelRegistry.IAcceleratorTarget
+    target?: IAcceleratorTarget
   ): Promise<ManagedKernel> {
     const kernel = this.require(id);
     if (target) {
@@ -655,7 +516,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   ): Promise<void> {
     const id = kernel.id;
     const engine = offerEngine(offer);
-    kernel.awaitingJob(Private.offerRequest(offer));
+    kernel.awaitingJob(offerRequest(offer));
     let job: IProvisionedJob;
     try {
       job = await provisioner.provision(id, offer);
@@ -679,9 +540,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
   /** Read a restart's target: an offer and its provisioner, or a request the cluster can meet. */
-  private _destination(
-    target: KernelRegistry.IAcceleratorTarget
-  ): Private.Destination {
+  private _destination(target: IAcceleratorTarget): Private.Destination {
     if (target.offer !== undefined) {
       return this._offerNamed(target.offer);
     }
@@ -721,7 +580,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         throw new NoSuchKernelError(kernel.id);
       }
       this._checkMovable(kernel);
-      const from = Private.describeTarget(kernel);
+      const from = describeTarget(kernel);
       const before = kernel.beginMove();
       try {
         await this._leave(kernel);
@@ -744,13 +603,13 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         name:
           kernel.name === kernel.specName
             ? kernel.name
-            : (this._acceleratorSpecs.nameFor(
+            : (this._kernelspecs.nameFor(
                 kernel.specName,
                 'offer' in destination
                   ? { offer: destination.offer.name }
                   : { accelerator: destination.accelerator }
               ) ?? kernel.specName),
-        env: Private.withAccelerator(kernel.launch.env, spec),
+        env: withAccelerator(kernel.launch.env, spec),
         ...('offer' in destination
           ? {}
           : { accelerator: destination.accelerator })
@@ -929,68 +788,6 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     return worker;
   }
 
-  private _acceleratorStatus(
-    kernel: ManagedKernel
-  ): AcceleratorStatus | undefined {
-    const request = kernel.accelerator;
-    const provisioned = kernel.provisioned;
-    const job: Partial<IJobStatus> = provisioned
-      ? {
-          offer: provisioned.offer.name,
-          engine: provisioned.job.engine,
-          job: provisioned.job.id,
-          ...(provisioned.job.timeLimit
-            ? { timeLimit: provisioned.job.timeLimit }
-            : {})
-        }
-      : {};
-    if (provisioned?.job.state.state === 'ended') {
-      return { ...request, ...job, state: 'ended' };
-    }
-    if (kernel.placement) {
-      const worker = this._pool.get(kernel.placement.workerId);
-      return {
-        ...request,
-        ...job,
-        state: 'assigned',
-        worker: kernel.placement.workerId,
-        workerName: worker?.name ?? kernel.placement.workerId,
-        devices: kernel.placement.deviceIds.map(id => {
-          const device = worker?.devices.find(d => d.id === id);
-          return {
-            id,
-            kind: device?.kind ?? request.kind,
-            model: device?.model ?? request.model ?? '',
-            ...(device?.profile ? { profile: device.profile } : {}),
-            simulated: device?.simulated ?? false
-          };
-        })
-      };
-    }
-    if (provisioned) {
-      const state = provisioned.job.state;
-      return state.state === 'pending'
-        ? {
-            ...request,
-            ...job,
-            state: 'queued',
-            reason: state.reason,
-            since: (kernel.queuedSince ?? kernel.lastActivity).toISOString()
-          }
-        : { ...request, ...job, state: 'starting' };
-    }
-    const position = this._scheduler.positionOf(kernel.id);
-    if (position !== undefined) {
-      return {
-        ...request,
-        state: 'queued',
-        position,
-        since: (kernel.queuedSince ?? kernel.lastActivity).toISOString()
-      };
-    }
-    return undefined;
-  }
-
   private _onLifecycle(id: string, event: KernelLifecycleEvent): void {
     const kernel = this._kernels.get(id);
     if (!kernel) {
@@ -1134,7 +931,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
   private _options: KernelRegistry.IOptions;
-  private _acceleratorSpecs: AcceleratorKernelspecs;
+  private _kernelspecs: KernelspecCatalog;
   private _pool: WorkerPool;
   private _scheduler: Scheduler;
   private _log: Logger;
@@ -1184,26 +981,6 @@ export namespace KernelRegistry {
     /** Which accelerator choices are listed as kernelspecs of their own (default: none). */
     kernelspecAccelerators?: AcceleratorKernelspecs.Setting;
   }
-
-  /** What a kernel runs on, as `requestedAccelerator` reads a request. */
-  export interface IAcceleratorTarget {
-    /** The devices to run on (default: none, a CPU kernel). */
-    accelerator?: IAcceleratorRequest;
-    /** An offer of the profiles file instead: an engine starts a worker for the kernel. */
-    offer?: string;
-  }
-
-  export interface IStartRequest extends IAcceleratorTarget {
-    /** A kernelspec, or an accelerator kernelspec (`python3.gpu-h100-x1`). */
-    name?: string;
-    env?: Record<string, string>;
-    cwd?: string;
-    /**
-     * Whether `accelerator` or `offer` came from `KERNEL_ACCELERATOR` in `env` rather than the
-     * request itself: an accelerator kernelspec's own choice then wins over it.
-     */
-    fromEnvironment?: boolean;
-  }
 }
 
 /** The module-private parts. */
@@ -1212,46 +989,4 @@ namespace Private {
   export type Destination =
     | { accelerator: IAcceleratorRequest }
     | { offer: IAcceleratorOffer; provisioner: IProvisioner };
-
-  /** The request an offer's kernel shows. */
-  export function offerRequest(offer: IAcceleratorOffer): IAcceleratorRequest {
-    const { kind, model, count, profile } = offer.accelerator;
-    return {
-      kind,
-      count,
-      ...(model ? { model } : {}),
-      ...(profile ? { profile } : {})
-    };
-  }
-
-  /** A start's or move's target in the environment form (`gpu:H100:1`, `offer:a100`, `cpu`). */
-  export function targetSpec(
-    target: KernelRegistry.IAcceleratorTarget
-  ): string {
-    return target.offer !== undefined
-      ? `offer:${target.offer}`
-      : formatAcceleratorSpec(target.accelerator ?? { kind: 'cpu', count: 0 });
-  }
-
-  /** What a kernel runs on now, for the log. */
-  export function describeTarget(kernel: ManagedKernel): string {
-    return kernel.provisioned
-      ? `offer:${kernel.provisioned.offer.name}`
-      : formatAcceleratorSpec(kernel.accelerator);
-  }
-
-  /**
-   * A launch environment whose `KERNEL_ACCELERATOR`, where the client set one, names the new
-   * target, so the new process does not read the old one (a CPU target removes it).
-   */
-  export function withAccelerator(
-    env: Record<string, string>,
-    spec: string
-  ): Record<string, string> {
-    if (env.KERNEL_ACCELERATOR === undefined) {
-      return env;
-    }
-    const { KERNEL_ACCELERATOR: _old, ...rest } = env;
-    return spec === 'cpu' ? rest : { ...rest, KERNEL_ACCELERATOR: spec };
-  }
 }

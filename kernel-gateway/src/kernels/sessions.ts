@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { IKernelModel, KernelRegistry } from './registry';
+import type { IKernelModel } from './kernel-model';
+import type { KernelRegistry } from './registry';
 import type { IAcceleratorRequest } from '../scheduler';
 import type { RestSchemas } from '../protocol';
 import { kernelWorkingDir } from './working-dir';

@@ -1,0 +1,30 @@
+/**
+ * The errors of the kernel registry, each mapped to an HTTP status by `http/errors.ts`.
+ *
+ * @packageDocumentation
+ */
+
+/** Raised for a kernel id that is not (or no longer) known. */
+export class NoSuchKernelError extends Error {
+  constructor(readonly kernelId: string) {
+    super(`Kernel does not exist: ${kernelId}`);
+  }
+}
+
+/** Raised for a kernel name no worker offers. */
+export class NoSuchKernelspecError extends Error {
+  constructor(
+    readonly kernelName: string,
+    available: string[]
+  ) {
+    super(
+      `No kernelspec named ${JSON.stringify(kernelName)}; available: ${available.join(', ') || 'none'}`
+    );
+  }
+}
+
+/** Raised when a kernel process could not be started; the message says why (stderr's tail). */
+export class KernelStartError extends Error {}
+
+/** Raised for what a kernel cannot do in its state (a dead kernel cannot move); the message says why. */
+export class KernelStateError extends Error {}
