@@ -4,5 +4,5 @@
  *
  * @packageDocumentation
  */
-export * from './metrics';
-export * from './service';
+export { createMetrics } from './metrics';
+export { AcceleratorService, type IAcceleratorsModel } from './service';

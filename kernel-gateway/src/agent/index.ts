@@ -4,8 +4,20 @@
  *
  * @packageDocumentation
  */
-export * from './agent';
-export * from './devices';
-export * from './host';
-export * from './kernels';
-export * from './worker';
+export { WorkerAgent } from './agent';
+export { parseSimulateSpec } from './devices';
+export { createHostWorker } from './host';
+export {
+  createConnectionInfo,
+  findFreePorts,
+  type IConnectionInfo,
+  type IKernelspec,
+  KERNEL_NAME,
+  KernelspecStore,
+  KernelUser,
+  MAX_OUTPUT_BYTES,
+  SocketWriter,
+  writeConnectionFile,
+  zmqUrl
+} from './kernels';
+export { Worker } from './worker';

@@ -4,6 +4,14 @@
  *
  * @packageDocumentation
  */
-export * from './browser';
-export * from './limits';
-export * from './token';
+export { authenticate, signInRouter } from './browser';
+export {
+  DEFAULT_LIMITS,
+  FailedAuthLimit,
+  ILimits,
+  KernelQuota,
+  LimitError,
+  MessageRate,
+  OWNER
+} from './limits';
+export { originRefusal, TokenAuth } from './token';

@@ -3,9 +3,7 @@
  *
  * @packageDocumentation
  */
-export { writeAtomic, stagingName } from './atomic';
-export type { ICheckpointModel } from './checkpoints';
+export { stagingName, writeAtomic } from './atomic';
 export { ContentsError } from './errors';
 export { FileContentsManager, type IServedFile } from './manager';
 export type { ContentsType, IContentsModel } from './models';
-export type { ISaveRequest } from './write';

@@ -4,7 +4,24 @@
  *
  * @packageDocumentation
  */
-export * from './kubernetes';
-export * from './profiles';
-export * from './slurm';
-export * from './types';
+export {
+  type IWorkerManifestOptions,
+  KubernetesProvisioner,
+  workerManifests,
+  workerTokenSecret
+} from './kubernetes';
+export {
+  checkProfiles,
+  loadProfiles,
+  offerEngine,
+  ProfilesError
+} from './profiles';
+export { jobAccessBlocked, lookUpJobUser, SlurmProvisioner } from './slurm';
+export {
+  type Engine,
+  type IAcceleratorOffer,
+  type IProvisionedJob,
+  type IProvisioner,
+  isJobWorkerId,
+  type JobState
+} from './types';

@@ -3,6 +3,6 @@
  *
  * @packageDocumentation
  */
-export * from './bus';
-export * from './kernel-actions';
-export * from './schemas';
+export { EventBus } from './bus';
+export { publishKernelActions } from './kernel-actions';
+export { EventSchemas } from './schemas';

@@ -3,8 +3,7 @@
  *
  * @packageDocumentation
  */
-export * from './build';
-export * from './errors';
-export * from './page';
-export * from './settings';
-export * from './workspaces';
+export { LabBuild } from './build';
+export { labPage, missingBuildPage, pageConfig } from './page';
+export { SettingsStore } from './settings';
+export { WorkspaceStore } from './workspaces';

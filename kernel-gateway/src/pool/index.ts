@@ -4,6 +4,5 @@
  *
  * @packageDocumentation
  */
-export * from './pool';
-export * from './remote';
-export * from './server';
+export { WorkerPool } from './pool';
+export { WorkerServer } from './server';

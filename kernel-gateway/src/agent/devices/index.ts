@@ -5,10 +5,44 @@
  *
  * @packageDocumentation
  */
-export * from './allocated';
-export * from './inventory';
-export * from './nvidia';
-export * from './rocm';
-export * from './simulated';
-export * from './source';
-export * from './tpu';
+export { AllocatedDeviceSource } from './allocated';
+export { attributeMemory, DeviceInventory } from './inventory';
+export {
+  NVIDIA_APP_FIELDS,
+  NVIDIA_GPU_FIELDS,
+  nvidiaDevices,
+  NvidiaDeviceSource,
+  nvidiaModel,
+  nvidiaSamples,
+  parseNvidiaAppsCsv,
+  parseNvidiaGpuCsv,
+  parseNvidiaList
+} from './nvidia';
+export {
+  amdModel,
+  parseRocmSmiJson,
+  ROCM_SMI_ARGS,
+  rocmDevices,
+  RocmDeviceSource,
+  rocmSamples
+} from './rocm';
+export {
+  parseSimulateSpec,
+  SimulatedDeviceSource,
+  SimulateSpecError
+} from './simulated';
+export {
+  DeviceToolError,
+  DeviceToolMissingError,
+  GIB,
+  type IDeviceSource,
+  MIB
+} from './source';
+export {
+  NO_TPU_WORKLOAD,
+  scanTpuChips,
+  TPU_METRIC_NAMES,
+  TpuDeviceSource,
+  tpuGeneration,
+  TpuMetricsClient
+} from './tpu';

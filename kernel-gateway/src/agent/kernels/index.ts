@@ -4,10 +4,16 @@
  *
  * @packageDocumentation
  */
-export * from './connection';
-export * from './environment';
-export * from './isolation';
-export * from './kernel-process';
-export * from './kernel-user';
-export * from './kernelspecs';
-export * from './socket-writer';
+export {
+  createConnectionInfo,
+  findFreePorts,
+  type IConnectionInfo,
+  writeConnectionFile,
+  zmqUrl
+} from './connection';
+export { INHERITED_ENV, kernelEnvironment } from './environment';
+export { isolationEnv } from './isolation';
+export { KernelProcess, MAX_OUTPUT_BYTES } from './kernel-process';
+export { KernelUser } from './kernel-user';
+export { type IKernelspec, KERNEL_NAME, KernelspecStore } from './kernelspecs';
+export { SocketWriter } from './socket-writer';

@@ -3,5 +3,9 @@
  *
  * @packageDocumentation
  */
-export * from './engine';
-export * from './manifests';
+export { KubernetesProvisioner } from './engine';
+export {
+  type IWorkerManifestOptions,
+  workerManifests,
+  workerTokenSecret
+} from './manifests';

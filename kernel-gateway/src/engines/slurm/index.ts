@@ -5,8 +5,5 @@
  *
  * @packageDocumentation
  */
-export * from './access';
-export * from './cli-client';
-export * from './client';
-export * from './engine';
-export * from './rest-client';
+export { jobAccessBlocked, lookUpJobUser } from './access';
+export { SlurmProvisioner } from './engine';
