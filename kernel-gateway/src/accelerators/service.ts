@@ -11,15 +11,6 @@ export type IDeviceModel = RestSchemas['Device'];
 /** The body of `GET /api/accelerators`. */
 export type IAcceleratorsModel = RestSchemas['Accelerators'];
 
-/** A worker as `/api/accelerators` shows it. */
-export type IWorkerModel = IAcceleratorsModel['workers'][number];
-
-/** A queued request as `/api/accelerators` shows it. */
-export type IQueueEntryModel = IAcceleratorsModel['queue'][number];
-
-/** An offer of the profiles file as `/api/accelerators` shows it: what a kernel gets, and from whom. */
-export type IOfferModel = IAcceleratorsModel['offers'][number];
-
 /** One pushed update: the whole current picture (small: devices and queue), once a second. */
 export type IAcceleratorsUpdate = RestSchemas['AcceleratorsUpdate'];
 

@@ -75,11 +75,6 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     });
   }
 
-  /** Whether the gateway accepted our registration and the link is up. */
-  get connected(): boolean {
-    return this._registered;
-  }
-
   /** Dial the gateway, and keep dialling after every drop until {@link stop}. */
   start(): void {
     this._stopped = false;

@@ -8,9 +8,6 @@ import type { RestSchemas } from './rest';
 /** The kinds of accelerator a kernel can be placed on (a CPU kernel holds no device). */
 export type DeviceKind = RestSchemas['Device']['kind'];
 
-/** Where a device's facts come from. */
-export type DeviceVendor = RestSchemas['Device']['vendor'];
-
 /**
  * One accelerator a worker can hand to a kernel: a GPU, a MIG instance, or a TPU chip (schema
  * `Device`, less the `workerId`, `kernels` and `sample` the gateway adds).

@@ -58,11 +58,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     return this._child?.exitCode === null ? this._child.pid : undefined;
   }
 
-  /** Whether the kernel is up and its sockets connected. */
-  get isRunning(): boolean {
-    return this._sockets !== undefined && this.pid !== undefined;
-  }
-
   /**
    * Launch the kernel and wait until it answers `kernel_info_request` and its iopub flows.
    * Retries with fresh ports when the kernel dies during start-up (a port taken meanwhile).

@@ -48,11 +48,6 @@ export class KernelspecStore {
     this._paths = options.paths ?? jupyterDataPaths();
   }
 
-  /** The directories searched, highest priority first. */
-  get paths(): readonly string[] {
-    return this._paths;
-  }
-
   /** Every valid kernelspec by name; invalid ones are reported through `onInvalid` and skipped. */
   async findAll(
     onInvalid: (dir: string, error: Error) => void = () => undefined
