@@ -12,6 +12,7 @@ export type {
   IKernelModel
 } from './kernel-model';
 export * from './errors';
+export type { ICullingOptions } from './culling';
 export * from './sessions';
 export * from './working-dir';
 export * from './env-policy';

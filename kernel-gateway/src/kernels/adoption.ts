@@ -1,0 +1,185 @@
+/**
+ * What workers coming and going, and what they report, do to kernels. A worker that registers
+ * (again) has the kernels it runs adopted (after a drop or a gateway restart) and, when an engine
+ * started it, its job's kernel started; one that drops has its kernels read `unknown`; one that
+ * stays away past its grace period leaves them dead; a worker's word on a kernel (restarting after
+ * a crash, restarted, dead) reaches it. The kernels the gateway gave up on are remembered, so a
+ * worker that still runs one is told to shut it down.
+ *
+ * @packageDocumentation
+ */
+import { isJobWorkerId } from '../engines';
+import type {
+  IRunningKernel,
+  IWorkerConnection,
+  KernelLifecycleEvent
+} from '../protocol';
+import type { IAcceleratorRequest } from '../scheduler';
+import type { IKernelHost } from './host';
+import type { ProvisionedKernels } from './provisioned';
+
+/** Adoption of the kernels workers report, and their kernels' fate while workers are away. */
+export class KernelAdoption {
+  constructor(options: KernelAdoption.IOptions) {
+    this._host = options.host;
+    this._provisioned = options.provisioned;
+  }
+
+  /** Give up on a kernel: a worker that still runs it is told to shut it down. */
+  forget(kernelId: string): void {
+    this._forgotten.add(kernelId);
+  }
+
+  /** Which of the kernels a registering worker reports the gateway gave up on. */
+  unknownKernels(kernels: IRunningKernel[]): string[] {
+    return kernels
+      .map(k => k.kernelId)
+      .filter(
+        id => this._forgotten.has(id) || this._host.get(id)?.isDead === true
+      );
+  }
+
+  /** A worker appeared or came back: learn its devices, and adopt kernels it runs that we lack. */
+  workerChanged(worker: IWorkerConnection, kernels: IRunningKernel[]): void {
+    const { pool, scheduler, log } = this._host;
+    this._workerBack(worker, kernels);
+    const owner = this._provisioned.ownerOf(worker.id);
+    if (!owner && isJobWorkerId(worker.id) && kernels.length === 0) {
+      // The worker of a job that is over (its kernel left it or was deleted) dialled in again before
+      // the job ended: nothing will ever run on it, so it is let go at once, not listed.
+      pool.forget(worker.id);
+      scheduler.removeWorker(worker.id);
+      return;
+    }
+    scheduler.setWorker({
+      workerId: worker.id,
+      devices: [...worker.devices],
+      acceptsCpu: worker.acceptsCpu,
+      // A job worker that outlived its kernel never takes another.
+      dedicated: owner !== undefined || isJobWorkerId(worker.id)
+    });
+    if (owner?.phase === 'waiting') {
+      this._provisioned.workerRegistered(owner, worker);
+    }
+    for (const running of kernels) {
+      if (
+        this._host.get(running.kernelId) ||
+        this._forgotten.has(running.kernelId)
+      ) {
+        continue;
+      }
+      const devices = running.deviceIds.map(id =>
+        worker.devices.find(d => d.id === id)
+      );
+      const first = devices[0];
+      const accelerator: IAcceleratorRequest = first
+        ? {
+            kind: first.kind,
+            model: first.model,
+            count: devices.length,
+            ...(first.profile ? { profile: first.profile } : {})
+          }
+        : { kind: 'cpu', count: 0 };
+      const kernel = this._host.create(
+        running.kernelId,
+        running.kernelName,
+        accelerator
+      );
+      const placement = { workerId: worker.id, deviceIds: running.deviceIds };
+      try {
+        scheduler.adopt(running.kernelId, placement);
+      } catch (error) {
+        log.error(
+          { kernel: kernel.id, err: (error as Error).message },
+          'adopted kernel conflicts'
+        );
+      }
+      kernel.adopted(placement, running.executionState || 'idle');
+      log.info(
+        { kernel: kernel.id, worker: worker.id },
+        'adopted a kernel the worker runs'
+      );
+    }
+  }
+
+  /**
+   * A worker dropped: its kernels read `unknown` at once (in the model, with the reason, and on every
+   * websocket) instead of looking alive for the grace period; they are dead if it stays away.
+   */
+  workerUnreachable(worker: IWorkerConnection): void {
+    const reason =
+      `worker ${worker.name} is unreachable; its kernels are reported dead ` +
+      `unless it comes back within ${this._host.pool.graceMs / 1000} s`;
+    for (const kernel of this._host.list()) {
+      if (
+        kernel.placement?.workerId === worker.id &&
+        kernel.unreachableNow(reason)
+      ) {
+        this._host.log.warn({ kernel: kernel.id, worker: worker.id }, reason);
+      }
+    }
+  }
+
+  /** A worker stayed away past its grace period: its kernels are dead, their devices free. */
+  workerLost(worker: IWorkerConnection, reason: string): void {
+    this._host.scheduler.removeWorker(worker.id);
+    for (const kernel of this._host.list()) {
+      if (kernel.placement?.workerId === worker.id) {
+        this._forgotten.add(kernel.id);
+        if (!kernel.isDead) {
+          this._host.markDead(kernel, reason);
+        }
+      }
+    }
+  }
+
+  /** A worker's word on a kernel it runs: restarting after a crash, restarted, or dead for good. */
+  lifecycle(kernelId: string, event: KernelLifecycleEvent): void {
+    const kernel = this._host.get(kernelId);
+    if (!kernel) {
+      return;
+    }
+    switch (event.state) {
+      case 'restarting':
+        this._host.log.warn(
+          { kernel: kernelId, reason: event.reason },
+          'kernel died; restarting'
+        );
+        kernel.autoRestarting();
+        break;
+      case 'restarted':
+        kernel.restarted();
+        break;
+      case 'dead':
+        this._host.markDead(kernel, event.reason);
+        break;
+    }
+  }
+
+  /** The worker of an unreachable kernel is back: the kernel reads what the worker reports. */
+  private _workerBack(
+    worker: IWorkerConnection,
+    kernels: IRunningKernel[]
+  ): void {
+    for (const kernel of this._host.list()) {
+      if (kernel.placement?.workerId !== worker.id || !kernel.unreachable) {
+        continue;
+      }
+      const running = kernels.find(k => k.kernelId === kernel.id);
+      kernel.reachableAgain(running?.executionState);
+    }
+  }
+
+  private _host: IKernelHost;
+  private _provisioned: ProvisionedKernels;
+  /** Kernels the gateway gave up on; a worker that still runs one is told to shut it down. */
+  private _forgotten = new Set<string>();
+}
+
+/** The types of {@link KernelAdoption}. */
+export namespace KernelAdoption {
+  export interface IOptions {
+    host: IKernelHost;
+    provisioned: ProvisionedKernels;
+  }
+}

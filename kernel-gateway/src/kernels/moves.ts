@@ -1,0 +1,235 @@
+/**
+ * Moving a kernel to other devices or another offer under the same id: its process stops, its
+ * devices and engine job go, and it is placed anew like a new kernel, keeping its websockets,
+ * replay buffer, environment and working directory.
+ *
+ * @packageDocumentation
+ */
+import {
+  formatAcceleratorSpec,
+  sameAcceleratorRequest,
+  type IAcceleratorRequest
+} from '../scheduler';
+import {
+  KernelStartError,
+  KernelStateError,
+  NoSuchKernelError
+} from './errors';
+import type { IKernelHost } from './host';
+import type { ManagedKernel } from './kernel';
+import type { KernelspecCatalog } from './kernelspecs';
+import type { ProvisionedKernels } from './provisioned';
+import {
+  describeTarget,
+  withAccelerator,
+  type IAcceleratorTarget
+} from './target';
+
+/** Moves of kernels to other devices or offers. */
+export class KernelMoves {
+  constructor(options: KernelMoves.IOptions) {
+    this._host = options.host;
+    this._kernelspecs = options.kernelspecs;
+    this._provisioned = options.provisioned;
+  }
+
+  /**
+   * Read a restart's target: an offer and its provisioner, or a request the cluster can meet.
+   *
+   * @throws the scheduler's errors for a request that can never be met, and
+   *   BadAcceleratorRequestError for an unknown offer.
+   */
+  destination(target: IAcceleratorTarget): KernelMoves.Destination {
+    if (target.offer !== undefined) {
+      return this._provisioned.offerNamed(target.offer);
+    }
+    return {
+      accelerator: this._host.scheduler.check(
+        target.accelerator ?? { kind: 'cpu', count: 0 }
+      )
+    };
+  }
+
+  /** Whether a kernel already asks for what `destination` names (a restart then stays in place). */
+  runsOn(kernel: ManagedKernel, destination: KernelMoves.Destination): boolean {
+    if ('offer' in destination) {
+      return kernel.provisioned?.offer.name === destination.offer.name;
+    }
+    return (
+      !kernel.provisioned &&
+      sameAcceleratorRequest(kernel.accelerator, destination.accelerator)
+    );
+  }
+
+  /**
+   * Move a kernel to other devices or another offer, keeping its id, channels and launch. Resolves
+   * once it runs there, or at once when it has to wait (its model says where it stands).
+   *
+   * @throws KernelStateError for a dead kernel or one whose worker is away, KernelStartError when
+   *   its process cannot be stopped (it runs on) or the new one fails (it is dead then).
+   */
+  async move(
+    kernel: ManagedKernel,
+    destination: KernelMoves.Destination
+  ): Promise<ManagedKernel> {
+    const host = this._host;
+    // Whoever waits for this kernel (a shutdown, another restart) waits for the whole move.
+    const previous = kernel.ready;
+    let settle!: () => void;
+    void kernel.busyWith(new Promise<void>(resolve => (settle = resolve)));
+    try {
+      await previous.catch(() => undefined);
+      if (!host.knows(kernel)) {
+        throw new NoSuchKernelError(kernel.id);
+      }
+      this._checkMovable(kernel);
+      const from = describeTarget(kernel);
+      const before = kernel.beginMove();
+      try {
+        await this._leave(kernel);
+      } catch (error) {
+        if (error instanceof KernelStateError) {
+          throw error;
+        }
+        // The old process still runs where it ran.
+        kernel.stayed(before);
+        throw new KernelStartError(
+          `Kernel ${kernel.id} could not be stopped on its worker to move: ${(error as Error).message}`
+        );
+      }
+      // Its last words (the status of its shutdown) came before this. Not 'restarting': JupyterLab
+      // takes that for a crash, says "the kernel appears to have died" and reconnects; 'starting'
+      // is what a kernel waiting for its devices shows, and 'idle' follows once it runs.
+      const spec =
+        'offer' in destination
+          ? `offer:${destination.offer.name}`
+          : formatAcceleratorSpec(destination.accelerator);
+      kernel.movingTo({
+        // Its accelerator kernelspec's name would now say what it no longer runs on.
+        name:
+          kernel.name === kernel.specName
+            ? kernel.name
+            : (this._kernelspecs.nameFor(
+                kernel.specName,
+                'offer' in destination
+                  ? { offer: destination.offer.name }
+                  : { accelerator: destination.accelerator }
+              ) ?? kernel.specName),
+        env: withAccelerator(kernel.launch.env, spec),
+        ...('offer' in destination
+          ? {}
+          : { accelerator: destination.accelerator })
+      });
+      host.log.info(
+        { kernel: kernel.id, from, to: spec },
+        'moving kernel to other devices'
+      );
+      if ('offer' in destination) {
+        await this._provisioned.provision(kernel, destination).catch(error => {
+          host.markDead(kernel, (error as Error).message);
+          throw error;
+        });
+        return kernel;
+      }
+      let result;
+      try {
+        result = host.scheduler.request(kernel.id, destination.accelerator);
+      } catch (error) {
+        // The workers changed while the old process stopped.
+        host.markDead(kernel, `move failed: ${(error as Error).message}`);
+        throw new KernelStartError(
+          `Kernel ${kernel.id} could not move to ${spec}: ${(error as Error).message}`
+        );
+      }
+      if (result.state === 'queued') {
+        kernel.queued();
+        host.log.info(
+          { kernel: kernel.id, position: result.position },
+          'moved kernel queued for its devices'
+        );
+        return kernel;
+      }
+      try {
+        await host.placed(kernel, result.placement);
+      } catch (error) {
+        throw new KernelStartError(
+          `Kernel ${kernel.name} failed to start on ${spec}: ${(error as Error).message}`
+        );
+      }
+      return kernel;
+    } finally {
+      settle();
+    }
+  }
+
+  /**
+   * Refuse to move a kernel that is dead, or whose worker is away: a process the worker cannot be
+   * told to stop would live on there, on devices the scheduler then hands to others.
+   */
+  private _checkMovable(kernel: ManagedKernel): void {
+    if (kernel.isDead) {
+      throw new KernelStateError(
+        `kernel ${kernel.id} is dead (${kernel.reason ?? 'no reason given'}): start a new kernel instead`
+      );
+    }
+    const worker =
+      kernel.placement && this._host.pool.get(kernel.placement.workerId);
+    if (kernel.running && worker && !worker.connected) {
+      throw new KernelStateError(
+        `kernel ${kernel.id} runs on worker ${worker.name}, which is unreachable now: move it once the worker is back`
+      );
+    }
+  }
+
+  /**
+   * Stop a kernel's process and let go of its devices and engine job; the kernel stays known.
+   *
+   * @throws the worker's error when the process could not be stopped (it runs on), and
+   *   KernelStateError when the kernel died meanwhile.
+   */
+  private async _leave(kernel: ManagedKernel): Promise<void> {
+    const worker =
+      kernel.placement && this._host.pool.get(kernel.placement.workerId);
+    if (worker && kernel.running) {
+      // From now on what clients send waits for the new process instead of reaching the one that
+      // is being stopped (and dying with it).
+      kernel.stopping();
+      try {
+        await worker.shutdownKernel(kernel.id);
+      } catch (error) {
+        kernel.resume((channel, parts) =>
+          worker.sendToKernel(kernel.id, channel, parts)
+        );
+        throw error;
+      }
+    }
+    const provisioned = kernel.provisioned;
+    if (!kernel.left()) {
+      throw new KernelStateError(
+        `kernel ${kernel.id} died while it moved (${kernel.reason ?? 'no reason given'}): start a new kernel instead`
+      );
+    }
+    this._host.scheduler.release(kernel.id);
+    if (provisioned) {
+      await this._provisioned.endJob(kernel.id, provisioned);
+    }
+  }
+
+  private _host: IKernelHost;
+  private _kernelspecs: KernelspecCatalog;
+  private _provisioned: ProvisionedKernels;
+}
+
+/** The types of {@link KernelMoves}. */
+export namespace KernelMoves {
+  export interface IOptions {
+    host: IKernelHost;
+    /** Names the accelerator kernelspec a moved kernel takes. */
+    kernelspecs: KernelspecCatalog;
+    provisioned: ProvisionedKernels;
+  }
+
+  /** Where a kernel moves: a request the cluster can meet, or an offer and its engine. */
+  export type Destination =
+    { accelerator: IAcceleratorRequest } | ProvisionedKernels.IOffer;
+}
