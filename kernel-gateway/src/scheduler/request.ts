@@ -92,7 +92,8 @@ export function parseAcceleratorSpec(text: string): IAcceleratorRequest {
 
 /**
  * Check and complete the REST form of an accelerator request (`{"kind": "gpu", "model": "H100",
- * "count": 1}`); a string is read as the environment form.
+ * "count": 1}`); a string is read as the environment form. Requests are normalised once, at the
+ * edge (the routes, through {@link requestedAccelerator}); the scheduler takes the result as it is.
  *
  * @param json - the parsed request body: `kind` (`cpu`, `gpu` or `tpu`), and optionally `model`,
  *   `count` (1 for gpu and tpu, 0 for cpu when left out), `memoryGiB` (each device's at least) and
@@ -135,6 +136,42 @@ export function normalizeAcceleratorRequest(
   const model = Private.optionalString(body.model, 'model', "'H100'");
   const profile = Private.optionalString(body.profile, 'profile', "'1g.10gb'");
   const memoryGiB = body.memoryGiB ?? undefined;
+  const request = {
+    kind,
+    count: body.count ?? (kind === 'cpu' ? 0 : 1)
+  } as IAcceleratorRequest;
+  for (const [name, value] of [
+    ['model', model],
+    ['memoryGiB', memoryGiB],
+    ['profile', profile]
+  ] as const) {
+    if (value !== undefined) {
+      (request as Record<string, unknown>)[name] = value;
+    }
+  }
+  checkAcceleratorRequest(request);
+  return request;
+}
+
+/**
+ * Check that a request is in the normalised form the scheduler takes, as
+ * {@link normalizeAcceleratorRequest} makes it at the edge: a known kind; for cpu a count of 0 and
+ * nothing else; for gpu and tpu a whole count of at least 1; a non-empty model and profile; memory a
+ * positive number of GiB; a MIG profile only for a GPU. Nothing is read or completed here.
+ *
+ * @throws BadAcceleratorRequestError, saying what is wrong, for a request not in that form.
+ */
+export function checkAcceleratorRequest(request: IAcceleratorRequest): void {
+  const { kind, count, model, memoryGiB, profile } = request as {
+    [field in keyof IAcceleratorRequest]-?: unknown;
+  };
+  if (kind !== 'cpu' && kind !== 'gpu' && kind !== 'tpu') {
+    throw new BadAcceleratorRequestError(
+      `unknown accelerator kind '${String(kind)}' (cpu, gpu or tpu)`
+    );
+  }
+  Private.optionalString(model, 'model', "'H100'");
+  Private.optionalString(profile, 'profile', "'1g.10gb'");
   if (
     memoryGiB !== undefined &&
     (typeof memoryGiB !== 'number' ||
@@ -145,9 +182,8 @@ export function normalizeAcceleratorRequest(
       `memoryGiB must be a positive number of GiB, not ${JSON.stringify(memoryGiB)}`
     );
   }
-  const count = body.count ?? undefined;
   if (kind === 'cpu') {
-    if (count !== undefined && count !== 0) {
+    if (count !== 0) {
       throw new BadAcceleratorRequestError(
         'a cpu request holds no device: leave count out or set it to 0'
       );
@@ -163,28 +199,16 @@ export function normalizeAcceleratorRequest(
         );
       }
     }
-    return { kind, count: 0 };
+    return;
   }
-  if (
-    count !== undefined &&
-    (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1)
-  ) {
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) {
     throw new BadAcceleratorRequestError(
       `count must be a whole number of at least 1, not ${JSON.stringify(count)}`
     );
   }
-  const request: IAcceleratorRequest = { kind, count: count ?? 1 };
-  if (model !== undefined) {
-    request.model = model;
-  }
-  if (memoryGiB !== undefined) {
-    request.memoryGiB = memoryGiB;
-  }
   if (profile !== undefined) {
     Private.checkProfileKind(kind);
-    request.profile = profile;
   }
-  return request;
 }
 
 /**

@@ -13,7 +13,7 @@ import { Explanations } from './explain';
 import { Placements } from './placements';
 import { DevicePools } from './pools';
 import { RequestQueue } from './queue';
-import { normalizeAcceleratorRequest } from './request';
+import { checkAcceleratorRequest } from './request';
 import { Reservations } from './reservations';
 import { minBytesOf } from './state';
 import type {
@@ -176,8 +176,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    * Check a request as {@link request} would, without placing or queueing anything: a kernel that
    * moves to other devices learns that it never could before it lets go of its own.
    *
-   * @returns the request, normalized.
-   * @throws {@link BadAcceleratorRequestError} for a malformed request, and
+   * @param request - what it asks for, in the normalised form (see {@link checkAcceleratorRequest}).
+   * @returns the request.
+   * @throws {@link BadAcceleratorRequestError} for a request not in the normalised form, and
    *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
    */
   check(request: IAcceleratorRequest): IAcceleratorRequest {
@@ -190,21 +191,22 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         request
       );
     }
-    const normalized = normalizeAcceleratorRequest(request);
-    const why = this._explanations.whyUnsatisfiable(normalized);
+    // Normalised once at the edge (normalizeAcceleratorRequest): only checked here.
+    checkAcceleratorRequest(request);
+    const why = this._explanations.whyUnsatisfiable(request);
     if (why !== undefined) {
-      throw new UnsatisfiableRequestError(why, normalized);
+      throw new UnsatisfiableRequestError(why, request);
     }
-    return normalized;
+    return request;
   }
 
   /**
    * Ask for devices for a kernel: they are assigned now, or the request waits in the queue.
    *
    * @param kernelId - the kernel that will hold the devices; one request per kernel.
-   * @param request - what it asks for; {@link normalizeAcceleratorRequest} checks it.
+   * @param request - what it asks for, in the normalised form (see {@link checkAcceleratorRequest}).
    *
-   * @throws {@link BadAcceleratorRequestError} for a malformed request, and
+   * @throws {@link BadAcceleratorRequestError} for a request not in the normalised form, and
    *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
    *
    * #### Notes
