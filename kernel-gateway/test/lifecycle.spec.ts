@@ -140,6 +140,49 @@ describe('kernel lifecycle', () => {
     await fs.rm(path.join(dataDir, 'kernels', 'broken'), { recursive: true });
   });
 
+  it("keeps a kernel's start-up to itself: across a slow restart a client gets neither the new process's 'starting' nor answers to Ferry's own requests", async () => {
+    // Ferry asks a starting kernel for kernel_info every second until it answers: one that takes
+    // seconds to start owes it several answers once it is up.
+    await writeKernelspec(dataDir, 'slow-start', {
+      argv: [
+        '/bin/sh',
+        '-c',
+        'sleep 3; exec /usr/bin/python3 -m ipykernel_launcher -f "$0"',
+        '{connection_file}'
+      ],
+      display_name: 'Starts slowly',
+      language: 'python'
+    });
+    const id = await startKernel(gw, { name: 'slow-start' });
+    const client = await KernelSocket.connect(gw, id);
+    await client.execute('x = 1');
+    const before = client.received.length;
+    expect((await gw.api('POST', `/api/kernels/${id}/restart`)).status).toBe(
+      200
+    );
+    const { stdout } = await client.execute('print("restarted")');
+    const after = client.received.slice(before);
+    // The new process's own 'starting' (from a remote worker it can come after the restart's
+    // result and leave the kernel reading 'starting'), and anything answering the kernel_info
+    // requests Ferry sent while it waited for the process, are start-up chatter.
+    const chatter = after.filter(
+      m =>
+        isStatus(m, 'starting') ||
+        (m.parent_header as { msg_type?: string }).msg_type ===
+          'kernel_info_request'
+    );
+    expect(chatter.map(m => m.header.msg_type)).toEqual([]);
+    expect(stdout).toBe('restarted\n');
+    expect(
+      (await gw.api('GET', `/api/kernels/${id}`)).body.execution_state
+    ).toBe('idle');
+    await client.close();
+    await gw.api('DELETE', `/api/kernels/${id}`);
+    await fs.rm(path.join(dataDir, 'kernels', 'slow-start'), {
+      recursive: true
+    });
+  });
+
   it('interrupts by message when the kernelspec asks for it', async () => {
     const id = await startKernel(gw, { name: 'by-message' });
     const client = await KernelSocket.connect(gw, id);

@@ -227,9 +227,14 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     await spawned;
     this._assertOpen();
     this._log.info({ pid: child.pid, argv }, 'kernel process started');
+    const launched = Date.now();
     this._connect(info);
     await this._waitUntilReady(child);
     this._startHeartbeat(info);
+    this._log.info(
+      { pid: child.pid, ms: Date.now() - launched },
+      'kernel answers'
+    );
   }
 
   private _connect(info: IConnectionInfo): void {
@@ -314,18 +319,13 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         'kernel message over the output limit replaced by a notice'
       );
     }
-    if (channel === 'iopub') {
-      if (this._startupRequests.size > 0) {
-        // Start-up chatter (busy/idle for our own kernel_info requests) is not for clients.
-        const parent = Private.parseObject(parts[1]);
-        if (this._startupRequests.has(String(parent?.msg_id))) {
-          if (Private.parseObject(parts[3])?.execution_state === 'idle') {
-            this._onStartupIdle?.();
-          }
-          return;
-        }
-      }
-    } else if (this._pending.size > 0) {
+    if (
+      this._startupRequests.size > 0 &&
+      this._answersStartup(channel, parts)
+    ) {
+      return;
+    }
+    if (channel !== 'iopub' && this._pending.size > 0) {
       const parent = Private.parseObject(parts[1]);
       const settle = this._pending.get(String(parent?.msg_id));
       if (settle) {
@@ -342,7 +342,44 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       );
       return;
     }
+    if (!this._ready && channel === 'iopub' && header.msg_type === 'status') {
+      // The kernel's own 'starting': whoever started it says when it is ready. Relayed, it could
+      // reach a remote worker's gateway after the start's result (which goes on another stream)
+      // and leave the kernel reading 'starting' while it is idle.
+      return;
+    }
     this.emit('message', channel, parts, header);
+  }
+
+  /**
+   * Whether a message answers one of our start-up kernel_info requests (its reply on shell, its
+   * busy and idle on iopub): start-up chatter, not for clients, even after the kernel is ready (a
+   * slow start leaves several requests to answer). An idle tells the start-up that waits for one.
+   */
+  private _answersStartup(channel: Channel, parts: MessageParts): boolean {
+    const msgId = String(Private.parseObject(parts[1])?.msg_id);
+    const left = this._startupRequests.get(msgId);
+    if (left === undefined) {
+      return false;
+    }
+    const content = Private.parseObject(parts[3]);
+    if (channel === 'iopub') {
+      if (content?.execution_state !== 'idle') {
+        return true;
+      }
+      this._onStartupIdle?.();
+    } else {
+      const settle = this._pending.get(msgId);
+      this._pending.delete(msgId);
+      settle?.(content ?? {});
+    }
+    // Forgotten once both its reply and its idle are in.
+    if (left > 1) {
+      this._startupRequests.set(msgId, left - 1);
+    } else {
+      this._startupRequests.delete(msgId);
+    }
+    return true;
   }
 
   /**
@@ -360,6 +397,8 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     const idle = new Promise<'idle'>(resolve => {
       this._onStartupIdle = () => resolve('idle');
     });
+    // A new process: what the last one owed us will not come.
+    this._startupRequests.clear();
     try {
       for (;;) {
         this._assertOpen();
@@ -380,7 +419,8 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
           {},
           Math.min(1000, remaining)
         );
-        this._startupRequests.add(msgId);
+        // Its reply and its idle are still to come.
+        this._startupRequests.set(msgId, 2);
         const answered = reply.then(
           () => 'reply' as const,
           () => 'timeout' as const
@@ -398,7 +438,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         }
       }
     } finally {
-      this._startupRequests.clear();
       this._onStartupIdle = undefined;
     }
   }
@@ -534,8 +573,8 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   >();
   private _connectionFile: string | undefined;
   private _stderrTail = '';
-  /** Our kernel_info requests while starting up. */
-  private _startupRequests = new Set<string>();
+  /** Our start-up kernel_info requests, with how many of their messages are still to come. */
+  private _startupRequests = new Map<string, number>();
   private _onStartupIdle: (() => void) | undefined;
   private _expectExit = false;
   private _closed = false;
