@@ -485,6 +485,66 @@ describe('accelerators with real ferry worker processes', () => {
     await fs.rm(dir, { recursive: true, force: true });
   }, 60000);
 
+  it('runs a cell sent while its worker is away once the worker is back', async () => {
+    const link = await CuttableLink.open(gw.gateway.workerPort!);
+    const away = spawnWorker(
+      'away-briefly',
+      ['--simulate', 'gpu:V100:1', '--no-cpu'],
+      link.port
+    );
+    await away.registered();
+    const id = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', model: 'V100', count: 1 }
+    });
+    const client = await KernelSocket.connect(gw, id);
+    const disconnected = new Promise(resolve =>
+      gw.gateway.pool.once('workerDisconnected', resolve)
+    );
+    link.cut();
+    await disconnected;
+    expect(
+      (await gw.api('GET', `/api/kernels/${id}`)).body.execution_state
+    ).toBe('unknown');
+    // The gateway keeps the cell while the worker is away, and sends it once the kernel's stream is back.
+    const msgId = client.send('shell', 'execute_request', {
+      code: 'print("sent while the worker was away")',
+      silent: false
+    });
+    const back = away.registered();
+    link.restore();
+    await back;
+    const output = await client.next(
+      m => m.header.msg_type === 'stream' && parentOf(m) === msgId
+    );
+    expect((output.content as { text: string }).text).toBe(
+      'sent while the worker was away\n'
+    );
+    await client.close();
+    await gw.api('DELETE', `/api/kernels/${id}`);
+    await away.stop();
+    await link.close();
+  }, 60000);
+
+  it('runs a cell sent while a remote kernel restarts after a crash', async () => {
+    const id = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', model: 'H100', count: 1 }
+    });
+    const client = await KernelSocket.connect(gw, id);
+    const pid = Number(
+      (await client.execute('import os\nprint(os.getpid())')).stdout
+    );
+    process.kill(pid, 'SIGKILL');
+    await client.next(m => isStatus(m, 'restarting'));
+    // Its worker keeps the cell while the kernel restarts there, and runs it in the new process.
+    const run = await client.execute('import os\nprint(os.getpid())');
+    expect(Number(run.stdout)).not.toBe(pid);
+    expect(run.reply.content).toMatchObject({ status: 'ok' });
+    await client.close();
+    await gw.api('DELETE', `/api/kernels/${id}`);
+  }, 60000);
+
   it('refuses to move a kernel while its worker is away, and moves it to the CPU once it is back', async () => {
     const link = await CuttableLink.open(gw.gateway.workerPort!);
     const away = spawnWorker(

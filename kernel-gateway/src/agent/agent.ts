@@ -5,6 +5,7 @@ import {
   deviceToProto,
   kernelspecToProto,
   MAX_GRPC_MESSAGE_BYTES,
+  MessageQueue,
   sampleToProto,
   workerAuthMetadata,
   workerProtocol,
@@ -21,6 +22,7 @@ import {
   partsByteLength,
   skippedOutputNotice,
   type Channel,
+  type ClientChannel,
   type MessageParts
 } from '../protocol/wire';
 import type { Worker } from './worker';
@@ -58,6 +60,13 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     ) as unknown as WorkerGatewayClient;
     this._worker.on('message', (id, channel, parts, header) =>
       this._relay(id, channel, parts, header.msg_type)
+    );
+    this._worker.on('accepting', kernelId =>
+      this._streams
+        .get(kernelId)
+        ?.inbox.flush((channel, parts) =>
+          this._worker.sendToKernel(kernelId, channel, parts)
+        )
     );
     this._worker.on('samples', samples => this.sendSamples(samples));
     this._worker.on('lifecycle', (kernelId, event) => {
@@ -263,11 +272,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
 
   /** Open (or reopen after a reconnect) the stream of one kernel and flush what it missed. */
   private _openKernel(kernelId: string): void {
-    let stream = this._streams.get(kernelId);
-    if (!stream) {
-      stream = { call: undefined, backlog: [], backlogBytes: 0, dropped: 0 };
-      this._streams.set(kernelId, stream);
-    }
+    const stream = this._stream(kernelId);
     if (stream.call || !this._control) {
       return;
     }
@@ -275,16 +280,18 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       workerAuthMetadata(this._options.token, kernelId, this._worker.id)
     );
     stream.call = call;
+    const deliver = (channel: ClientChannel, parts: MessageParts) =>
+      this._worker.sendToKernel(kernelId, channel, parts);
     call.on('data', (frame: KernelFrame__Output) =>
-      this._worker.sendToKernel(
-        kernelId,
-        frame.channel as Exclude<Channel, 'iopub'>,
-        frame.parts as Buffer[]
+      stream.inbox.send(
+        frame.channel as ClientChannel,
+        frame.parts as Buffer[],
+        deliver
       )
     );
     const onEnd = () => {
-      if (stream!.call === call) {
-        stream!.call = undefined;
+      if (stream.call === call) {
+        stream.call = undefined;
       }
     };
     call.on('error', onEnd);
@@ -308,6 +315,25 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     const stream = this._streams.get(kernelId);
     this._streams.delete(kernelId);
     stream?.call?.end();
+    stream?.inbox.clear();
+  }
+
+  /** The stream entry of a kernel, made on first use. */
+  private _stream(kernelId: string): Private.IKernelStream {
+    let stream = this._streams.get(kernelId);
+    if (!stream) {
+      stream = {
+        call: undefined,
+        inbox: new MessageQueue({
+          logger: this._log.child({ kernel: kernelId })
+        }),
+        backlog: [],
+        backlogBytes: 0,
+        dropped: 0
+      };
+      this._streams.set(kernelId, stream);
+    }
+    return stream;
   }
 
   private _relay(
@@ -316,11 +342,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     parts: MessageParts,
     msgType: string
   ): void {
-    let stream = this._streams.get(kernelId);
-    if (!stream) {
-      stream = { call: undefined, backlog: [], backlogBytes: 0, dropped: 0 };
-      this._streams.set(kernelId, stream);
-    }
+    const stream = this._stream(kernelId);
     const frame: KernelFrame = { channel, parts };
     if (stream.call) {
       this._write(stream, stream.call, frame, msgType);
@@ -430,7 +452,9 @@ export namespace WorkerAgent {
 namespace Private {
   export interface IKernelStream {
     call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output> | undefined;
-    /** Frames kept while no stream is open. */
+    /** Client messages from the gateway that wait while the kernel restarts here. */
+    inbox: MessageQueue;
+    /** Kernel frames kept while no stream is open. */
     backlog: KernelFrame[];
     backlogBytes: number;
     dropped: number;

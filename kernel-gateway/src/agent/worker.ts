@@ -10,7 +10,7 @@ import type {
   IWorkerConnection,
   IWorkerEvents
 } from '../protocol';
-import type { Channel, MessageParts } from '../protocol/wire';
+import type { ClientChannel, MessageParts } from '../protocol/wire';
 import { findFreePorts } from './kernels/connection';
 import type { DeviceInventory } from './devices/inventory';
 import type { IDevice } from '../protocol/devices';
@@ -139,6 +139,7 @@ export class Worker
       }
       this.emit('message', kernel.id, channel, parts, header);
     });
+    kernel.on('ready', () => this.emit('accepting', kernel.id));
     kernel.on('died', reason => void this._autoRestart(kernel, reason));
     this._kernels.set(kernel.id, entry);
     try {
@@ -183,10 +184,11 @@ export class Worker
 
   sendToKernel(
     kernelId: string,
-    channel: Exclude<Channel, 'iopub'>,
+    channel: ClientChannel,
     parts: MessageParts
-  ): void {
-    this._kernels.get(kernelId)?.kernel.send(channel, parts);
+  ): boolean {
+    // A kernel this worker does not run takes nothing: the message is dropped.
+    return this._kernels.get(kernelId)?.kernel.send(channel, parts) ?? true;
   }
 
   async interruptKernel(kernelId: string): Promise<void> {

@@ -9,9 +9,10 @@
  */
 import type { KernelChannels } from '../channels';
 import type { IAcceleratorOffer, IProvisionedJob } from '../engines';
-import type { MessageParts } from '../protocol/wire';
+import type { Logger } from 'pino';
+import { MessageQueue, type DeliverMessage } from '../protocol';
+import type { ClientChannel, MessageParts } from '../protocol/wire';
 import type { IAcceleratorRequest, IPlacement } from '../scheduler';
-import { KernelBacklog, type ClientChannel } from './backlog';
 
 /**
  * Where a kernel is in its life.
@@ -20,8 +21,8 @@ import { KernelBacklog, type ClientChannel } from './backlog';
  *   placement the scheduler hands out at once.
  * - `starting`: placed; its process starts on the worker.
  * - `running`: its process runs and what clients send goes straight to it. A restart in place
- *   (asked for, or the worker's after a crash) keeps it running: the worker holds what comes
- *   meanwhile.
+ *   (asked for, or the worker's after a crash) keeps it running: what its worker declines
+ *   meanwhile waits here until the worker takes messages again.
  * - `stopping`: a move stops its process; what clients send waits for the next one.
  * - `dead`: its start failed, its process died for good, or its worker or job is gone. A later,
  *   better reason may replace the one it has; only a shutdown follows.
@@ -45,6 +46,7 @@ export class ManagedKernel {
     this._name = options.name;
     this._accelerator = options.accelerator;
     this._launch = options.launch ?? { env: {} };
+    this._clientMessages = new MessageQueue({ logger: options.logger });
   }
 
   readonly id: string;
@@ -136,17 +138,32 @@ export class ManagedKernel {
   }
 
   /**
-   * A client's message: to the process while it runs (`toProcess`), else held until it runs.
+   * A client's message: to the process while it runs and takes it (`toProcess`), else it waits in
+   * the kernel's queue until it does (when the queue is full: see {@link MessageQueue}). A dead
+   * kernel takes none.
    */
   fromClient(
     channel: ClientChannel,
     parts: MessageParts,
-    toProcess: (channel: ClientChannel, parts: MessageParts) => void
+    toProcess: DeliverMessage
   ): void {
+    if (this.isDead || this._phase === 'gone') {
+      return;
+    }
+    this._clientMessages.send(
+      channel,
+      parts,
+      this.running && this._placement ? toProcess : undefined
+    );
+  }
+
+  /**
+   * Its worker takes client messages again after declining some (a restart in place is over, a
+   * remote worker's kernel stream is back): what waits goes to the process (`toProcess`) first.
+   */
+  accepting(toProcess: DeliverMessage): void {
     if (this.running && this._placement) {
-      toProcess(channel, parts);
-    } else {
-      this._backlog.hold(channel, parts);
+      this._clientMessages.flush(toProcess);
     }
   }
 
@@ -186,9 +203,7 @@ export class ManagedKernel {
    * Its process runs (starting -> running): clients are told it is idle, and what they sent
    * meanwhile goes to it first (`toProcess`). Refused when it died or left meanwhile.
    */
-  started(
-    toProcess: (channel: ClientChannel, parts: MessageParts) => void
-  ): boolean {
+  started(toProcess: DeliverMessage): boolean {
     if (this._phase !== 'starting') {
       return false;
     }
@@ -260,9 +275,7 @@ export class ManagedKernel {
    * Its process could not be stopped (stopping -> running): what waited goes to it
    * (`toProcess`), and so does what comes.
    */
-  resume(
-    toProcess: (channel: ClientChannel, parts: MessageParts) => void
-  ): boolean {
+  resume(toProcess: DeliverMessage): boolean {
     return this._phase === 'stopping' && this._resume(toProcess);
   }
 
@@ -336,12 +349,14 @@ export class ManagedKernel {
     this._reason = reason;
     this._unreachable = undefined;
     this.channels.broadcastStatus('dead');
+    this._clientMessages.clear();
     return true;
   }
 
   /** It was shut down (-> gone). */
   shutDown(): void {
     this._go('gone');
+    this._clientMessages.clear();
   }
 
   /** Go to phase `to`, where the table allows it. */
@@ -354,13 +369,11 @@ export class ManagedKernel {
   }
 
   /** Its process takes client messages again (-> running), those held first. */
-  private _resume(
-    toProcess: (channel: ClientChannel, parts: MessageParts) => void
-  ): boolean {
+  private _resume(toProcess: DeliverMessage): boolean {
     if (!this._go('running')) {
       return false;
     }
-    this._backlog.flush(toProcess);
+    this._clientMessages.flush(toProcess);
     return true;
   }
 
@@ -376,7 +389,8 @@ export class ManagedKernel {
   private _provisioned: IProvisioned | undefined;
   /** Set while its worker is unreachable: the state it had before. */
   private _unreachable: { executionState: string } | undefined;
-  private _backlog = new KernelBacklog();
+  /** What clients sent that waits for its process. */
+  private _clientMessages: MessageQueue;
   private _ready: Promise<void> = Promise.resolve();
 }
 
@@ -395,6 +409,8 @@ export namespace ManagedKernel {
     /** What it asks for. */
     accelerator: IAcceleratorRequest;
     channels: KernelChannels;
+    /** Where it logs (client messages its queue refused). */
+    logger: Logger;
     /** The real kernelspec its worker launches; `name` when left out. */
     specName?: string;
     launch?: ManagedKernel.ILaunch;

@@ -93,6 +93,12 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._pool.on('message', (id, channel, parts, header) =>
       this._kernels.get(id)?.channels.deliver(channel, parts, header)
     );
+    this._pool.on('accepting', id => {
+      const kernel = this._kernels.get(id);
+      kernel?.accepting((channel, parts) =>
+        this._workerOf(kernel).sendToKernel(id, channel, parts)
+      );
+    });
     this._pool.on('lifecycle', (id, event) =>
       this._adoption.lifecycle(id, event)
     );
@@ -355,6 +361,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       id,
       name,
       accelerator,
+      logger: this._log.child({ kernel: id }),
       channels: new KernelChannels({
         kernelId: id,
         send: (channel, parts) => {

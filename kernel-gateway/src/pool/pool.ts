@@ -37,6 +37,7 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
   add(worker: IWorkerConnection): void {
     this._workers.set(worker.id, worker);
     worker.on('message', (...args) => this.emit('message', ...args));
+    worker.on('accepting', id => this.emit('accepting', id));
     worker.on('lifecycle', (...args) => this.emit('lifecycle', ...args));
     worker.on('samples', samples => this.emit('samples', worker, samples));
     worker.on('disconnected', () => this._onDisconnected(worker));
@@ -167,6 +168,8 @@ export namespace WorkerPool {
 
   export interface IEvents {
     message: IWorkerEvents['message'];
+    /** A kernel takes client messages again after its worker declined some. */
+    accepting: IWorkerEvents['accepting'];
     lifecycle: [kernelId: string, event: KernelLifecycleEvent];
     samples: [worker: IWorkerConnection, samples: IAttributedSample[]];
     /** A worker appeared, came back or re-registered: these are the kernels it runs. */

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import {
   decodeHeader,
   type Channel,
+  type ClientChannel,
   type MessageParts
 } from '../protocol/wire';
 import type { IDevice } from '../protocol/devices';
@@ -26,9 +27,6 @@ import type {
   IWorkerEvents,
   KernelLifecycleEvent
 } from '../protocol/worker';
-
-/** Client messages kept per kernel while its stream is down. */
-const MAX_PENDING_FRAMES = 1000;
 
 /** How long a command may take before the gateway gives up on it. */
 const COMMAND_TIMEOUT_MS = 120_000;
@@ -113,9 +111,7 @@ export class RemoteWorkerConnection
     call.on('end', onEnd);
     call.on('error', onEnd);
     call.on('close', onEnd);
-    const pending = this._pendingFrames.get(kernelId) ?? [];
-    this._pendingFrames.delete(kernelId);
-    pending.forEach(frame => call.write(frame));
+    this.emit('accepting', kernelId);
   }
 
   async listKernelspecs(): Promise<IKernelspecInfo[]> {
@@ -150,27 +146,19 @@ export class RemoteWorkerConnection
     });
   }
 
+  /** False while the kernel's stream is down: the gateway keeps the message until it is back. */
   sendToKernel(
     kernelId: string,
-    channel: Exclude<Channel, 'iopub'>,
+    channel: ClientChannel,
     parts: MessageParts
-  ): void {
-    const frame: KernelFrame = { channel, parts };
+  ): boolean {
     const stream = this._streams.get(kernelId);
-    if (stream) {
-      stream.write(frame);
-      return;
+    if (!stream) {
+      return false;
     }
-    const pending = this._pendingFrames.get(kernelId) ?? [];
-    if (pending.length < MAX_PENDING_FRAMES) {
-      pending.push(frame);
-      this._pendingFrames.set(kernelId, pending);
-    } else {
-      this._log.warn(
-        { kernel: kernelId },
-        'worker unreachable; client message dropped'
-      );
-    }
+    const frame: KernelFrame = { channel, parts };
+    stream.write(frame);
+    return true;
   }
 
   async interruptKernel(kernelId: string): Promise<void> {
@@ -183,7 +171,6 @@ export class RemoteWorkerConnection
 
   async shutdownKernel(kernelId: string): Promise<void> {
     this._running = this._running.filter(k => k.kernelId !== kernelId);
-    this._pendingFrames.delete(kernelId);
     if (this.connected) {
       await this._command({ shutdown_kernel: { kernel_id: kernelId } });
     }
@@ -316,7 +303,6 @@ export class RemoteWorkerConnection
     string,
     grpc.ServerDuplexStream<KernelFrame__Output, KernelFrame>
   >();
-  private _pendingFrames = new Map<string, KernelFrame[]>();
   private _commands = new Map<
     number,
     {

@@ -1,5 +1,10 @@
 import type { EventEmitter } from 'node:events';
-import type { Channel, IMessageHeader, MessageParts } from './wire';
+import type {
+  Channel,
+  ClientChannel,
+  IMessageHeader,
+  MessageParts
+} from './wire';
 import type { IDevice, IDeviceSample } from './devices';
 import type { RestSchemas } from './rest';
 
@@ -60,6 +65,11 @@ export interface IWorkerEvents {
     parts: MessageParts,
     header: IMessageHeader
   ];
+  /**
+   * A kernel takes client messages again after {@link IWorkerConnection.sendToKernel} declined some
+   * (its process runs again; a remote worker's kernel stream is back).
+   */
+  accepting: [kernelId: string];
   /** A kernel died, is being restarted automatically, came back or is gone for good. */
   lifecycle: [kernelId: string, event: KernelLifecycleEvent];
   /** One batch of device telemetry (every second). */
@@ -98,12 +108,17 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
 
   /** Launch a kernel and resolve once it answers and its output flows. */
   startKernel(launch: IKernelLaunch): Promise<void>;
-  /** Relay a client message to a kernel. */
+  /**
+   * Relay a client message to a kernel. False when the kernel cannot take it now (its process
+   * restarts; a remote worker's kernel stream is down): it is not sent, and the caller keeps it in
+   * its `MessageQueue` until the `accepting` event for that kernel. A message for a kernel the
+   * worker does not run is dropped.
+   */
   sendToKernel(
     kernelId: string,
-    channel: Exclude<Channel, 'iopub'>,
+    channel: ClientChannel,
     parts: MessageParts
-  ): void;
+  ): boolean;
   interruptKernel(kernelId: string): Promise<void>;
   /** Restart in place, keeping the kernel's id, environment and devices. */
   restartKernel(kernelId: string): Promise<void>;

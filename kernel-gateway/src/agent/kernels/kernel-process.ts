@@ -13,6 +13,7 @@ import {
   partsByteLength,
   WireError,
   type Channel,
+  type ClientChannel,
   type IMessageHeader,
   type MessageParts
 } from '../../protocol/wire';
@@ -24,9 +25,6 @@ import {
 } from './connection';
 import type { IKernelspec } from './kernelspecs';
 import { SocketWriter } from './socket-writer';
-
-/** Client messages kept while a kernel (re)starts, at most. */
-const MAX_BACKLOG = 1000;
 
 /**
  * The largest message relayed from a kernel by default (128 MiB): below the gRPC limit of remote
@@ -70,7 +68,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       try {
         await this._launch();
         this._ready = true;
-        this._flushBacklog();
+        this.emit('ready');
         return;
       } catch (error) {
         lastError = error as Error;
@@ -82,23 +80,26 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         );
       }
     }
-    this._backlog = [];
     throw lastError ?? new Error('kernel did not start');
   }
 
-  /** Queue a message from a client to the kernel; Ferry signs it with the kernel's key. */
-  send(channel: Exclude<Channel, 'iopub'>, parts: MessageParts): void {
+  /**
+   * Send a message from a client to the kernel, signed with its key. False while the kernel
+   * (re)starts: the sender keeps it until `ready`, for the new process (a new key and new ports).
+   * Not before it is ready either: until then our iopub subscription may not be in place, and the
+   * status and output of the request would be lost (a client's request would never be done).
+   */
+  send(channel: ClientChannel, parts: MessageParts): boolean {
     const sockets = this._sockets;
     if (sockets && this._ready) {
       sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
-    } else if (!this._closed && this._backlog.length < MAX_BACKLOG) {
-      // (Re)starting: keep it for the new process, which has a new key and new ports. Not before it
-      // is ready either: until then our iopub subscription may not be in place, and the status and
-      // output of the request would be lost (a client's request would never be done).
-      this._backlog.push({ channel, parts });
-    } else {
-      this._log.warn({ channel }, 'message for a stopped kernel dropped');
+      return true;
     }
+    if (this._closed) {
+      this._log.warn({ channel }, 'message for a stopped kernel dropped');
+      return true;
+    }
+    return false;
   }
 
   /** Interrupt the kernel: SIGINT to its process group, or `interrupt_request` by its kernelspec. */
@@ -123,7 +124,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     if (!restart) {
       // Final: a start or restart under way gives up instead of bringing the kernel back.
       this._closed = true;
-      this._backlog = [];
     }
     this._expectExit = true;
     const child = this._child;
@@ -526,14 +526,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     }
   }
 
-  private _flushBacklog(): void {
-    const backlog = this._backlog;
-    this._backlog = [];
-    for (const { channel, parts } of backlog) {
-      this.send(channel, parts);
-    }
-  }
-
   private _signal(signal: NodeJS.Signals): void {
     const pid = this._child?.pid;
     if (pid === undefined) {
@@ -580,10 +572,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   private _closed = false;
   /** Started and answering: only then is an exit a death to report. */
   private _ready = false;
-  private _backlog: {
-    channel: Exclude<Channel, 'iopub'>;
-    parts: MessageParts;
-  }[] = [];
   private _stopHeartbeat: (() => void) | undefined;
 }
 
@@ -612,6 +600,8 @@ export namespace KernelProcess {
   export interface IEvents {
     /** A verified message from the kernel, as parts, with its header decoded (once, here). */
     message: [channel: Channel, parts: MessageParts, header: IMessageHeader];
+    /** It (re)started and answers: it takes client messages from now on. */
+    ready: [];
     /** The process ended without being asked to. */
     died: [reason: string];
   }

@@ -3,6 +3,9 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 /** The channels a client may address; `hb` is never bridged. */
 export type Channel = 'shell' | 'iopub' | 'stdin' | 'control';
 
+/** The channels clients send on (iopub only flows from the kernel). */
+export type ClientChannel = Exclude<Channel, 'iopub'>;
+
 /** Every channel name a message may carry. */
 export const CHANNELS: ReadonlySet<string> = new Set([
   'shell',
