@@ -5,12 +5,10 @@ import { writeAtomicIn } from './atomic';
 import { ContentsError, showName } from './errors';
 import { NAME_MAX } from './names';
 import type { RootedPaths } from './paths';
+import type { RestSchemas } from '../protocol';
 
-/** A checkpoint's REST model. */
-export interface ICheckpointModel {
-  id: string;
-  last_modified: string;
-}
+/** A checkpoint's REST model (schema `Checkpoint`). */
+export type ICheckpointModel = RestSchemas['Checkpoint'];
 
 /**
  * One checkpoint per file, kept where jupyter_server keeps it (`.ipynb_checkpoints/<stem>-checkpoint<ext>`

@@ -13,29 +13,19 @@ import { joinPath } from './names';
 import { parseNotebook } from './notebook';
 import { NotebookNotary } from './notary';
 import type { RootedPaths } from './paths';
+import type { RestSchemas } from '../protocol';
 import type { RootedDir, RootedEntry } from './rooted';
 import type { StaleTemporaries } from './temporaries';
 
 /** What a contents model describes. */
-export type ContentsType = 'directory' | 'file' | 'notebook';
+export type ContentsType = RestSchemas['Contents']['type'];
 
-/** jupyter_server's contents model (services/api/api.yaml `Contents`). */
-export interface IContentsModel {
-  name: string;
-  path: string;
-  type: ContentsType;
-  writable: boolean;
-  created: string;
-  last_modified: string;
-  mimetype: string | null;
-  content: unknown;
-  format: 'json' | 'text' | 'base64' | null;
-  size: number | null;
-  hash: string | null;
-  hash_algorithm: string | null;
-  /** A notebook's validation problem, when it has one. */
-  message?: string;
-}
+/**
+ * jupyter_server's contents model (schema `Contents`, from its services/api/api.yaml), with the
+ * size and hash that Ferry always fills in (null where they do not apply or were not asked for).
+ */
+export type IContentsModel = RestSchemas['Contents'] &
+  Required<Pick<RestSchemas['Contents'], 'size' | 'hash' | 'hash_algorithm'>>;
 
 /** What a model that is read holds. */
 export interface IModelOptions {

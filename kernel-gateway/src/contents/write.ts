@@ -9,15 +9,16 @@ import type { ContentsType } from './models';
 import { isNotebook, newNotebook, serializeNotebook } from './notebook';
 import { NotebookNotary } from './notary';
 import type { RootedEntry } from './rooted';
+import type { RestSchemas } from '../protocol';
 
-/** What a PUT carries: a whole model to save, or one chunk of a large upload. */
-export interface ISaveRequest {
-  type?: unknown;
-  format?: unknown;
-  content?: unknown;
-  /** JupyterLab's chunked upload: 1, 2, ... for each 1 MB piece, -1 for the last. */
-  chunk?: unknown;
-}
+/**
+ * What a PUT carries: a whole model to save, or one chunk of a large upload (JupyterLab's chunked
+ * upload: `chunk` 1, 2, ... for each 1 MB piece, -1 for the last). The fields of schema
+ * `ContentsSaveRequest`, each checked here with a message of its own, so not yet of its type.
+ */
+export type ISaveRequest = {
+  [field in keyof RestSchemas['ContentsSaveRequest']]?: unknown;
+};
 
 /** Write a whole model; resolves with a validation message for a doubtful notebook. */
 export async function writeModel(

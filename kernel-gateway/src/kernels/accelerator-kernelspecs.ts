@@ -10,20 +10,11 @@ import {
 } from '../scheduler';
 import { KERNEL_NAME } from '../agent/kernels/kernelspecs';
 import { offerEngine, type IAcceleratorOffer } from '../engines';
-import { type IKernelspecInfo } from '../protocol';
+import { type IKernelspecInfo, type RestSchemas } from '../protocol';
 
-/** The `ferry` field of an accelerator kernelspec's metadata (`spec.metadata.ferry`). */
-export interface IKernelspecAcceleratorMetadata {
-  /** The kernelspec it runs (`python3`). */
-  base: string;
-  /**
-   * What it runs on, as an `AcceleratorRequest` (`{"kind": "gpu", "model": "H100", "count": 1}`);
-   * for an offer of the profiles file, what the offer gives and its name in `offer`.
-   */
-  accelerator: IAcceleratorRequest & { offer?: string };
-  /** Whether its devices are simulated. */
-  simulated: boolean;
-}
+/** The `ferry` field of an accelerator kernelspec's metadata (`spec.metadata.ferry`; schema `KernelspecAccelerator`). */
+export type IKernelspecAcceleratorMetadata =
+  RestSchemas['KernelspecAccelerator'];
 
 /** A kernelspec listed for one accelerator choice: a real kernelspec, run on that choice. */
 export interface IAcceleratorKernelspec extends IKernelspecInfo {

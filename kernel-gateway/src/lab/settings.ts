@@ -4,19 +4,14 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import JSON5 from 'json5';
 import type { Logger } from 'pino';
 import { writeAtomic } from '../contents';
+import type { RestSchemas } from '../protocol';
 import { LabApiError } from './errors';
 
-/** One plugin's settings, as jupyterlab_server's `rest-api.yml` `SettingsEntry`. */
-export interface ISettingsEntry {
-  id: string;
-  schema: Record<string, unknown>;
-  version: string;
-  /** The user's settings as written (JSON5, comments kept). */
-  raw: string;
-  settings: Record<string, unknown>;
-  last_modified: string | null;
-  created: string | null;
-}
+/**
+ * One plugin's settings, as jupyterlab_server's `rest-api.yml` `SettingsEntry` (schema
+ * `SettingsEntry`); `raw` is the user's settings as written (JSON5, comments kept).
+ */
+export type ISettingsEntry = RestSchemas['SettingsEntry'];
 
 /**
  * JupyterLab's settings as jupyterlab_server keeps them: plugin schemas from the build, the user's

@@ -2,16 +2,11 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { writeAtomic } from '../contents';
+import type { RestSchemas } from '../protocol';
 import { LabApiError } from './errors';
 
-/** A saved JupyterLab workspace (layout and state), as jupyterlab_server's `Workspace`. */
-export interface IWorkspace {
-  data: Record<string, unknown>;
-  metadata: { id: string; last_modified?: string; created?: string } & Record<
-    string,
-    unknown
-  >;
-}
+/** A saved JupyterLab workspace (layout and state), as jupyterlab_server's (schema `Workspace`). */
+export type IWorkspace = RestSchemas['Workspace'];
 
 /**
  * JupyterLab workspaces kept as jupyterlab_server keeps them: one

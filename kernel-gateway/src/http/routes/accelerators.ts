@@ -16,9 +16,7 @@ export function acceleratorsRouter(
     if (request.query.history === '1') {
       for (const worker of snapshot.workers) {
         for (const device of worker.devices) {
-          Object.assign(device, {
-            history: accelerators.history(worker.id, device.id)
-          });
+          device.history = accelerators.history(worker.id, device.id);
         }
       }
     }

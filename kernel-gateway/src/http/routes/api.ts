@@ -1,11 +1,13 @@
 import { Router } from 'express';
+import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 
 /** `/api` (version) and `/api/status` (activity). */
 export function apiRouter(context: IGatewayContext): Router {
   const router = Router();
   router.get('/api', (_request, response) => {
-    response.json({ version: context.version });
+    const info: RestSchemas['ApiInfo'] = { version: context.version };
+    response.json(info);
   });
   router.get('/api/status', (_request, response) => {
     const kernels = context.registry.list();
@@ -13,12 +15,13 @@ export function apiRouter(context: IGatewayContext): Router {
       context.startedAt.getTime(),
       ...kernels.map(k => k.lastActivity.getTime())
     );
-    response.json({
+    const status: RestSchemas['ApiStatus'] = {
       started: context.startedAt.toISOString(),
       last_activity: new Date(lastActivity).toISOString(),
       connections: kernels.reduce((sum, k) => sum + k.channels.connections, 0),
       kernels: kernels.length
-    });
+    };
+    response.json(status);
   });
   return router;
 }

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Router } from 'express';
-import type { IKernelspecInfo } from '../../protocol';
+import type { IKernelspecInfo, RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 
@@ -9,12 +9,13 @@ export function kernelspecsRouter(context: IGatewayContext): Router {
   const router = Router();
   router.get('/api/kernelspecs', async (_request, response) => {
     const { default: name, specs } = await context.registry.kernelspecs();
-    response.json({
+    const list: RestSchemas['KernelspecList'] = {
       default: name,
       kernelspecs: Object.fromEntries(
         specs.map(spec => [spec.name, Private.model(spec)])
       )
-    });
+    };
+    response.json(list);
   });
   router.get('/api/kernelspecs/:name', async (request, response) => {
     const { specs } = await context.registry.kernelspecs();
@@ -40,7 +41,7 @@ export function kernelspecsRouter(context: IGatewayContext): Router {
 
 namespace Private {
   /** jupyter_server's kernelspec model: logos keyed by name without extension, as URLs. */
-  export function model(spec: IKernelspecInfo): Record<string, unknown> {
+  export function model(spec: IKernelspecInfo): RestSchemas['Kernelspec'] {
     const resources: Record<string, string> = {};
     for (const file of spec.resources) {
       const url = `/kernelspecs/${encodeURIComponent(spec.name)}/${encodeURIComponent(file)}`;
@@ -50,6 +51,10 @@ namespace Private {
         resources[file] = url;
       }
     }
-    return { name: spec.name, spec: spec.spec, resources };
+    // The metadata is the kernelspec's own JSON; an accelerator kernelspec's `ferry` field in it
+    // is the gateway's (KernelspecAccelerator).
+    const metadata = spec.spec
+      .metadata as RestSchemas['KernelspecFile']['metadata'];
+    return { name: spec.name, spec: { ...spec.spec, metadata }, resources };
   }
 }

@@ -1,16 +1,10 @@
 import * as os from 'node:os';
 import { Router } from 'express';
+import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
 
-/** The identity jupyter_server 2 reports in `/api/me`. */
-export interface IIdentity {
-  username: string;
-  name: string;
-  display_name: string;
-  initials: string | null;
-  avatar_url: string | null;
-  color: string | null;
-}
+/** The identity jupyter_server 2 reports in `/api/me` (schema `Me.identity`). */
+export type IIdentity = RestSchemas['Me']['identity'];
 
 /**
  * `/api/me`: who the signed-in user is (the account running the gateway: anyone holding the token
@@ -50,7 +44,8 @@ export function meRouter(identity: IIdentity = currentIdentity()): Router {
       // One user, one token: whoever is authenticated may do everything.
       permissions[resource] = actions;
     }
-    response.json({ identity, permissions });
+    const me: RestSchemas['Me'] = { identity, permissions };
+    response.json(me);
   });
   return router;
 }
