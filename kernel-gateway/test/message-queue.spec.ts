@@ -32,7 +32,10 @@ function kernel(): {
   return state;
 }
 
-function queue(limit?: number): { queue: MessageQueue; logged: string[] } {
+function queue(
+  limit?: number,
+  byteLimit?: number
+): { queue: MessageQueue; logged: string[] } {
   const logged: string[] = [];
   const logger = pino(
     new Writable({
@@ -42,7 +45,7 @@ function queue(limit?: number): { queue: MessageQueue; logged: string[] } {
       }
     })
   );
-  return { queue: new MessageQueue({ logger, limit }), logged };
+  return { queue: new MessageQueue({ logger, limit, byteLimit }), logged };
 }
 
 describe('MessageQueue', () => {
@@ -99,6 +102,23 @@ describe('MessageQueue', () => {
     // Room again: nothing more is refused.
     q.send(...message('f'), k.deliver);
     expect(k.took).toEqual(['a', 'b', 'c', 'f']);
+  });
+
+  it('refuses a message that would take the waiting bytes past the byte limit', () => {
+    const { queue: q, logged } = queue(undefined, 10);
+    const k = kernel();
+    k.room = 0;
+    // 4 + 4 bytes wait; 4 more would make 12 > 10; a 2-byte one still fits.
+    for (const name of ['aaaa', 'bbbb', 'cccc', 'dd']) {
+      q.send(...message(name), k.deliver);
+    }
+    expect(q.length).toBe(3);
+    expect(q.byteLength).toBe(10);
+    expect(logged[0]).toMatch(/queue is full/);
+    k.room = Infinity;
+    q.flush(k.deliver);
+    expect(k.took).toEqual(['aaaa', 'bbbb', 'dd']);
+    expect(q.byteLength).toBe(0);
   });
 
   it('drops what waits when the kernel is gone', () => {

@@ -5,10 +5,13 @@
  * @packageDocumentation
  */
 import type { Logger } from 'pino';
-import type { ClientChannel, MessageParts } from './wire';
+import { partsByteLength, type ClientChannel, type MessageParts } from './wire';
 
 /** The most client messages that wait for one kernel. */
 export const MAX_QUEUED_MESSAGES = 1000;
+
+/** The most bytes of client messages that wait for one kernel (64 MiB). */
+export const MAX_QUEUED_BYTES = 64 * 2 ** 20;
 
 /**
  * Hands a client's message to the kernel: false when the kernel cannot take it now (it is not sent,
@@ -31,8 +34,9 @@ export type DeliverMessage = (
  * - A remote worker's agent's, one per kernel: what reaches that host while the kernel restarts there.
  *
  * #### When it is full
- * At most {@link MAX_QUEUED_MESSAGES} messages wait. While that many wait, each further message is
- * refused: the newest is dropped, and what waits keeps its place and order. The client is not told:
+ * At most {@link MAX_QUEUED_MESSAGES} messages, and at most {@link MAX_QUEUED_BYTES} bytes of them,
+ * wait (so a client cannot make the gateway hold more than that for a kernel, whatever it sends).
+ * A message that would go past either is refused: the newest is dropped, and what waits keeps its place and order. The client is not told:
  * a refused request gets no reply, as from a kernel that never answers (JupyterLab shows the cell
  * waiting until it is interrupted or the kernel restarted). The log says so at the first refusal and
  * how many were refused once messages move again. What waits when the kernel is shut down or dies is
@@ -42,6 +46,7 @@ export class MessageQueue {
   constructor(options: MessageQueue.IOptions) {
     this._log = options.logger;
     this._limit = options.limit ?? MAX_QUEUED_MESSAGES;
+    this._byteLimit = options.byteLimit ?? MAX_QUEUED_BYTES;
   }
 
   /** How many messages wait. */
@@ -62,16 +67,26 @@ export class MessageQueue {
     if (this._waiting.length === 0 && deliver?.(channel, parts)) {
       return;
     }
-    if (this._waiting.length >= this._limit) {
+    const bytes = partsByteLength(parts);
+    if (
+      this._waiting.length >= this._limit ||
+      this._bytes + bytes > this._byteLimit
+    ) {
       if (this._refused++ === 0) {
         this._log.warn(
-          { channel, waiting: this._waiting.length },
+          { channel, waiting: this._waiting.length, waitingBytes: this._bytes },
           'the kernel cannot take client messages now and its queue is full: later ones are refused'
         );
       }
       return;
     }
-    this._waiting.push({ channel, parts });
+    this._waiting.push({ channel, parts, bytes });
+    this._bytes += bytes;
+  }
+
+  /** How many bytes of messages wait. */
+  get byteLength(): number {
+    return this._bytes;
   }
 
   /**
@@ -81,10 +96,11 @@ export class MessageQueue {
   flush(deliver: DeliverMessage): void {
     let sent = 0;
     while (sent < this._waiting.length) {
-      const { channel, parts } = this._waiting[sent];
+      const { channel, parts, bytes } = this._waiting[sent];
       if (!deliver(channel, parts)) {
         break;
       }
+      this._bytes -= bytes;
       sent++;
     }
     this._waiting.splice(0, sent);
@@ -106,12 +122,19 @@ export class MessageQueue {
       );
     }
     this._waiting = [];
+    this._bytes = 0;
     this._refused = 0;
   }
 
   private _log: Logger;
   private _limit: number;
-  private _waiting: { channel: ClientChannel; parts: MessageParts }[] = [];
+  private _byteLimit: number;
+  private _bytes = 0;
+  private _waiting: {
+    channel: ClientChannel;
+    parts: MessageParts;
+    bytes: number;
+  }[] = [];
   /** Messages refused since the queue last moved. */
   private _refused = 0;
 }
@@ -123,5 +146,7 @@ export namespace MessageQueue {
     logger: Logger;
     /** At most this many messages wait (default {@link MAX_QUEUED_MESSAGES}). */
     limit?: number;
+    /** At most this many bytes of messages wait (default {@link MAX_QUEUED_BYTES}). */
+    byteLimit?: number;
   }
 }
