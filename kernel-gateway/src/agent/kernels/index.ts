@@ -13,7 +13,8 @@ export {
 } from './connection';
 export { INHERITED_ENV, kernelEnvironment } from './environment';
 export { isolationEnv } from './isolation';
-export { KernelProcess, MAX_OUTPUT_BYTES } from './kernel-process';
+export { KernelProcess } from './kernel-process';
+export { MAX_OUTPUT_BYTES } from './kernel-sockets';
 export { KernelUser } from './kernel-user';
 export { type IKernelspec, KERNEL_NAME, KernelspecStore } from './kernelspecs';
 export { SocketWriter } from './socket-writer';

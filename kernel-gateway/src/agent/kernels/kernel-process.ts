@@ -1,36 +1,27 @@
+/**
+ * One kernel process on the agent's host, the class the worker uses: spawned in its own process
+ * group from its kernelspec, watched (its exit, its heartbeat), restarted in place and shut down.
+ * Its ZeroMQ sockets and the output-size limit are in kernel-sockets.ts, its start-up handshake in
+ * startup.ts, its heartbeat in heartbeat.ts.
+ *
+ * @packageDocumentation
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { promises as fs } from 'node:fs';
 import type { Logger } from 'pino';
-import * as zmq from 'zeromq';
 import {
-  createMessage,
-  decodeFrames,
   decodeHeader,
-  encodeFrames,
-  MessageSigner,
-  partsByteLength,
-  WireError,
   type Channel,
   type ClientChannel,
   type IMessageHeader,
   type MessageParts
 } from '../../protocol/wire';
-import {
-  createConnectionInfo,
-  writeConnectionFile,
-  zmqUrl,
-  type IConnectionInfo
-} from './connection';
+import { createConnectionInfo, writeConnectionFile } from './connection';
+import { watchHeartbeat } from './heartbeat';
+import { KernelSockets } from './kernel-sockets';
 import type { IKernelspec } from './kernelspecs';
-import { SocketWriter } from './socket-writer';
-
-/**
- * The largest message relayed from a kernel by default (128 MiB): below the gRPC limit of remote
- * workers, and far beyond what a browser renders. A larger one is replaced by a notice.
- */
-export const MAX_OUTPUT_BYTES = 128 * 2 ** 20;
+import { StartupHandshake } from './startup';
 
 /**
  * One kernel process and its ZeroMQ sockets: launch with a connection file, relay signed messages,
@@ -92,7 +83,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   send(channel: ClientChannel, parts: MessageParts): boolean {
     const sockets = this._sockets;
     if (sockets && this._ready) {
-      sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
+      sockets.write(channel, parts);
       return true;
     }
     if (this._closed) {
@@ -171,19 +162,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         reply: Promise.reject(new Error('kernel is not running'))
       };
     }
-    const { header, parts } = createMessage(msgType, content, sockets.session);
-    const reply = new Promise<Record<string, unknown>>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this._pending.delete(header.msg_id);
-        reject(new Error(`no ${msgType} reply within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this._pending.set(header.msg_id, result => {
-        clearTimeout(timer);
-        resolve(result);
-      });
-      sockets.writers[channel].write(encodeFrames(sockets.signer, parts));
-    });
-    return { msgId: header.msg_id, reply };
+    return sockets.request(channel, msgType, content, timeoutMs);
   }
 
   private async _launch(): Promise<void> {
@@ -228,111 +207,48 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     this._assertOpen();
     this._log.info({ pid: child.pid, argv }, 'kernel process started');
     const launched = Date.now();
-    this._connect(info);
-    await this._waitUntilReady(child);
-    this._startHeartbeat(info);
+    const sockets: KernelSockets = new KernelSockets(info, {
+      log: this._log,
+      maxOutputBytes: this._options.maxOutputBytes,
+      onMessage: (channel, parts) => this._receive(sockets, channel, parts)
+    });
+    this._sockets = sockets;
+    await this._startup.waitUntilReady({
+      exited: Private.exited(child),
+      stderrTail: () => this._stderrTail,
+      assertOpen: () => this._assertOpen(),
+      request: (...args) => this._request(...args),
+      timeoutMs: this._options.startupTimeoutMs ?? 60000
+    });
+    this._stopHeartbeat = watchHeartbeat(info, {
+      log: this._log,
+      intervalMs: this._options.heartbeatIntervalMs,
+      allowedMisses: this._options.heartbeatMisses,
+      onLost: () => this._signal('SIGKILL')
+    });
     this._log.info(
       { pid: child.pid, ms: Date.now() - launched },
       'kernel answers'
     );
   }
 
-  private _connect(info: IConnectionInfo): void {
-    const session = randomUUID();
-    const routingId = session;
-    const signer = new MessageSigner(info.key, info.signature_scheme);
-    // The kernel binds as it starts: retry the connection quickly rather than every 100 ms.
-    const options = { linger: 0, reconnectInterval: 10 };
-    const shell = new zmq.Dealer({ routingId, ...options });
-    // stdin must share shell's identity: the kernel addresses input_request to the shell requester.
-    const stdin = new zmq.Dealer({ routingId, ...options });
-    const control = new zmq.Dealer({ routingId, ...options });
-    // No high-water mark: the sockets are always read (whoever relays further skips output within
-    // a memory budget when its reader is behind), so ZeroMQ never drops output on its own.
-    const iopub = new zmq.Subscriber({ ...options, receiveHighWaterMark: 0 });
-    shell.connect(zmqUrl(info, info.shell_port));
-    stdin.connect(zmqUrl(info, info.stdin_port));
-    control.connect(zmqUrl(info, info.control_port));
-    iopub.connect(zmqUrl(info, info.iopub_port));
-    iopub.subscribe();
-    const onSendError = (error: Error) =>
-      this._log.error({ err: error.message }, 'send to kernel failed');
-    this._sockets = {
-      session,
-      signer,
-      all: [shell, stdin, control, iopub],
-      writers: {
-        shell: new SocketWriter(shell, onSendError),
-        stdin: new SocketWriter(stdin, onSendError),
-        control: new SocketWriter(control, onSendError)
-      }
-    };
-    const sockets = this._sockets;
-    void this._pump(sockets, shell, 'shell');
-    void this._pump(sockets, stdin, 'stdin');
-    void this._pump(sockets, control, 'control');
-    void this._pump(sockets, iopub, 'iopub');
-  }
-
-  private async _pump(
-    sockets: Private.ISockets,
-    socket: zmq.Dealer | zmq.Subscriber,
-    channel: Channel
-  ): Promise<void> {
-    try {
-      for await (const frames of socket) {
-        this._receive(sockets, channel, frames);
-      }
-    } catch (error) {
-      if (!socket.closed) {
-        this._log.error(
-          { channel, err: (error as Error).message },
-          'socket failed'
-        );
-      }
-    }
-  }
-
+  /**
+   * A verified message from the kernel: start-up chatter and the replies to Ferry's own requests
+   * stay here, the rest goes to whoever relays it.
+   */
   private _receive(
-    sockets: Private.ISockets,
+    sockets: KernelSockets,
     channel: Channel,
-    frames: Buffer[]
+    parts: MessageParts
   ): void {
-    let parts: MessageParts;
-    try {
-      parts = decodeFrames(sockets.signer, frames).parts;
-    } catch (error) {
-      if (error instanceof WireError) {
-        this._log.warn(
-          { channel, reason: error.message },
-          'message from kernel dropped'
-        );
-        return;
-      }
-      throw error;
-    }
-    const maxBytes = this._options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
-    if (partsByteLength(parts) > maxBytes) {
-      parts = Private.tooLarge(channel, parts, maxBytes, sockets.session);
-      this._log.warn(
-        { channel, maxBytes },
-        'kernel message over the output limit replaced by a notice'
-      );
-    }
     if (
-      this._startupRequests.size > 0 &&
-      this._answersStartup(channel, parts)
+      this._startup.waiting &&
+      this._startup.answers(channel, parts, sockets)
     ) {
       return;
     }
-    if (channel !== 'iopub' && this._pending.size > 0) {
-      const parent = Private.parseObject(parts[1]);
-      const settle = this._pending.get(String(parent?.msg_id));
-      if (settle) {
-        this._pending.delete(String(parent?.msg_id));
-        settle(Private.parseObject(parts[3]) ?? {});
-        return;
-      }
+    if (channel !== 'iopub' && sockets.settleReply(parts)) {
+      return;
     }
     const header = decodeHeader(parts);
     if (!header) {
@@ -349,146 +265,6 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
       return;
     }
     this.emit('message', channel, parts, header);
-  }
-
-  /**
-   * Whether a message answers one of our start-up kernel_info requests (its reply on shell, its
-   * busy and idle on iopub): start-up chatter, not for clients, even after the kernel is ready (a
-   * slow start leaves several requests to answer). An idle tells the start-up that waits for one.
-   */
-  private _answersStartup(channel: Channel, parts: MessageParts): boolean {
-    const msgId = String(Private.parseObject(parts[1])?.msg_id);
-    const left = this._startupRequests.get(msgId);
-    if (left === undefined) {
-      return false;
-    }
-    const content = Private.parseObject(parts[3]);
-    if (channel === 'iopub') {
-      if (content?.execution_state !== 'idle') {
-        return true;
-      }
-      this._onStartupIdle?.();
-    } else {
-      const settle = this._pending.get(msgId);
-      this._pending.delete(msgId);
-      settle?.(content ?? {});
-    }
-    // Forgotten once both its reply and its idle are in.
-    if (left > 1) {
-      this._startupRequests.set(msgId, left - 1);
-    } else {
-      this._startupRequests.delete(msgId);
-    }
-    return true;
-  }
-
-  /**
-   * The "nudge": ask for kernel_info until iopub reports idle for one of the requests. That proves
-   * the kernel answers and that our iopub subscription is in place, so no output that follows is lost.
-   */
-  private async _waitUntilReady(child: ChildProcess): Promise<void> {
-    const deadline = Date.now() + (this._options.startupTimeoutMs ?? 60000);
-    const died = Private.exited(child).then(() => {
-      throw new Error(
-        `kernel exited during start-up: ${this._stderrTail.trim().slice(-800)}`
-      );
-    });
-    died.catch(() => undefined);
-    const idle = new Promise<'idle'>(resolve => {
-      this._onStartupIdle = () => resolve('idle');
-    });
-    // A new process: what the last one owed us will not come.
-    this._startupRequests.clear();
-    try {
-      for (;;) {
-        this._assertOpen();
-        // ipykernel that lost a port race says so and then hangs: retry with new ports at once.
-        if (this._stderrTail.includes('Address already in use')) {
-          throw new Error('a kernel port was taken before the kernel bound it');
-        }
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) {
-          const stderr = this._stderrTail.trim().slice(-800);
-          throw new Error(
-            `kernel did not answer kernel_info_request in time${stderr ? `; its stderr: ${stderr}` : ' (and wrote nothing on stderr)'}`
-          );
-        }
-        const { msgId, reply } = this._request(
-          'shell',
-          'kernel_info_request',
-          {},
-          Math.min(1000, remaining)
-        );
-        // Its reply and its idle are still to come.
-        this._startupRequests.set(msgId, 2);
-        const answered = reply.then(
-          () => 'reply' as const,
-          () => 'timeout' as const
-        );
-        let outcome: string = await Promise.race([answered, idle, died]);
-        if (outcome === 'reply') {
-          // Answered on shell, but iopub may not be subscribed yet: wait briefly, then nudge again.
-          const retry = new Promise<'retry'>(resolve =>
-            setTimeout(() => resolve('retry'), 50)
-          );
-          outcome = await Promise.race([idle, retry, died]);
-        }
-        if (outcome === 'idle') {
-          return;
-        }
-      }
-    } finally {
-      this._onStartupIdle = undefined;
-    }
-  }
-
-  private _startHeartbeat(info: IConnectionInfo): void {
-    const intervalMs = this._options.heartbeatIntervalMs ?? 3000;
-    const allowedMisses = this._options.heartbeatMisses ?? 5;
-    let misses = 0;
-    let stopped = false;
-    let current: zmq.Request | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    // One beat at a time: the next is scheduled when this one is over.
-    const beat = async () => {
-      const socket = (current ??= Private.heartbeatSocket(
-        zmqUrl(info, info.hb_port),
-        intervalMs
-      ));
-      try {
-        await socket.send('ping');
-        await socket.receive();
-        misses = 0;
-      } catch {
-        // A REQ socket that missed a reply cannot send again: start a new one.
-        socket.close();
-        if (current === socket) {
-          current = undefined;
-        }
-        if (stopped) {
-          return;
-        }
-        misses++;
-        if (misses >= allowedMisses) {
-          this._log.error(
-            { misses },
-            'kernel heartbeat lost; killing the kernel'
-          );
-          this._signal('SIGKILL');
-        }
-      }
-      if (!stopped) {
-        timer = setTimeout(() => void beat(), intervalMs);
-        timer.unref();
-      }
-    };
-    timer = setTimeout(() => void beat(), intervalMs);
-    timer.unref();
-    this._stopHeartbeat = () => {
-      stopped = true;
-      clearTimeout(timer);
-      current?.close();
-    };
   }
 
   private _onExit(
@@ -544,11 +320,7 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
     this._stopHeartbeat = undefined;
     const sockets = this._sockets;
     this._sockets = undefined;
-    sockets?.all.forEach(s => s.close());
-    for (const settle of this._pending.values()) {
-      settle({ status: 'error', ename: 'KernelStopped' });
-    }
-    this._pending.clear();
+    sockets?.close();
     if (this._connectionFile) {
       await fs.rm(this._connectionFile, { force: true });
       this._connectionFile = undefined;
@@ -558,16 +330,10 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
   private _options: KernelProcess.IOptions;
   private _log: Logger;
   private _child: ChildProcess | undefined;
-  private _sockets: Private.ISockets | undefined;
-  private _pending = new Map<
-    string,
-    (reply: Record<string, unknown>) => void
-  >();
+  private _sockets: KernelSockets | undefined;
+  private _startup = new StartupHandshake();
   private _connectionFile: string | undefined;
   private _stderrTail = '';
-  /** Our start-up kernel_info requests, with how many of their messages are still to come. */
-  private _startupRequests = new Map<string, number>();
-  private _onStartupIdle: (() => void) | undefined;
   private _expectExit = false;
   private _closed = false;
   /** Started and answering: only then is an exit a death to report. */
@@ -593,7 +359,7 @@ export namespace KernelProcess {
     shutdownWaitMs?: number;
     heartbeatIntervalMs?: number;
     heartbeatMisses?: number;
-    /** Larger messages from the kernel are replaced by a notice (default {@link MAX_OUTPUT_BYTES}). */
+    /** Larger messages from the kernel are replaced by a notice (default MAX_OUTPUT_BYTES, 128 MiB). */
     maxOutputBytes?: number;
   }
 
@@ -608,61 +374,6 @@ export namespace KernelProcess {
 }
 
 namespace Private {
-  /**
-   * What clients get instead of a message over the limit: output becomes a line on stderr under the
-   * cell that printed it; a reply keeps its type and parent, with an error as its content. Either
-   * way the request that caused it is answered and the kernel stays usable.
-   */
-  export function tooLarge(
-    channel: Channel,
-    parts: MessageParts,
-    maxBytes: number,
-    session: string
-  ): MessageParts {
-    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-    const text =
-      `[Ferry] A message of ${mib(partsByteLength(parts))} from the kernel was not relayed: ` +
-      `messages over ${mib(maxBytes)} are dropped (--max-output-mb).\n`;
-    if (channel === 'iopub') {
-      return createMessage(
-        'stream',
-        { name: 'stderr', text },
-        session,
-        parseObject(parts[1]) ?? {}
-      ).parts;
-    }
-    return [
-      parts[0],
-      parts[1],
-      Buffer.from('{}'),
-      Buffer.from(
-        JSON.stringify({
-          status: 'error',
-          ename: 'MessageTooLarge',
-          evalue: text.trim(),
-          traceback: []
-        })
-      )
-    ];
-  }
-
-  export interface ISockets {
-    session: string;
-    signer: MessageSigner;
-    all: zmq.Socket[];
-    writers: Record<'shell' | 'stdin' | 'control', SocketWriter>;
-  }
-
-  export function heartbeatSocket(url: string, timeoutMs: number): zmq.Request {
-    const socket = new zmq.Request({
-      linger: 0,
-      receiveTimeout: timeoutMs,
-      sendTimeout: timeoutMs
-    });
-    socket.connect(url);
-    return socket;
-  }
-
   export function exited(child: ChildProcess): Promise<void> {
     if (child.exitCode !== null || child.signalCode !== null) {
       return Promise.resolve();
@@ -681,16 +392,5 @@ namespace Private {
     const done = await Promise.race([promise.then(() => true), timeout]);
     clearTimeout(timer);
     return done;
-  }
-
-  export function parseObject(
-    part: Buffer
-  ): Record<string, unknown> | undefined {
-    try {
-      const value = JSON.parse(part.toString('utf8'));
-      return value && typeof value === 'object' ? value : undefined;
-    } catch {
-      return undefined;
-    }
   }
 }
