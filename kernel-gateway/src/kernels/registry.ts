@@ -2,10 +2,10 @@
  * The kernel registry: every kernel of the gateway, and the façade the HTTP routes, sessions and
  * channels use (start, interrupt, restart or move, shut down, list, the REST model, kernelspecs).
  * It holds the kernels, asks the scheduler where each runs, and starts a kernel once it is placed
- * (one way in for every placement: `_placed`); the rest lives with its
- * concept: each kernel's state machine in `kernel.ts`, moves in `moves.ts`, engine jobs in
- * `provisioned.ts`, workers' kernels coming and going in `adoption.ts`, idle culling in
- * `culling.ts`, kernelspec merging in `kernelspecs.ts`, the REST model in `kernel-model.ts`.
+ * (one way in for every placement: `_placed`). The rest lives with its concept: each kernel's
+ * state machine in `kernel.ts`, moves in `moves.ts`, engine jobs in `provisioned.ts`, what
+ * workers coming and going do to kernels in `adoption.ts`, idle culling in `culling.ts`,
+ * kernelspec merging in `kernelspecs.ts`, the REST model in `kernel-model.ts`.
  *
  * @packageDocumentation
  */
