@@ -7,10 +7,59 @@
  *
  * @packageDocumentation
  */
-export * from './devices';
-export * from './grpc';
-export * from './message-queue';
-export * from './rest';
-export * from './schema';
-export * from './wire';
-export * from './worker';
+
+export type { DeviceKind, IDevice, IDeviceSample } from './devices';
+export {
+  type Command__Output,
+  deviceFromProto,
+  deviceToProto,
+  type GatewayMessage,
+  type GatewayMessage__Output,
+  KERNEL_ID_METADATA,
+  type KernelFrame,
+  type KernelFrame__Output,
+  kernelspecFromProto,
+  kernelspecToProto,
+  MAX_GRPC_MESSAGE_BYTES,
+  PROTO_LOADER_OPTIONS,
+  type Register__Output,
+  sampleFromProto,
+  sampleToProto,
+  WORKER_ID_METADATA,
+  workerAuthMetadata,
+  type WorkerGatewayClient,
+  type WorkerGatewayHandlers,
+  type WorkerMessage,
+  type WorkerMessage__Output,
+  workerProtocol
+} from './grpc';
+export { type DeliverMessage, MessageQueue } from './message-queue';
+export type { RestSchemas } from './rest';
+export { ApiSchemas, eventSchemas, SCHEMA_DIR } from './schema';
+export {
+  type Channel,
+  CHANNELS,
+  type ClientChannel,
+  createHeader,
+  createMessage,
+  decodeFrames,
+  decodeHeader,
+  encodeFrames,
+  type IMessageHeader,
+  isSkippableOutput,
+  type MessageParts,
+  MessageSigner,
+  partsByteLength,
+  skippedOutputNotice,
+  splitFrames,
+  WireError
+} from './wire';
+export type {
+  IAttributedSample,
+  IKernelLaunch,
+  IKernelspecInfo,
+  IRunningKernel,
+  IWorkerConnection,
+  IWorkerEvents,
+  KernelLifecycleEvent
+} from './worker';

@@ -3,5 +3,21 @@
  *
  * @packageDocumentation
  */
-export * from './message';
-export * from './output';
+
+export {
+  type Channel,
+  CHANNELS,
+  type ClientChannel,
+  createHeader,
+  createMessage,
+  decodeFrames,
+  decodeHeader,
+  encodeFrames,
+  type IMessageHeader,
+  type MessageParts,
+  MessageSigner,
+  partsByteLength,
+  splitFrames,
+  WireError
+} from './message';
+export { isSkippableOutput, skippedOutputNotice } from './output';
