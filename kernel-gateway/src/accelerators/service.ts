@@ -6,13 +6,13 @@ import { type IAttributedSample, type RestSchemas } from '../protocol';
 import { type WorkerPool } from '../pool';
 
 /** A device as `/api/accelerators` shows it: its facts, who holds it, its latest sample. */
-export type IDeviceModel = RestSchemas['Device'];
+type IDeviceModel = RestSchemas['Device'];
 
 /** The body of `GET /api/accelerators`. */
 export type IAcceleratorsModel = RestSchemas['Accelerators'];
 
 /** One pushed update: the whole current picture (small: devices and queue), once a second. */
-export type IAcceleratorsUpdate = RestSchemas['AcceleratorsUpdate'];
+type IAcceleratorsUpdate = RestSchemas['AcceleratorsUpdate'];
 
 /**
  * Keeps the latest device samples and a short history per device, composes the `/api/accelerators`

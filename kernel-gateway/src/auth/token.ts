@@ -4,7 +4,7 @@ import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import { OWNER } from './limits';
 
 /** How a request proved who it is. */
-export type Credential = 'token' | 'cookie';
+type Credential = 'token' | 'cookie';
 
 /**
  * Token authentication for every route and socket: `Authorization: token T` (or `Bearer T`),
@@ -169,25 +169,14 @@ export namespace TokenAuth {
 }
 
 /**
- * Whether a browser request's `Origin` may use the gateway: no Origin (not a browser), the same host,
- * or an origin in the allowlist. `*` in the allowlist admits any origin only for requests that carry
- * the token themselves (or no credential at all): a request signed in by the cookie, which a browser
- * attaches to whatever another site makes it send (a websocket above all, which no CORS guards),
- * must come from the gateway's own origin or one listed by name.
+ * Why a browser request's `Origin` may not use the gateway (the message of its 403), or undefined
+ * when it may: no Origin (not a browser), the same host, or an origin in the allowlist. `*` in the
+ * allowlist admits any origin only for requests that carry the token themselves (or no credential at
+ * all): a request signed in by the cookie, which a browser attaches to whatever another site makes it
+ * send (a websocket above all, which no CORS guards), must come from the gateway's own origin or one
+ * listed by name.
  *
  * @param credential - how the request authenticates ({@link TokenAuth.credential}).
- */
-export function originAllowed(
-  request: IncomingMessage,
-  allowOrigins: readonly string[],
-  credential: Credential | undefined
-): boolean {
-  return originRefusal(request, allowOrigins, credential) === undefined;
-}
-
-/**
- * Why a request's `Origin` may not use the gateway (the message of its 403), or undefined when it
- * may; see {@link originAllowed}.
  */
 export function originRefusal(
   request: IncomingMessage,

@@ -16,7 +16,7 @@ export interface ISlurmOffer {
 }
 
 /** A toleration of a Kubernetes pod: which taint it tolerates. */
-export interface IKubernetesToleration {
+interface IKubernetesToleration {
   key?: string;
   operator?: 'Exists' | 'Equal';
   value?: string;

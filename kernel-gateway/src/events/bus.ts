@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 
 /** What a subscriber receives: the schema id beside the event's own fields, as jupyter_server sends it. */
-export type IEmission = { schema_id: string } & Record<string, unknown>;
+type IEmission = { schema_id: string } & Record<string, unknown>;
 
 /**
  * The gateway's event bus: jupyter_server-style events (kernel actions, contents actions) for the

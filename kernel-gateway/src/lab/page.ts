@@ -4,7 +4,7 @@ import type { ILabManifest } from './build';
  * Plugins that need server APIs Ferry does not offer (extension and plugin managers, terminals,
  * JupyterHub, news): disabled in every page, besides those the build itself names.
  */
-export const DISABLED_EXTENSIONS: readonly string[] = [
+const DISABLED_EXTENSIONS: readonly string[] = [
   '@jupyterlab/extensionmanager-extension',
   '@jupyterlab/pluginmanager-extension',
   '@jupyterlab/terminal-extension',
@@ -13,10 +13,10 @@ export const DISABLED_EXTENSIONS: readonly string[] = [
 ];
 
 /** The jupyter_server version JupyterLab is told it talks to (`notebookVersion`). */
-export const SERVER_VERSION: readonly number[] = [2, 14, 0];
+const SERVER_VERSION: readonly number[] = [2, 14, 0];
 
 /** What varies between pages: the URL opened and the server's state. */
-export interface IPageOptions {
+interface IPageOptions {
   manifest: ILabManifest;
   /** Embedded only when the page was authenticated by a header or query token, never with a cookie. */
   token: string;

@@ -11,7 +11,7 @@ import { LabApiError } from './errors';
  * One plugin's settings, as jupyterlab_server's `rest-api.yml` `SettingsEntry` (schema
  * `SettingsEntry`); `raw` is the user's settings as written (JSON5, comments kept).
  */
-export type ISettingsEntry = RestSchemas['SettingsEntry'];
+type ISettingsEntry = RestSchemas['SettingsEntry'];
 
 /**
  * JupyterLab's settings as jupyterlab_server keeps them: plugin schemas from the build, the user's

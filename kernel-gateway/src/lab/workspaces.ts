@@ -6,7 +6,7 @@ import type { RestSchemas } from '../protocol';
 import { LabApiError } from './errors';
 
 /** A saved JupyterLab workspace (layout and state), as jupyterlab_server's (schema `Workspace`). */
-export type IWorkspace = RestSchemas['Workspace'];
+type IWorkspace = RestSchemas['Workspace'];
 
 /**
  * JupyterLab workspaces kept as jupyterlab_server keeps them: one

@@ -30,7 +30,7 @@ export const NVIDIA_GPU_FIELDS = [
 export const NVIDIA_APP_FIELDS = ['pid', 'gpu_uuid', 'used_memory'] as const;
 
 /** One physical GPU as `nvidia-smi --query-gpu` reports it; unknown values are `undefined`. */
-export interface INvidiaGpu {
+interface INvidiaGpu {
   /** nvidia-smi's index (PCI bus order; CUDA's default order can differ). */
   index: number;
   /** `GPU-<uuid>`. */
@@ -53,7 +53,7 @@ export interface INvidiaGpu {
 }
 
 /** One process holding memory on a GPU, from `nvidia-smi --query-compute-apps`. */
-export interface INvidiaComputeApp {
+interface INvidiaComputeApp {
   /** The host process id. */
   pid: number;
   /** The GPU it runs on (`GPU-<uuid>`; the parent GPU for a process on a MIG instance). */
@@ -63,7 +63,7 @@ export interface INvidiaComputeApp {
 }
 
 /** One MIG instance listed by `nvidia-smi -L`. */
-export interface INvidiaMigInstance {
+interface INvidiaMigInstance {
   /** The profile, like `1g.10gb` or `1g.10gb+me`. */
   profile: string;
   /** Its index on the parent GPU (`Device  0`). */
@@ -73,7 +73,7 @@ export interface INvidiaMigInstance {
 }
 
 /** One GPU listed by `nvidia-smi -L`, with its MIG instances (none when MIG is off). */
-export interface INvidiaListedGpu {
+interface INvidiaListedGpu {
   index: number;
   name: string;
   uuid: string;

@@ -21,7 +21,7 @@ export const ROCM_SMI_ARGS = [
 ] as const;
 
 /** One AMD GPU (or GPU partition) as `rocm-smi --json` reports it; unknown values are `undefined`. */
-export interface IRocmCard {
+interface IRocmCard {
   /** The rocm-smi device index (`card0` -> 0). */
   index: number;
   /** The product name (`Card Series`, or `Device Name` where a ROCm version has no series). */

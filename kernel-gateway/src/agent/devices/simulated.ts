@@ -17,7 +17,7 @@ export class SimulateSpecError extends Error {
  * Whether the kernel holding a device is busy: `true` busy, `false` idle, `undefined` when no kernel
  * holds it.
  */
-export type DeviceBusyFunction = (deviceId: string) => boolean | undefined;
+type DeviceBusyFunction = (deviceId: string) => boolean | undefined;
 
 /**
  * The devices a `--simulate` spec declares: comma-separated `kind:model:count` entries, like
@@ -83,7 +83,7 @@ export function parseSimulateSpec(spec: string): IDevice[] {
  * Samples of simulated devices. Nothing about them is measured: a sample carries only a
  * utilisation derived from the holding kernel's state (100 busy, 0 idle, absent when not held).
  */
-export function simulatedSamples(
+function simulatedSamples(
   devices: readonly IDevice[],
   busy: DeviceBusyFunction | undefined,
   time: string

@@ -12,13 +12,13 @@ import type { Metric__Output } from './generated/tpu/monitoring/runtime/Metric';
 import type { RuntimeMetricServiceClient } from './generated/tpu/monitoring/runtime/RuntimeMetricService';
 
 /** Google's PCI vendor id: TPU chips carry it, but so do other Google devices (gVNIC is `0x0042`). */
-export const GOOGLE_PCI_VENDOR_ID = '0x1ae0';
+const GOOGLE_PCI_VENDOR_ID = '0x1ae0';
 
 /** Where Linux lists PCI devices. */
-export const PCI_DEVICES_ROOT = '/sys/bus/pci/devices';
+const PCI_DEVICES_ROOT = '/sys/bus/pci/devices';
 
 /** Where libtpu serves runtime metrics while a workload holds the chips. */
-export const TPU_METRICS_ADDRESS = 'localhost:8431';
+const TPU_METRICS_ADDRESS = 'localhost:8431';
 
 /** The libtpu runtime metrics Ferry reads. */
 export const TPU_METRIC_NAMES = {
@@ -31,7 +31,7 @@ export const TPU_METRIC_NAMES = {
 export const NO_TPU_WORKLOAD = 'no TPU workload yet';
 
 /** One TPU generation: its short model name and datasheet facts. */
-export interface ITpuGeneration {
+interface ITpuGeneration {
   /** `v4`, `v5e`, `v5p`, `v6e` ... */
   model: string;
   /** HBM per chip (datasheet). */
@@ -41,7 +41,7 @@ export interface ITpuGeneration {
 }
 
 /** One TPU chip found on the PCI bus. */
-export interface ITpuChip {
+interface ITpuChip {
   /** Its number on this host: chips counted in PCI address order. */
   index: number;
   /** `0000:00:04.0`. */
@@ -52,14 +52,14 @@ export interface ITpuChip {
 }
 
 /** One chip's runtime usage from libtpu; a value libtpu did not report is `undefined`. */
-export interface ITpuChipUsage {
+interface ITpuChipUsage {
   memoryUsedBytes?: number;
   memoryTotalBytes?: number;
   dutyCyclePercent?: number;
 }
 
 /** One data point of a libtpu metric: the device it is for and its value. */
-export interface ITpuMetricPoint {
+interface ITpuMetricPoint {
   /** libtpu's `device-id` attribute (a TensorCore on v2/v3, a chip on later generations). */
   deviceId: number;
   value: number;
@@ -124,7 +124,7 @@ export async function scanTpuChips(
 }
 
 /** TPU devices for chips found by {@link scanTpuChips}: ids `tpu-<n>`, `visibleId` `<n>`. */
-export function tpuDevices(chips: readonly ITpuChip[]): IDevice[] {
+function tpuDevices(chips: readonly ITpuChip[]): IDevice[] {
   return chips.map(chip => ({
     id: `tpu-${chip.index}`,
     kind: 'tpu',
@@ -147,7 +147,7 @@ export function tpuDevices(chips: readonly ITpuChip[]): IDevice[] {
  * @param note - why `usage` is missing (`no TPU workload yet`)
  * @param time - ISO 8601 time of the sample
  */
-export function tpuSamples(
+function tpuSamples(
   devices: readonly IDevice[],
   usage: ReadonlyMap<number, ITpuChipUsage> | undefined,
   note: string,

@@ -21,9 +21,7 @@ export interface IKernelspec {
  * The Jupyter data directories, highest priority first: `JUPYTER_PATH`, the user's data dir, then the
  * system prefixes (jupyter_core's `jupyter_path()`).
  */
-export function jupyterDataPaths(
-  env: NodeJS.ProcessEnv = process.env
-): string[] {
+function jupyterDataPaths(env: NodeJS.ProcessEnv = process.env): string[] {
   const dirs: string[] = [];
   for (const entry of (env.JUPYTER_PATH ?? '').split(path.delimiter)) {
     if (entry) {

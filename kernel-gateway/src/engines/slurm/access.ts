@@ -10,7 +10,7 @@ export interface IJobUser {
 }
 
 /** What a job does with a path: enter a directory, read a file, run a program, write into a directory. */
-export type JobAccess = 'enter' | 'read' | 'run' | 'write';
+type JobAccess = 'enter' | 'read' | 'run' | 'write';
 
 /**
  * The user `name` as this host knows it (`id`, so LDAP and other NSS users count), or undefined when

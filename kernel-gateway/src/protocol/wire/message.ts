@@ -15,10 +15,10 @@ export const CHANNELS: ReadonlySet<string> = new Set([
 ]);
 
 /** The Jupyter messaging protocol version Ferry speaks. */
-export const PROTOCOL_VERSION = '5.3';
+const PROTOCOL_VERSION = '5.3';
 
 /** The frame that separates routing identities from the signed message. */
-export const DELIMITER = Buffer.from('<IDS|MSG>');
+const DELIMITER = Buffer.from('<IDS|MSG>');
 
 /** A Jupyter message header (messaging protocol 5.x). */
 export interface IMessageHeader {
