@@ -5,7 +5,8 @@
  * (one way in for every placement: `_placed`). The rest lives with its concept: each kernel's
  * state machine in `kernel.ts`, moves in `moves.ts`, engine jobs in `provisioned.ts`, what
  * workers coming and going do to kernels in `adoption.ts`, idle culling in `culling.ts`,
- * kernelspec merging in `kernelspecs.ts`, the REST model in `kernel-model.ts`.
+ * kernelspec merging in `kernelspecs.ts`, the REST model in `kernel-model.ts`. It is a little over
+ * 500 lines because it is the façade: every public method with its API docs.
  *
  * @packageDocumentation
  */

@@ -8,17 +8,15 @@ import type {
 import type { IDevice, IDeviceSample } from './devices';
 import type { RestSchemas } from './rest';
 
-/** A kernelspec as the REST API shows it (jupyter_server's kernelspec model, minus resource URLs). */
-export interface IKernelspecInfo {
-  name: string;
-  spec: {
-    argv: string[];
-    display_name: string;
-    language: string;
-    interrupt_mode: 'signal' | 'message';
-    env: Record<string, string>;
-    metadata: Record<string, unknown>;
-  };
+/**
+ * A kernelspec as a worker reports it: the REST contract's `Kernelspec` with every field of its
+ * kernelspec file filled in, and its resources as file names (the gateway makes them URLs).
+ */
+export interface IKernelspecInfo extends Omit<
+  RestSchemas['Kernelspec'],
+  'spec' | 'resources'
+> {
+  spec: Required<RestSchemas['KernelspecFile']>;
   /** Resource file names (for example `logo-64x64.png`). */
   resources: string[];
 }
