@@ -1,3 +1,10 @@
+/**
+ * A simulated cluster and workload for the scheduler: thousands of workers, random requests and
+ * releases, checked for double allocations. Used by the scheduler's spec and by `npm run bench`
+ * (its scheduler line); it lives beside the scheduler because it drives only its public API.
+ *
+ * @packageDocumentation
+ */
 import type { IDevice } from '../protocol/devices';
 import { Scheduler } from './scheduler';
 import type { IAcceleratorRequest, IPlacement } from './types';
