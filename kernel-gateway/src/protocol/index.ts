@@ -36,24 +36,7 @@ export {
 export { type DeliverMessage, MessageQueue } from './message-queue';
 export type { RestSchemas } from './rest';
 export { ApiSchemas, eventSchemas, SCHEMA_DIR } from './schema';
-export {
-  type Channel,
-  CHANNELS,
-  type ClientChannel,
-  createHeader,
-  createMessage,
-  decodeFrames,
-  decodeHeader,
-  encodeFrames,
-  type IMessageHeader,
-  isSkippableOutput,
-  type MessageParts,
-  MessageSigner,
-  partsByteLength,
-  skippedOutputNotice,
-  splitFrames,
-  WireError
-} from './wire';
+export * from './wire';
 export type {
   IAttributedSample,
   IKernelLaunch,
