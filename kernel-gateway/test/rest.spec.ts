@@ -277,6 +277,16 @@ describe('REST API', () => {
         /Invalid request body: body\/env\/KERNEL_X must be string/
       ],
       [
+        'an accelerator request with a misspelt field',
+        'POST',
+        '/api/kernels',
+        {
+          body: { name: 'python3', accelerator: { kind: 'gpu', modle: 'H100' } }
+        },
+        400,
+        /^Invalid request body: body\/accelerator has an unknown field "modle"$/
+      ],
+      [
         'an over-long KERNEL_ value',
         'POST',
         '/api/kernels',

@@ -36,8 +36,53 @@ export class ApiSchemas {
     return validate;
   }
 
-  /** A one-line account of a validator's last errors, for a person. */
+  /**
+   * A one-line account of a validator's last errors, for a person. A field the contract does not
+   * know is named (a typo such as `modle` is the usual cause), and then only those are told: the
+   * other errors a `oneOf` adds (every form the value did not take) would bury it. A field counts as
+   * unknown when every form that refused extra fields refused it (`kind` is unknown to the offer
+   * form of an accelerator request, but not to the request itself).
+   */
   describe(validate: ValidateFunction): string {
+    // Per place in the body: the forms (schema paths) that refused fields, and who refused each.
+    const places = new Map<
+      string,
+      { forms: Set<string>; fields: Map<string, Set<string>> }
+    >();
+    for (const error of validate.errors ?? []) {
+      const field =
+        error.keyword === 'additionalProperties'
+          ? error.params.additionalProperty
+          : error.keyword === 'unevaluatedProperties'
+            ? error.params.unevaluatedProperty
+            : undefined;
+      if (typeof field !== 'string') {
+        continue;
+      }
+      let place = places.get(error.instancePath);
+      if (!place) {
+        place = { forms: new Set(), fields: new Map() };
+        places.set(error.instancePath, place);
+      }
+      place.forms.add(error.schemaPath);
+      let refusedBy = place.fields.get(field);
+      if (!refusedBy) {
+        refusedBy = new Set();
+        place.fields.set(field, refusedBy);
+      }
+      refusedBy.add(error.schemaPath);
+    }
+    const unknown: string[] = [];
+    for (const [instancePath, { forms, fields }] of places) {
+      for (const [field, refusedBy] of fields) {
+        if (refusedBy.size === forms.size) {
+          unknown.push(`body${instancePath} has an unknown field "${field}"`);
+        }
+      }
+    }
+    if (unknown.length > 0) {
+      return unknown.join(', ');
+    }
     return this._ajv.errorsText(validate.errors, { dataVar: 'body' });
   }
 
