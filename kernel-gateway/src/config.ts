@@ -66,6 +66,12 @@ export interface IGatewayOptions {
    * to the `workspaces` folder beside it.
    */
   labSettingsDir?: string;
+  /**
+   * The embedded store's directory: collaboration rooms, file ids, share links (the CLI's default
+   * is `~/.ferry/state`). Left out, a gateway keeps its state in a temporary directory removed when
+   * it closes: nothing survives its restart.
+   */
+  stateDir?: string;
   /** Browser origins allowed besides the gateway's own (`*` for any). */
   allowOrigins: string[];
   /** Client-supplied kernel variables passed on besides `KERNEL_*`. */

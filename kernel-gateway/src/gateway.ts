@@ -4,8 +4,10 @@
  * for remote workers) and wires them to each other and to the HTTP server. Nothing else builds
  * services: http/ gets them from here.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
@@ -32,6 +34,7 @@ import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
 import { ApiSchemas } from './protocol/schema';
 import { Scheduler } from './scheduler';
+import { StateStore } from './store';
 
 /**
  * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
@@ -51,6 +54,10 @@ export class Gateway {
     this.options = resolved;
     this.logger = options.logger;
     this.auth = new TokenAuth(resolved.auth ? resolved.token : undefined);
+    this._temporaryStateDir = resolved.stateDir
+      ? undefined
+      : mkdtempSync(path.join(os.tmpdir(), 'ferry-state-'));
+    this.state = new StateStore(resolved.stateDir ?? this._temporaryStateDir!);
     this.pool = new WorkerPool({
       logger: options.logger,
       graceMs: resolved.workerGraceMs
@@ -161,6 +168,8 @@ export class Gateway {
   readonly options: IGatewayOptions;
   readonly logger: Logger;
   readonly auth: TokenAuth;
+  /** What survives a restart: rooms, file ids, share links (`stateDir`). */
+  readonly state: StateStore;
   readonly pool: WorkerPool;
   readonly scheduler: Scheduler;
   readonly registry: KernelRegistry;
@@ -228,11 +237,16 @@ export class Gateway {
         this.server.close(() => resolve());
         this.server.closeAllConnections();
       });
+      await this.state.close();
+      if (this._temporaryStateDir) {
+        rmSync(this._temporaryStateDir, { recursive: true, force: true });
+      }
     })();
     return this._closed;
   }
 
   private _closed: Promise<void> | undefined;
+  private _temporaryStateDir: string | undefined;
   private _workerPort: number | undefined;
 }
 

@@ -20,3 +20,4 @@ export * from './log';
 export * from './pool';
 export * from './protocol';
 export * from './scheduler';
+export * from './store';

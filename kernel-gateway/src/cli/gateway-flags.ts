@@ -20,6 +20,7 @@ export interface IGatewayFlags extends IKernelHostFlags {
   allowHidden: boolean;
   labDir?: string;
   labSettingsDir?: string;
+  stateDir: string;
   logLevel: string;
   allowOrigin: string[];
   envAllow: string[];
@@ -82,6 +83,7 @@ export function gatewayOptions(
     allowHidden: flags.allowHidden,
     labDir: flags.labDir && path.resolve(flags.labDir),
     labSettingsDir: flags.labSettingsDir && path.resolve(flags.labSettingsDir),
+    stateDir: path.resolve(flags.stateDir),
     allowOrigins: flags.allowOrigin,
     envAllow: flags.envAllow,
     replayBytes: flags.replayBufferMb * 2 ** 20,

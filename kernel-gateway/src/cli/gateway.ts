@@ -3,6 +3,7 @@
  * workers and cluster engines' jobs when told to.
  */
 import * as path from 'node:path';
+import * as os from 'node:os';
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import { createHostWorker, type KernelUser } from '../agent';
@@ -62,6 +63,11 @@ export function gatewayCommand(): Command {
     .option(
       '--lab-settings-dir <dir>',
       'where JupyterLab user settings are kept; workspaces go beside it (default: ~/.ferry/lab/user-settings)'
+    )
+    .option(
+      '--state-dir <dir>',
+      'the embedded store of what survives a restart: collaboration rooms, file ids, share links',
+      path.join(os.homedir(), '.ferry', 'state')
     )
     .addOption(logLevelOption())
     .option(

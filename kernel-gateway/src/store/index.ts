@@ -1,0 +1,1 @@
+export { StateStore, type StateEncoding } from './state-store';
