@@ -33,6 +33,7 @@ import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
 import { ApiSchemas } from './protocol/schema';
+import { FileIdStore } from './rooms';
 import { Scheduler } from './scheduler';
 import { StateStore } from './store';
 
@@ -107,6 +108,7 @@ export class Gateway {
       // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
       notaryDir: path.dirname(userSettingsDir)
     });
+    this.fileIds = new FileIdStore({ store: this.state, events: this.events });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
     }
@@ -188,6 +190,8 @@ export class Gateway {
   readonly events: EventBus;
   /** The files under the root directory (`/api/contents`). */
   readonly contents: FileContentsManager;
+  /** Stable ids of files, following renames (rooms and share links name files by them). */
+  readonly fileIds: FileIdStore;
   readonly app: Express;
   /** The websocket endpoints: kernel channels and the event stream. */
   readonly upgrades: UpgradeRouter;
@@ -237,6 +241,7 @@ export class Gateway {
         this.server.close(() => resolve());
         this.server.closeAllConnections();
       });
+      this.fileIds.dispose();
       await this.state.close();
       if (this._temporaryStateDir) {
         rmSync(this._temporaryStateDir, { recursive: true, force: true });

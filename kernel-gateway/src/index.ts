@@ -19,5 +19,6 @@ export * from './lab';
 export * from './log';
 export * from './pool';
 export * from './protocol';
+export * from './rooms';
 export * from './scheduler';
 export * from './store';

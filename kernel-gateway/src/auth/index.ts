@@ -4,6 +4,18 @@
  *
  * @packageDocumentation
  */
+export {
+  mayComment,
+  mayEdit,
+  mayRun,
+  OWNER_ACCESS,
+  SHARE_SCOPES,
+  type Access,
+  type IAccessResolver,
+  type IOwnerAccess,
+  type IShareAccess,
+  type ShareScope
+} from './access';
 export { authenticate, signInRouter } from './browser';
 export {
   DEFAULT_LIMITS,

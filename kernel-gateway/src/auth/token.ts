@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { OWNER_ACCESS, type Access, type IAccessResolver } from './access';
 import { OWNER } from './limits';
 
 /** How a request proved who it is. */
@@ -17,7 +18,7 @@ type Credential = 'token' | 'cookie';
  * something must echo the `_xsrf` cookie in `X-XSRFToken`, as JupyterLab's ServerConnection does
  * against jupyter_server; header and query tokens cannot be sent by another site, so they are exempt.
  */
-export class TokenAuth {
+export class TokenAuth implements IAccessResolver {
   /**
    * @param token - the token to require; undefined turns authentication off (`--no-auth`).
    */
@@ -62,6 +63,11 @@ export class TokenAuth {
    */
   principal(request: IncomingMessage): string | undefined {
     return this.credential(request) === undefined ? undefined : OWNER;
+  }
+
+  /** The owner's access when the request carries the token or cookie (share links: auth/shares). */
+  access(request: IncomingMessage): Access | undefined {
+    return this.credential(request) === undefined ? undefined : OWNER_ACCESS;
   }
 
   /** Whether the request presents a token (header or query) that is not this gateway's. */
