@@ -179,9 +179,7 @@ describeInBrowser(
       await h100.check();
       await dialog.screenshot({ path: path.join(SCREENSHOTS, 'picker.png') });
       await dialog
-        .getByRole('button', {
-          name: 'Restart the kernel on the chosen accelerator'
-        })
+        .getByRole('button', { name: 'Restart on GPU · H100 × 1' })
         .click();
       await picker.filter({ hasText: 'GPU · H100 × 1' }).waitFor();
       await picker.filter({ hasText: 'simulated' }).waitFor();
@@ -436,11 +434,7 @@ async function chooseAccelerator(page: Page, name: RegExp): Promise<void> {
   await currentNotebook(page).locator('.jp-FerryPicker-toolbarItem').click();
   const dialog = page.getByRole('dialog');
   await dialog.getByRole('radio', { name }).check();
-  await dialog
-    .getByRole('button', {
-      name: 'Restart the kernel on the chosen accelerator'
-    })
-    .click();
+  await dialog.getByRole('button', { name: /^Restart on / }).click();
   const warning = page.getByRole('dialog');
   // A kernel with state asks before it is restarted.
   if (await warning.getByRole('button', { name: /Restart/ }).count()) {

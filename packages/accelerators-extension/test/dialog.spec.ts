@@ -22,6 +22,8 @@ describe('the "Change Accelerator" dialog', () => {
     const manager = new TestManager(cluster());
     const chosen = chooseAccelerator({
       manager,
+      // A kernel on the CPU: the model lists it nowhere.
+      kernelId: 'cpu-kernel',
       value: { kind: 'cpu', count: 0 },
       warning:
         'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.',
@@ -36,21 +38,23 @@ describe('the "Change Accelerator" dialog', () => {
       dialog.querySelector('[role="radiogroup"]')?.getAttribute('aria-label')
     ).toBe('Accelerator for train.ipynb');
     // Every button has a name that says what it does (Dialog sets it on the button's label by ARIA
-    // reflection, which browsers turn into the aria-label attribute).
-    expect(
+    // reflection, which browsers turn into the aria-label attribute); the kernel's own choice is
+    // marked, and choosing it keeps the kernel.
+    const buttonNames = () =>
       Array.from(dialog.querySelectorAll('button .jp-Dialog-buttonLabel')).map(
         label => label.ariaLabel
-      )
-    ).toEqual([
-      'Cancel',
-      'Restart the kernel on the chosen accelerator; its state is lost'
-    ]);
+      );
+    expect(buttonNames()).toEqual(['Cancel', 'Keep']);
+    expect(radios()[0].getAttribute('aria-label')).toBe(
+      'CPU: Current choice · This kernel runs on the CPU; choosing it keeps the kernel as it is'
+    );
     // The focus starts on the current choice.
     expect(document.activeElement).toBe(radios()[0]);
 
     press('ArrowDown');
     expect(document.activeElement).toBe(radios()[1]);
     expect(radios()[1].checked).toBe(true);
+    expect(buttonNames()).toEqual(['Cancel', 'Restart on GPU · H100 × 1']);
     press('ArrowDown');
     press('ArrowUp');
     expect(radios()[1].checked).toBe(true);

@@ -219,6 +219,7 @@ export namespace AcceleratorActions {
     }
     const request = await chooseAccelerator({
       manager,
+      kernelId,
       value,
       note,
       warning: kernelId

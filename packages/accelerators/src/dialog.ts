@@ -2,8 +2,10 @@
  * The "Change Accelerator" dialog: the picker with live free counts, in JupyterLab's dialog.
  */
 
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Dialog } from '@jupyterlab/apputils';
+import { formatAccelerator } from './labels';
 import type { IAcceleratorRequest } from './models';
+import { sameRequest } from './offers';
 import { AcceleratorPicker } from './picker';
 import type { IAcceleratorManager } from './tokens';
 
@@ -20,38 +22,55 @@ import type { IAcceleratorManager } from './tokens';
 export async function chooseAccelerator(
   options: IChooseAcceleratorOptions
 ): Promise<IAcceleratorRequest | null> {
-  const { manager } = options;
+  const { manager, kernelId } = options;
   const body = new AcceleratorPicker({
-    offers: manager.offers,
+    offers: manager.offersFor(kernelId),
     value: options.value,
     note: options.note,
     warning: options.warning,
     label: options.label
   });
+  const dialog = new Dialog<IAcceleratorRequest | null>({
+    title: 'Change Accelerator',
+    body,
+    // Start on the chosen offer, so arrow keys move the choice at once.
+    focusNodeSelector: '.jp-FerryPicker-radio[tabindex="0"]',
+    buttons: [
+      Dialog.cancelButton(),
+      Dialog.okButton({
+        label: Private.acceptLabel(body, kernelId),
+        caption: kernelId
+          ? 'Restart the kernel on the chosen accelerator; its state is lost'
+          : 'Start the kernel on the chosen accelerator'
+      })
+    ]
+  });
+  // The accept button names what it does with the choice: "Restart on GPU · H100 × 1", "Keep".
+  const relabel = () => {
+    const button = dialog.node.querySelector<HTMLButtonElement>(
+      '.jp-Dialog-button.jp-mod-accept'
+    );
+    const label = button?.querySelector<HTMLElement>('.jp-Dialog-buttonLabel');
+    if (label) {
+      const text = Private.acceptLabel(body, kernelId);
+      label.textContent = text;
+      label.ariaLabel = text;
+    }
+  };
   const refresh = () => {
-    body.offers = manager.offers;
+    body.offers = manager.offersFor(kernelId);
+    relabel();
   };
   manager.changed.connect(refresh);
+  body.valueChanged.connect(relabel);
   try {
-    const result = await showDialog<IAcceleratorRequest | null>({
-      title: 'Change Accelerator',
-      body,
-      // Start on the chosen offer, so arrow keys move the choice at once.
-      focusNodeSelector: '.jp-FerryPicker-radio[tabindex="0"]',
-      buttons: [
-        Dialog.cancelButton(),
-        Dialog.okButton({
-          label: 'Restart on It',
-          caption:
-            'Restart the kernel on the chosen accelerator; its state is lost',
-          ariaLabel:
-            'Restart the kernel on the chosen accelerator; its state is lost'
-        })
-      ]
-    });
+    const launched = dialog.launch();
+    relabel();
+    const result = await launched;
     return result.button.accept ? result.value : null;
   } finally {
     manager.changed.disconnect(refresh);
+    body.valueChanged.disconnect(relabel);
   }
 }
 
@@ -69,4 +88,32 @@ export interface IChooseAcceleratorOptions {
   warning?: string;
   /** The accessible name of the list. */
   label?: string;
+  /**
+   * The kernel that would move, if any: offers are predicted for it (its own devices count as
+   * free, its queue entry is not ahead of it) and its current choice is marked.
+   */
+  kernelId?: string;
+}
+
+/**
+ * The module-private parts.
+ */
+namespace Private {
+  /** What accepting the picker's choice does, in the words of its button. */
+  export function acceptLabel(
+    picker: AcceleratorPicker,
+    kernelId: string | undefined
+  ): string {
+    const value = picker.value;
+    if (!value) {
+      return kernelId ? 'Restart' : 'Start';
+    }
+    const offer = picker.offers.find(candidate =>
+      sameRequest(candidate.request, value)
+    );
+    if (offer?.current) {
+      return 'Keep';
+    }
+    return `${kernelId ? 'Restart' : 'Start'} on ${formatAccelerator(value)}`;
+  }
 }

@@ -79,6 +79,13 @@ export class AcceleratorManager implements IAcceleratorManager {
     return this._offers;
   }
 
+  /** What the picker offers a kernel that would move (see `IAcceleratorManager.offersFor`). */
+  offersFor(kernelId: string | undefined): readonly IAcceleratorOffer[] {
+    return kernelId && this._model
+      ? computeOffers(this._model, kernelId)
+      : this.offers;
+  }
+
   /** Emitted with each new model. */
   get changed(): ISignal<this, IAccelerators> {
     return this._changed;

@@ -22,8 +22,10 @@ export interface IAcceleratorOffer {
   label: string;
   /** Devices of this type on connected workers. */
   total: number;
-  /** Free devices of this type on connected workers. */
+  /** Free devices of this type on connected workers (for a kernel that would move: its own too). */
   free: number;
+  /** Of those, how many the kernel that would move holds now. */
+  own?: number;
   /** The most devices of this type one connected worker has: the largest count that can ever fit. */
   maxPerWorker: number;
   /** Every device of this type is simulated. */
@@ -36,18 +38,30 @@ export interface IAcceleratorOffer {
   reason?: string;
   /** The cluster engine that starts a worker for this offer (offers of the profiles file). */
   engine?: EngineKind;
+  /**
+   * The kernel the offers were computed for already runs on (or waits for) this: choosing it keeps
+   * the kernel as it is.
+   */
+  current?: boolean;
 }
 
 /**
  * Every choice the cluster offers: CPU, then each device type (kind, model, MIG profile) with the
- * counts one worker can hold (1, 2, 4, ... and the largest).
+ * counts one worker can hold (1, 2, 4, ... and the largest), and what choosing each would do.
  *
  * @param model - The `/api/accelerators` model.
+ * @param kernelId - The kernel that would move, when there is one: its own devices count as free
+ *   for it and its own queue entry is not ahead of it (a move gives both up first), and the choice
+ *   it already has is marked `current` (choosing that keeps the kernel as it is).
  */
-export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
+export function computeOffers(
+  model: IAccelerators,
+  kernelId?: string
+): IAcceleratorOffer[] {
   const offers: IAcceleratorOffer[] = [];
   const connected = model.workers.filter(worker => worker.connected);
   const cpu = connected.some(worker => worker.acceptsCpu);
+  const status = kernelId ? kernelStatus(model, kernelId) : undefined;
   offers.push({
     request: { kind: 'cpu', count: 0 },
     label: 'CPU',
@@ -70,7 +84,9 @@ export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
           profile: device.profile,
           perWorker: new Map(),
           simulated: true,
-          disconnected: 0
+          disconnected: 0,
+          own: 0,
+          placed: 0
         };
         groups.set(key, group);
       }
@@ -79,26 +95,36 @@ export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
         group.disconnected++;
         continue;
       }
-      const counts = group.perWorker.get(worker.id) ?? { total: 0, free: 0 };
+      const counts = group.perWorker.get(worker.id) ?? {
+        total: 0,
+        free: 0,
+        available: 0
+      };
       counts.total++;
-      if (device.kernels.length === 0) {
+      if (device.kernels.every(holder => holder === kernelId)) {
         counts.free++;
+        counts.available++;
+      }
+      if (kernelId && device.kernels.includes(kernelId)) {
+        group.own++;
       }
       group.perWorker.set(worker.id, counts);
     }
   }
   const sorted = [...groups.values()].sort(Private.compareGroups);
+  // A move gives the kernel's devices and queue entry up first: requests waiting for those devices
+  // are placed before the kernel's new one is.
+  const queue = Private.settle(
+    sorted,
+    model.queue.filter(entry => entry.kernelId !== kernelId)
+  );
   for (const group of sorted) {
     const perWorker = [...group.perWorker.values()];
     const total = perWorker.reduce((sum, counts) => sum + counts.total, 0);
     const free = perWorker.reduce((sum, counts) => sum + counts.free, 0);
     const maxPerWorker = Math.max(0, ...perWorker.map(counts => counts.total));
-    const maxFree = Math.max(0, ...perWorker.map(counts => counts.free));
-    const waiting = model.queue.filter(
-      entry =>
-        entry.kind === group.kind &&
-        (entry.model === undefined || entry.model === group.model)
-    ).length;
+    const maxFree = Math.max(0, ...perWorker.map(counts => counts.available));
+    const waiting = queue.filter(entry => Private.wants(entry, group)).length;
     for (const count of Private.counts(Math.max(1, maxPerWorker))) {
       const request: IAcceleratorRequest = {
         kind: group.kind,
@@ -117,6 +143,9 @@ export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
         simulated: group.simulated,
         availability: 'free'
       };
+      if (group.own > 0) {
+        offer.own = group.own;
+      }
       const name = Private.typeName(group);
       if (total === 0) {
         offer.availability = 'unavailable';
@@ -125,17 +154,22 @@ export function computeOffers(model: IAccelerators): IAcceleratorOffer[] {
         offer.availability = 'free';
       } else {
         offer.availability = 'queued';
-        offer.queuePosition = model.queue.length + 1;
+        offer.queuePosition = queue.length + 1;
         const busy =
           waiting > 0 && maxFree >= count
             ? `${waiting} ${waiting === 1 ? 'request waits' : 'requests wait'} for ${name}`
-            : free === 0
-              ? `All ${total} ${name} are busy`
-              : `Only ${maxFree} ${name} free on one worker`;
+            : maxFree === 0 && group.placed > 0
+              ? `This kernel's ${name} would go to ${group.placed === 1 ? 'the request' : `the ${group.placed} requests`} waiting for them first`
+              : free === 0 || maxFree === 0
+                ? `All ${total} ${name} are busy`
+                : `Only ${maxFree} ${name} free on one worker`;
         offer.reason = `${busy}: you will be queued at position ${offer.queuePosition}`;
       }
       offers.push(offer);
     }
+  }
+  if (kernelId) {
+    Private.markCurrent(offers, model, kernelId, status);
   }
   for (const offer of model.offers ?? []) {
     const request: IAcceleratorRequest = {
@@ -234,14 +268,112 @@ export function sameRequest(
  * The module-private parts.
  */
 namespace Private {
+  /**
+   * Mark the offer the kernel already has, and say what choosing it does: nothing (it keeps its
+   * devices, or its place in the queue). A kernel the model does not mention runs on the CPU.
+   */
+  export function markCurrent(
+    offers: IAcceleratorOffer[],
+    model: IAccelerators,
+    kernelId: string,
+    status: IAcceleratorStatus | undefined
+  ): void {
+    const request: IAcceleratorRequest = status
+      ? {
+          kind: status.kind,
+          model: status.model,
+          count: status.count,
+          ...(status.profile ? { profile: status.profile } : {})
+        }
+      : { kind: 'cpu', count: 0 };
+    const offer = offers.find(candidate =>
+      sameRequest(candidate.request, request)
+    );
+    if (!offer) {
+      return;
+    }
+    offer.current = true;
+    if (status?.state === 'queued') {
+      const position =
+        model.queue.find(entry => entry.kernelId === kernelId)?.position ??
+        model.queue.findIndex(entry => entry.kernelId === kernelId) + 1;
+      offer.availability = 'queued';
+      offer.queuePosition = position;
+      offer.reason = `This kernel waits for it at position ${position}; choosing it keeps that place`;
+    } else {
+      offer.availability = 'free';
+      offer.reason =
+        status?.state === 'assigned'
+          ? 'This kernel runs on it; choosing it keeps the kernel as it is'
+          : 'This kernel runs on the CPU; choosing it keeps the kernel as it is';
+    }
+  }
+
   /** Devices of one type. */
   export interface IGroup {
     kind: Exclude<AcceleratorKind, 'cpu'>;
     model: string;
     profile?: string;
-    perWorker: Map<string, { total: number; free: number }>;
+    /** Per worker: devices, free ones, and those still free once the queue has settled. */
+    perWorker: Map<string, { total: number; free: number; available: number }>;
     simulated: boolean;
     disconnected: number;
+    /** Devices of this type the kernel that would move holds. */
+    own: number;
+    /** Waiting requests that the devices it would give up would place. */
+    placed: number;
+  }
+
+  /** Whether a queue entry waits for devices of `group`'s type. */
+  export function wants(
+    entry: IAccelerators['queue'][number],
+    group: IGroup
+  ): boolean {
+    return (
+      entry.kind === group.kind &&
+      (entry.model === undefined || entry.model === group.model) &&
+      (entry.profile ?? '') === (group.profile ?? '')
+    );
+  }
+
+  /**
+   * Place, on paper, the waiting requests that fit in the free devices, in queue order, first come
+   * first served per type (as the scheduler does), consuming `available`; returns those still
+   * waiting.
+   */
+  export function settle(
+    groups: IGroup[],
+    queue: IAccelerators['queue']
+  ): IAccelerators['queue'] {
+    const waiting: IAccelerators['queue'] = [];
+    const blocked = new Set<IGroup>();
+    const ordered = [...queue].sort(
+      (a, b) => (a.position ?? 0) - (b.position ?? 0)
+    );
+    for (const entry of ordered) {
+      const candidates = groups.filter(group => wants(entry, group));
+      const count = entry.count ?? 1;
+      let placed = false;
+      for (const group of candidates) {
+        if (blocked.has(group)) {
+          continue;
+        }
+        const counts = [...group.perWorker.values()].find(
+          c => c.available >= count
+        );
+        if (counts) {
+          counts.available -= count;
+          group.placed++;
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) {
+        waiting.push(entry);
+        candidates.forEach(group => blocked.add(group));
+      }
+    }
+    return waiting;
   }
 
   /** The key of a device type. */

@@ -242,13 +242,17 @@ export namespace AcceleratorPicker {
    * @param offer - The offer.
    */
   export function describe(offer: IAcceleratorOffer): string {
+    if (offer.current) {
+      return `Current choice · ${offer.reason ?? 'choosing it keeps the kernel as it is'}`;
+    }
     if (offer.availability === 'unavailable') {
       return `Unavailable: ${offer.reason ?? 'not offered here'}`;
     }
+    const own = offer.own ? ` (${offer.own} of them this kernel's)` : '';
     const free =
       offer.request.kind === 'cpu'
         ? ''
-        : `${offer.free} of ${offer.total} free · `;
+        : `${offer.free} of ${offer.total} free${own} · `;
     return offer.availability === 'free'
       ? `${free}starts now`
       : `${free}${offer.reason ?? `you will be queued at position ${offer.queuePosition}`}`;
@@ -288,6 +292,13 @@ namespace Private {
     const title = document.createElement('span');
     title.className = 'jp-FerryPicker-label';
     title.textContent = label;
+    if (offer.current) {
+      row.classList.add('jp-mod-current');
+      const badge = document.createElement('span');
+      badge.className = 'jp-FerryPicker-current';
+      badge.textContent = 'Current';
+      title.append(' ', badge);
+    }
     const detail = document.createElement('span');
     detail.className = 'jp-FerryPicker-detail';
     detail.textContent = description;

@@ -22,6 +22,11 @@ export interface IAcceleratorManager extends IDisposable {
 
   /** What the picker offers now (see `computeOffers`). */
   readonly offers: readonly IAcceleratorOffer[];
+  /**
+   * What the picker offers a kernel that would move: its own devices count as free for it, its own
+   * queue entry is not ahead of it, and its current choice is marked (see `computeOffers`).
+   */
+  offersFor(kernelId: string | undefined): readonly IAcceleratorOffer[];
 
   /** Emitted with each new model (once a second while connected). */
   readonly changed: ISignal<IAcceleratorManager, IAccelerators>;

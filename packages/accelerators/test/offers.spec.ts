@@ -67,6 +67,99 @@ describe('computeOffers', () => {
     );
   });
 
+  describe('for a kernel that would move', () => {
+    it('counts its own devices as free and marks its choice current', () => {
+      // k1 holds one H100, someone else the other.
+      const model = cluster({ h100Holders: [['k1'], ['other']] });
+      const [cpu, one, two] = computeOffers(model, 'k1');
+      expect(one).toMatchObject({
+        current: true,
+        availability: 'free',
+        reason: 'This kernel runs on it; choosing it keeps the kernel as it is'
+      });
+      expect(cpu.current).toBeUndefined();
+      // Two need the other kernel's device: queued, first in line.
+      expect(two.availability).toBe('queued');
+      expect(two.queuePosition).toBe(1);
+      expect(two.free).toBe(1);
+      expect(two.own).toBe(1);
+      // The same picture for a stranger: the kernel's device is busy.
+      expect(computeOffers(model)[1].free).toBe(0);
+    });
+
+    it('moves to a larger count at once when the rest is free', () => {
+      const model = cluster({ h100Holders: [['k1'], []] });
+      const two = computeOffers(model, 'k1')[2];
+      expect(two).toMatchObject({
+        availability: 'free',
+        free: 2,
+        own: 1
+      });
+    });
+
+    it('does not count its own queue entry ahead of it', () => {
+      // k2 waits for two H100s while k1 holds one; the other is free.
+      const model = cluster({
+        h100Holders: [['k1'], []],
+        queue: [
+          {
+            kernelId: 'k2',
+            kind: 'gpu',
+            model: 'H100',
+            count: 2,
+            position: 1,
+            since: '2026-01-01T00:00:00.000Z'
+          }
+        ]
+      });
+      const [, one, two] = computeOffers(model, 'k2');
+      expect(one.availability).toBe('free');
+      expect(one.reason).toBeUndefined();
+      expect(two).toMatchObject({
+        current: true,
+        availability: 'queued',
+        queuePosition: 1,
+        reason:
+          'This kernel waits for it at position 1; choosing it keeps that place'
+      });
+      // For anyone else, k2 is ahead.
+      expect(computeOffers(model)[1].queuePosition).toBe(2);
+    });
+
+    it('lets requests waiting for its devices go first', () => {
+      // k1 holds one H100 and k2 waits for two: a move of k1 frees its device, k2 takes both.
+      const model = cluster({
+        h100Holders: [['k1'], []],
+        queue: [
+          {
+            kernelId: 'k2',
+            kind: 'gpu',
+            model: 'H100',
+            count: 2,
+            position: 1,
+            since: '2026-01-01T00:00:00.000Z'
+          }
+        ]
+      });
+      const [cpu, one, two] = computeOffers(model, 'k1');
+      expect(cpu.availability).toBe('free');
+      expect(one.current).toBe(true);
+      expect(two).toMatchObject({
+        availability: 'queued',
+        queuePosition: 1,
+        reason:
+          "This kernel's H100 would go to the request waiting for them first: you will be queued at position 1"
+      });
+    });
+
+    it('marks CPU current for a kernel the model does not list', () => {
+      const offers = computeOffers(cluster(), 'cpu-kernel');
+      expect(offers.filter(offer => offer.current).map(o => o.label)).toEqual([
+        'CPU'
+      ]);
+    });
+  });
+
   it('marks types of disconnected workers unavailable, with the reason', () => {
     const model = {
       time: '2026-01-01T00:00:00.000Z',

@@ -35,6 +35,9 @@ export class TestManager implements IAcceleratorManager {
   get offers() {
     return this.model ? computeOffers(this.model) : [];
   }
+  offersFor(kernelId: string | undefined) {
+    return this.model ? computeOffers(this.model, kernelId) : [];
+  }
   history(): readonly IDeviceSample[] {
     return this.samples;
   }

@@ -1,0 +1,173 @@
+/**
+ * The picker's predictions against what the gateway then does: for a kernel on the CPU, holding
+ * devices, or queued, every offer the picker shows it (computed by @ferry/accelerators from the live
+ * `/api/accelerators` model, for that kernel) is chosen through the same restart the picker sends,
+ * and the kernel's state afterwards must be the predicted one: running on the devices at once, or
+ * queued at the predicted position. A real gateway, an embedded worker with two simulated H100s, real
+ * ipykernels.
+ */
+import {
+  computeOffers,
+  kernelStatus,
+  type IAcceleratorOffer
+} from '@ferry/accelerators/lib/offers';
+import type { IAccelerators } from '@ferry/accelerators/lib/models';
+import { createLogger, parseSimulateSpec, Worker } from '../src';
+import { startGateway, startKernel, type ITestGateway } from './helpers';
+
+/** How a test kernel asks: nothing (CPU) or H100s. */
+type Ask = 'cpu' | 1 | 2;
+
+/** A starting point: the kernel under test, and who else holds or waits, in start order. */
+interface IScenario {
+  name: string;
+  /** Kernels started before the one under test. */
+  before: Ask[];
+  /** What the kernel under test asks for. */
+  kernel: Ask;
+  /** Kernels started after it (they queue behind it). */
+  after?: Ask[];
+}
+
+const SCENARIOS: IScenario[] = [
+  { name: 'on the CPU, one H100 taken', before: [1], kernel: 'cpu' },
+  { name: 'holding one H100, the other free', before: [], kernel: 1 },
+  { name: 'holding one H100, the other taken', before: [1], kernel: 1 },
+  {
+    name: 'queued for two H100s while one is taken',
+    before: [1],
+    kernel: 2
+  },
+  {
+    name: 'queued for one H100 behind another request',
+    before: [2, 1],
+    kernel: 1
+  },
+  {
+    name: 'holding one H100 with a request queued behind it',
+    before: [],
+    kernel: 1,
+    after: [2]
+  }
+];
+
+describe("the picker's predictions come true", () => {
+  let gw: ITestGateway;
+
+  beforeAll(async () => {
+    const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+    gw = await startGateway({
+      // Each scenario is set up once per offer: more starts a minute than a person makes.
+      limits: { kernelStartsPerMinute: 0 },
+      worker: new Worker({
+        logger,
+        devices: parseSimulateSpec('gpu:H100:2'),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      })
+    });
+  });
+
+  afterEach(async () => {
+    const running = await gw.api('GET', '/api/kernels');
+    for (const { id } of running.body as { id: string }[]) {
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  async function model(): Promise<IAccelerators> {
+    const response = await gw.api('GET', '/api/accelerators');
+    expect(response.status).toBe(200);
+    return response.body;
+  }
+
+  function body(ask: Ask): Record<string, unknown> {
+    return ask === 'cpu'
+      ? { name: 'python3' }
+      : {
+          name: 'python3',
+          accelerator: { kind: 'gpu', model: 'H100', count: ask }
+        };
+  }
+
+  /** Set the scenario up; resolves with the id of the kernel under test. */
+  async function setUp(scenario: IScenario): Promise<string> {
+    for (const ask of scenario.before) {
+      await startKernel(gw, body(ask));
+    }
+    const id = await startKernel(gw, body(scenario.kernel));
+    for (const ask of scenario.after ?? []) {
+      await startKernel(gw, body(ask));
+    }
+    return id;
+  }
+
+  /** The offers the picker shows the kernel now, apart from engine offers (none here). */
+  async function offersFor(id: string): Promise<IAcceleratorOffer[]> {
+    return computeOffers(await model(), id);
+  }
+
+  for (const scenario of SCENARIOS) {
+    it(`for a kernel ${scenario.name}`, async () => {
+      // Each offer is tried from a fresh start of the scenario.
+      const labels = (await offersFor(await setUp(scenario))).map(o => o.label);
+      expect(labels).toEqual(['CPU', 'GPU · H100 × 1', 'GPU · H100 × 2']);
+      let tried = 0;
+      for (const label of labels) {
+        await clear();
+        const id = await setUp(scenario);
+        const offer = (await offersFor(id)).find(o => o.label === label)!;
+        if (offer.current) {
+          // The picker keeps the kernel as it is: nothing is sent. Its status says the same.
+          const status = kernelStatus(await model(), id);
+          if (offer.availability === 'queued') {
+            expect(status).toMatchObject({ state: 'queued' });
+          } else if (scenario.kernel !== 'cpu') {
+            expect(status).toMatchObject({ state: 'assigned' });
+          }
+          continue;
+        }
+        const { kind, model: deviceModel, count } = offer.request;
+        const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
+          accelerator: { kind, model: deviceModel, count }
+        });
+        expect(moved.status).toBe(200);
+        const after = await model();
+        const status = kernelStatus(after, id);
+        const what = `${scenario.name}: ${label} predicted ${offer.availability}${offer.queuePosition ? ` at ${offer.queuePosition}` : ''}`;
+        if (offer.request.kind === 'cpu') {
+          expect({ what, status }).toEqual({ what, status: undefined });
+        } else if (offer.availability === 'free') {
+          expect({ what, state: status?.state, count: status?.count }).toEqual({
+            what,
+            state: 'assigned',
+            count
+          });
+        } else {
+          const entry = after.queue.find(e => e.kernelId === id);
+          expect({
+            what,
+            state: status?.state,
+            position: entry?.position
+          }).toEqual({
+            what,
+            state: 'queued',
+            position: offer.queuePosition
+          });
+        }
+        tried++;
+      }
+      expect(tried).toBeGreaterThan(0);
+    });
+  }
+
+  async function clear(): Promise<void> {
+    const running = await gw.api('GET', '/api/kernels');
+    for (const { id } of running.body as { id: string }[]) {
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  }
+});
