@@ -13,7 +13,15 @@ import type { Express } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { AcceleratorService, createMetrics } from './accelerators';
-import { FailedAuthLimit, KernelQuota, TokenAuth, type ILimits } from './auth';
+import {
+  FailedAuthLimit,
+  KernelQuota,
+  ShareConnections,
+  ShareStore,
+  TokenAuth,
+  type ILimits,
+  type IShareRooms
+} from './auth';
 import { resolveGatewayOptions, type IGatewayOptions } from './config';
 import { FileContentsManager } from './contents';
 import {
@@ -25,6 +33,7 @@ import { EventBus, publishKernelActions } from './events';
 import {
   createApp,
   createHttpServer,
+  currentIdentity,
   UpgradeRouter,
   type IAppServices
 } from './http';
@@ -54,11 +63,35 @@ export class Gateway {
     }
     this.options = resolved;
     this.logger = options.logger;
-    this.auth = new TokenAuth(resolved.auth ? resolved.token : undefined);
     this._temporaryStateDir = resolved.stateDir
       ? undefined
       : mkdtempSync(path.join(os.tmpdir(), 'ferry-state-'));
     this.state = new StateStore(resolved.stateDir ?? this._temporaryStateDir!);
+    this.events = new EventBus();
+    this.fileIds = new FileIdStore({ store: this.state, events: this.events });
+    const owner = currentIdentity();
+    this.shares = new ShareStore({
+      store: this.state,
+      fileIds: this.fileIds,
+      linksPerNotebook: resolved.limits.linksPerNotebook,
+      reservedNames: [owner.username, owner.name, owner.display_name]
+    });
+    this.shareConnections = new ShareConnections(
+      resolved.limits.connectionsPerLink
+    );
+    // A revoked or expired link's sockets close at once: kernel channels here, rooms in rooms/.
+    this.shares.onEnded((shareId, end) => {
+      const reason =
+        end === 'revoked'
+          ? 'This share link was revoked by its owner'
+          : 'This share link expired';
+      this.shareConnections.close(shareId, ShareConnections.CLOSE_CODE, reason);
+      this.rooms?.closeShare(shareId, ShareConnections.CLOSE_CODE, reason);
+    });
+    this.auth = new TokenAuth(
+      resolved.auth ? resolved.token : undefined,
+      this.shares
+    );
     this.pool = new WorkerPool({
       logger: options.logger,
       graceMs: resolved.workerGraceMs
@@ -96,7 +129,6 @@ export class Gateway {
         )
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
-    this.events = new EventBus();
     publishKernelActions(this.registry, this.events);
     const userSettingsDir = path.resolve(
       resolved.labSettingsDir ?? LabBuild.defaultSettingsDir()
@@ -108,7 +140,6 @@ export class Gateway {
       // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
       notaryDir: path.dirname(userSettingsDir)
     });
-    this.fileIds = new FileIdStore({ store: this.state, events: this.events });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
     }
@@ -149,7 +180,10 @@ export class Gateway {
       metrics: this.metrics,
       events: this.events,
       contents: this.contents,
-      lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir)
+      lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir),
+      shares: this.shares,
+      shareConnections: this.shareConnections,
+      rooms: () => this.rooms
     });
     this.upgrades = new UpgradeRouter({
       registry: this.registry,
@@ -159,6 +193,9 @@ export class Gateway {
       maxMessageBytes: resolved.maxMessageBytes,
       messagesPerSecond: resolved.limits.wsMessagesPerSecond,
       failures: this.authFailures,
+      sessions: this.sessions,
+      shareConnections: this.shareConnections,
+      guestMessagesPerSecond: resolved.limits.guestWsMessagesPerSecond,
       logger: options.logger
     });
     this.server = createHttpServer(this.app, this.upgrades, {
@@ -192,6 +229,15 @@ export class Gateway {
   readonly contents: FileContentsManager;
   /** Stable ids of files, following renames (rooms and share links name files by them). */
   readonly fileIds: FileIdStore;
+  /** Share links: capabilities for one notebook each. */
+  readonly shares: ShareStore;
+  /** The websockets open through each share link. */
+  readonly shareConnections: ShareConnections;
+  /**
+   * The collaboration rooms as share links need them (closing a link's room sockets, who is
+   * connected); set by rooms/ once it exists.
+   */
+  rooms: IShareRooms | undefined;
   readonly app: Express;
   /** The websocket endpoints: kernel channels and the event stream. */
   readonly upgrades: UpgradeRouter;
@@ -242,6 +288,7 @@ export class Gateway {
         this.server.closeAllConnections();
       });
       this.fileIds.dispose();
+      this.shares.dispose();
       await this.state.close();
       if (this._temporaryStateDir) {
         rmSync(this._temporaryStateDir, { recursive: true, force: true });

@@ -31,6 +31,17 @@ export interface IShareAccess {
   /** The notebook's path under the root now. */
   readonly path: string;
   readonly scope: ShareScope;
+  /**
+   * Who holds the link: a browser that exchanged the link for a cookie is a visitor with the name
+   * it picked (null until it picks one); an API client presenting the secret is the link itself.
+   */
+  readonly visitor?: IVisitor;
+}
+
+/** A person visiting through a share link: an id of their own and the display name they picked. */
+export interface IVisitor {
+  readonly id: string;
+  readonly name: string | null;
 }
 
 export type Access = IOwnerAccess | IShareAccess;
@@ -40,6 +51,21 @@ export const OWNER_ACCESS: IOwnerAccess = Object.freeze({ kind: 'owner' });
 /** Tells who a request or an upgrade acts as; undefined when it does not authenticate. */
 export interface IAccessResolver {
   access(request: IncomingMessage): Access | undefined;
+}
+
+/**
+ * What a presented share secret (or a visitor's cookie) resolves to: the holder's access, or why the
+ * link no longer works (revoked, expired), for a 403 that says so.
+ */
+export type ShareResolution =
+  { readonly access: IShareAccess } | { readonly refused: string };
+
+/** Resolves share secrets and visitor cookies (auth/shares.ts); TokenAuth asks it after the owner. */
+export interface IShareResolver {
+  /** A secret presented as a token; undefined when it is no link's secret. */
+  resolveSecret(secret: string): ShareResolution | undefined;
+  /** A visitor cookie's value; undefined when it is no visitor's. */
+  resolveVisitor(value: string): ShareResolution | undefined;
 }
 
 /** Whether `access` may change a notebook's cells (sources, order, metadata). */

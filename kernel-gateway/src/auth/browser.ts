@@ -76,7 +76,27 @@ export function authenticate(
     if (auth.wrongToken(request)) {
       options.failures?.record(request.socket.remoteAddress);
     }
+    const refusal =
+      credential === undefined ? auth.refusal(request) : undefined;
+    if (refusal !== undefined) {
+      // A share link that was revoked or expired: say so, rather than ask for a token.
+      if (page) {
+        Private.sendLinkGonePage(response, refusal);
+      } else {
+        response.status(403).json({ reason: 'Forbidden', message: refusal });
+      }
+      return;
+    }
     if (page && auth.enabled && request.query.token !== undefined) {
+      if (credential === 'token' && auth.access(request)?.kind === 'share') {
+        // A share link's secret in a page's query: the link page exchanges it for a visitor cookie.
+        response.setHeader('Referrer-Policy', 'no-referrer');
+        response.redirect(
+          302,
+          `/share#${encodeURIComponent(String(request.query.token))}`
+        );
+        return;
+      }
       if (credential !== 'token') {
         Private.sendSignInPage(
           response,
@@ -177,6 +197,23 @@ namespace Private {
       .type('html')
       .setHeader('Cache-Control', 'no-store')
       .send(signInPage(nextUrl(next), problem));
+  }
+
+  /** The page a revoked or expired share link opens: why, and nothing else. */
+  export function sendLinkGonePage(
+    response: Parameters<RequestHandler>[1],
+    why: string
+  ): void {
+    response
+      .status(403)
+      .type('html')
+      .setHeader('Cache-Control', 'no-store')
+      .setHeader('Referrer-Policy', 'no-referrer')
+      .send(
+        `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>This link does not open</title></head>` +
+          `<body style="font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto">` +
+          `<h1>This link does not open</h1><p role="alert">${escape(why)}</p></body></html>\n`
+      );
   }
 
   function escape(text: string): string {

@@ -1,6 +1,7 @@
 /**
- * Authentication: tokens, the browser sign-in cookie, XSRF, browser origins, and the limits on what
- * one client may ask (kernels, starts, messages, wrong tokens).
+ * Authentication: tokens, the browser sign-in cookie, XSRF, browser origins, share links (secrets,
+ * visitors, their open connections), and the limits on what one client may ask (kernels, starts,
+ * messages, wrong tokens).
  *
  * @packageDocumentation
  */
@@ -14,8 +15,18 @@ export {
   type IAccessResolver,
   type IOwnerAccess,
   type IShareAccess,
+  type IShareResolver,
+  type IVisitor,
+  type ShareResolution,
   type ShareScope
 } from './access';
+export {
+  ShareConnections,
+  type IClosableSocket,
+  type IConnectedVisitor,
+  type IShareRooms
+} from './share-connections';
+export { ShareError, ShareStore, type IShare, type ShareEnd } from './shares';
 export { authenticate, signInRouter } from './browser';
 export {
   DEFAULT_LIMITS,

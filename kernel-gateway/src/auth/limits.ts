@@ -17,6 +17,15 @@ export interface ILimits {
    * with 1008 and a reason; nothing it sent after that reaches the kernel.
    */
   wsMessagesPerSecond: number;
+  /**
+   * Messages a second one websocket opened through a share link may send, sustained (bursts as for
+   * `wsMessagesPerSecond`); past it the socket is closed with 1008.
+   */
+  guestWsMessagesPerSecond: number;
+  /** Websockets one share link may hold open at once (kernel channels and rooms); past it, 429. */
+  connectionsPerLink: number;
+  /** Share links one notebook may have at once; past it, 403. */
+  linksPerNotebook: number;
   /** Wrong tokens one client address may present in a minute; past it, 429 until the minute is over. */
   authFailuresPerMinute: number;
   /** How long a client may take to send a request's headers (slow-loris), in ms. */
@@ -30,12 +39,18 @@ export namespace ILimits {
   export const burstSeconds = 5;
 }
 
-/** The defaults: 64 kernels (each user too), 30 starts a minute, 1000 messages a second, 20 wrong tokens a minute. */
+/**
+ * The defaults: 64 kernels (each user too), 30 starts a minute, 1000 messages a second (100 through a
+ * share link), 64 sockets per share link, 20 links per notebook, 20 wrong tokens a minute.
+ */
 export const DEFAULT_LIMITS: ILimits = {
   maxKernels: 64,
   maxKernelsPerUser: 64,
   kernelStartsPerMinute: 30,
   wsMessagesPerSecond: 1000,
+  guestWsMessagesPerSecond: 100,
+  connectionsPerLink: 64,
+  linksPerNotebook: 20,
   authFailuresPerMinute: 20,
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 300_000

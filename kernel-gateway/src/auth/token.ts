@@ -1,7 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
-import { OWNER_ACCESS, type Access, type IAccessResolver } from './access';
+import {
+  OWNER_ACCESS,
+  type Access,
+  type IAccessResolver,
+  type IShareResolver
+} from './access';
 import { OWNER } from './limits';
 
 /** How a request proved who it is. */
@@ -10,7 +15,9 @@ type Credential = 'token' | 'cookie';
 /**
  * Token authentication for every route and socket: `Authorization: token T` (or `Bearer T`),
  * `?token=T` for clients that cannot set headers on websockets, or the sign-in cookie a browser got by
- * opening the token link.
+ * opening the token link. The one resolver of who a request is: the owner (the token or its cookie),
+ * or a share link's holder (the link's secret presented the same way, or a visitor's cookie), asked
+ * of the share resolver after the owner.
  *
  * #### Notes
  * The cookie's value is an HMAC of the token, never the token itself: it stays valid across gateway
@@ -22,8 +29,9 @@ export class TokenAuth implements IAccessResolver {
   /**
    * @param token - the token to require; undefined turns authentication off (`--no-auth`).
    */
-  constructor(token: string | undefined) {
+  constructor(token: string | undefined, shares?: IShareResolver) {
     this._token = token === undefined ? undefined : Buffer.from(token, 'utf8');
+    this._shares = shares;
     this._cookieValue = this._derive('sign-in cookie');
     this._xsrfValue = this._derive('xsrf');
   }
@@ -43,31 +51,36 @@ export class TokenAuth implements IAccessResolver {
    * off), `cookie`, or undefined when it does not.
    */
   credential(request: IncomingMessage): Credential | undefined {
-    if (!this._token) {
-      return 'token';
-    }
-    const presented = TokenAuth.presented(request);
-    if (presented !== undefined && this.matches(presented)) {
-      return 'token';
-    }
-    const cookie = TokenAuth.cookies(request)[this.cookieName(request)];
-    if (cookie !== undefined && Private.equal(cookie, this._cookieValue)) {
-      return 'cookie';
-    }
-    return undefined;
+    const found = this._identify(request);
+    return found && 'access' in found ? found.credential : undefined;
   }
 
   /**
-   * Who the request acts as, for per-user limits: {@link OWNER} for the owner's token or cookie
-   * (share links will name their own); undefined when it does not authenticate.
+   * Who the request acts as, for per-user limits: {@link OWNER} for the owner's token or cookie,
+   * `share:<id>` for a link's holder; undefined when it does not authenticate.
    */
   principal(request: IncomingMessage): string | undefined {
-    return this.credential(request) === undefined ? undefined : OWNER;
+    const access = this.access(request);
+    return access === undefined
+      ? undefined
+      : access.kind === 'owner'
+        ? OWNER
+        : `share:${access.shareId}`;
   }
 
-  /** The owner's access when the request carries the token or cookie (share links: auth/shares). */
+  /** Who the request acts as: the owner, a share link's holder, or undefined (not authenticated). */
   access(request: IncomingMessage): Access | undefined {
-    return this.credential(request) === undefined ? undefined : OWNER_ACCESS;
+    const found = this._identify(request);
+    return found && 'access' in found ? found.access : undefined;
+  }
+
+  /**
+   * Why a request that presents a share link's secret or visitor cookie is refused (the link was
+   * revoked, expired, or its notebook deleted): the message of its 403. Undefined otherwise.
+   */
+  refusal(request: IncomingMessage): string | undefined {
+    const found = this._identify(request);
+    return found && 'refused' in found ? found.refused : undefined;
   }
 
   /** Whether the request presents a token (header or query) that is not this gateway's. */
@@ -76,7 +89,11 @@ export class TokenAuth implements IAccessResolver {
       return false;
     }
     const presented = TokenAuth.presented(request);
-    return presented !== undefined && !this.matches(presented);
+    return (
+      presented !== undefined &&
+      !this.matches(presented) &&
+      this._shares?.resolveSecret(presented) === undefined
+    );
   }
 
   /** Whether `candidate` is the token (constant time). */
@@ -135,6 +152,28 @@ export class TokenAuth implements IAccessResolver {
     });
   }
 
+  /**
+   * The visitor cookie's name: per host and port like the owner's, apart from it, so the owner's
+   * browser keeps its own sign-in when it opens one of its links.
+   */
+  shareCookieName(request: IncomingMessage): string {
+    return this.cookieName(request).replace(/^ferry-auth-/, 'ferry-share-');
+  }
+
+  /** `Set-Cookie` values that admit a visitor: the HttpOnly visitor cookie and the `_xsrf` cookie. */
+  visitorCookies(request: IncomingMessage, value: string): string[] {
+    return [
+      serializeCookie(this.shareCookieName(request), value, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: Private.isSecure(request),
+        path: '/',
+        maxAge: TokenAuth.COOKIE_MAX_AGE_S
+      }),
+      this.xsrfCookie(request)
+    ];
+  }
+
   /** A new random token (48 hex characters). */
   static generate(): string {
     return randomBytes(24).toString('hex');
@@ -164,7 +203,50 @@ export class TokenAuth implements IAccessResolver {
       .digest('base64url');
   }
 
+  /** Who the request is, worked out once per request. */
+  private _identify(request: IncomingMessage): Private.Identified | undefined {
+    if (this._identified.has(request)) {
+      return this._identified.get(request);
+    }
+    const found = this._resolve(request);
+    this._identified.set(request, found);
+    return found;
+  }
+
+  private _resolve(request: IncomingMessage): Private.Identified | undefined {
+    if (!this._token) {
+      return { credential: 'token', access: OWNER_ACCESS };
+    }
+    const presented = TokenAuth.presented(request);
+    if (presented !== undefined) {
+      if (this.matches(presented)) {
+        return { credential: 'token', access: OWNER_ACCESS };
+      }
+      const share = this._shares?.resolveSecret(presented);
+      if (share) {
+        return 'access' in share ? { credential: 'token', ...share } : share;
+      }
+    }
+    const cookies = TokenAuth.cookies(request);
+    const cookie = cookies[this.cookieName(request)];
+    if (cookie !== undefined && Private.equal(cookie, this._cookieValue)) {
+      return { credential: 'cookie', access: OWNER_ACCESS };
+    }
+    const visitor = cookies[this.shareCookieName(request)];
+    const share =
+      visitor === undefined ? undefined : this._shares?.resolveVisitor(visitor);
+    if (share) {
+      return 'access' in share ? { credential: 'cookie', ...share } : share;
+    }
+    return undefined;
+  }
+
   private _token: Buffer | undefined;
+  private _shares: IShareResolver | undefined;
+  private _identified = new WeakMap<
+    IncomingMessage,
+    Private.Identified | undefined
+  >();
   private _cookieValue: string;
   private _xsrfValue: string;
 }
@@ -213,6 +295,10 @@ export function originRefusal(
 }
 
 namespace Private {
+  /** What a request's credentials resolve to: who it is and how it proved it, or why it is refused. */
+  export type Identified =
+    { credential: Credential; access: Access } | { refused: string };
+
   /** The request's query; empty when its URL does not parse (`//[`): such a request presents nothing. */
   export function query(request: IncomingMessage): URLSearchParams {
     try {

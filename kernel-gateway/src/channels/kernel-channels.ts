@@ -61,12 +61,16 @@ export class KernelChannels {
    * Attach a websocket. A client that reconnects with its `session_id` gets the output it missed since
    * it left; any client that connects while no other is connected gets the output produced meanwhile.
    * `stream` is the connection under the websocket, for writing frames encoded once for every client.
+   * `admit`, when given, decides which of the client's messages reach the kernel (a share link's
+   * holder sends only what its scope allows): a refused request is answered with an error reply
+   * (`PermissionError`, the refusal as its value) to that client alone.
    */
   connect(
     socket: WebSocket,
     framing: Framing,
     sessionId: string | undefined,
-    stream?: Duplex
+    stream?: Duplex,
+    admit?: KernelChannels.Admit
   ): void {
     // A socket already closing is gone, even if its close event has not arrived yet.
     for (const other of [...this._clients]) {
@@ -83,7 +87,8 @@ export class KernelChannels {
       framing,
       sessionId,
       stream,
-      lastSeq: this._replay.seq
+      lastSeq: this._replay.seq,
+      admit
     };
     this._clients.add(client);
     this._emptySince = undefined;
@@ -191,11 +196,41 @@ export class KernelChannels {
         'client messages without a channel field are sent to shell'
       );
     }
+    const refusal = client.admit?.(message.channel, message.header.msg_type);
+    if (refusal !== undefined) {
+      this._refuse(client, message, refusal);
+      return;
+    }
     if (this._pending.size >= MAX_PENDING_REQUESTS) {
       this._pending.delete(this._pending.keys().next().value!);
     }
     this._pending.set(message.header.msg_id, client);
     this._options.send(message.channel, message.parts);
+  }
+
+  /** Answer a refused request with an error reply to its sender alone; it never reaches the kernel. */
+  private _refuse(
+    client: Private.IClient,
+    message: IInboundMessage,
+    refusal: string
+  ): void {
+    const msgType = message.header.msg_type;
+    this._log.info({ msgType }, 'client message refused');
+    if (!msgType.endsWith('_request')) {
+      return;
+    }
+    const { header, parts } = createMessage(
+      msgType.replace(/_request$/, '_reply'),
+      {
+        status: 'error',
+        ename: 'PermissionError',
+        evalue: refusal,
+        traceback: []
+      },
+      GATEWAY_SESSION,
+      message.header
+    );
+    this._send(client, new OutboundMessage(message.channel, parts, header));
   }
 
   private _disconnect(client: Private.IClient): void {
@@ -365,6 +400,12 @@ export class KernelChannels {
 }
 
 export namespace KernelChannels {
+  /** Whether a client's message may reach the kernel: undefined if so, else why not. */
+  export type Admit = (
+    channel: Exclude<Channel, 'iopub'>,
+    msgType: string
+  ) => string | undefined;
+
   export interface IOptions {
     kernelId: string;
     /** Deliver a client message to the kernel. */
@@ -427,5 +468,7 @@ namespace Private {
     behind?: { since: number; count: number; bytes: number; parent: Buffer };
     /** Whether this client was told (in the log) that its channel-less messages go to shell. */
     warnedChannel?: boolean;
+    /** Which of its messages may reach the kernel (all, without it). */
+    admit?: KernelChannels.Admit;
   }
 }

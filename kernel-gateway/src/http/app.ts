@@ -1,7 +1,7 @@
 /**
  * The express app factory: the gateway's services in, the app out. The order of the middleware is
- * the security model's: malformed URLs, origins and CORS, sign-in, public lab assets, the token,
- * then the routes, one router per resource, with the JSON 404 and the error middleware last.
+ * the security model's: malformed URLs, origins and CORS, sign-in, public lab assets, the share
+ * link page, the token (or a share link), the share guard, then the routes, one router per resource, with the JSON 404 and the error middleware last.
  */
 import express, { type Express } from 'express';
 import type { Registry } from 'prom-client';
@@ -10,7 +10,10 @@ import {
   authenticate,
   signInRouter,
   type FailedAuthLimit,
+  type IShareRooms,
   type KernelQuota,
+  type ShareConnections,
+  type ShareStore,
   type TokenAuth
 } from '../auth';
 import type { FileContentsManager } from '../contents';
@@ -34,6 +37,9 @@ import {
   labRouter
 } from './routes/lab';
 import { meRouter } from './routes/me';
+import { shareLinkRouter } from './routes/share-link';
+import { sharesRouter } from './routes/shares';
+import { guardShares } from './share-guard';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
@@ -53,6 +59,12 @@ export interface IAppServices {
   contents: FileContentsManager;
   /** The JupyterLab page and its server API. */
   lab: labRouter.IOptions;
+  /** Share links. */
+  shares: ShareStore;
+  /** The websockets open through each share link. */
+  shareConnections: ShareConnections;
+  /** The collaboration rooms, as share links need them (absent until rooms exist). */
+  rooms?: () => IShareRooms | undefined;
 }
 
 /** The express app of the gateway's REST API and pages (websockets are http/upgrade.ts's). */
@@ -67,8 +79,17 @@ export function createApp(services: IAppServices): Express {
   app.use(allowedOriginsCors(allowOrigins));
   app.use(signInRouter(auth, failures));
   app.use(labAssetsRouter(services.lab.build));
+  app.use(shareLinkRouter({ shares: services.shares, auth, failures }));
   app.use(
     authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage, failures })
+  );
+  // A share link's holder reaches its own notebook only: one table of rules, before every route.
+  app.use(
+    guardShares({
+      auth,
+      sessions: context.sessions,
+      registry: context.registry
+    })
   );
   // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
   app.use(
@@ -117,7 +138,17 @@ export function createApp(services: IAppServices): Express {
   app.use(sessionsRouter(context));
   app.use(acceleratorsRouter(services.accelerators, services.metrics));
   app.use(filesRouter(services.contents));
-  app.use(meRouter());
+  app.use(
+    sharesRouter({
+      shares: services.shares,
+      auth,
+      context,
+      contents: services.contents,
+      connections: services.shareConnections,
+      rooms: services.rooms
+    })
+  );
+  app.use(meRouter(auth));
   app.use(eventsRouter(services.events));
   app.use(labRouter(services.lab));
   app.use(notFound());

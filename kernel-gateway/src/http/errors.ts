@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { LimitError } from '../auth';
+import { LimitError, ShareError } from '../auth';
 import {
   BadAcceleratorRequestError,
   PlacementConflictError,
@@ -37,7 +37,11 @@ export function errorBody(
 
 /** The status a known error maps to; undefined for unexpected errors. */
 function statusOf(error: unknown): number | undefined {
-  if (error instanceof HttpError || error instanceof LimitError) {
+  if (
+    error instanceof HttpError ||
+    error instanceof LimitError ||
+    error instanceof ShareError
+  ) {
     return error.status;
   }
   if (

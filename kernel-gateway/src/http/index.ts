@@ -10,3 +10,4 @@ export * from './errors';
 export * from './server';
 export * from './upgrade';
 export * from './validation';
+export { currentIdentity } from './routes/me';

@@ -1,6 +1,7 @@
 /**
  * The websocket side of the HTTP server: which upgrade goes where (a kernel's channels, the event
- * stream), after the same token, origin and rate checks as every request.
+ * stream), after the same token, origin and rate checks as every request, and the share guard's
+ * rules for a share link's holder.
  */
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -9,12 +10,22 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import {
   MessageRate,
   originRefusal,
+  type ShareConnections,
+  type Access,
   type FailedAuthLimit,
+  type IShareAccess,
   type TokenAuth
 } from '../auth';
 import type { EventBus } from '../events';
-import type { KernelRegistry } from '../kernels';
+import type { KernelRegistry, SessionStore } from '../kernels';
 import { V1_SUBPROTOCOL, type Framing } from '../channels';
+import { visitorIdentity } from './routes/me';
+import {
+  shareKernelMessages,
+  shareRefusal,
+  shareRule,
+  shareRuleContext
+} from './share-guard';
 
 const CHANNELS_PATH = /^\/api\/kernels\/([^/]+)\/channels\/?$/;
 const EVENTS_PATH = /^\/api\/events\/subscribe\/?$/;
@@ -120,11 +131,21 @@ export class UpgradeRouter {
         'Retry-After': String(retryAfterS)
       });
     }
-    if (!this._options.auth.check(request)) {
-      if (this._options.auth.wrongToken(request)) {
+    const auth = this._options.auth;
+    const access = auth.access(request);
+    if (!access) {
+      const refusal = auth.refusal(request);
+      if (refusal !== undefined) {
+        return Private.refuse(socket, 403, refusal);
+      }
+      if (auth.wrongToken(request)) {
         failures?.record(address);
       }
       return Private.refuse(socket, 401, 'A valid token is required');
+    }
+    const shareRefused = this._shareRefusal(access, url.pathname);
+    if (shareRefused) {
+      return Private.refuse(socket, shareRefused.status, shareRefused.message);
     }
     const refusal = originRefusal(
       request,
@@ -168,17 +189,58 @@ export class UpgradeRouter {
       return;
     }
     this._wss.handleUpgrade(request, socket, head, ws => {
-      this._limitMessages(ws, kernelId);
+      this._limitMessages(ws, kernelId, access);
       const framing: Framing = ws.protocol === V1_SUBPROTOCOL ? 'v1' : 'legacy';
       (socket as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(
         true
       );
-      kernel.channels.connect(ws, framing, sessionId, socket);
+      kernel.channels.connect(
+        ws,
+        framing,
+        sessionId,
+        socket,
+        access.kind === 'share' ? shareKernelMessages(access) : undefined
+      );
       this._options.logger.debug(
         { kernel: kernelId, framing, sessionId },
         'websocket connected'
       );
     });
+  }
+
+  /**
+   * Count a socket opened by a share link's holder against its link (closed with the link when it is
+   * revoked or expires). Sockets of other endpoints (rooms) call this too.
+   */
+  trackShare(ws: WebSocket, access: IShareAccess): void {
+    this._options.shareConnections.track(
+      access.shareId,
+      ws,
+      visitorIdentity(access).display_name
+    );
+  }
+
+  /**
+   * Why a share link's holder may not open this socket: no rule lets it (403), or its link holds as
+   * many open sockets as it may (429). Undefined for the owner, and for what is allowed.
+   */
+  private _shareRefusal(
+    access: Access,
+    pathname: string
+  ): { status: number; message: string } | undefined {
+    if (access.kind !== 'share') {
+      return undefined;
+    }
+    const context = shareRuleContext(
+      access,
+      this._options.sessions,
+      this._options.registry
+    );
+    if (!shareRule('WS', pathname, context)) {
+      return { status: 403, message: shareRefusal('WS', pathname) };
+    }
+    const full = this._options.shareConnections.refusal(access.shareId);
+    return full === undefined ? undefined : { status: 429, message: full };
   }
 
   /** An events socket: what clients send is ignored, every event of the bus is sent. */
@@ -189,7 +251,7 @@ export class UpgradeRouter {
     head: Buffer
   ): void {
     this._eventsWss.handleUpgrade(request, socket, head, ws => {
-      this._limitMessages(ws, undefined);
+      this._limitMessages(ws, undefined, undefined);
       const unsubscribe = events.subscribe(event => {
         if (ws.readyState === ws.OPEN) {
           ws.send(JSON.stringify(event));
@@ -205,8 +267,19 @@ export class UpgradeRouter {
    * before anything else does, and on going over takes every other message listener off, so
    * nothing the socket sends after that reaches its kernel.
    */
-  private _limitMessages(ws: WebSocket, kernelId: string | undefined): void {
-    const perSecond = this._options.messagesPerSecond ?? 0;
+  private _limitMessages(
+    ws: WebSocket,
+    kernelId: string | undefined,
+    access: Access | undefined
+  ): void {
+    const guest = access?.kind === 'share';
+    if (guest) {
+      this.trackShare(ws, access);
+    }
+    const perSecond =
+      (guest ? this._options.guestMessagesPerSecond : undefined) ??
+      this._options.messagesPerSecond ??
+      0;
     if (perSecond <= 0) {
       return;
     }
@@ -222,7 +295,9 @@ export class UpgradeRouter {
       );
       ws.close(
         1008,
-        `Too many messages: more than ${perSecond} a second (--max-ws-messages)`
+        guest
+          ? `Too many messages: more than ${perSecond} a second through a share link`
+          : `Too many messages: more than ${perSecond} a second (--max-ws-messages)`
       );
     });
   }
@@ -246,6 +321,12 @@ export namespace UpgradeRouter {
     messagesPerSecond?: number;
     /** Wrong tokens per client address; an address past the limit is refused with 429. */
     failures?: FailedAuthLimit;
+    /** The sessions, for which kernel is a shared notebook's. */
+    sessions: SessionStore;
+    /** The sockets open through each share link, with their cap per link. */
+    shareConnections: ShareConnections;
+    /** Messages a second one socket of a share link's holder may send (default: as anyone's). */
+    guestMessagesPerSecond?: number;
     logger: Logger;
   }
 }

@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import { Router } from 'express';
+import type { IAccessResolver, IShareAccess } from '../../auth';
 import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
 
@@ -9,8 +10,13 @@ export type IIdentity = RestSchemas['Me']['identity'];
 /**
  * `/api/me`: who the signed-in user is (the account running the gateway: anyone holding the token
  * acts as it) and which of the `?permissions={"resource": ["action"]}` asked about they hold (all).
+ * A share link's holder is its visitor (JupyterLab's awareness takes its name from here), and holds
+ * only what the link's scope grants.
  */
-export function meRouter(identity: IIdentity = currentIdentity()): Router {
+export function meRouter(
+  auth?: IAccessResolver,
+  identity: IIdentity = currentIdentity()
+): Router {
   const router = Router();
   router.get('/api/me', (request, response) => {
     const asked = request.query.permissions;
@@ -33,6 +39,8 @@ export function meRouter(identity: IIdentity = currentIdentity()): Router {
     ) {
       throw new HttpError(400, problem);
     }
+    const access = auth?.access(request);
+    const share = access?.kind === 'share' ? access : undefined;
     const permissions: Record<string, string[]> = {};
     for (const [resource, actions] of Object.entries(wanted)) {
       if (
@@ -41,10 +49,15 @@ export function meRouter(identity: IIdentity = currentIdentity()): Router {
       ) {
         throw new HttpError(400, problem);
       }
-      // One user, one token: whoever is authenticated may do everything.
-      permissions[resource] = actions;
+      // One user, one token: whoever is authenticated may do everything; a link what its scope says.
+      permissions[resource] = share
+        ? actions.filter(action => Private.grants(share, resource, action))
+        : actions;
     }
-    const me: RestSchemas['Me'] = { identity, permissions };
+    const me: RestSchemas['Me'] = {
+      identity: share ? visitorIdentity(share) : identity,
+      permissions
+    };
     response.json(me);
   });
   return router;
@@ -66,4 +79,57 @@ export function currentIdentity(): IIdentity {
     avatar_url: null,
     color: null
   };
+}
+
+/**
+ * A share link's holder as `/api/me` shows them: a visitor with the name they picked ("Guest" and a
+ * short id until then); an API client presenting the secret is the link itself.
+ */
+export function visitorIdentity(access: IShareAccess): IIdentity {
+  const id = access.visitor?.id ?? `link-${access.shareId}`;
+  const name =
+    access.visitor?.name ??
+    (access.visitor ? `Guest ${id.slice(-4)}` : 'Guest (API client)');
+  return {
+    username: id,
+    name,
+    display_name: name,
+    initials: Private.initials(name),
+    avatar_url: null,
+    color: null
+  };
+}
+
+namespace Private {
+  /** What a link's scope grants of jupyter_server's resource/action permissions. */
+  export function grants(
+    access: IShareAccess,
+    resource: string,
+    action: string
+  ): boolean {
+    if (action === 'read') {
+      return (
+        resource === 'contents' ||
+        resource === 'kernels' ||
+        resource === 'sessions'
+      );
+    }
+    if (resource === 'contents' && action === 'write') {
+      return access.scope === 'edit';
+    }
+    if (resource === 'kernels' && action === 'execute') {
+      return access.scope === 'run' || access.scope === 'edit';
+    }
+    return false;
+  }
+
+  /** Up to two initials of a name. */
+  export function initials(name: string): string {
+    return name
+      .split(/\s+/)
+      .filter(Boolean)
+      .slice(0, 2)
+      .map(word => [...word][0]!.toUpperCase())
+      .join('');
+  }
 }

@@ -1,0 +1,100 @@
+/**
+ * The websockets open through each share link: how many a link may hold at once, and closing them
+ * all when the link is revoked or expires.
+ */
+
+/** What is needed of a websocket here (ws's WebSocket has it). */
+export interface IClosableSocket {
+  close(code?: number, reason?: string): void;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * What share links need of the collaboration rooms (rooms/'s RoomManager): closing a link's room
+ * sockets, and who is connected through it.
+ */
+export interface IShareRooms {
+  closeShare(shareId: string, code: number, reason: string): void;
+  visitors(shareId: string): { name: string; since: string | number | Date }[];
+}
+
+/** Someone connected through a link: their display name, and since when (ISO 8601). */
+export interface IConnectedVisitor {
+  name: string;
+  since: string;
+}
+
+/** Open sockets by share link, with a cap per link. */
+export class ShareConnections {
+  /** @param perLink - sockets one link may hold open at once (0: no limit). */
+  constructor(readonly perLink: number = ShareConnections.PER_LINK) {}
+
+  /** Why one more socket through `shareId` is refused (the message of its 429), or undefined. */
+  refusal(shareId: string): string | undefined {
+    const count = this.count(shareId);
+    if (this.perLink > 0 && count >= this.perLink) {
+      return `This share link already has ${count} open connections (at most ${this.perLink}): close some tabs`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Count `socket` as open through `shareId` until it closes.
+   *
+   * @param name - the display name of who opened it (a visitor's, or the link's label for an API
+   * client), for the owner's list of who is connected.
+   */
+  track(shareId: string, socket: IClosableSocket, name: string): void {
+    let sockets = this._sockets.get(shareId);
+    if (!sockets) {
+      sockets = new Map();
+      this._sockets.set(shareId, sockets);
+    }
+    sockets.set(socket, { name, since: new Date().toISOString() });
+    socket.once('close', () => {
+      sockets.delete(socket);
+      if (sockets.size === 0 && this._sockets.get(shareId) === sockets) {
+        this._sockets.delete(shareId);
+      }
+    });
+  }
+
+  /** The sockets open through `shareId`. */
+  count(shareId: string): number {
+    return this._sockets.get(shareId)?.size ?? 0;
+  }
+
+  /** Who is connected through `shareId`: each name once, with its earliest connection. */
+  visitors(shareId: string): IConnectedVisitor[] {
+    const first = new Map<string, string>();
+    for (const { name, since } of this._sockets.get(shareId)?.values() ?? []) {
+      const known = first.get(name);
+      if (known === undefined || since < known) {
+        first.set(name, since);
+      }
+    }
+    return [...first].map(([name, since]) => ({ name, since }));
+  }
+
+  /** Close every socket open through `shareId`, with `code` and `reason`. */
+  close(
+    shareId: string,
+    code: number = ShareConnections.CLOSE_CODE,
+    reason = 'This share link no longer works'
+  ): void {
+    const sockets = this._sockets.get(shareId);
+    this._sockets.delete(shareId);
+    for (const socket of sockets?.keys() ?? []) {
+      socket.close(code, reason);
+    }
+  }
+
+  private _sockets = new Map<string, Map<IClosableSocket, IConnectedVisitor>>();
+}
+
+export namespace ShareConnections {
+  /** Sockets one link may hold open at once by default (kernel channels and rooms together). */
+  export const PER_LINK = 64;
+  /** The close code of a socket whose link was revoked or expired: 4000 + HTTP 403. */
+  export const CLOSE_CODE = 4403;
+}

@@ -1,0 +1,467 @@
+/**
+ * Share links: capabilities for one notebook with one scope. Each link's secret is random (256 bits),
+ * given out once and kept only as its SHA-256; links are keyed to the notebook's file id, so they
+ * follow renames. A browser exchanges the secret for a visitor cookie of its own (a second random
+ * secret, also kept hashed) and picks a display name. Revoked links stay as tombstones for a while,
+ * so that their holders are told "revoked" rather than "unknown"; expired ones say "expired".
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Database } from 'lmdb';
+import type { StateStore } from '../store';
+import type {
+  IShareAccess,
+  IShareResolver,
+  IVisitor,
+  ShareResolution,
+  ShareScope
+} from './access';
+import { LimitError } from './limits';
+
+/** A share link as its owner sees it (never with its secret). */
+export interface IShare {
+  readonly id: string;
+  /** The notebook's path now; null when it was deleted. */
+  readonly path: string | null;
+  readonly scope: ShareScope;
+  readonly label: string | null;
+  /** ISO 8601; null: never expires. */
+  readonly expiresAt: string | null;
+  readonly createdAt: string;
+  /** Whether the link has expired (it then grants nothing, until deleted). */
+  readonly expired: boolean;
+}
+
+/** A refused share request; `status` is the HTTP status it answers with (400 or 403). */
+export class ShareError extends Error {
+  constructor(
+    readonly status: 400 | 403,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+/** Why a link stopped working, as its holders are told. */
+export type ShareEnd = 'revoked' | 'expired';
+
+/**
+ * The share links of this gateway, kept in the state store, and the resolver of their secrets and
+ * visitor cookies.
+ */
+export class ShareStore implements IShareResolver {
+  constructor(options: ShareStore.IOptions) {
+    this._options = options;
+    this._now = options.now ?? Date.now;
+    this._links = options.store.table<Private.ILink>('shares');
+    this._secrets = options.store.table<string>('share-secrets');
+    this._visitors =
+      options.store.table<Private.IVisitorRecord>('share-visitors');
+    this._prune();
+    this._armExpiry();
+  }
+
+  /**
+   * Make a link for the file at `path` (the caller checked it is one).
+   *
+   * @returns the link and its secret: the only time the secret is ever known outside its holder.
+   * @throws LimitError (403) past the links a notebook may have.
+   */
+  async create(request: ShareStore.ICreate): Promise<{
+    share: IShare;
+    secret: string;
+  }> {
+    const { fileId } = await this._options.fileIds.index(request.path);
+    const live = this._all().filter(
+      link => link.fileId === fileId && !this._ended(link)
+    ).length;
+    const max = this._options.linksPerNotebook ?? ShareStore.LINKS_PER_NOTEBOOK;
+    if (max > 0 && live >= max) {
+      throw new LimitError(
+        403,
+        `This notebook already has ${live} share links (at most ${max}): delete one first`
+      );
+    }
+    const secret = randomBytes(32).toString('base64url');
+    const now = this._now();
+    const link: Private.ILink = {
+      id: randomBytes(9).toString('base64url'),
+      fileId,
+      scope: request.scope,
+      label: request.label ?? null,
+      createdAt: now,
+      expiresAt:
+        request.expiresIn === undefined ? null : now + request.expiresIn * 1000,
+      secretHash: Private.hash(secret),
+      revokedAt: null
+    };
+    await this._links.transaction(() => {
+      this._links.put(link.id, link);
+      this._secrets.put(link.secretHash, link.id);
+    });
+    this._armExpiry();
+    return { share: this._model(link), secret };
+  }
+
+  /** The links not revoked (expired ones too, marked), oldest first. */
+  list(): IShare[] {
+    return this._all()
+      .filter(link => link.revokedAt === null)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map(link => this._model(link));
+  }
+
+  /** A link not revoked, by id. */
+  get(id: string): IShare | undefined {
+    const link = this._links.get(id);
+    return link && link.revokedAt === null ? this._model(link) : undefined;
+  }
+
+  /**
+   * Revoke a link: it grants nothing from now on (to its secret and its visitors' cookies), and the
+   * listeners close its open connections.
+   *
+   * @returns false when there is no such (unrevoked) link.
+   */
+  async revoke(id: string): Promise<boolean> {
+    const link = this._links.get(id);
+    if (!link || link.revokedAt !== null) {
+      return false;
+    }
+    // Its visitors' cookies stay until the tombstone goes, so that they are told it was revoked.
+    await this._links.put(id, { ...link, revokedAt: this._now() });
+    this._announce(id, 'revoked');
+    return true;
+  }
+
+  /**
+   * Call `listener` when a link stops working (revoked, or expired while the gateway runs).
+   *
+   * @returns a function that stops the calls.
+   */
+  onEnded(listener: (shareId: string, end: ShareEnd) => void): () => void {
+    this._listeners.add(listener);
+    return () => this._listeners.delete(listener);
+  }
+
+  /** @inheritdoc */
+  resolveSecret(secret: string): ShareResolution | undefined {
+    const id = this._secrets.get(Private.hash(secret));
+    const link = id === undefined ? undefined : this._links.get(id);
+    return link ? this._resolve(link, undefined) : undefined;
+  }
+
+  /** @inheritdoc */
+  resolveVisitor(value: string): ShareResolution | undefined {
+    const hash = Private.hash(value);
+    const visitor = this._visitors.get(Private.visitorId(hash));
+    if (!visitor || visitor.hash !== hash) {
+      return undefined;
+    }
+    const link = this._links.get(visitor.shareId);
+    return link
+      ? this._resolve(link, { id: Private.visitorId(hash), name: visitor.name })
+      : undefined;
+  }
+
+  /**
+   * A browser exchanges a link's secret for a visitor cookie of its own.
+   *
+   * @returns the cookie's value and the visitor's access; undefined when the secret is no link's.
+   * @throws ShareError (403) when the link no longer works, or has as many visitors as it may.
+   */
+  async admit(
+    secret: string
+  ): Promise<{ cookie: string; access: IShareAccess } | undefined> {
+    const resolution = this.resolveSecret(secret);
+    if (!resolution) {
+      return undefined;
+    }
+    if ('refused' in resolution) {
+      throw new ShareError(403, resolution.refused);
+    }
+    const shareId = resolution.access.shareId;
+    const max = this._options.visitorsPerLink ?? ShareStore.VISITORS_PER_LINK;
+    if (max > 0 && this._visitorsOf(shareId).length >= max) {
+      throw new ShareError(
+        403,
+        `This share link has had ${max} visitors, as many as it may: ask its owner for a new one`
+      );
+    }
+    const cookie = randomBytes(32).toString('base64url');
+    const hash = Private.hash(cookie);
+    const id = Private.visitorId(hash);
+    await this._visitors.put(id, {
+      hash,
+      shareId,
+      name: null,
+      since: this._now()
+    });
+    return {
+      cookie,
+      access: { ...resolution.access, visitor: { id, name: null } }
+    };
+  }
+
+  /**
+   * Set a visitor's display name.
+   *
+   * @throws ShareError: 400 for a name that is empty, too long or holds control characters, 403 for
+   * the owner's.
+   */
+  async rename(visitorId: string, name: string): Promise<IVisitor> {
+    const visitor = this._visitors.get(visitorId);
+    if (!visitor) {
+      throw new ShareError(403, 'This visitor is not known (any more)');
+    }
+    const checked = this.checkName(name);
+    await this._visitors.put(visitorId, { ...visitor, name: checked });
+    return { id: visitorId, name: checked };
+  }
+
+  /** `name` made tidy (trimmed, NFC), or a ShareError saying why it cannot be a visitor's. */
+  checkName(name: string): string {
+    const tidy = name.normalize('NFC').trim().replace(/\s+/g, ' ');
+    const max = ShareStore.NAME_LENGTH;
+    if (tidy.length === 0) {
+      throw new ShareError(400, 'A display name cannot be empty');
+    }
+    if ([...tidy].length > max) {
+      throw new ShareError(400, `A display name has at most ${max} characters`);
+    }
+    if (
+      /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]/.test(
+        tidy
+      )
+    ) {
+      throw new ShareError(
+        400,
+        'A display name cannot hold control or direction characters'
+      );
+    }
+    const folded = Private.fold(tidy);
+    if (
+      (this._options.reservedNames ?? []).some(n => Private.fold(n) === folded)
+    ) {
+      throw new ShareError(
+        403,
+        `"${tidy}" is the notebook owner's name: pick another`
+      );
+    }
+    return tidy;
+  }
+
+  /** Stop the expiry timer. */
+  dispose(): void {
+    clearTimeout(this._timer);
+    this._listeners.clear();
+  }
+
+  private _resolve(
+    link: Private.ILink,
+    visitor: IVisitor | undefined
+  ): ShareResolution {
+    if (link.revokedAt !== null) {
+      return { refused: 'This share link was revoked by its owner' };
+    }
+    if (link.expiresAt !== null && link.expiresAt <= this._now()) {
+      return {
+        refused: `This share link expired at ${new Date(link.expiresAt).toISOString()}`
+      };
+    }
+    const path = this._options.fileIds.path(link.fileId);
+    if (path === undefined) {
+      return { refused: 'The notebook this link shares no longer exists' };
+    }
+    const access: IShareAccess = {
+      kind: 'share',
+      shareId: link.id,
+      fileId: link.fileId,
+      path,
+      scope: link.scope,
+      ...(visitor ? { visitor } : {})
+    };
+    return { access };
+  }
+
+  private _ended(link: Private.ILink): boolean {
+    return (
+      link.revokedAt !== null ||
+      (link.expiresAt !== null && link.expiresAt <= this._now())
+    );
+  }
+
+  private _model(link: Private.ILink): IShare {
+    return {
+      id: link.id,
+      path: this._options.fileIds.path(link.fileId) ?? null,
+      scope: link.scope,
+      label: link.label,
+      expiresAt:
+        link.expiresAt === null ? null : new Date(link.expiresAt).toISOString(),
+      createdAt: new Date(link.createdAt).toISOString(),
+      expired: link.expiresAt !== null && link.expiresAt <= this._now()
+    };
+  }
+
+  private _all(): Private.ILink[] {
+    return [...this._links.getRange().map(({ value }) => value)];
+  }
+
+  private _visitorsOf(shareId: string): string[] {
+    return [
+      ...this._visitors
+        .getRange()
+        .filter(({ value }) => value.shareId === shareId)
+        .map(({ key }) => key as string)
+    ];
+  }
+
+  private _announce(id: string, end: ShareEnd): void {
+    this._announced.add(id);
+    for (const listener of [...this._listeners]) {
+      listener(id, end);
+    }
+  }
+
+  /** One timer, for the next link to expire; it announces every link expired by then. */
+  private _armExpiry(): void {
+    clearTimeout(this._timer);
+    const now = this._now();
+    let next = Infinity;
+    for (const link of this._all()) {
+      if (link.revokedAt !== null || link.expiresAt === null) {
+        continue;
+      }
+      if (link.expiresAt <= now) {
+        if (!this._announced.has(link.id)) {
+          this._announce(link.id, 'expired');
+        }
+      } else {
+        next = Math.min(next, link.expiresAt);
+      }
+    }
+    if (next !== Infinity) {
+      // setTimeout holds at most ~24.8 days; a farther expiry re-arms on the way.
+      const delay = Math.min(next - now, Private.MAX_TIMER_MS);
+      this._timer = setTimeout(() => this._armExpiry(), delay);
+      this._timer.unref();
+    }
+  }
+
+  /** Forget links revoked or expired long ago, and their secrets and visitors. */
+  private _prune(): void {
+    const before = this._now() - ShareStore.TOMBSTONE_MS;
+    const gone = this._all().filter(
+      link =>
+        (link.revokedAt !== null && link.revokedAt < before) ||
+        (link.expiresAt !== null && link.expiresAt < before)
+    );
+    if (gone.length === 0) {
+      return;
+    }
+    const visitors = gone.flatMap(link => this._visitorsOf(link.id));
+    void this._links.transaction(() => {
+      for (const link of gone) {
+        this._links.remove(link.id);
+        this._secrets.remove(link.secretHash);
+      }
+      for (const key of visitors) {
+        this._visitors.remove(key);
+      }
+    });
+  }
+
+  private _options: ShareStore.IOptions;
+  private _now: () => number;
+  private _links: Database<Private.ILink, StateStore.Key>;
+  /** sha256(secret) -> link id */
+  private _secrets: Database<string, StateStore.Key>;
+  /** visitor id -> visitor */
+  private _visitors: Database<Private.IVisitorRecord, StateStore.Key>;
+  private _listeners = new Set<(shareId: string, end: ShareEnd) => void>();
+  /** Links whose end was announced while this gateway runs. */
+  private _announced = new Set<string>();
+  private _timer: NodeJS.Timeout | undefined;
+}
+
+export namespace ShareStore {
+  /** The file ids shares are keyed to (rooms/file-ids.ts's FileIdStore). */
+  export interface IFileIds {
+    index(path: string): Promise<{ fileId: string }>;
+    path(fileId: string): string | undefined;
+  }
+
+  export interface IOptions {
+    store: StateStore;
+    fileIds: IFileIds;
+    /** Links one notebook may have at once (default {@link LINKS_PER_NOTEBOOK}; 0: no limit). */
+    linksPerNotebook?: number;
+    /** Browsers one link may admit (default {@link VISITORS_PER_LINK}; 0: no limit). */
+    visitorsPerLink?: number;
+    /** Names no visitor may take (the owner's). */
+    reservedNames?: readonly string[];
+    /** The clock (tests). */
+    now?: () => number;
+  }
+
+  /** What a new link is for. */
+  export interface ICreate {
+    path: string;
+    scope: ShareScope;
+    /** Seconds until the link expires; none: never. */
+    expiresIn?: number;
+    label?: string;
+  }
+
+  export const LINKS_PER_NOTEBOOK = 20;
+  export const VISITORS_PER_LINK = 500;
+  /** The longest display name, in characters. */
+  export const NAME_LENGTH = 40;
+  /** How long a revoked or expired link is remembered (so its holders hear why): 30 days. */
+  export const TOMBSTONE_MS = 30 * 24 * 3600 * 1000;
+}
+
+namespace Private {
+  /** A link as stored. */
+  export interface ILink {
+    id: string;
+    fileId: string;
+    scope: ShareScope;
+    label: string | null;
+    /** ms since the epoch */
+    createdAt: number;
+    expiresAt: number | null;
+    secretHash: string;
+    revokedAt: number | null;
+  }
+
+  /** A browser admitted through a link, as stored (keyed by its id). */
+  export interface IVisitorRecord {
+    /** sha256 of its cookie's value */
+    hash: string;
+    shareId: string;
+    name: string | null;
+    since: number;
+  }
+
+  export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+  export function hash(secret: string): string {
+    return createHash('sha256').update(secret, 'utf8').digest('hex');
+  }
+
+  /** A visitor's public id: a prefix of its cookie's hash (64 bits, telling nothing of the cookie). */
+  export function visitorId(hash: string): string {
+    return `v-${hash.slice(0, 16)}`;
+  }
+
+  /** A name as compared with reserved ones: case and accents folded. */
+  export function fold(name: string): string {
+    return name
+      .normalize('NFKD')
+      .replace(/\p{M}/gu, '')
+      .toLowerCase()
+      .replace(/\s+/g, ' ')
+      .trim();
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The public side of share links, before authentication: the link page (`/share#<secret>`), which
+ * reads the secret from the URL's fragment (never sent to a server, so never in logs or a Referer),
+ * exchanges it for a visitor cookie, asks the visitor's display name once and opens the notebook;
+ * and that exchange, `POST /api/shares/exchange`.
+ */
+import { randomBytes } from 'node:crypto';
+import express, { Router, type Response } from 'express';
+import type { FailedAuthLimit, ShareStore, TokenAuth } from '../../auth';
+import type { RestSchemas } from '../../protocol';
+import { HttpError } from '../errors';
+
+/** `GET /share` and `POST /api/shares/exchange`, which need no credential. */
+export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
+  const { shares, auth, failures } = options;
+  const router = Router();
+
+  router.get('/share', (_request, response) => {
+    const nonce = randomBytes(16).toString('base64');
+    Private.noStore(response);
+    response
+      .setHeader(
+        'Content-Security-Policy',
+        `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; ` +
+          "connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+      )
+      .type('html')
+      .send(Private.page(nonce));
+  });
+
+  router.post(
+    '/api/shares/exchange',
+    express.json({ limit: '4kb', type: 'application/json' }),
+    async (request, response) => {
+      Private.noStore(response);
+      // JSON only: another site's form cannot send it without a CORS preflight, which is refused.
+      if (!request.is('application/json')) {
+        throw new HttpError(
+          415,
+          'Send the link\'s secret as JSON: {"token": "..."} with Content-Type: application/json'
+        );
+      }
+      const address = request.socket.remoteAddress;
+      const retryAfterS = failures?.retryAfter(address);
+      if (retryAfterS !== undefined) {
+        throw failures!.error(retryAfterS);
+      }
+      const token = (request.body as { token?: unknown } | undefined)?.token;
+      if (
+        typeof token !== 'string' ||
+        token.length === 0 ||
+        token.length > 256
+      ) {
+        throw new HttpError(
+          400,
+          'The body must hold the link\'s secret: {"token": "..."}'
+        );
+      }
+      const resolution = shares.resolveSecret(token);
+      if (!resolution) {
+        failures?.record(address);
+        throw new HttpError(403, 'This share link is not valid');
+      }
+      if ('refused' in resolution) {
+        throw new HttpError(403, resolution.refused);
+      }
+      // A browser that comes back through the same link stays the same visitor.
+      let access = auth.access(request);
+      if (
+        access?.kind !== 'share' ||
+        !access.visitor ||
+        access.shareId !== resolution.access.shareId
+      ) {
+        const admitted = await shares.admit(token);
+        access = admitted!.access;
+        response.setHeader(
+          'Set-Cookie',
+          auth.visitorCookies(request, admitted!.cookie)
+        );
+      }
+      const share = shares.get(access.shareId)!;
+      const reply: RestSchemas['ShareExchange'] = {
+        share: {
+          id: share.id,
+          path: access.path,
+          scope: share.scope,
+          label: share.label,
+          expiresAt: share.expiresAt
+        },
+        visitor: access.visitor!,
+        next: shareLinkRouter.notebookUrl(access.path)
+      };
+      response.json(reply);
+    }
+  );
+
+  return router;
+}
+
+export namespace shareLinkRouter {
+  export interface IOptions {
+    shares: ShareStore;
+    auth: TokenAuth;
+    /** Wrong secrets per client address, counted with wrong tokens. */
+    failures?: FailedAuthLimit;
+  }
+
+  /** Where a visitor's browser goes once admitted: the hosted lab on the shared notebook. */
+  export function notebookUrl(path: string): string {
+    return `/lab/tree/${path.split('/').map(encodeURIComponent).join('/')}`;
+  }
+}
+
+namespace Private {
+  /** Nothing of a share's page or exchange is cached, nor sent on as a Referer. */
+  export function noStore(response: Response): void {
+    response
+      .setHeader('Cache-Control', 'no-store')
+      .setHeader('Referrer-Policy', 'no-referrer');
+  }
+
+  /** The link page: a small form for the display name, and the script that does the exchange. */
+  export function page(nonce: string): string {
+    return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>A shared notebook</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#222}
+input{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.5rem 0}
+button{font:inherit;padding:.4rem 1rem}.problem{color:#b00020}
+</style>
+</head>
+<body>
+<h1 id="title">Opening a shared notebook…</h1>
+<p id="status" role="status"></p>
+<form id="visitor" hidden>
+<label for="name">Your name, as the others in the notebook will see it</label>
+<input id="name" name="name" maxlength="40" autocomplete="nickname" required>
+<button type="submit">Open the notebook</button>
+</form>
+<script nonce="${nonce}">
+(async () => {
+  const status = document.getElementById('status');
+  const form = document.getElementById('visitor');
+  const fail = message => {
+    document.getElementById('title').textContent = 'This link does not open';
+    status.textContent = message;
+    status.className = 'problem';
+  };
+  const xsrf = () => (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '';
+  const send = (method, url, body) =>
+    fetch(url, {
+      method,
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-XSRFToken': decodeURIComponent(xsrf()) },
+      body: JSON.stringify(body)
+    });
+  const secret = decodeURIComponent(location.hash.slice(1));
+  history.replaceState(null, '', location.pathname);
+  if (!secret) {
+    fail('The link is incomplete: its secret (after the #) is missing. Copy the whole link.');
+    return;
+  }
+  let reply;
+  try {
+    const response = await send('POST', '/api/shares/exchange', { token: secret });
+    reply = await response.json();
+    if (!response.ok) {
+      fail(reply.message);
+      return;
+    }
+  } catch (error) {
+    fail('The notebook server cannot be reached: ' + error);
+    return;
+  }
+  if (reply.visitor.name) {
+    location.replace(reply.next);
+    return;
+  }
+  status.textContent = (reply.share.label ? reply.share.label + ': ' : '') + reply.share.path +
+    ' (' + reply.share.scope + ')';
+  form.hidden = false;
+  form.addEventListener('submit', async event => {
+    event.preventDefault();
+    const response = await send('PUT', '/api/shares/current/visitor', {
+      name: document.getElementById('name').value
+    });
+    if (response.ok) {
+      location.replace(reply.next);
+    } else {
+      status.textContent = (await response.json()).message;
+      status.className = 'problem';
+    }
+  });
+})();
+</script>
+</body>
+</html>
+`;
+  }
+}

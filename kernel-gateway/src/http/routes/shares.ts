@@ -1,0 +1,183 @@
+/**
+ * `/api/shares`: the owner makes, lists and revokes share links; a link's holder reads its own link
+ * (`/api/shares/current`) and picks a display name. The public side (the link page and the exchange
+ * of a link's secret for a visitor cookie) is in share-link.ts.
+ */
+import { Router, type Request } from 'express';
+import {
+  type IShare,
+  type ShareConnections,
+  type IShareRooms,
+  type ShareStore,
+  type TokenAuth
+} from '../../auth';
+import type { FileContentsManager } from '../../contents';
+import type { RestSchemas } from '../../protocol';
+import type { IGatewayContext } from '../context';
+import { HttpError } from '../errors';
+import { shareRuleContext } from '../share-guard';
+import { validateBody } from '../validation';
+
+/** `/api/shares` for the owner, `/api/shares/current[/visitor]` for a link's holder. */
+export function sharesRouter(options: sharesRouter.IOptions): Router {
+  const { shares, auth, context, contents } = options;
+  const router = Router();
+
+  router.get('/api/shares/current', (request, response) => {
+    const access = auth.access(request);
+    if (access?.kind !== 'share') {
+      throw new HttpError(
+        404,
+        "This request is the owner's: /api/shares/current answers a share link's holder"
+      );
+    }
+    const share = shares.get(access.shareId);
+    if (!share) {
+      throw new HttpError(403, 'This share link was revoked by its owner');
+    }
+    const { kernelId } = shareRuleContext(
+      access,
+      context.sessions,
+      context.registry
+    );
+    const kernel =
+      kernelId === undefined ? undefined : context.registry.get(kernelId);
+    const current: RestSchemas['CurrentShare'] = {
+      id: share.id,
+      path: access.path,
+      scope: share.scope,
+      label: share.label,
+      expiresAt: share.expiresAt,
+      kernel: kernel ? context.registry.model(kernel) : null,
+      visitor: access.visitor ?? null
+    };
+    response.json(current);
+  });
+
+  router.put(
+    '/api/shares/current/visitor',
+    validateBody(context.schemas, 'VisitorRequest'),
+    async (request, response) => {
+      const access = auth.access(request);
+      if (access?.kind !== 'share' || !access.visitor) {
+        throw new HttpError(
+          409,
+          'Only a browser admitted through the link page has a visitor name (an API client presenting the secret has none)'
+        );
+      }
+      const { name } = request.body as RestSchemas['VisitorRequest'];
+      response.json(await shares.rename(access.visitor.id, name));
+    }
+  );
+
+  router.post(
+    '/api/shares',
+    validateBody(context.schemas, 'ShareRequest'),
+    async (request, response) => {
+      const body = request.body as RestSchemas['ShareRequest'];
+      const model = await contents.get(body.path, { content: false });
+      if (model.type === 'directory') {
+        throw new HttpError(
+          400,
+          `A share link is for one notebook or file, not a directory: ${body.path}`
+        );
+      }
+      const { share, secret } = await shares.create({
+        path: model.path,
+        scope: body.scope,
+        expiresIn: body.expiresIn,
+        label: body.label
+      });
+      const created: RestSchemas['CreatedShare'] = {
+        ...Private.model(share, options),
+        token: secret,
+        url: `${Private.origin(request)}${sharesRouter.LINK_PAGE}#${secret}`
+      };
+      response
+        .status(201)
+        .location(`/api/shares/${encodeURIComponent(share.id)}`)
+        .setHeader('Cache-Control', 'no-store')
+        .json(created);
+    }
+  );
+
+  router.get('/api/shares', (request, response) => {
+    const path =
+      typeof request.query.path === 'string' ? request.query.path : undefined;
+    response.json(
+      shares
+        .list()
+        .filter(share => path === undefined || share.path === path)
+        .map(share => Private.model(share, options))
+    );
+  });
+
+  router.get('/api/shares/:id', (request, response) => {
+    const share = shares.get(request.params.id);
+    if (!share) {
+      throw new HttpError(404, `No such share link: ${request.params.id}`);
+    }
+    response.json(Private.model(share, options));
+  });
+
+  router.delete('/api/shares/:id', async (request, response) => {
+    if (!(await shares.revoke(request.params.id))) {
+      throw new HttpError(404, `No such share link: ${request.params.id}`);
+    }
+    response.status(204).end();
+  });
+
+  return router;
+}
+
+export namespace sharesRouter {
+  export interface IOptions {
+    shares: ShareStore;
+    auth: TokenAuth;
+    context: IGatewayContext;
+    contents: FileContentsManager;
+    /** The sockets open through each link (kernel channels, and rooms that track theirs here). */
+    connections: ShareConnections;
+    /** The rooms, for who is connected through each link (absent until rooms exist). */
+    rooms?: () => IShareRooms | undefined;
+  }
+
+  /** The link page a share URL opens; the secret follows in the fragment (never sent to servers). */
+  export const LINK_PAGE = '/share';
+}
+
+namespace Private {
+  /** A link as the owner sees it, with who is connected through it now. */
+  export function model(
+    share: IShare,
+    options: sharesRouter.IOptions
+  ): RestSchemas['Share'] {
+    const visitors = new Map<string, string>();
+    const add = (name: string, since: string) => {
+      const known = visitors.get(name);
+      if (known === undefined || since < known) {
+        visitors.set(name, since);
+      }
+    };
+    for (const visitor of options.connections.visitors(share.id)) {
+      add(visitor.name, visitor.since);
+    }
+    for (const visitor of options.rooms?.()?.visitors(share.id) ?? []) {
+      add(visitor.name, new Date(visitor.since).toISOString());
+    }
+    return {
+      ...share,
+      visitors: [...visitors].map(([name, since]) => ({ name, since }))
+    };
+  }
+
+  /** The origin the owner reached the gateway at: the link is for the same address. */
+  export function origin(request: Request): string {
+    const proto =
+      request.headers['x-forwarded-proto'] === 'https' ||
+      (request.socket as { encrypted?: boolean }).encrypted
+        ? 'https'
+        : 'http';
+    return `${proto}://${request.headers.host ?? 'localhost'}`;
+  }
+}

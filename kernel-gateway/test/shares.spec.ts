@@ -1,0 +1,880 @@
+/**
+ * Share links against a real gateway with a real kernel: the owner makes, lists and revokes links;
+ * a link's secret is a capability for one notebook (its file, session, kernel, room) and nothing
+ * else, with exactly its scope; revoking or expiring a link closes its sockets; a browser exchanges
+ * the secret for a visitor cookie and picks a name; links survive a restart and follow renames.
+ */
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  existsSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import WebSocket from 'ws';
+import type { Gateway } from '../src';
+import {
+  expectSchema,
+  KernelSocket,
+  parentOf,
+  pollUntil,
+  startGateway,
+  type IApiResponse,
+  type ITestGateway
+} from './helpers';
+
+const LAB_DIR = path.join(__dirname, 'fixtures', 'lab');
+
+const NOTEBOOK = {
+  type: 'notebook',
+  content: {
+    cells: [
+      {
+        cell_type: 'code',
+        id: 'c1',
+        source: 'print(1)',
+        metadata: {},
+        outputs: [],
+        execution_count: null
+      }
+    ],
+    metadata: {},
+    nbformat: 4,
+    nbformat_minor: 5
+  }
+};
+
+/** A websocket upgrade's outcome: the socket, or the refusal's status and body. */
+async function upgrade(
+  url: string
+): Promise<
+  | { ws: WebSocket }
+  | { status: number; body: { reason: string; message: string } }
+> {
+  const ws = new WebSocket(url);
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve({ ws }));
+    ws.once('unexpected-response', (_request, response) => {
+      let text = '';
+      response.on('data', chunk => (text += chunk));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) })
+      );
+    });
+    ws.once('error', reject);
+  });
+}
+
+/** The cookies a response sets, as a `Cookie` header's value. */
+function cookiesOf(response: IApiResponse): string {
+  return response.headers
+    .getSetCookie()
+    .map(cookie => cookie.split(';')[0])
+    .join('; ');
+}
+
+describe('share links', () => {
+  let gw: ITestGateway;
+  let rootDir: string;
+  let stateDir: string;
+  let kernelId: string;
+  let otherKernelId: string;
+
+  /** Make a link as the owner. */
+  const share = async (body: Record<string, unknown>) => {
+    const response = await gw.api('POST', '/api/shares', body);
+    expect(response.status).toBe(201);
+    return response.body as {
+      id: string;
+      token: string;
+      url: string;
+      path: string;
+      scope: string;
+    };
+  };
+
+  const wsUrl = (pathname: string, token: string) =>
+    `${gw.url.replace('http', 'ws')}${pathname}?token=${encodeURIComponent(token)}`;
+
+  beforeAll(async () => {
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-shares-')));
+    stateDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-shares-state-'))
+    );
+    gw = await startGateway({
+      rootDir,
+      stateDir,
+      labDir: LAB_DIR,
+      labSettingsDir: path.join(stateDir, 'settings')
+    });
+    for (const name of ['shared.ipynb', 'other.ipynb']) {
+      const saved = await gw.api('PUT', `/api/contents/${name}`, NOTEBOOK);
+      expect(saved.status).toBe(201);
+    }
+    const session = await gw.api('POST', '/api/sessions', {
+      path: 'shared.ipynb',
+      type: 'notebook',
+      name: 'shared.ipynb',
+      kernel: { name: 'python3' }
+    });
+    expect(session.status).toBe(201);
+    kernelId = session.body.kernel.id;
+    const other = await gw.api('POST', '/api/sessions', {
+      path: 'other.ipynb',
+      type: 'notebook',
+      name: 'other.ipynb',
+      kernel: { name: 'python3' }
+    });
+    otherKernelId = other.body.kernel.id;
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  describe('the owner manages links', () => {
+    it('creates a link whose secret appears in the creation reply only', async () => {
+      const response = await gw.api('POST', '/api/shares', {
+        path: 'shared.ipynb',
+        scope: 'view',
+        label: 'for Ada',
+        expiresIn: 3600
+      });
+      expect(response.status).toBe(201);
+      expectSchema('CreatedShare', response.body);
+      const created = response.body;
+      expect(created).toMatchObject({
+        path: 'shared.ipynb',
+        scope: 'view',
+        label: 'for Ada',
+        expired: false,
+        visitors: []
+      });
+      expect(created.url).toBe(`${gw.url}/share#${created.token}`);
+      // At least 128 bits: 32 random bytes, base64url.
+      expect(Buffer.from(created.token, 'base64url').length).toBe(32);
+      expect(Date.parse(created.expiresAt) - Date.now()).toBeGreaterThan(
+        3500_000
+      );
+
+      const list = await gw.api('GET', '/api/shares');
+      expect(list.status).toBe(200);
+      expect(list.body.map((s: { id: string }) => s.id)).toContain(created.id);
+      const one = await gw.api('GET', `/api/shares/${created.id}`);
+      expectSchema('Share', one.body);
+      expect(one.body).toMatchObject({ id: created.id, label: 'for Ada' });
+      for (const body of [list.body, one.body]) {
+        expect(JSON.stringify(body)).not.toContain(created.token);
+        expect(JSON.stringify(body)).not.toContain('"token"');
+      }
+      // Nor is it on disk: the state store keeps its hash.
+      await gw.gateway.state.flushed;
+      for (const file of readdirSync(stateDir)) {
+        if (file.endsWith('.mdb')) {
+          expect(
+            readFileSync(path.join(stateDir, file)).includes(created.token)
+          ).toBe(false);
+        }
+      }
+    });
+
+    it('lists the links of one notebook, and deletes one', async () => {
+      const a = await share({ path: 'shared.ipynb', scope: 'run' });
+      const b = await share({ path: 'other.ipynb', scope: 'edit' });
+      const mine = await gw.api('GET', '/api/shares?path=other.ipynb');
+      expect(mine.body.map((s: { id: string }) => s.id)).toEqual([b.id]);
+      expect((await gw.api('DELETE', `/api/shares/${b.id}`)).status).toBe(204);
+      const again = await gw.api('DELETE', `/api/shares/${b.id}`);
+      expect(again.status).toBe(404);
+      expect(again.body.message).toContain(b.id);
+      const list = await gw.api('GET', '/api/shares');
+      const ids = list.body.map((s: { id: string }) => s.id);
+      expect(ids).toContain(a.id);
+      expect(ids).not.toContain(b.id);
+    });
+
+    it('refuses bad requests with a reason', async () => {
+      const cases: [unknown, number, string][] = [
+        [{ path: 'shared.ipynb', scope: 'own' }, 400, 'scope'],
+        [{ path: 'shared.ipynb' }, 400, 'scope'],
+        [
+          { path: 'shared.ipynb', scope: 'view', expiresIn: 0 },
+          400,
+          'expiresIn'
+        ],
+        [{ path: 'shared.ipynb', scope: 'view', secret: 'x' }, 400, 'secret'],
+        [{ path: 'missing.ipynb', scope: 'view' }, 404, 'missing.ipynb'],
+        [{ path: '', scope: 'view' }, 400, 'path'],
+        [{ path: '../etc/passwd', scope: 'view' }, 400, '']
+      ];
+      for (const [body, status, word] of cases) {
+        const response = await gw.api('POST', '/api/shares', body);
+        expect({ body, status: response.status }).toEqual({ body, status });
+        expect(response.body.reason).toBeTruthy();
+        expect(response.body.message).toContain(word);
+      }
+    });
+
+    it('only the owner manages links: a link cannot make, list or delete any', async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'edit' });
+      const as = { token: link.token };
+      for (const [method, url, body] of [
+        ['POST', '/api/shares', { path: 'shared.ipynb', scope: 'edit' }],
+        ['GET', '/api/shares', undefined],
+        ['GET', `/api/shares/${link.id}`, undefined],
+        ['DELETE', `/api/shares/${link.id}`, undefined]
+      ] as const) {
+        const response = await gw.api(method, url, body, as);
+        expect({ method, url, status: response.status }).toEqual({
+          method,
+          url,
+          status: 403
+        });
+        expect(response.body.message).toContain('share link');
+      }
+    });
+  });
+
+  describe('a link is a capability for one notebook', () => {
+    let view: { id: string; token: string };
+
+    beforeAll(async () => {
+      view = await share({ path: 'shared.ipynb', scope: 'view' });
+    });
+
+    it('reads its notebook with the secret as a bearer token', async () => {
+      const as = { token: view.token };
+      const file = await gw.api(
+        'GET',
+        '/api/contents/shared.ipynb',
+        undefined,
+        as
+      );
+      expect(file.status).toBe(200);
+      expect(file.body.content.cells[0].source).toBe('print(1)');
+      const current = await gw.api('GET', '/api/shares/current', undefined, as);
+      expect(current.status).toBe(200);
+      expectSchema('CurrentShare', current.body);
+      expect(current.body).toMatchObject({
+        id: view.id,
+        path: 'shared.ipynb',
+        scope: 'view',
+        kernel: { id: kernelId }
+      });
+      const sessions = await gw.api('GET', '/api/sessions', undefined, as);
+      expect(sessions.body.map((s: { path: string }) => s.path)).toEqual([
+        'shared.ipynb'
+      ]);
+      const kernels = await gw.api('GET', '/api/kernels', undefined, as);
+      expect(kernels.body.map((k: { id: string }) => k.id)).toEqual([kernelId]);
+      expect(
+        (await gw.api('GET', `/api/kernels/${kernelId}`, undefined, as)).status
+      ).toBe(200);
+      const me = await gw.api('GET', '/api/me', undefined, as);
+      expectSchema('Me', me.body);
+      expect(me.body.identity.name).toBe('Guest (API client)');
+    });
+
+    it('reaches no other file, listing, kernel, terminal or setting write', async () => {
+      const as = { token: view.token };
+      const refused: [string, string, unknown?][] = [
+        ['GET', '/api/contents/other.ipynb'],
+        ['GET', '/api/contents/'],
+        ['GET', '/api/contents'],
+        ['GET', '/api/contents/x/../other.ipynb'],
+        ['GET', '/api/contents/%2E%2E/shared.ipynb'],
+        ['GET', '/api/contents/shared.ipynb%2F..%2Fother.ipynb'],
+        ['PUT', '/api/contents/shared.ipynb', NOTEBOOK],
+        ['DELETE', '/api/contents/shared.ipynb'],
+        ['PATCH', '/api/contents/shared.ipynb', { path: 'mine.ipynb' }],
+        ['GET', '/files/other.ipynb'],
+        ['GET', `/api/kernels/${otherKernelId}`],
+        ['DELETE', `/api/kernels/${kernelId}`],
+        ['POST', `/api/kernels/${kernelId}/restart`, {}],
+        ['POST', `/api/kernels/${kernelId}/interrupt`],
+        ['POST', '/api/kernels', { name: 'python3' }],
+        ['POST', '/api/sessions', { path: 'x.ipynb', type: 'notebook' }],
+        ['GET', '/api/terminals'],
+        ['POST', '/api/terminals'],
+        ['GET', '/api/accelerators'],
+        ['GET', '/api/status'],
+        ['GET', '/metrics'],
+        ['GET', '/lab/api/workspaces'],
+        ['DELETE', '/lab/api/workspaces/default'],
+        [
+          'PUT',
+          '/api/collaboration/session/other.ipynb',
+          { format: 'json', type: 'notebook' }
+        ],
+        ['GET', '/api/nonexistent']
+      ];
+      for (const [method, url, body] of refused) {
+        const response = await gw.api(method, url, body, as);
+        expect({ method, url, status: response.status }).toEqual({
+          method,
+          url,
+          status: 403
+        });
+        expect(response.body).toEqual({
+          reason: 'Forbidden',
+          message: expect.stringContaining('only its own notebook')
+        });
+      }
+      // The owner's settings and files stay as they were.
+      expect(
+        (await gw.api('GET', '/api/contents/shared.ipynb')).body.content.cells
+      ).toHaveLength(1);
+      expect(existsSync(path.join(rootDir, 'mine.ipynb'))).toBe(false);
+      const write = await gw.api(
+        'PUT',
+        '/lab/api/settings/@jupyterlab/apputils-extension:themes',
+        { raw: '{"theme": "JupyterLab Dark"}' },
+        as
+      );
+      expect(write.status).toBe(204);
+      const settings = await gw.api(
+        'GET',
+        '/lab/api/settings/@jupyterlab/apputils-extension:themes'
+      );
+      expect(settings.body.raw ?? '').not.toContain('Dark');
+    });
+
+    it("walks the route table: every route but its notebook's answers 403", async () => {
+      // Each express route with a sample request aimed at something else than the shared notebook.
+      const samples: Record<string, string> = {
+        '/^\\/api\\/contents(?:\\/.*)?$/': '/api/contents/other.ipynb',
+        '/^\\/files\\/.+$/': '/files/other.ipynb',
+        '/^\\/lab(?:\\/.*)?$/': '/lab/tree/other.ipynb',
+        '/^\\/lab\\/api\\/settings\\/.+$/':
+          '/lab/api/settings/@jupyterlab/apputils-extension:themes',
+        '/^\\/lab\\/api\\/workspaces\\/.+$/': '/lab/api/workspaces/default',
+        '/^\\/lab\\/api\\/listings\\/.*$/':
+          '/lab/api/listings/@jupyterlab/extensionmanager-extension/listings.json'
+      };
+      const params: Record<string, string> = {
+        ':id': otherKernelId,
+        ':name': 'python3',
+        ':file': 'logo-64x64.png',
+        ':locale': 'en'
+      };
+      // Public (no credential needed at all), or allowed to a view link (answered, or ignored).
+      const open = new Set([
+        'get /',
+        'get /login',
+        'post /login',
+        '_all /logout',
+        'get /share',
+        'post /api/shares/exchange',
+        'get /api',
+        'get /api/me',
+        'get /api/shares/current',
+        'put /api/shares/current/visitor',
+        'get /api/kernelspecs',
+        'get /api/kernelspecs/:name',
+        'get /kernelspecs/:name/:file',
+        'get /api/kernels',
+        'get /api/sessions',
+        'get /lab/api/settings,/lab/api/settings/',
+        'get ' + '/^\\/lab\\/api\\/settings\\/.+$/',
+        'put ' + '/^\\/lab\\/api\\/settings\\/.+$/',
+        'get ' + '/^\\/lab\\/api\\/workspaces\\/.+$/',
+        'put ' + '/^\\/lab\\/api\\/workspaces\\/.+$/',
+        'get ' + '/^\\/lab(?:\\/.*)?$/',
+        'get /lab/api/translations,/lab/api/translations/',
+        'get /lab/api/translations/:locale',
+        'get /lab/api/licenses,/lab/api/licenses/',
+        'get /api/nbconvert',
+        'get /lsp/status',
+        'get ' + '/^\\/lab\\/api\\/listings\\/.*$/'
+      ]);
+      interface ILayer {
+        route?: { path: unknown; methods: Record<string, boolean> };
+        handle?: { stack?: ILayer[] };
+      }
+      const routes: [string, string][] = [];
+      const walk = (stack: ILayer[]) => {
+        for (const layer of stack) {
+          if (layer.route) {
+            for (const method of Object.keys(layer.route.methods)) {
+              routes.push([method, String(layer.route.path)]);
+            }
+          } else if (layer.handle?.stack) {
+            walk(layer.handle.stack);
+          }
+        }
+      };
+      walk(
+        (gw.gateway.app as unknown as { router: { stack: ILayer[] } }).router
+          .stack
+      );
+      expect(routes.length).toBeGreaterThan(40);
+      const as = { token: view.token };
+      for (const [method, route] of routes) {
+        if (open.has(`${method} ${route}`)) {
+          continue;
+        }
+        const sample = route.startsWith('/^')
+          ? samples[route]
+          : route.split(',')[0].replace(/:[a-z]+/g, p => params[p] ?? 'x');
+        expect({ route, sample }).toEqual({
+          route,
+          sample: expect.any(String)
+        });
+        const verb = method === '_all' ? 'GET' : method.toUpperCase();
+        const response = await gw.api(
+          verb,
+          sample,
+          verb === 'GET' ? undefined : {},
+          as
+        );
+        expect({ method: verb, sample, status: response.status }).toEqual({
+          method: verb,
+          sample,
+          status: 403
+        });
+      }
+      // The sockets too: another kernel's channels, and the event stream.
+      for (const pathname of [
+        `/api/kernels/${otherKernelId}/channels`,
+        '/api/events/subscribe'
+      ]) {
+        const outcome = await upgrade(wsUrl(pathname, view.token));
+        expect({
+          pathname,
+          status: 'status' in outcome ? outcome.status : 101
+        }).toEqual({ pathname, status: 403 });
+        if ('ws' in outcome) {
+          outcome.ws.close();
+        }
+      }
+    });
+
+    it('an unknown secret is no credential at all: 401', async () => {
+      const response = await gw.api('GET', '/api/me', undefined, {
+        token: 'not-a-link-secret'
+      });
+      expect(response.status).toBe(401);
+    });
+  });
+
+  describe('what a link may send to its kernel', () => {
+    it('a run link cannot send execute_request on the channels; it may ask for completions', async () => {
+      const run = await share({ path: 'shared.ipynb', scope: 'run' });
+      const owner = await KernelSocket.connect(gw, kernelId);
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: run.token
+      });
+      const marker = path.join(rootDir, 'ran-through-link');
+      const msgId = guest.send('shell', 'execute_request', {
+        code: `open(${JSON.stringify(marker)}, 'w').write('x')`,
+        silent: false,
+        store_history: true,
+        user_expressions: {},
+        allow_stdin: false,
+        stop_on_error: true
+      });
+      const reply = await guest.next(
+        m => m.header.msg_type === 'execute_reply' && parentOf(m) === msgId
+      );
+      expect(reply.content).toMatchObject({
+        status: 'error',
+        ename: 'PermissionError',
+        evalue: expect.stringContaining('execute_request')
+      });
+      const completeId = guest.send('shell', 'complete_request', {
+        code: 'pri',
+        cursor_pos: 3
+      });
+      const completion = await guest.next(
+        m =>
+          m.header.msg_type === 'complete_reply' && parentOf(m) === completeId
+      );
+      expect((completion.content as { matches: string[] }).matches).toContain(
+        'print'
+      );
+      // The kernel is still the owner's to use, and never ran the guest's code.
+      const owned = await owner.execute('print("owner")');
+      expect(owned.stdout).toBe('owner\n');
+      expect(existsSync(marker)).toBe(false);
+      expect(owner.received.some(m => parentOf(m) === msgId)).toBe(false);
+      await guest.close();
+      await owner.close();
+    });
+
+    it('a view link may only ask for kernel info', async () => {
+      const view = await share({ path: 'shared.ipynb', scope: 'view' });
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: view.token
+      });
+      const infoId = guest.send('shell', 'kernel_info_request', {});
+      const info = await guest.next(
+        m => m.header.msg_type === 'kernel_info_reply' && parentOf(m) === infoId
+      );
+      expect((info.content as { status: string }).status).toBe('ok');
+      const completeId = guest.send('shell', 'complete_request', {
+        code: 'pri',
+        cursor_pos: 3
+      });
+      const refused = await guest.next(
+        m =>
+          m.header.msg_type === 'complete_reply' && parentOf(m) === completeId
+      );
+      expect(refused.content).toMatchObject({ ename: 'PermissionError' });
+      const interruptId = guest.send('control', 'interrupt_request', {});
+      const interrupt = await guest.next(
+        m =>
+          m.header.msg_type === 'interrupt_reply' && parentOf(m) === interruptId
+      );
+      expect(interrupt.content).toMatchObject({ status: 'error' });
+      await guest.close();
+    });
+  });
+
+  describe('revoking and expiring', () => {
+    it('revoke closes an open socket at once, and the link then says it was revoked', async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'view' });
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: link.token
+      });
+      const listed = await gw.api('GET', `/api/shares/${link.id}`);
+      expect(listed.body.visitors).toEqual([
+        { name: 'Guest (API client)', since: expect.any(String) }
+      ]);
+      expect((await gw.api('DELETE', `/api/shares/${link.id}`)).status).toBe(
+        204
+      );
+      const closed = await guest.closed;
+      expect(closed).toEqual({
+        code: 4403,
+        reason: 'This share link was revoked by its owner'
+      });
+      const again = await upgrade(
+        wsUrl(`/api/kernels/${kernelId}/channels`, link.token)
+      );
+      expect(again).toEqual({
+        status: 403,
+        body: {
+          reason: 'Forbidden',
+          message: 'This share link was revoked by its owner'
+        }
+      });
+      const read = await gw.api(
+        'GET',
+        '/api/contents/shared.ipynb',
+        undefined,
+        {
+          token: link.token
+        }
+      );
+      expect(read.status).toBe(403);
+      expect(read.body.message).toBe(
+        'This share link was revoked by its owner'
+      );
+    });
+
+    it('expiry closes the open socket, and refuses the link from then on', async () => {
+      const link = await share({
+        path: 'shared.ipynb',
+        scope: 'view',
+        expiresIn: 2
+      });
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: link.token
+      });
+      const closed = await guest.closed;
+      expect(closed).toEqual({ code: 4403, reason: 'This share link expired' });
+      const read = await gw.api(
+        'GET',
+        '/api/contents/shared.ipynb',
+        undefined,
+        {
+          token: link.token
+        }
+      );
+      expect(read.status).toBe(403);
+      expect(read.body.message).toMatch(/^This share link expired at /);
+      const listed = await gw.api('GET', `/api/shares/${link.id}`);
+      expect(listed.body.expired).toBe(true);
+    });
+  });
+
+  describe('visitors in a browser', () => {
+    it("exchanges the secret for a cookie, picks a name (not the owner's), and is that name in /api/me", async () => {
+      const link = await share({
+        path: 'shared.ipynb',
+        scope: 'comment',
+        label: 'class'
+      });
+      const page = await fetch(`${gw.url}/share`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(await page.text()).toContain('/api/shares/exchange');
+
+      const exchange = await gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: link.token },
+        { token: null }
+      );
+      expect(exchange.status).toBe(200);
+      expectSchema('ShareExchange', exchange.body);
+      expect(exchange.body).toMatchObject({
+        share: {
+          id: link.id,
+          path: 'shared.ipynb',
+          scope: 'comment',
+          label: 'class'
+        },
+        visitor: { name: null },
+        next: '/lab/tree/shared.ipynb'
+      });
+      const setCookies = exchange.headers.getSetCookie();
+      expect(setCookies.find(c => c.startsWith('ferry-share-'))).toMatch(
+        /HttpOnly/
+      );
+      expect(JSON.stringify(setCookies)).not.toContain(link.token);
+      const cookie = cookiesOf(exchange);
+      const xsrf = /_xsrf=([^;]*)/.exec(cookie)![1];
+      const browser = {
+        token: null,
+        headers: { Cookie: cookie, 'X-XSRFToken': xsrf }
+      };
+
+      const me = await gw.api('GET', '/api/me', undefined, browser);
+      expect(me.body.identity).toMatchObject({
+        username: exchange.body.visitor.id,
+        name: expect.stringMatching(/^Guest /)
+      });
+      const owner = (await gw.api('GET', '/api/me')).body.identity;
+      const taken = await gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: ` ${owner.name.toUpperCase()} ` },
+        browser
+      );
+      expect(taken.status).toBe(403);
+      expect(taken.body.message).toContain("owner's name");
+      const long = await gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: 'x'.repeat(41) },
+        browser
+      );
+      expect(long.status).toBe(400);
+      expect(long.body.message).toContain('at most 40');
+      const noXsrf = await gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: 'Ada' },
+        {
+          token: null,
+          headers: { Cookie: cookie }
+        }
+      );
+      expect(noXsrf.status).toBe(403);
+      const named = await gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: '  Ada  Lovelace ' },
+        browser
+      );
+      expect(named.status).toBe(200);
+      expect(named.body).toEqual({
+        id: exchange.body.visitor.id,
+        name: 'Ada Lovelace'
+      });
+      const after = await gw.api('GET', '/api/me', undefined, browser);
+      expect(after.body.identity).toMatchObject({
+        name: 'Ada Lovelace',
+        initials: 'AL'
+      });
+
+      // The same browser coming back through the link stays the same visitor.
+      const back = await gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: link.token },
+        browser
+      );
+      expect(back.body.visitor).toEqual({
+        id: exchange.body.visitor.id,
+        name: 'Ada Lovelace'
+      });
+      expect(back.headers.getSetCookie()).toEqual([]);
+      // The cookie reaches the notebook and nothing else, like the secret.
+      expect(
+        (await gw.api('GET', '/api/contents/shared.ipynb', undefined, browser))
+          .status
+      ).toBe(200);
+      expect(
+        (await gw.api('GET', '/api/contents/other.ipynb', undefined, browser))
+          .status
+      ).toBe(403);
+
+      expect((await gw.api('DELETE', `/api/shares/${link.id}`)).status).toBe(
+        204
+      );
+      const gone = await gw.api('GET', '/api/me', undefined, browser);
+      expect(gone.status).toBe(403);
+      expect(gone.body.message).toContain('revoked');
+      const pageGone = await gw.api(
+        'GET',
+        '/lab/tree/shared.ipynb',
+        undefined,
+        browser
+      );
+      expect(pageGone.status).toBe(403);
+      expect(pageGone.body).toContain('revoked');
+    });
+
+    it('refuses a wrong secret, a revoked one and a body that is not JSON', async () => {
+      const wrong = await gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: 'nope' },
+        { token: null }
+      );
+      expect(wrong.status).toBe(403);
+      expect(wrong.body.message).toBe('This share link is not valid');
+      const form = await gw.api('POST', '/api/shares/exchange', undefined, {
+        token: null,
+        raw: 'token=x',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' }
+      });
+      expect(form.status).toBe(415);
+      const link = await share({ path: 'shared.ipynb', scope: 'view' });
+      await gw.api('DELETE', `/api/shares/${link.id}`);
+      const revoked = await gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: link.token },
+        { token: null }
+      );
+      expect(revoked.status).toBe(403);
+      expect(revoked.body.message).toContain('revoked');
+    });
+
+    it("a page opened with the secret in its query goes to the link page, without the owner's cookie", async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'view' });
+      const response = await fetch(
+        `${gw.url}/lab/tree/shared.ipynb?token=${link.token}`,
+        {
+          redirect: 'manual'
+        }
+      );
+      expect(response.status).toBe(302);
+      expect(response.headers.get('location')).toBe(`/share#${link.token}`);
+      expect(response.headers.getSetCookie()).toEqual([]);
+    });
+  });
+
+  it('a link follows its notebook through a rename', async () => {
+    const saved = await gw.api('PUT', '/api/contents/moving.ipynb', NOTEBOOK);
+    expect(saved.status).toBe(201);
+    const link = await share({ path: 'moving.ipynb', scope: 'view' });
+    const moved = await gw.api('PATCH', '/api/contents/moving.ipynb', {
+      path: 'moved.ipynb'
+    });
+    expect(moved.status).toBe(200);
+    const as = { token: link.token };
+    await pollUntil(
+      () => gw.api('GET', `/api/shares/${link.id}`),
+      r => r.body.path === 'moved.ipynb',
+      10_000,
+      50
+    );
+    expect(
+      (await gw.api('GET', '/api/contents/moved.ipynb', undefined, as)).status
+    ).toBe(200);
+    expect(
+      (await gw.api('GET', '/api/contents/moving.ipynb', undefined, as)).status
+    ).toBe(403);
+  });
+});
+
+describe('share link limits and restarts', () => {
+  let rootDir: string;
+  let stateDir: string;
+  let gw: ITestGateway;
+  const start = (limits: Partial<Gateway.IOptions['limits']> = {}) =>
+    startGateway({ rootDir, stateDir, limits, token: 'owner-token' });
+
+  beforeAll(async () => {
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-shares-')));
+    stateDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-shares-state-'))
+    );
+    gw = await start({ linksPerNotebook: 2, connectionsPerLink: 1 });
+    await gw.api('PUT', '/api/contents/a.ipynb', NOTEBOOK);
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('refuses links past the limit per notebook, and sockets past the limit per link', async () => {
+    const first = await gw.api('POST', '/api/shares', {
+      path: 'a.ipynb',
+      scope: 'view'
+    });
+    await gw.api('POST', '/api/shares', { path: 'a.ipynb', scope: 'view' });
+    const third = await gw.api('POST', '/api/shares', {
+      path: 'a.ipynb',
+      scope: 'view'
+    });
+    expect(third.status).toBe(403);
+    expect(third.body.message).toContain('at most 2');
+
+    const session = await gw.api('POST', '/api/sessions', {
+      path: 'a.ipynb',
+      type: 'notebook',
+      name: 'a.ipynb',
+      kernel: { name: 'python3' }
+    });
+    const kernelId = session.body.kernel.id;
+    const token = first.body.token;
+    const url = `${gw.url.replace('http', 'ws')}/api/kernels/${kernelId}/channels?token=${token}`;
+    const one = await upgrade(url);
+    expect('ws' in one).toBe(true);
+    const two = await upgrade(url);
+    expect(two).toEqual({
+      status: 429,
+      body: {
+        reason: 'Too Many Requests',
+        message: expect.stringContaining('at most 1')
+      }
+    });
+    if ('ws' in one) {
+      one.ws.close();
+    }
+  });
+
+  it('links survive a gateway restart', async () => {
+    for (const link of (await gw.api('GET', '/api/shares')).body) {
+      await gw.api('DELETE', `/api/shares/${link.id}`);
+    }
+    const made = await gw.api('POST', '/api/shares', {
+      path: 'a.ipynb',
+      scope: 'view'
+    });
+    expect(made.status).toBe(201);
+    const token = made.body.token;
+    await gw.close();
+    gw = await start();
+    const read = await gw.api('GET', '/api/contents/a.ipynb', undefined, {
+      token
+    });
+    expect(read.status).toBe(200);
+    const other = await gw.api('GET', '/api/contents/b.ipynb', undefined, {
+      token
+    });
+    expect(other.status).toBe(403);
+  });
+});
