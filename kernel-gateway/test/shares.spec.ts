@@ -454,6 +454,32 @@ describe('share links', () => {
       }
     });
 
+    it("opens the lab page on its notebook alone, telling nothing of the owner's directories", async () => {
+      const page = await gw.api('GET', '/lab/tree/other.ipynb', undefined, {
+        token: view.token
+      });
+      expect(page.status).toBe(200);
+      const json =
+        /<script id="jupyter-config-data" type="application\/json">(.*?)<\/script>/s.exec(
+          page.body
+        )![1];
+      const config = JSON.parse(json);
+      expect(config).toMatchObject({
+        treePath: 'shared.ipynb',
+        mode: 'single-document',
+        serverRoot: ''
+      });
+      expect(JSON.parse(config.ferryShare)).toEqual({
+        id: view.id,
+        path: 'shared.ipynb',
+        scope: 'view'
+      });
+      expect(page.body).not.toContain(rootDir);
+      expect(page.body).not.toContain(stateDir);
+      const owners = await gw.api('GET', '/lab/tree/other.ipynb');
+      expect(owners.body).toContain(rootDir);
+    });
+
     it('an unknown secret is no credential at all: 401', async () => {
       const response = await gw.api('GET', '/api/me', undefined, {
         token: 'not-a-link-secret'
@@ -854,6 +880,42 @@ describe('share link limits and restarts', () => {
     if ('ws' in one) {
       one.ws.close();
     }
+  });
+
+  it('closes a guest socket that sends more messages a second than guests may', async () => {
+    await gw.close();
+    gw = await start({ guestWsMessagesPerSecond: 2 });
+    for (const link of (await gw.api('GET', '/api/shares')).body) {
+      await gw.api('DELETE', `/api/shares/${link.id}`);
+    }
+    const link = await gw.api('POST', '/api/shares', {
+      path: 'a.ipynb',
+      scope: 'view'
+    });
+    const session = await gw.api('POST', '/api/sessions', {
+      path: 'a.ipynb',
+      type: 'notebook',
+      name: 'a.ipynb',
+      kernel: { name: 'python3' }
+    });
+    const guest = await KernelSocket.connect(gw, session.body.kernel.id, {
+      token: link.body.token
+    });
+    const owner = await KernelSocket.connect(gw, session.body.kernel.id);
+    for (let i = 0; i < 30; i++) {
+      guest.send('shell', 'kernel_info_request', {});
+      owner.send('shell', 'kernel_info_request', {});
+    }
+    expect(await guest.closed).toEqual({
+      code: 1008,
+      reason: expect.stringContaining('through a share link')
+    });
+    // The owner's socket, sending as much, is within the owner's limit.
+    const info = owner.send('shell', 'kernel_info_request', {});
+    await owner.next(
+      m => m.header.msg_type === 'kernel_info_reply' && parentOf(m) === info
+    );
+    await owner.close();
   });
 
   it('links survive a gateway restart', async () => {

@@ -34,6 +34,11 @@ interface IPageOptions {
   allowHidden: boolean;
   /** Increases with every page, as jupyterlab_server's `store_id`. */
   storeId: number;
+  /**
+   * The share link the page is opened through, if any: the page then opens its notebook alone
+   * (single-document mode) and tells nothing of the owner's machine (no directories).
+   */
+  share?: { id: string; path: string; scope: string };
 }
 
 /**
@@ -97,6 +102,7 @@ export function pageConfig(options: IPageOptions): Record<string, unknown> {
     notebookVersion: JSON.stringify(SERVER_VERSION),
     labextensionsPath: [],
     extraLabextensionsPath: [],
+    ...(options.share ? Private.shareOverrides(options.share) : {}),
     federated_extensions: [],
     disabledExtensions: [
       ...new Set([...DISABLED_EXTENSIONS, ...(options.manifest.disabled ?? [])])
@@ -156,6 +162,26 @@ The kernel gateway API under <code>/api</code> works meanwhile.</p>
 }
 
 namespace Private {
+  /** A share link's page: its notebook alone, and no path of the owner's machine. */
+  export function shareOverrides(
+    share: NonNullable<IPageOptions['share']>
+  ): Record<string, unknown> {
+    return {
+      staticDir: '',
+      schemasDir: '',
+      themesDir: '',
+      userSettingsDir: '',
+      workspacesDir: '',
+      serverRoot: '',
+      treePath: share.path,
+      mode: 'single-document',
+      notebookStartsKernel: false,
+      // For the lab's sharing plugin: which link, notebook and scope this page is (a JSON string, as
+      // PageConfig options are strings).
+      ferryShare: JSON.stringify(share)
+    };
+  }
+
   export function text(value: string): string {
     return value.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
   }

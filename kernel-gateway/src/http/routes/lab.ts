@@ -90,6 +90,7 @@ export function labRouter(options: labRouter.IOptions): Router {
     // The token goes into the page only for a client that sent it in a header; a browser signed in
     // by cookie gets none, so the HTML never carries it.
     const credential = options.auth.credential(request);
+    const access = options.auth.access(request);
     const token =
       options.auth.enabled && credential === 'token'
         ? (TokenAuth.presented(request) ?? '')
@@ -106,7 +107,11 @@ export function labRouter(options: labRouter.IOptions): Router {
       themesDir: build.themesDir,
       staticDir: build.staticDir,
       allowHidden: options.allowHidden,
-      storeId: storeId++
+      storeId: storeId++,
+      share:
+        access?.kind === 'share'
+          ? { id: access.shareId, path: access.path, scope: access.scope }
+          : undefined
     });
     response.type('html').send(labPage(manifest, config));
   });
