@@ -84,3 +84,21 @@ export function mayRun(access: Access): boolean {
 export function mayComment(access: Access): boolean {
   return access.kind === 'owner' || access.scope !== 'view';
 }
+
+/**
+ * Why `access` may not act on the collaboration document `documentId` (`format:type:fileId`, as
+ * rooms and `POST /api/kernels/{id}/execute` name documents), or undefined when it may: the owner
+ * may act on any; a share link's holder on its own notebook's only.
+ */
+export function documentRefusal(
+  access: Access,
+  documentId: string
+): string | undefined {
+  if (access.kind === 'owner') {
+    return undefined;
+  }
+  const parts = documentId.split(':');
+  return parts.length === 3 && parts[2] === access.fileId
+    ? undefined
+    : 'A share link reaches only its own notebook, not this document';
+}

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 export {
+  documentRefusal,
   mayComment,
   mayEdit,
   mayRun,

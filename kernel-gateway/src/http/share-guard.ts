@@ -5,6 +5,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import {
+  documentRefusal,
   mayRun,
   type IShareAccess,
   type ShareScope,
@@ -78,7 +79,7 @@ export const SHARE_RULES: readonly IShareRule[] = [
     what: "the notebook's room",
     methods: ['WS'],
     path: /^\/api\/collaboration\/room\/([^/]+)\/?$/,
-    when: (room, { access }) => room.split(':')[2] === access.fileId
+    when: (room, { access }) => documentRefusal(access, room) === undefined
   },
   {
     what: "the notebook's file model and its checkpoints (read only)",
