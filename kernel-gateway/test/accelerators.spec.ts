@@ -211,6 +211,10 @@ describe('accelerators with real ferry worker processes', () => {
       [third.body.id, 1],
       [fourth.body.id, 2]
     ]);
+    // An operator's dashboard counts them as queued, not as starting.
+    const metrics = (await gw.api('GET', '/metrics')).body as string;
+    expect(metrics).toMatch(/ferry_kernels\{state="queued"\} 2/);
+    expect(metrics).toMatch(/ferry_queue_length 2/);
     // DELETE takes a queued kernel out of the queue.
     expect(
       (await gw.api('DELETE', `/api/kernels/${fourth.body.id}`)).status

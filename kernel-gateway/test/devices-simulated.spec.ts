@@ -73,7 +73,7 @@ describe('simulated devices', () => {
     expect(() => parseSimulateSpec(spec)).toThrow(message);
   });
 
-  it('samples only a utilisation derived from the holding kernel: 100 busy, 0 idle, none when free', async () => {
+  it('samples only a utilisation derived from the holding kernel: 100 busy, 0 idle or free', async () => {
     const states: Record<string, boolean | undefined> = {
       'sim-gpu-0': true,
       'sim-gpu-1': false
@@ -87,7 +87,7 @@ describe('simulated devices', () => {
     expect(samples.map(({ time: _time, ...rest }) => rest)).toEqual([
       { deviceId: 'sim-gpu-0', utilizationPercent: 100 },
       { deviceId: 'sim-gpu-1', utilizationPercent: 0 },
-      { deviceId: 'sim-gpu-2' }
+      { deviceId: 'sim-gpu-2', utilizationPercent: 0 }
     ]);
     states['sim-gpu-0'] = false;
     states['sim-gpu-2'] = true;

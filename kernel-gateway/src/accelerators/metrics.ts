@@ -27,7 +27,8 @@ const DEVICE_GAUGES = [
 
 /**
  * Prometheus metrics (`/metrics`): per-device gauges from the latest samples (unknown values are not
- * exported), kernels by execution state, queue length and workers. Computed when scraped.
+ * exported), kernels by execution state (`queued` while they wait), queue length and workers.
+ * Computed when scraped.
  */
 export function createMetrics(options: {
   accelerators: AcceleratorService;
@@ -66,17 +67,18 @@ export function createMetrics(options: {
   }
   new Gauge({
     name: 'ferry_kernels',
-    help: 'Kernels by execution state',
+    help: 'Kernels by execution state; those waiting for devices or an engine job as queued',
     labelNames: ['state'],
     registers: [metrics],
     collect() {
       this.reset();
       const counts = new Map<string, number>();
       for (const kernel of options.registry.list()) {
-        counts.set(
-          kernel.executionState,
-          (counts.get(kernel.executionState) ?? 0) + 1
-        );
+        const waiting =
+          options.scheduler.positionOf(kernel.id) !== undefined ||
+          kernel.provisioned?.job.state.state === 'pending';
+        const state = waiting ? 'queued' : kernel.executionState;
+        counts.set(state, (counts.get(state) ?? 0) + 1);
       }
       for (const [state, count] of counts) {
         this.set({ state }, count);

@@ -81,19 +81,23 @@ export function parseSimulateSpec(spec: string): IDevice[] {
 
 /**
  * Samples of simulated devices. Nothing about them is measured: a sample carries only a
- * utilisation derived from the holding kernel's state (100 busy, 0 idle, absent when not held).
+ * utilisation derived from the holding kernel's state: 100 busy, 0 idle or not held (nothing runs
+ * on it); absent until the worker can tell (no kernels known yet).
  */
 function simulatedSamples(
   devices: readonly IDevice[],
   busy: DeviceBusyFunction | undefined,
   time: string
 ): IDeviceSample[] {
-  return devices.map(device => {
-    const state = busy?.(device.id);
-    return state === undefined
+  return devices.map(device =>
+    busy === undefined
       ? { deviceId: device.id, time }
-      : { deviceId: device.id, time, utilizationPercent: state ? 100 : 0 };
-  });
+      : {
+          deviceId: device.id,
+          time,
+          utilizationPercent: busy(device.id) ? 100 : 0
+        }
+  );
 }
 
 /**
