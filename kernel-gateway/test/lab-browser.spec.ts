@@ -434,7 +434,7 @@ async function chooseAccelerator(page: Page, name: RegExp): Promise<void> {
   await currentNotebook(page).locator('.jp-FerryPicker-toolbarItem').click();
   const dialog = page.getByRole('dialog');
   await dialog.getByRole('radio', { name }).check();
-  await dialog.getByRole('button', { name: /^Restart on / }).click();
+  await dialog.getByRole('button', { name: /^(Restart|Start) on / }).click();
   const warning = page.getByRole('dialog');
   // A kernel with state asks before it is restarted.
   if (await warning.getByRole('button', { name: /Restart/ }).count()) {
