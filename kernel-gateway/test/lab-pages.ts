@@ -1,0 +1,237 @@
+/// <reference lib="dom" />
+/**
+ * What the browser suites share: starting `ferry gateway` from the CLI, launching Debian's
+ * Chromium through playwright-core, and driving the hosted JupyterLab as a user does (open a
+ * notebook, type and run a cell, save).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import {
+  chromium,
+  type Browser,
+  type Locator,
+  type Page
+} from 'playwright-core';
+
+const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
+const CHROMIUM = '/usr/bin/chromium';
+const LAB_BUILD = path.join(
+  __dirname,
+  '..',
+  '..',
+  'packages',
+  'lab-app',
+  'build',
+  'lab.json'
+);
+
+/** Where the browser suites put their screenshots. */
+export const SCREENSHOTS = path.join(
+  __dirname,
+  '..',
+  '..',
+  'test-artifacts',
+  'screenshots'
+);
+
+/** Why the browser suites cannot run here, if they cannot. */
+export const browserMissing = !existsSync(CHROMIUM)
+  ? `${CHROMIUM} is missing (apt-get install chromium)`
+  : !existsSync(LAB_BUILD)
+    ? 'the JupyterLab app is not built (npm run build)'
+    : undefined;
+
+/** Debian's Chromium, headless, without the background traffic a test does not want. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run'
+    ]
+  });
+}
+
+/** The part of JupyterLab's command registry the tests call. */
+export interface ICommands {
+  execute(id: string, args?: unknown): Promise<unknown>;
+}
+
+/** Start `ferry gateway` from the CLI and resolve with the token link it prints. */
+export async function startFerry(
+  args: string[]
+): Promise<{ child: ChildProcess; link: string }> {
+  const child = spawn(
+    process.execPath,
+    // Kernels as this user: as root, `ferry` would run them as nobody, to whom the temporary
+    // notebook directory is closed.
+    [
+      FERRY,
+      'gateway',
+      '--port',
+      '0',
+      '--kernel-user',
+      userInfo().username,
+      ...args
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] }
+  );
+  let stderr = '';
+  child.stderr!.on('data', chunk => (stderr += chunk));
+  const reader = createInterface({ input: child.stdout! });
+  const link = await new Promise<string>((resolve, reject) => {
+    child.once('exit', code =>
+      reject(new Error(`ferry exited with ${code}: ${stderr}`))
+    );
+    reader.on('line', line => {
+      const match = /(http:\/\/\S+\/lab\?token=\S+)/.exec(line);
+      if (match) {
+        resolve(match[1]);
+      }
+    });
+  });
+  return { child, link };
+}
+
+/** Wait until JupyterLab has started and restored its layout. */
+export async function appRestored(page: Page): Promise<void> {
+  await page.waitForFunction(() => 'jupyterapp' in window);
+  await page.evaluate(
+    () =>
+      (window as unknown as { jupyterapp: { restored: Promise<void> } })
+        .jupyterapp.restored
+  );
+}
+
+/** The notebook panel in front. */
+export function currentNotebook(page: Page): Locator {
+  return page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
+}
+
+/** The current notebook's kernel id, as JupyterLab knows it. */
+export async function currentKernelId(page: Page): Promise<string> {
+  const handle = await page.waitForFunction(() => {
+    const app = (
+      window as unknown as {
+        jupyterapp: {
+          shell: {
+            currentWidget: {
+              sessionContext?: { session?: { kernel?: { id: string } } };
+            } | null;
+          };
+        };
+      }
+    ).jupyterapp;
+    return app.shell.currentWidget?.sessionContext?.session?.kernel?.id;
+  });
+  return (await handle.jsonValue()) as string;
+}
+
+/** Open a new Python notebook from a launcher, as a user does, and wait for its kernel. */
+export async function newNotebook(page: Page): Promise<void> {
+  const before = await page.locator('.jp-NotebookPanel').count();
+  if (!(await page.locator('.jp-Launcher:visible').count())) {
+    await showLeftPanel(page, 'filebrowser');
+    await page.locator('[data-command="launcher:create"]:visible').click();
+  }
+  await page
+    .locator('.jp-Launcher:visible .jp-LauncherCard[data-category="Notebook"]')
+    .first()
+    .click();
+  await page.waitForFunction(
+    count => document.querySelectorAll('.jp-NotebookPanel').length > count,
+    before
+  );
+  await currentNotebook(page)
+    .locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    .waitFor();
+}
+
+/** Show a panel of the left sidebar by clicking its tab, unless it shows already. */
+export async function showLeftPanel(page: Page, id: string): Promise<void> {
+  if (!(await page.locator(`#${id}:visible`).count())) {
+    await page.locator(`.lm-TabBar-tab[data-id="${id}"]`).click();
+  }
+  await page.locator(`#${id}`).waitFor();
+}
+
+/**
+ * Wait until the current notebook's kernel is connected and idle, as the status bar shows it
+ * ("Python 3 (ipykernel) | Idle"): after a move the kernel runs before the page's connection to it
+ * has caught up.
+ */
+export async function kernelIdle(page: Page): Promise<void> {
+  await page.waitForFunction(() => {
+    const kernel = (
+      window as unknown as {
+        jupyterapp: {
+          shell: {
+            currentWidget: {
+              sessionContext?: {
+                session?: {
+                  kernel?: { connectionStatus: string; status: string };
+                };
+              };
+            } | null;
+          };
+        };
+      }
+    ).jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel;
+    return kernel?.connectionStatus === 'connected' && kernel.status === 'idle';
+  });
+}
+
+/** Type `code` into the last cell and run it (Shift+Enter) without waiting for its output. */
+export async function startCell(page: Page, code: string): Promise<Locator> {
+  await kernelIdle(page);
+  const notebook = currentNotebook(page);
+  const cells = notebook.locator('.jp-Notebook .jp-Cell');
+  const index = (await cells.count()) - 1;
+  const cell = cells.nth(index);
+  await cell.locator('.cm-content').click();
+  await page.keyboard.insertText(code);
+  await page.keyboard.press('Shift+Enter');
+  return cell;
+}
+
+/** Run `code` in the last cell and resolve with its printed output. */
+export async function runCell(page: Page, code: string): Promise<string> {
+  const cell = await startCell(page, code);
+  const output = cell.locator('.jp-OutputArea-output');
+  await output.first().waitFor();
+  await cell
+    .locator('.jp-InputPrompt', { hasText: /\[\d+\]/ })
+    .first()
+    .waitFor();
+  return output.allInnerTexts().then(texts => texts.join(''));
+}
+
+/**
+ * Save the current notebook (Ctrl+S) and wait until it is clean. JupyterLab offers to rename an
+ * untitled notebook on its first save: keep the name.
+ */
+export async function save(page: Page): Promise<void> {
+  await page.keyboard.press('Control+s');
+  const rename = page
+    .getByRole('dialog')
+    .getByRole('button', { name: 'Rename' });
+  const clean = page
+    .locator('.lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)')
+    .first();
+  await rename.or(clean).first().waitFor();
+  if (await rename.isVisible()) {
+    await rename.click();
+  }
+  await page
+    .locator('.lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)')
+    .first()
+    .waitFor();
+}
