@@ -19,8 +19,7 @@ import {
   ShareConnections,
   ShareStore,
   TokenAuth,
-  type ILimits,
-  type IShareRooms
+  type ILimits
 } from './auth';
 import { resolveGatewayOptions, type IGatewayOptions } from './config';
 import { FileContentsManager } from './contents';
@@ -42,7 +41,7 @@ import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
 import { ApiSchemas } from './protocol/schema';
-import { FileIdStore } from './rooms';
+import { FileIdStore, RoomManager, type IRoomTimings } from './rooms';
 import { Scheduler } from './scheduler';
 import { StateStore } from './store';
 
@@ -86,7 +85,7 @@ export class Gateway {
           ? 'This share link was revoked by its owner'
           : 'This share link expired';
       this.shareConnections.close(shareId, ShareConnections.CLOSE_CODE, reason);
-      this.rooms?.closeShare(shareId, ShareConnections.CLOSE_CODE, reason);
+      this.rooms.closeShare(shareId, ShareConnections.CLOSE_CODE, reason);
     });
     this.auth = new TokenAuth(
       resolved.auth ? resolved.token : undefined,
@@ -140,6 +139,13 @@ export class Gateway {
       // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
       notaryDir: path.dirname(userSettingsDir)
     });
+    this.rooms = new RoomManager({
+      contents: this.contents,
+      fileIds: this.fileIds,
+      state: this.state,
+      logger: options.logger,
+      timings: options.roomTimings
+    });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
     }
@@ -183,12 +189,14 @@ export class Gateway {
       lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir),
       shares: this.shares,
       shareConnections: this.shareConnections,
-      rooms: () => this.rooms
+      rooms: () => this.rooms,
+      collaboration: this.rooms
     });
     this.upgrades = new UpgradeRouter({
       registry: this.registry,
       auth: this.auth,
       events: this.events,
+      rooms: this.rooms,
       allowOrigins: resolved.allowOrigins,
       maxMessageBytes: resolved.maxMessageBytes,
       messagesPerSecond: resolved.limits.wsMessagesPerSecond,
@@ -233,13 +241,10 @@ export class Gateway {
   readonly shares: ShareStore;
   /** The websockets open through each share link. */
   readonly shareConnections: ShareConnections;
-  /**
-   * The collaboration rooms as share links need them (closing a link's room sockets, who is
-   * connected); set by rooms/ once it exists.
-   */
-  rooms: IShareRooms | undefined;
+  /** Collaboration rooms: one Y doc per open document, its file and stored history in step. */
+  readonly rooms: RoomManager;
   readonly app: Express;
-  /** The websocket endpoints: kernel channels and the event stream. */
+  /** The websocket endpoints: kernel channels, the event stream and collaboration rooms. */
   readonly upgrades: UpgradeRouter;
   readonly server: Server;
 
@@ -280,6 +285,8 @@ export class Gateway {
       Object.values(this.provisioners).forEach(p => p.dispose());
       // Kernels on remote workers keep running: a restarted gateway adopts them.
       await this.registry.shutdownAll(true);
+      // Rooms save what is unsaved and store what is unstored before the store closes.
+      await this.rooms.dispose();
       this.upgrades.close();
       await this.workerServer?.close();
       await this.pool.dispose();
@@ -308,6 +315,8 @@ export namespace Gateway {
     limits?: Partial<ILimits>;
     /** Workers living in this process (the embedded worker). */
     workers?: IWorkerConnection[];
+    /** Collaboration rooms' save, poll and free delays (defaults in rooms/room-file.ts). */
+    roomTimings?: Partial<IRoomTimings>;
     logger: Logger;
     version?: string;
   }

@@ -349,6 +349,8 @@ describe('share links', () => {
       const samples: Record<string, string> = {
         '/^\\/api\\/contents(?:\\/.*)?$/': '/api/contents/other.ipynb',
         '/^\\/files\\/.+$/': '/files/other.ipynb',
+        '/^\\/api\\/collaboration\\/session\\/.+$/':
+          '/api/collaboration/session/other.ipynb',
         '/^\\/lab(?:\\/.*)?$/': '/lab/tree/other.ipynb',
         '/^\\/lab\\/api\\/settings\\/.+$/':
           '/lab/api/settings/@jupyterlab/apputils-extension:themes',

@@ -88,6 +88,17 @@ export class FileContentsManager {
   }
 
   /**
+   * {@link get} without the `get` event: for the gateway's own reads (collaboration rooms loading
+   * and polling their files), which are no user's action.
+   */
+  async read(
+    apiPath: string,
+    options: FileContentsManager.IGetOptions = {}
+  ): Promise<IContentsModel> {
+    return this._get(apiPath, options);
+  }
+
+  /**
    * A regular file opened to be sent as it is (`/files/...`), after the same checks as {@link get}.
    * The caller closes its handle.
    *

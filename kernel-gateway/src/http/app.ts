@@ -18,6 +18,7 @@ import {
 } from '../auth';
 import type { FileContentsManager } from '../contents';
 import type { EventBus } from '../events';
+import type { RoomManager } from '../rooms';
 import type { IGatewayContext } from './context';
 import { errorHandler, notFound } from './errors';
 import {
@@ -28,6 +29,7 @@ import {
 } from './middleware';
 import { acceleratorsRouter } from './routes/accelerators';
 import { apiRouter } from './routes/api';
+import { collaborationRouter } from './routes/collaboration';
 import { contentsRouter, filesRouter } from './routes/contents';
 import { eventsRouter } from './routes/events';
 import {
@@ -65,6 +67,8 @@ export interface IAppServices {
   shareConnections: ShareConnections;
   /** The collaboration rooms, as share links need them (absent until rooms exist). */
   rooms?: () => IShareRooms | undefined;
+  /** Collaboration rooms (`PUT /api/collaboration/session/{path}`). */
+  collaboration: RoomManager;
 }
 
 /** The express app of the gateway's REST API and pages (websockets are http/upgrade.ts's). */
@@ -138,6 +142,7 @@ export function createApp(services: IAppServices): Express {
   app.use(sessionsRouter(context));
   app.use(acceleratorsRouter(services.accelerators, services.metrics));
   app.use(filesRouter(services.contents));
+  app.use(collaborationRouter(services.collaboration, auth));
   app.use(
     sharesRouter({
       shares: services.shares,

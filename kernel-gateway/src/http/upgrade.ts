@@ -1,6 +1,6 @@
 /**
  * The websocket side of the HTTP server: which upgrade goes where (a kernel's channels, the event
- * stream), after the same token, origin and rate checks as every request, and the share guard's
+ * stream, a collaboration room), after the same token, origin and rate checks as every request, and the share guard's
  * rules for a share link's holder.
  */
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
@@ -18,6 +18,7 @@ import {
 } from '../auth';
 import type { EventBus } from '../events';
 import type { KernelRegistry, SessionStore } from '../kernels';
+import type { RoomManager } from '../rooms';
 import { V1_SUBPROTOCOL, type Framing } from '../channels';
 import { visitorIdentity } from './routes/me';
 import {
@@ -29,12 +30,14 @@ import {
 
 const CHANNELS_PATH = /^\/api\/kernels\/([^/]+)\/channels\/?$/;
 const EVENTS_PATH = /^\/api\/events\/subscribe\/?$/;
+const ROOM_PATH = /^\/api\/collaboration\/room\/([^/]+)\/?$/;
 
 /**
  * Routes websocket upgrades. On `/api/kernels/{id}/channels`: checks the token (or sign-in cookie)
  * and the origin, waits for the kernel to be ready, picks the framing, and hands the socket to the
  * kernel's channels. Also serves `/api/events/subscribe`: every event of the bus, one JSON text frame
- * each, as jupyter_server's event socket. Addresses past their wrong-token limit are refused (429),
+ * each, as jupyter_server's event socket; and `/api/collaboration/room/{room}`, handed to the rooms
+ * with the connection's access. Addresses past their wrong-token limit are refused (429),
  * and a socket that sends more messages a second than allowed is closed (1008).
  */
 export class UpgradeRouter {
@@ -54,8 +57,13 @@ export class UpgradeRouter {
       maxPayload: 64 * 1024,
       perMessageDeflate: false
     });
+    this._roomsWss = new WebSocketServer({
+      noServer: true,
+      maxPayload: options.maxMessageBytes,
+      perMessageDeflate: false
+    });
     // ws's own refusals of malformed handshakes, as `{ reason, message }` like every other error.
-    for (const wss of [this._wss, this._eventsWss]) {
+    for (const wss of [this._wss, this._eventsWss, this._roomsWss]) {
       wss.on('wsClientError', (error, socket) =>
         Private.refuse(
           socket,
@@ -74,7 +82,8 @@ export class UpgradeRouter {
     const pathname = Private.parseUrl(request)?.pathname ?? '';
     return (
       CHANNELS_PATH.test(pathname) ||
-      (this._options.events !== undefined && EVENTS_PATH.test(pathname))
+      (this._options.events !== undefined && EVENTS_PATH.test(pathname)) ||
+      (this._options.rooms !== undefined && ROOM_PATH.test(pathname))
     );
   }
 
@@ -99,7 +108,7 @@ export class UpgradeRouter {
   }
 
   close(): void {
-    for (const wss of [this._wss, this._eventsWss]) {
+    for (const wss of [this._wss, this._eventsWss, this._roomsWss]) {
       for (const client of wss.clients) {
         client.terminate();
       }
@@ -120,7 +129,8 @@ export class UpgradeRouter {
     const events = EVENTS_PATH.test(url.pathname)
       ? this._options.events
       : undefined;
-    if (!match && !events) {
+    const room = this._options.rooms ? ROOM_PATH.exec(url.pathname) : undefined;
+    if (!match && !events && !room) {
       return Private.refuse(socket, 404, 'Not a websocket endpoint');
     }
     const address = request.socket.remoteAddress;
@@ -157,6 +167,9 @@ export class UpgradeRouter {
     }
     if (events) {
       return this._subscribe(events, request, socket, head);
+    }
+    if (room) {
+      return this._joinRoom(room[1], access, url, request, socket, head);
     }
     const kernelId = Private.decode(match![1]);
     if (kernelId === undefined) {
@@ -243,6 +256,35 @@ export class UpgradeRouter {
     return full === undefined ? undefined : { status: 429, message: full };
   }
 
+  /** A collaboration room's socket, with the rights of `access`. */
+  private _joinRoom(
+    encodedName: string,
+    access: Access,
+    url: URL,
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer
+  ): void {
+    const rooms = this._options.rooms!;
+    const name = Private.decode(encodedName);
+    if (name === undefined) {
+      return Private.refuse(
+        socket,
+        400,
+        `Malformed percent-encoding in the room name: ${encodedName}`
+      );
+    }
+    const refusal = rooms.refusal(name, access);
+    if (refusal) {
+      return Private.refuse(socket, 403, refusal);
+    }
+    const sessionId = url.searchParams.get('sessionId') || undefined;
+    this._roomsWss.handleUpgrade(request, socket, head, ws => {
+      this._limitMessages(ws, undefined, access);
+      void rooms.connect(ws, name, access, sessionId);
+    });
+  }
+
   /** An events socket: what clients send is ignored, every event of the bus is sent. */
   private _subscribe(
     events: EventBus,
@@ -305,6 +347,7 @@ export class UpgradeRouter {
   private _options: UpgradeRouter.IOptions;
   private _wss: WebSocketServer;
   private _eventsWss: WebSocketServer;
+  private _roomsWss: WebSocketServer;
 }
 
 export namespace UpgradeRouter {
@@ -314,6 +357,8 @@ export namespace UpgradeRouter {
     auth: TokenAuth;
     /** The bus `/api/events/subscribe` streams; without it that path is refused. */
     events?: EventBus;
+    /** The rooms `/api/collaboration/room/...` joins; without them that path is refused. */
+    rooms?: RoomManager;
     allowOrigins: readonly string[];
     /** Larger frames close the socket with 1009. */
     maxMessageBytes: number;

@@ -5,3 +5,24 @@
  * @packageDocumentation
  */
 export { FileIdStore } from './file-ids';
+export {
+  RoomManager,
+  type IDocumentSession,
+  type IRoomHandle,
+  type IVisitorPresence
+} from './manager';
+export {
+  RoomCloseCode,
+  GLOBAL_AWARENESS_ROOM,
+  parseRoomName,
+  roomName,
+  type DocumentFormat,
+  type DocumentType,
+  type IRoomName
+} from './protocol';
+export {
+  DEFAULT_ROOM_TIMINGS,
+  RoomError,
+  SERVER_ORIGIN,
+  type IRoomTimings
+} from './room-file';

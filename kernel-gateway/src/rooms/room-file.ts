@@ -1,0 +1,408 @@
+/**
+ * A document room bound to its file and its stored history: one truth among the three.
+ *
+ * - Load: when the store has the room and the file's hash is the one recorded, the doc is the
+ *   stored history (same history: reconnecting clients merge without duplicating cells) and the
+ *   session id stays; otherwise the doc is built from the file with a fixed client id (the same
+ *   file always gives the same history) under a new session id, and the stored history restarts.
+ * - Every update is appended to the store (writes awaited before the room is freed), the history
+ *   merged into one update past a number of them.
+ * - Saves are debounced and atomic, through the contents manager (rooted).
+ * - While the room is open the file is polled: changed outside Ferry, the disk wins and the doc is
+ *   replaced in one transaction, which clients get as any other update.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import * as Y from 'yjs';
+import { ContentsError, type FileContentsManager } from '../contents';
+import { documentKind, type IDocumentKind } from './documents';
+import type { FileIdStore } from './file-ids';
+import { RoomCloseCode, type IRoomName } from './protocol';
+import { Room, type SaveStatus } from './room';
+import type { RoomStore } from './room-store';
+
+/** A room that cannot be opened, with the close code its clients get. */
+export class RoomError extends Error {
+  constructor(
+    readonly code: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+/** How often a room saves, polls its file, compacts its history. */
+export interface IRoomTimings {
+  /** Quiet time after an edit before the file is saved (default 1000 ms). */
+  saveDelayMs: number;
+  /** Longest an edited doc waits for its save while edits keep coming (default 5000 ms). */
+  saveMaxDelayMs: number;
+  /** How often the file is checked for changes made outside Ferry (default 1500 ms). */
+  pollMs: number;
+  /** How long a room stays open after its last client left (default 60 s). */
+  freeAfterMs: number;
+  /** Stored updates past which the history is merged into one (default 500). */
+  compactAfter: number;
+}
+
+export const DEFAULT_ROOM_TIMINGS: IRoomTimings = {
+  saveDelayMs: 1000,
+  saveMaxDelayMs: 5000,
+  pollMs: 1500,
+  freeAfterMs: 60_000,
+  compactAfter: 500
+};
+
+/** The origin of the server's own transactions (what gateway code writes through a room handle). */
+export const SERVER_ORIGIN = Symbol('ferry-server');
+
+/** A room's doc, its file and its stored history, kept in step. */
+export class RoomFile {
+  /**
+   * Load the room `id` (see the module's notes for which truth it starts from).
+   *
+   * @throws RoomError 4404 when the file id or the file is unknown, 4400 when it is not of the
+   *   room's type.
+   */
+  static async open(options: RoomFile.IOptions): Promise<RoomFile> {
+    const { id, name, fileIds, contents, store } = options;
+    const kind = documentKind(name.type);
+    const path = fileIds.path(name.fileId);
+    if (path === undefined) {
+      throw new RoomError(
+        RoomCloseCode.NotFound,
+        `No file has id ${name.fileId}`
+      );
+    }
+    const model = await Private.read(contents, path, kind);
+    const meta = store.meta(id);
+    if (meta && meta.hash === model.hash) {
+      const history = store.history(id);
+      if (history.updates.length > 0) {
+        const doc = new Y.Doc();
+        Y.applyUpdate(doc, Y.mergeUpdates(history.updates));
+        const file = new RoomFile(options, kind, doc, meta.sessionId, model);
+        file._seq = history.nextSeq;
+        file._baseSeq = history.nextSeq - history.updates.length;
+        file._dirty = history.nextSeq - 1 > meta.savedSeq;
+        if (file._dirty) {
+          file._scheduleSave();
+        }
+        return file;
+      }
+    }
+    const doc = new Y.Doc();
+    doc.clientID = RoomFile.FILE_CLIENT_ID;
+    await Private.fill(doc, kind, model.content);
+    doc.clientID = randomInt(1, 2 ** 32 - 1);
+    const sessionId = randomUUID();
+    await store.reset(id, 0, Y.encodeStateAsUpdate(doc), {
+      sessionId,
+      hash: model.hash,
+      savedSeq: 0
+    });
+    const file = new RoomFile(options, kind, doc, sessionId, model);
+    file._seq = 1;
+    return file;
+  }
+
+  private constructor(
+    options: RoomFile.IOptions,
+    kind: IDocumentKind,
+    doc: Y.Doc,
+    sessionId: string,
+    model: Private.IFileState
+  ) {
+    this.fileId = options.name.fileId;
+    this._options = options;
+    this._timings = options.timings;
+    this._kind = kind;
+    this._hash = model.hash;
+    this._stamp = Private.stamp(model);
+    this.room = new Room({ id: options.id, doc, sessionId });
+    this.room.saver = () => this.save();
+    doc.on('update', this._onUpdate);
+    this._poll = setInterval(() => void this.poll(), this._timings.pollMs);
+    this._poll.unref();
+  }
+
+  readonly room: Room;
+  readonly fileId: string;
+
+  /** Where the file is now (it follows renames); undefined once it is deleted. */
+  get path(): string | undefined {
+    return this._options.fileIds.path(this.fileId);
+  }
+
+  /** Write the doc to its file now if it changed since the last save. */
+  save(): Promise<SaveStatus> {
+    return this._serial(() => this._save());
+  }
+
+  /** Look at the file: changed outside Ferry, the disk wins. */
+  poll(): Promise<void> {
+    return this._serial(() => this._pollOnce());
+  }
+
+  /** Resolves once every update so far is in the store. */
+  async flush(): Promise<void> {
+    while (this._writes.size > 0) {
+      await Promise.all([...this._writes]);
+    }
+  }
+
+  /** Save what is unsaved, store what is unstored, close the room's connections with `code`. */
+  async close(code: number, reason: string): Promise<void> {
+    if (this._closed) {
+      return this._closed;
+    }
+    this._closed = (async () => {
+      clearInterval(this._poll);
+      clearTimeout(this._saveTimer);
+      this._saveTimer = undefined;
+      await this.save();
+      await this.flush();
+      this.room.doc.off('update', this._onUpdate);
+      this.room.destroy(code, reason);
+    })();
+    return this._closed;
+  }
+
+  private _onUpdate = (update: Uint8Array, origin: unknown): void => {
+    const seq = this._seq++;
+    this._track(this._options.store.append(this.room.id, seq, update));
+    if (origin !== Private.SAVED && origin !== Private.DISK) {
+      this._dirty = true;
+      this._scheduleSave();
+    }
+    if (seq - this._baseSeq >= this._timings.compactAfter) {
+      const base = this._seq++;
+      this._baseSeq = base;
+      this._track(
+        this._options.store.reset(
+          this.room.id,
+          base,
+          Y.encodeStateAsUpdate(this.room.doc)
+        )
+      );
+    }
+  };
+
+  private _scheduleSave(): void {
+    if (this._closed) {
+      return;
+    }
+    const now = Date.now();
+    this._firstUnsaved ??= now;
+    const due = Math.min(
+      now + this._timings.saveDelayMs,
+      this._firstUnsaved + this._timings.saveMaxDelayMs
+    );
+    clearTimeout(this._saveTimer);
+    this._saveTimer = setTimeout(() => void this.save(), due - now);
+    this._saveTimer.unref();
+  }
+
+  private async _save(): Promise<SaveStatus> {
+    clearTimeout(this._saveTimer);
+    this._saveTimer = undefined;
+    this._firstUnsaved = undefined;
+    const path = this.path;
+    if (!this._dirty || path === undefined) {
+      return this._dirty ? 'failed' : 'success';
+    }
+    const { contents, logger } = this._options;
+    this._dirty = false;
+    try {
+      await contents.save(path, {
+        type: this._kind.type,
+        format: this._kind.format,
+        content: this._kind.read(this.room.doc)
+      });
+      const model = await Private.read(contents, path, this._kind, false);
+      this._hash = model.hash;
+      this._stamp = Private.stamp(model);
+    } catch (error) {
+      this._dirty = true;
+      logger.warn(
+        { err: error, room: this.room.id },
+        'a room could not save its file'
+      );
+      return 'failed';
+    }
+    const state = this.room.doc.getMap('state');
+    if (state.get('dirty') !== false) {
+      this.room.doc.transact(() => state.set('dirty', false), Private.SAVED);
+    }
+    await this._recordSaved();
+    return 'success';
+  }
+
+  private async _pollOnce(): Promise<void> {
+    const path = this.path;
+    if (path === undefined || this._closed) {
+      return;
+    }
+    const { contents } = this._options;
+    let stamp: string;
+    try {
+      stamp = Private.stamp(await contents.read(path, { content: false }));
+    } catch {
+      return; // Gone or unreadable for now: the doc stays as it is.
+    }
+    if (stamp === this._stamp) {
+      return;
+    }
+    const model = await Private.read(contents, path, this._kind).catch(
+      () => undefined
+    );
+    if (!model) {
+      return;
+    }
+    this._stamp = Private.stamp(model);
+    if (model.hash === this._hash) {
+      return;
+    }
+    this._options.logger.info(
+      { room: this.room.id, path },
+      'the file changed outside Ferry: the room takes it'
+    );
+    this.room.doc.transact(
+      () => this._kind.replace(this.room.doc, model.content),
+      Private.DISK
+    );
+    this._hash = model.hash;
+    this._dirty = false;
+    clearTimeout(this._saveTimer);
+    this._saveTimer = undefined;
+    this._firstUnsaved = undefined;
+    await this._recordSaved();
+  }
+
+  /** The file now holds every update so far. */
+  private async _recordSaved(): Promise<void> {
+    await this._options.store.setMeta(this.room.id, {
+      sessionId: this.room.sessionId,
+      hash: this._hash,
+      savedSeq: this._seq - 1
+    });
+  }
+
+  /** Run file work one piece at a time (a save and a poll never interleave). */
+  private _serial<T>(step: () => Promise<T>): Promise<T> {
+    const result = this._queue.then(step);
+    this._queue = result.then(
+      () => undefined,
+      () => undefined
+    );
+    return result;
+  }
+
+  private _track(write: Promise<void>): void {
+    const tracked = write.catch(error =>
+      this._options.logger.error(
+        { err: error, room: this.room.id },
+        'a room update could not be stored'
+      )
+    );
+    this._writes.add(tracked);
+    void tracked.then(() => this._writes.delete(tracked));
+  }
+
+  private _options: RoomFile.IOptions;
+  private _timings: IRoomTimings;
+  private _kind: IDocumentKind;
+  private _hash: string;
+  /** The file's modification time and size when last read: a cheap "did it change". */
+  private _stamp: string;
+  private _seq = 0;
+  private _baseSeq = 0;
+  private _dirty = false;
+  private _firstUnsaved: number | undefined;
+  private _saveTimer: NodeJS.Timeout | undefined;
+  private _poll: NodeJS.Timeout;
+  private _queue: Promise<void> = Promise.resolve();
+  private _writes = new Set<Promise<void>>();
+  private _closed: Promise<void> | undefined;
+}
+
+export namespace RoomFile {
+  export interface IOptions {
+    /** The room's name. */
+    id: string;
+    name: IRoomName;
+    fileIds: FileIdStore;
+    contents: FileContentsManager;
+    store: RoomStore;
+    timings: IRoomTimings;
+    logger: Logger;
+  }
+
+  /** The client id files are loaded with: the same file always gives the same history. */
+  export const FILE_CLIENT_ID = 0;
+}
+
+namespace Private {
+  /** The origin of the doc's "saved" mark: not an edit. */
+  export const SAVED = Symbol('saved');
+  /** The origin of content taken from the disk: already saved. */
+  export const DISK = Symbol('disk');
+
+  export interface IFileState {
+    content: unknown;
+    hash: string;
+    last_modified: string;
+    size: number | null;
+  }
+
+  /** The file's content and hash, as the room's kind. */
+  export async function read(
+    contents: FileContentsManager,
+    path: string,
+    kind: IDocumentKind,
+    content = true
+  ): Promise<IFileState> {
+    try {
+      const model = await contents.read(path, {
+        content,
+        type: kind.type,
+        format: kind.format === 'text' ? 'text' : undefined,
+        hash: true
+      });
+      return {
+        content: model.content,
+        hash: model.hash ?? '',
+        last_modified: model.last_modified,
+        size: model.size
+      };
+    } catch (error) {
+      if (error instanceof ContentsError && error.status === 404) {
+        throw new RoomError(RoomCloseCode.NotFound, `No such file: ${path}`);
+      }
+      if (error instanceof ContentsError && error.status === 400) {
+        throw new RoomError(RoomCloseCode.BadRequest, error.message);
+      }
+      throw error;
+    }
+  }
+
+  /** What says a file changed without reading it. */
+  export function stamp(model: {
+    last_modified: string;
+    size: number | null;
+  }): string {
+    return `${model.last_modified}/${model.size}`;
+  }
+
+  /**
+   * Fill the doc with the file's content. A large notebook is filled in pieces, with the event loop
+   * let go between them, so other rooms and kernels are served meanwhile.
+   */
+  export async function fill(
+    doc: Y.Doc,
+    kind: IDocumentKind,
+    content: unknown
+  ): Promise<void> {
+    doc.transact(() => kind.fill(doc, content));
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * A room: one Y doc and its awareness, and the sockets connected to it. Updates a connection may
+ * make are applied to the doc and sent to every other connection; awareness states are relayed to
+ * every connection (the sender too: JupyterLab's client takes it as a keep-alive) and expire 30 s
+ * after their last renewal. What a room's doc has to do with a file is room-file.ts's.
+ */
+import * as decoding from 'lib0/decoding';
+import * as encoding from 'lib0/encoding';
+import {
+  applyAwarenessUpdate,
+  Awareness,
+  encodeAwarenessUpdate,
+  removeAwarenessStates
+} from 'y-protocols/awareness';
+import * as Y from 'yjs';
+import { MessageType, SyncType } from './protocol';
+import type { Access } from '../auth';
+
+/** What a save request (a client's Ctrl+S) came to, as Jupyter's provider reads it. */
+export type SaveStatus = 'success' | 'failed' | 'skipped';
+
+/** One Y doc shared by the connections in it. */
+export class Room {
+  constructor(options: Room.IOptions) {
+    this.id = options.id;
+    this.doc = options.doc;
+    this.sessionId = options.sessionId;
+    this._isolateShares = options.isolateShares ?? false;
+    this.awareness = new Awareness(this.doc);
+    this.awareness.setLocalState(null);
+    this.doc.on('update', this._onUpdate);
+    this.awareness.on('update', this._onAwareness);
+  }
+
+  /** The room's name: `json:notebook:<fileId>`, or the global awareness room's. */
+  readonly id: string;
+  readonly doc: Y.Doc;
+  readonly awareness: Awareness;
+  /** Clients synced to another history than this doc's must reload (1003). */
+  sessionId: string;
+  /** Asked by a client's save request; rooms without a file answer `failed`. */
+  saver: (() => Promise<SaveStatus>) | undefined;
+
+  /** The connections in the room now. */
+  get connections(): ReadonlySet<Room.IPeer> {
+    return this._connections;
+  }
+
+  /** Take in a connection: send it the doc's state vector and everyone's awareness. */
+  join(connection: Room.IPeer): void {
+    this._connections.add(connection);
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MessageType.Sync);
+    encoding.writeVarUint(encoder, SyncType.Step1);
+    encoding.writeVarUint8Array(encoder, Y.encodeStateVector(this.doc));
+    connection.send(encoding.toUint8Array(encoder));
+    if (!this._isolated(connection) && this.awareness.getStates().size > 0) {
+      connection.send(
+        Private.awarenessMessage(
+          encodeAwarenessUpdate(
+            this.awareness,
+            Array.from(this.awareness.getStates().keys())
+          )
+        )
+      );
+    }
+  }
+
+  /** A connection left: its awareness states go, for everyone. */
+  leave(connection: Room.IPeer): void {
+    if (!this._connections.delete(connection)) {
+      return;
+    }
+    if (connection.clientIds.size > 0) {
+      removeAwarenessStates(this.awareness, [...connection.clientIds], null);
+    }
+  }
+
+  /** The update a client's step 1 asks for: what the doc has beyond its state vector. */
+  missing(stateVector: Uint8Array): Uint8Array {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MessageType.Sync);
+    encoding.writeVarUint(encoder, SyncType.Step2);
+    encoding.writeVarUint8Array(
+      encoder,
+      Y.encodeStateAsUpdate(this.doc, stateVector)
+    );
+    return encoding.toUint8Array(encoder);
+  }
+
+  /**
+   * Relay a connection's awareness update. Each client id belongs to the first connection that
+   * speaks for it: entries for another connection's ids are dropped. `stamp` rewrites a state
+   * (a visitor's name). Connections the room isolates get their own states back and nothing else.
+   */
+  receiveAwareness(
+    connection: Room.IPeer,
+    update: Uint8Array,
+    stamp?: (state: Record<string, unknown>) => Record<string, unknown>
+  ): void {
+    const entries = Private.readAwareness(update).filter(entry => {
+      const owner = this._awarenessOwners.get(entry.clientId);
+      return owner === undefined || owner === connection;
+    });
+    if (entries.length === 0) {
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.state !== null && stamp) {
+        entry.state = stamp(entry.state);
+      }
+    }
+    const relayed = Private.writeAwareness(entries);
+    if (this._isolated(connection)) {
+      connection.send(Private.awarenessMessage(relayed));
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.state === null) {
+        connection.clientIds.delete(entry.clientId);
+        this._awarenessOwners.delete(entry.clientId);
+      } else {
+        connection.clientIds.add(entry.clientId);
+        this._awarenessOwners.set(entry.clientId, connection);
+      }
+    }
+    applyAwarenessUpdate(this.awareness, relayed, connection);
+  }
+
+  /** Every awareness state, for a client's query. */
+  awarenessStates(): Uint8Array {
+    return Private.awarenessMessage(
+      encodeAwarenessUpdate(
+        this.awareness,
+        Array.from(this.awareness.getStates().keys())
+      )
+    );
+  }
+
+  /** Close every connection with `code` and stop relaying. */
+  destroy(code: number, reason: string): void {
+    for (const connection of [...this._connections]) {
+      connection.close(code, reason);
+    }
+    this._connections.clear();
+    this.doc.off('update', this._onUpdate);
+    this.awareness.off('update', this._onAwareness);
+    this.awareness.destroy();
+    this.doc.destroy();
+  }
+
+  private _isolated(connection: Room.IPeer): boolean {
+    return this._isolateShares && connection.access.kind === 'share';
+  }
+
+  private _onUpdate = (update: Uint8Array, origin: unknown): void => {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MessageType.Sync);
+    encoding.writeVarUint(encoder, SyncType.Update);
+    encoding.writeVarUint8Array(encoder, update);
+    const message = encoding.toUint8Array(encoder);
+    for (const connection of this._connections) {
+      if (connection !== origin) {
+        connection.send(message);
+      }
+    }
+  };
+
+  private _onAwareness = (
+    changes: { added: number[]; updated: number[]; removed: number[] },
+    _origin: unknown
+  ): void => {
+    const changed = [...changes.added, ...changes.updated, ...changes.removed];
+    for (const clientId of changes.removed) {
+      const owner = this._awarenessOwners.get(clientId);
+      owner?.clientIds.delete(clientId);
+      this._awarenessOwners.delete(clientId);
+    }
+    const message = Private.awarenessMessage(
+      encodeAwarenessUpdate(this.awareness, changed)
+    );
+    for (const connection of this._connections) {
+      if (!this._isolated(connection)) {
+        connection.send(message);
+      }
+    }
+  };
+
+  private _connections = new Set<Room.IPeer>();
+  private _awarenessOwners = new Map<number, Room.IPeer>();
+  private _isolateShares: boolean;
+}
+
+export namespace Room {
+  /** A connection as the room sees it (connection.ts). */
+  export interface IPeer {
+    readonly access: Access;
+    /** The awareness client ids this connection speaks for. */
+    readonly clientIds: Set<number>;
+    send(message: Uint8Array): void;
+    close(code: number, reason: string): void;
+  }
+
+  export interface IOptions {
+    id: string;
+    doc: Y.Doc;
+    sessionId: string;
+    /**
+     * Share links' connections neither see nor are seen by the others (the global awareness room:
+     * who is online and which files they have open is not a link holder's business).
+     */
+    isolateShares?: boolean;
+  }
+}
+
+namespace Private {
+  export interface IAwarenessEntry {
+    clientId: number;
+    clock: number;
+    state: Record<string, unknown> | null;
+  }
+
+  /** An awareness update's entries; states that are not JSON objects count as removals. */
+  export function readAwareness(update: Uint8Array): IAwarenessEntry[] {
+    const decoder = decoding.createDecoder(update);
+    const count = decoding.readVarUint(decoder);
+    const entries: IAwarenessEntry[] = [];
+    for (let i = 0; i < count; i++) {
+      const clientId = decoding.readVarUint(decoder);
+      const clock = decoding.readVarUint(decoder);
+      const state = JSON.parse(decoding.readVarString(decoder)) as unknown;
+      entries.push({
+        clientId,
+        clock,
+        state:
+          typeof state === 'object' && state !== null && !Array.isArray(state)
+            ? (state as Record<string, unknown>)
+            : null
+      });
+    }
+    return entries;
+  }
+
+  export function writeAwareness(entries: IAwarenessEntry[]): Uint8Array {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, entries.length);
+    for (const entry of entries) {
+      encoding.writeVarUint(encoder, entry.clientId);
+      encoding.writeVarUint(encoder, entry.clock);
+      encoding.writeVarString(encoder, JSON.stringify(entry.state));
+    }
+    return encoding.toUint8Array(encoder);
+  }
+
+  export function awarenessMessage(update: Uint8Array): Uint8Array {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MessageType.Awareness);
+    encoding.writeVarUint8Array(encoder, update);
+    return encoding.toUint8Array(encoder);
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * Real yjs clients of a gateway's collaboration rooms for the tests: y-websocket 1.x's
+ * WebsocketProvider (what JupyterLab's provider wraps) over `ws`, and a raw client speaking
+ * y-protocols by hand, which sees every message and close code and can send what no polite client
+ * sends.
+ */
+import * as decoding from 'lib0/decoding';
+import * as encoding from 'lib0/encoding';
+import WebSocket from 'ws';
+import { WebsocketProvider } from 'y-websocket';
+import * as Y from 'yjs';
+
+/** A WebsocketProvider on the gateway at `url` (`http://...`), in the room `room`. */
+export function roomProvider(
+  url: string,
+  token: string,
+  room: string,
+  doc = new Y.Doc(),
+  params: Record<string, string> = {}
+): WebsocketProvider {
+  return new WebsocketProvider(
+    `${url.replace(/^http/, 'ws')}/api/collaboration/room`,
+    room,
+    doc,
+    {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      WebSocketPolyfill: WebSocket as any,
+      params: { token, ...params },
+      disableBc: true
+    }
+  );
+}
+
+/** Resolves once the provider has synced with the server. */
+export function synced(provider: WebsocketProvider): Promise<void> {
+  if (provider.synced) {
+    return Promise.resolve();
+  }
+  return new Promise(resolve => {
+    const listener = (isSynced: boolean) => {
+      if (isSynced) {
+        provider.off('sync', listener);
+        resolve();
+      }
+    };
+    provider.on('sync', listener);
+  });
+}
+
+/** Resolves once `check(doc)` holds (checked now and after every update of the doc). */
+export function until(
+  doc: Y.Doc,
+  check: (doc: Y.Doc) => boolean
+): Promise<void> {
+  if (check(doc)) {
+    return Promise.resolve();
+  }
+  return new Promise(resolve => {
+    const listener = () => {
+      if (check(doc)) {
+        doc.off('afterTransaction', listener);
+        resolve();
+      }
+    };
+    doc.on('afterTransaction', listener);
+  });
+}
+
+/** The sources of a notebook doc's cells, in order. */
+export function cellSources(doc: Y.Doc): string[] {
+  return doc
+    .getArray<Y.Map<unknown>>('cells')
+    .toArray()
+    .map(cell => String(cell.get('source') ?? ''));
+}
+
+/** A cell's source Y.Text. */
+export function cellSource(doc: Y.Doc, index: number): Y.Text {
+  return doc
+    .getArray<Y.Map<unknown>>('cells')
+    .get(index)
+    .get('source') as Y.Text;
+}
+
+/** A hand-made y-protocols client: one doc, every message received kept. */
+export class RawRoomClient {
+  private constructor(readonly ws: WebSocket) {
+    ws.binaryType = 'nodebuffer';
+    this.closed = new Promise(resolve =>
+      ws.on('close', (code, reason) =>
+        resolve({ code, reason: reason.toString() })
+      )
+    );
+    ws.on('message', (data: Buffer) => this._receive(new Uint8Array(data)));
+  }
+
+  /** Connect to `room`; resolves once the socket is open. */
+  static async connect(
+    url: string,
+    room: string,
+    query: Record<string, string>
+  ): Promise<RawRoomClient> {
+    const search = new URLSearchParams(query).toString();
+    const ws = new WebSocket(
+      `${url.replace(/^http/, 'ws')}/api/collaboration/room/${room}?${search}`
+    );
+    const client = new RawRoomClient(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return client;
+  }
+
+  readonly doc = new Y.Doc();
+  readonly closed: Promise<{ code: number; reason: string }>;
+  /** The reasons of every "permission denied" the server sent. */
+  readonly denied: string[] = [];
+
+  /** Send sync step 1 and wait until the server's step 2 is applied. */
+  async sync(): Promise<void> {
+    const replied = new Promise<void>(resolve => (this._onStep2 = resolve));
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, 0);
+    encoding.writeVarUint(encoder, 0);
+    encoding.writeVarUint8Array(encoder, Y.encodeStateVector(this.doc));
+    this.ws.send(encoding.toUint8Array(encoder));
+    await replied;
+  }
+
+  /** Change the local doc and send the update it makes. */
+  change(edit: (doc: Y.Doc) => void): void {
+    const before = Y.encodeStateVector(this.doc);
+    edit(this.doc);
+    this.sendUpdate(Y.encodeStateAsUpdate(this.doc, before));
+  }
+
+  sendUpdate(update: Uint8Array): void {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, 0);
+    encoding.writeVarUint(encoder, 2);
+    encoding.writeVarUint8Array(encoder, update);
+    this.ws.send(encoding.toUint8Array(encoder));
+  }
+
+  /** Resolves with the next "permission denied" reason. */
+  nextDenial(): Promise<string> {
+    const seen = this.denied.length;
+    return new Promise(resolve => {
+      const check = () => {
+        if (this.denied.length > seen) {
+          this.ws.off('message', check);
+          resolve(this.denied[seen]);
+        }
+      };
+      this.ws.on('message', check);
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+
+  private _receive(message: Uint8Array): void {
+    const decoder = decoding.createDecoder(message);
+    const type = decoding.readVarUint(decoder);
+    if (type === 0) {
+      const sync = decoding.readVarUint(decoder);
+      if (sync === 0) {
+        return; // The server's step 1: this client has nothing the server lacks.
+      }
+      Y.applyUpdate(this.doc, decoding.readVarUint8Array(decoder), 'server');
+      if (sync === 1) {
+        this._onStep2?.();
+      }
+    } else if (type === 2) {
+      const decoderCopy = decoding.createDecoder(message.subarray(1));
+      if (decoding.readVarUint(decoderCopy) === 0) {
+        this.denied.push(decoding.readVarString(decoderCopy));
+      }
+    }
+  }
+
+  private _onStep2: (() => void) | undefined;
+}
