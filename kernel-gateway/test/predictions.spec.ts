@@ -27,6 +27,8 @@ interface IScenario {
   kernel: Ask;
   /** Kernels started after it (they queue behind it). */
   after?: Ask[];
+  /** Of the kernels started before it, those shut down last (by index). */
+  release?: number[];
 }
 
 const SCENARIOS: IScenario[] = [
@@ -44,6 +46,17 @@ const SCENARIOS: IScenario[] = [
     kernel: 1
   },
   {
+    name: 'on the CPU while a request for two H100s waits and one is free',
+    before: [1, 2],
+    kernel: 'cpu'
+  },
+  {
+    name: 'on the CPU after a waiting request for two H100s was overtaken and one freed',
+    before: [1, 2, 1],
+    kernel: 'cpu',
+    release: [0]
+  },
+  {
     name: 'holding one H100 with a request queued behind it',
     before: [],
     kernel: 1,
@@ -51,7 +64,12 @@ const SCENARIOS: IScenario[] = [
   }
 ];
 
-describe("the picker's predictions come true", () => {
+// The default scheduler lets a later request overtake a waiting one that does not fit; with
+// maxBypasses 0 a waiting request reserves a worker at once, and nobody overtakes it.
+describe.each([
+  ['the default scheduler', undefined],
+  ['a strict first-come scheduler (maxBypasses 0)', 0]
+])("the picker's predictions come true with %s", (_name, maxBypasses) => {
   let gw: ITestGateway;
 
   beforeAll(async () => {
@@ -59,6 +77,7 @@ describe("the picker's predictions come true", () => {
     gw = await startGateway({
       // Each scenario is set up once per offer: more starts a minute than a person makes.
       limits: { kernelStartsPerMinute: 0 },
+      scheduling: maxBypasses === undefined ? {} : { maxBypasses },
       worker: new Worker({
         logger,
         devices: parseSimulateSpec('gpu:H100:2'),
@@ -95,12 +114,18 @@ describe("the picker's predictions come true", () => {
 
   /** Set the scenario up; resolves with the id of the kernel under test. */
   async function setUp(scenario: IScenario): Promise<string> {
+    const before: string[] = [];
     for (const ask of scenario.before) {
-      await startKernel(gw, body(ask));
+      before.push(await startKernel(gw, body(ask)));
     }
     const id = await startKernel(gw, body(scenario.kernel));
     for (const ask of scenario.after ?? []) {
       await startKernel(gw, body(ask));
+    }
+    for (const index of scenario.release ?? []) {
+      expect(
+        (await gw.api('DELETE', `/api/kernels/${before[index]}`)).status
+      ).toBe(204);
     }
     return id;
   }

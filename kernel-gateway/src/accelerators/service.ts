@@ -83,7 +83,10 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         kernelId: entry.kernelId,
         position: entry.position,
         since: entry.since.toISOString(),
-        ...entry.request
+        ...entry.request,
+        ...(entry.reservedWorkerId
+          ? { reservedWorkerId: entry.reservedWorkerId }
+          : {})
       })),
       offers: (this._options.offers ?? []).map(offer => ({
         name: offer.name,

@@ -300,7 +300,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       kernelId: entry.kernelId,
       request: { ...entry.request },
       position: ++position,
-      since: entry.since
+      since: entry.since,
+      ...(entry.target ? { reservedWorkerId: entry.target.worker.id } : {})
     }));
   }
 
@@ -506,6 +507,11 @@ export namespace Scheduler {
     position: number;
     /** When it was queued. */
     since: Date;
+    /**
+     * The worker whose devices of its type it has reserved, once later requests overtook it
+     * `maxBypasses` times: younger requests may not take them.
+     */
+    reservedWorkerId?: string;
   }
 
   /** Devices of one kind, model and MIG profile that requests can be placed on. */

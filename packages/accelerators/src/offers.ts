@@ -86,7 +86,8 @@ export function computeOffers(
           simulated: true,
           disconnected: 0,
           own: 0,
-          placed: 0
+          placed: 0,
+          reserved: new Set()
         };
         groups.set(key, group);
       }
@@ -123,8 +124,16 @@ export function computeOffers(
     const total = perWorker.reduce((sum, counts) => sum + counts.total, 0);
     const free = perWorker.reduce((sum, counts) => sum + counts.free, 0);
     const maxPerWorker = Math.max(0, ...perWorker.map(counts => counts.total));
-    const maxFree = Math.max(0, ...perWorker.map(counts => counts.available));
-    const waiting = queue.filter(entry => Private.wants(entry, group)).length;
+    const open = [...group.perWorker]
+      .filter(([workerId]) => !group.reserved.has(workerId))
+      .map(([, counts]) => counts.available);
+    const maxFree = Math.max(0, ...open);
+    const reservedFree = Math.max(
+      0,
+      ...[...group.perWorker]
+        .filter(([workerId]) => group.reserved.has(workerId))
+        .map(([, counts]) => counts.available)
+    );
     for (const count of Private.counts(Math.max(1, maxPerWorker))) {
       const request: IAcceleratorRequest = {
         kind: group.kind,
@@ -150,14 +159,14 @@ export function computeOffers(
       if (total === 0) {
         offer.availability = 'unavailable';
         offer.reason = `Every worker with ${name} is disconnected`;
-      } else if (maxFree >= count && waiting === 0) {
+      } else if (maxFree >= count) {
         offer.availability = 'free';
       } else {
         offer.availability = 'queued';
         offer.queuePosition = queue.length + 1;
         const busy =
-          waiting > 0 && maxFree >= count
-            ? `${waiting} ${waiting === 1 ? 'request waits' : 'requests wait'} for ${name}`
+          reservedFree >= count
+            ? `A request waiting longer has reserved the free ${name}`
             : maxFree === 0 && group.placed > 0
               ? `This kernel's ${name} would go to ${group.placed === 1 ? 'the request' : `the ${group.placed} requests`} waiting for them first`
               : free === 0 || maxFree === 0
@@ -322,6 +331,8 @@ namespace Private {
     own: number;
     /** Waiting requests that the devices it would give up would place. */
     placed: number;
+    /** Workers whose devices of this type a waiting request has reserved. */
+    reserved: Set<string>;
   }
 
   /** Whether a queue entry waits for devices of `group`'s type. */
@@ -337,40 +348,56 @@ namespace Private {
   }
 
   /**
-   * Place, on paper, the waiting requests that fit in the free devices, in queue order, first come
-   * first served per type (as the scheduler does), consuming `available`; returns those still
-   * waiting.
+   * Place, on paper, the waiting requests that fit in the free devices, in queue order, as the
+   * scheduler does: a request that does not fit is overtaken by later ones that do, except on a
+   * worker it has reserved (`reservedWorkerId`). Consumes `available`; returns those still waiting,
+   * and marks each group's workers reserved by them.
    */
   export function settle(
     groups: IGroup[],
     queue: IAccelerators['queue']
   ): IAccelerators['queue'] {
     const waiting: IAccelerators['queue'] = [];
-    const blocked = new Set<IGroup>();
     const ordered = [...queue].sort(
       (a, b) => (a.position ?? 0) - (b.position ?? 0)
     );
+    const reservedBy = (group: IGroup, workerId: string) =>
+      ordered.find(
+        entry => entry.reservedWorkerId === workerId && wants(entry, group)
+      );
+    const placedOnes = new Set<IAccelerators['queue'][number]>();
     for (const entry of ordered) {
-      const candidates = groups.filter(group => wants(entry, group));
       const count = entry.count ?? 1;
       let placed = false;
-      for (const group of candidates) {
-        if (blocked.has(group)) {
-          continue;
+      for (const group of groups.filter(g => wants(entry, g))) {
+        for (const [workerId, counts] of group.perWorker) {
+          const holder = reservedBy(group, workerId);
+          if (holder && holder !== entry && !placedOnes.has(holder)) {
+            continue;
+          }
+          if (counts.available >= count) {
+            counts.available -= count;
+            group.placed++;
+            placed = true;
+            break;
+          }
         }
-        const counts = [...group.perWorker.values()].find(
-          c => c.available >= count
-        );
-        if (counts) {
-          counts.available -= count;
-          group.placed++;
-          placed = true;
+        if (placed) {
           break;
         }
       }
-      if (!placed) {
+      if (placed) {
+        placedOnes.add(entry);
+      } else {
         waiting.push(entry);
-        candidates.forEach(group => blocked.add(group));
+      }
+    }
+    for (const entry of waiting) {
+      if (entry.reservedWorkerId === undefined) {
+        continue;
+      }
+      for (const group of groups.filter(g => wants(entry, g))) {
+        group.reserved.add(entry.reservedWorkerId);
       }
     }
     return waiting;

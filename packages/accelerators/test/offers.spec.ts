@@ -44,27 +44,36 @@ describe('computeOffers', () => {
     );
   });
 
-  it('queues behind waiting requests even when a device just freed up', () => {
-    const model = cluster({
-      h100Holders: [['k1'], []],
-      queue: [
-        {
-          kernelId: 'k3',
-          kind: 'gpu',
-          model: 'H100',
-          count: 2,
-          position: 1,
-          since: '2026-01-01T00:00:00.000Z'
-        }
-      ]
-    });
-    const [one, two] = computeOffers(model).slice(1, 3);
-    expect(one.reason).toBe(
-      '1 request waits for H100: you will be queued at position 2'
-    );
+  it('overtakes a waiting request that does not fit, as the scheduler does', () => {
+    // k3 waits for two H100s; one is free: a request for one is placed before it.
+    const waiting = {
+      kernelId: 'k3',
+      kind: 'gpu' as const,
+      model: 'H100',
+      count: 2,
+      position: 1,
+      since: '2026-01-01T00:00:00.000Z'
+    };
+    const [one, two] = computeOffers(
+      cluster({ h100Holders: [['k1'], []], queue: [waiting] })
+    ).slice(1, 3);
+    expect(one.availability).toBe('free');
     expect(two.reason).toBe(
       'Only 1 H100 free on one worker: you will be queued at position 2'
     );
+    // Once it has been overtaken as often as the scheduler allows, it reserves the worker.
+    const [reservedOne] = computeOffers(
+      cluster({
+        h100Holders: [['k1'], []],
+        queue: [{ ...waiting, reservedWorkerId: 'w1' }]
+      })
+    ).slice(1, 2);
+    expect(reservedOne).toMatchObject({
+      availability: 'queued',
+      queuePosition: 2,
+      reason:
+        'A request waiting longer has reserved the free H100: you will be queued at position 2'
+    });
   });
 
   describe('for a kernel that would move', () => {
@@ -122,8 +131,10 @@ describe('computeOffers', () => {
         reason:
           'This kernel waits for it at position 1; choosing it keeps that place'
       });
-      // For anyone else, k2 is ahead.
-      expect(computeOffers(model)[1].queuePosition).toBe(2);
+      // For anyone else, k2 is ahead for two H100s (one, which k2 cannot use, starts now).
+      const [, strangerOne, strangerTwo] = computeOffers(model);
+      expect(strangerOne.availability).toBe('free');
+      expect(strangerTwo.queuePosition).toBe(2);
     });
 
     it('lets requests waiting for its devices go first', () => {
