@@ -189,7 +189,6 @@ export class Gateway {
       lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir),
       shares: this.shares,
       shareConnections: this.shareConnections,
-      rooms: () => this.rooms,
       collaboration: this.rooms
     });
     this.upgrades = new UpgradeRouter({

@@ -440,10 +440,18 @@ describe('share links', () => {
           status: 403
         });
       }
-      // The sockets too: another kernel's channels, and the event stream.
+      // The sockets too: another kernel's channels, the event stream, another notebook's room and
+      // the server-wide awareness room (it would tell who has which of the owner's files open).
+      const otherRoom = await gw.api(
+        'PUT',
+        '/api/collaboration/session/other.ipynb',
+        { format: 'json', type: 'notebook' }
+      );
       for (const pathname of [
         `/api/kernels/${otherKernelId}/channels`,
-        '/api/events/subscribe'
+        '/api/events/subscribe',
+        `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`,
+        '/api/collaboration/room/JupyterLab:globalAwareness'
       ]) {
         const outcome = await upgrade(wsUrl(pathname, view.token));
         expect({
@@ -560,6 +568,104 @@ describe('share links', () => {
       );
       expect(interrupt.content).toMatchObject({ status: 'error' });
       await guest.close();
+    });
+  });
+
+  describe("the notebook's room through a link", () => {
+    let room: string;
+
+    beforeAll(async () => {
+      const session = await gw.api(
+        'PUT',
+        '/api/collaboration/session/shared.ipynb',
+        { format: 'json', type: 'notebook' }
+      );
+      expect([200, 201]).toContain(session.status);
+      room = `json:notebook:${session.body.fileId}`;
+    });
+
+    it('lists a visitor in the room by the name they picked, and revoke closes their socket', async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'edit' });
+      const exchange = await gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: link.token },
+        { token: null }
+      );
+      const cookie = cookiesOf(exchange);
+      const xsrf = /_xsrf=([^;]*)/.exec(cookie)![1];
+      const named = await gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: 'Grace' },
+        { token: null, headers: { Cookie: cookie, 'X-XSRFToken': xsrf } }
+      );
+      expect(named.status).toBe(200);
+      const ws = new WebSocket(
+        `${gw.url.replace('http', 'ws')}/api/collaboration/room/${room}`,
+        { headers: { Cookie: cookie } }
+      );
+      const closed = new Promise<{ code: number; reason: string }>(resolve =>
+        ws.on('close', (code, reason) =>
+          resolve({ code, reason: reason.toString() })
+        )
+      );
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('unexpected-response', (_request, response) =>
+          reject(new Error(`upgrade refused: ${response.statusCode}`))
+        );
+      });
+      const listed = await gw.api('GET', '/api/shares?path=shared.ipynb');
+      const mine = listed.body.find((s: { id: string }) => s.id === link.id);
+      expect(mine.visitors).toEqual([
+        { name: 'Grace', since: expect.any(String) }
+      ]);
+      expect((await gw.api('DELETE', `/api/shares/${link.id}`)).status).toBe(
+        204
+      );
+      expect(await closed).toEqual({
+        code: 4403,
+        reason: 'This share link was revoked by its owner'
+      });
+      const again = new WebSocket(
+        `${gw.url.replace('http', 'ws')}/api/collaboration/room/${room}`,
+        { headers: { Cookie: cookie } }
+      );
+      const status = await new Promise<number>(resolve =>
+        again.once('unexpected-response', (_request, response) =>
+          resolve(response.statusCode ?? 0)
+        )
+      );
+      expect(status).toBe(403);
+    });
+
+    it("expiry closes the link's room socket, and the room refuses it from then on", async () => {
+      const link = await share({
+        path: 'shared.ipynb',
+        scope: 'view',
+        expiresIn: 1
+      });
+      const open = await upgrade(
+        wsUrl(`/api/collaboration/room/${room}`, link.token)
+      );
+      expect('ws' in open).toBe(true);
+      if ('ws' in open) {
+        const closed = await new Promise<number>(resolve =>
+          open.ws.on('close', code => resolve(code))
+        );
+        expect(closed).toBe(4403);
+      }
+      const refused = await upgrade(
+        wsUrl(`/api/collaboration/room/${room}`, link.token)
+      );
+      expect(refused).toEqual({
+        status: 403,
+        body: {
+          reason: 'Forbidden',
+          message: expect.stringMatching(/^This share link expired at /)
+        }
+      });
     });
   });
 
@@ -871,7 +977,14 @@ describe('share link limits and restarts', () => {
     const url = `${gw.url.replace('http', 'ws')}/api/kernels/${kernelId}/channels?token=${token}`;
     const one = await upgrade(url);
     expect('ws' in one).toBe(true);
-    const two = await upgrade(url);
+    // Rooms count against the same cap as kernel channels.
+    const room = await gw.api('PUT', '/api/collaboration/session/a.ipynb', {
+      format: 'json',
+      type: 'notebook'
+    });
+    const two = await upgrade(
+      `${gw.url.replace('http', 'ws')}/api/collaboration/room/json:notebook:${room.body.fileId}?token=${token}`
+    );
     expect(two).toEqual({
       status: 429,
       body: {

@@ -10,7 +10,6 @@ import {
   authenticate,
   signInRouter,
   type FailedAuthLimit,
-  type IShareRooms,
   type KernelQuota,
   type ShareConnections,
   type ShareStore,
@@ -65,8 +64,6 @@ export interface IAppServices {
   shares: ShareStore;
   /** The websockets open through each share link. */
   shareConnections: ShareConnections;
-  /** The collaboration rooms, as share links need them (absent until rooms exist). */
-  rooms?: () => IShareRooms | undefined;
   /** Collaboration rooms (`PUT /api/collaboration/session/{path}`). */
   collaboration: RoomManager;
 }
@@ -150,7 +147,7 @@ export function createApp(services: IAppServices): Express {
       context,
       contents: services.contents,
       connections: services.shareConnections,
-      rooms: services.rooms
+      rooms: services.collaboration
     })
   );
   app.use(meRouter(auth));

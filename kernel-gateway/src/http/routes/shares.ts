@@ -138,8 +138,8 @@ export namespace sharesRouter {
     contents: FileContentsManager;
     /** The sockets open through each link (kernel channels, and rooms that track theirs here). */
     connections: ShareConnections;
-    /** The rooms, for who is connected through each link (absent until rooms exist). */
-    rooms?: () => IShareRooms | undefined;
+    /** The rooms, for who is connected through each link. */
+    rooms: IShareRooms;
   }
 
   /** The link page a share URL opens; the secret follows in the fragment (never sent to servers). */
@@ -162,7 +162,7 @@ namespace Private {
     for (const visitor of options.connections.visitors(share.id)) {
       add(visitor.name, visitor.since);
     }
-    for (const visitor of options.rooms?.()?.visitors(share.id) ?? []) {
+    for (const visitor of options.rooms.visitors(share.id)) {
       add(visitor.name, new Date(visitor.since).toISOString());
     }
     return {
