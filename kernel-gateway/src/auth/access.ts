@@ -102,3 +102,27 @@ export function documentRefusal(
     ? undefined
     : 'A share link reaches only its own notebook, not this document';
 }
+
+/**
+ * The id, display name and initials a share link's holder goes by, wherever it is shown (`/api/me`, room
+ * awareness, the owner's list of who is connected): a visitor's picked name ("Guest" and a short id
+ * until they pick one); an API client presenting the secret is the link itself.
+ */
+export function visitorName(access: IShareAccess): {
+  id: string;
+  name: string;
+  initials: string;
+} {
+  const id = access.visitor?.id ?? `link-${access.shareId}`;
+  const name =
+    access.visitor?.name ??
+    (access.visitor ? `Guest ${id.slice(-4)}` : 'Guest (API client)');
+  // Up to two initials, whole characters (an emoji is one, not half of a surrogate pair).
+  const initials = name
+    .split(/\s+/)
+    .filter(Boolean)
+    .slice(0, 2)
+    .map(word => [...word][0].toUpperCase())
+    .join('');
+  return { id, name, initials };
+}

@@ -12,6 +12,7 @@ export {
   mayRun,
   OWNER_ACCESS,
   SHARE_SCOPES,
+  visitorName,
   type Access,
   type IAccessResolver,
   type IOwnerAccess,

@@ -10,6 +10,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import {
   MessageRate,
   originRefusal,
+  visitorName,
   type ShareConnections,
   type Access,
   type FailedAuthLimit,
@@ -20,7 +21,6 @@ import type { EventBus } from '../events';
 import type { KernelRegistry, SessionStore } from '../kernels';
 import type { RoomManager } from '../rooms';
 import { V1_SUBPROTOCOL, type Framing } from '../channels';
-import { visitorIdentity } from './routes/me';
 import {
   shareKernelMessages,
   shareRefusal,
@@ -229,7 +229,7 @@ export class UpgradeRouter {
     this._options.shareConnections.track(
       access.shareId,
       ws,
-      visitorIdentity(access).display_name
+      visitorName(access).name
     );
   }
 

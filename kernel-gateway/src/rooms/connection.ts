@@ -7,7 +7,7 @@
 import * as decoding from 'lib0/decoding';
 import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import type { Access, IShareAccess } from '../auth';
+import { visitorName, type Access } from '../auth';
 import {
   closeReason,
   RoomCloseCode,
@@ -24,6 +24,7 @@ import { changeRule, updateAllowed, type ChangeRule } from './scopes';
 interface IVisitorName {
   id: string;
   name: string;
+  initials: string;
 }
 
 /** A socket connected to a room. */
@@ -37,9 +38,7 @@ export class RoomConnection implements Room.IPeer {
     this._maxBufferedBytes =
       options.maxBufferedBytes ?? RoomConnection.MAX_BUFFERED_BYTES;
     this.visitor =
-      options.access.kind === 'share'
-        ? Private.visitor(options.access)
-        : undefined;
+      options.access.kind === 'share' ? visitorName(options.access) : undefined;
     this._ws.binaryType = 'nodebuffer';
     this._ws.on('message', data => this._receive(data as Buffer));
     this._ws.on('close', () => this._closed());
@@ -174,7 +173,7 @@ export class RoomConnection implements Room.IPeer {
         username: visitor.id,
         name: visitor.name,
         display_name: visitor.name,
-        initials: Private.initials(visitor.name)
+        initials: visitor.initials
       }
     };
   };
@@ -211,25 +210,4 @@ export namespace RoomConnection {
 
   export const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
   export const PING_INTERVAL_MS = 30_000;
-}
-
-namespace Private {
-  /** The visitor's id and name, as `/api/me` gives them to their lab (http/routes/me.ts). */
-  export function visitor(access: IShareAccess): IVisitorName {
-    const id = access.visitor?.id ?? `link-${access.shareId}`;
-    const name =
-      access.visitor?.name ??
-      (access.visitor ? `Guest ${id.slice(-4)}` : 'Guest (API client)');
-    return { id, name };
-  }
-
-  /** Up to two initials of a name. */
-  export function initials(name: string): string {
-    return name
-      .split(/\s+/)
-      .filter(Boolean)
-      .slice(0, 2)
-      .map(part => part[0].toUpperCase())
-      .join('');
-  }
 }

@@ -1,6 +1,10 @@
 import * as os from 'node:os';
 import { Router } from 'express';
-import type { IAccessResolver, IShareAccess } from '../../auth';
+import {
+  visitorName,
+  type IAccessResolver,
+  type IShareAccess
+} from '../../auth';
 import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
 
@@ -81,20 +85,14 @@ export function currentIdentity(): IIdentity {
   };
 }
 
-/**
- * A share link's holder as `/api/me` shows them: a visitor with the name they picked ("Guest" and a
- * short id until then); an API client presenting the secret is the link itself.
- */
+/** A share link's holder as `/api/me` shows them (see {@link visitorName}). */
 export function visitorIdentity(access: IShareAccess): IIdentity {
-  const id = access.visitor?.id ?? `link-${access.shareId}`;
-  const name =
-    access.visitor?.name ??
-    (access.visitor ? `Guest ${id.slice(-4)}` : 'Guest (API client)');
+  const { id, name, initials } = visitorName(access);
   return {
     username: id,
     name,
     display_name: name,
-    initials: Private.initials(name),
+    initials,
     avatar_url: null,
     color: null
   };
@@ -121,15 +119,5 @@ namespace Private {
       return access.scope === 'run' || access.scope === 'edit';
     }
     return false;
-  }
-
-  /** Up to two initials of a name. */
-  export function initials(name: string): string {
-    return name
-      .split(/\s+/)
-      .filter(Boolean)
-      .slice(0, 2)
-      .map(word => [...word][0]!.toUpperCase())
-      .join('');
   }
 }
