@@ -235,6 +235,11 @@ export class RoomManager {
     }
   }
 
+  /** The names of the rooms open now (loaded, or loading). */
+  get openRooms(): string[] {
+    return [...this._rooms.keys()];
+  }
+
   /** Close every socket opened with the share link `shareId` (revoked, expired). */
   closeShare(
     shareId: string,
@@ -337,7 +342,8 @@ export class RoomManager {
           contents: this._options.contents,
           store: this._store,
           timings: this._timings,
-          logger: this._options.logger
+          logger: this._options.logger,
+          onDeleted: () => this._free(name, created, true)
         })
       );
       const created: Private.IEntry = { loading, holds: 0 };
@@ -377,13 +383,21 @@ export class RoomManager {
     entry.freeTimer.unref();
   }
 
-  private _free(name: string, entry: Private.IEntry): void {
-    if (entry.holds > 0 || this._rooms.get(name) !== entry) {
+  /**
+   * Close a room once nobody holds it; or at once when its file was deleted (its clients get 4404,
+   * as when they ask for a file that does not exist).
+   */
+  private _free(name: string, entry: Private.IEntry, deleted = false): void {
+    if ((entry.holds > 0 && !deleted) || this._rooms.get(name) !== entry) {
       return;
     }
     this._rooms.delete(name);
+    clearTimeout(entry.freeTimer);
     const closing = entry
-      .file!.close(RoomCloseCode.GoingAway, 'The room closed')
+      .file!.close(
+        deleted ? RoomCloseCode.NotFound : RoomCloseCode.GoingAway,
+        deleted ? 'The file was deleted' : 'The room closed'
+      )
       .catch(error =>
         this._options.logger.error(
           { err: error, room: name },

@@ -240,7 +240,11 @@ export class RoomFile {
 
   private async _pollOnce(): Promise<void> {
     const path = this.path;
-    if (path === undefined || this._closed) {
+    if (this._closed) {
+      return;
+    }
+    if (path === undefined) {
+      this._options.onDeleted?.();
       return;
     }
     const { contents } = this._options;
@@ -336,6 +340,8 @@ export namespace RoomFile {
     store: RoomStore;
     timings: IRoomTimings;
     logger: Logger;
+    /** The file was deleted (through /api/contents: its id is forgotten). */
+    onDeleted?: () => void;
   }
 
   /** The client id files are loaded with: the same file always gives the same history. */

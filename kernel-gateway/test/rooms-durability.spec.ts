@@ -1,0 +1,256 @@
+/**
+ * One truth across restarts: a gateway stopped and started again on the same state directory and
+ * port while JupyterLab-like clients (WebsocketProviders) keep editing; a file changed on disk while
+ * the gateway was down; a room freed after its last client and loaded again; file ids following
+ * renames and deletes of folders through /api/contents.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { WebsocketProvider } from 'y-websocket';
+import * as Y from 'yjs';
+import { createGateway, createLogger, type Gateway } from '../src';
+import { apiFor, pollUntil } from './helpers';
+import {
+  cellSource,
+  cellSources,
+  RawRoomClient,
+  roomProvider,
+  synced,
+  until
+} from './yjs-clients';
+
+function notebook(sources: string[]): string {
+  return JSON.stringify({
+    cells: sources.map((source, i) => ({
+      cell_type: 'code',
+      execution_count: null,
+      id: `cell-${i}`,
+      metadata: {},
+      outputs: [],
+      source
+    })),
+    metadata: {},
+    nbformat: 4,
+    nbformat_minor: 5
+  });
+}
+
+/** Resolves when the provider's socket closes. */
+function disconnected(provider: WebsocketProvider): Promise<void> {
+  return new Promise(resolve => {
+    const listener = ({ status }: { status: string }) => {
+      if (status === 'disconnected') {
+        provider.off('status', listener);
+        resolve();
+      }
+    };
+    provider.on('status', listener);
+  });
+}
+
+function sourcesOnDisk(file: string): string[] {
+  const nb = JSON.parse(readFileSync(file, 'utf8'));
+  return nb.cells.map((cell: { source: string | string[] }) =>
+    Array.isArray(cell.source) ? cell.source.join('') : cell.source
+  );
+}
+
+describe('rooms across restarts', () => {
+  const token = randomUUID();
+  let rootDir: string;
+  let stateDir: string;
+  let gateway: Gateway | undefined;
+  let port = 0;
+  let url = '';
+  const providers: WebsocketProvider[] = [];
+
+  /** Start a gateway on the state directory, on the port of the one before (clients reconnect). */
+  async function start(
+    timings: Gateway.IOptions['roomTimings'] = {}
+  ): Promise<void> {
+    gateway = createGateway({
+      logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+      version: 'test',
+      token,
+      rootDir,
+      stateDir,
+      workers: [],
+      roomTimings: {
+        saveDelayMs: 50,
+        saveMaxDelayMs: 200,
+        pollMs: 100,
+        ...timings
+      }
+    });
+    const address = await gateway.listen(port);
+    port = address.port;
+    url = `http://127.0.0.1:${port}`;
+  }
+
+  async function stop(): Promise<void> {
+    await gateway?.close();
+    gateway = undefined;
+  }
+
+  const api = (method: string, apiPath: string, body?: unknown) =>
+    apiFor(url, token)(method, apiPath, body);
+
+  async function session(file: string) {
+    const response = await api(
+      'PUT',
+      `/api/collaboration/session/${encodeURIComponent(file)}`,
+      { format: 'json', type: 'notebook' }
+    );
+    expect(response.status).toBeLessThan(300);
+    return response.body as { fileId: string; sessionId: string };
+  }
+
+  function provider(room: string, sessionId: string) {
+    const p = roomProvider(url, token, room, new Y.Doc(), { sessionId });
+    providers.push(p);
+    return p;
+  }
+
+  beforeEach(async () => {
+    rootDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-rooms-root-'))
+    );
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-rooms-state-'));
+    port = 0;
+    await start();
+  });
+
+  afterEach(async () => {
+    providers.splice(0).forEach(p => {
+      p.destroy();
+      p.doc.destroy();
+    });
+    await stop();
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('clients that kept editing while the gateway restarted lose nothing and duplicate no cell', async () => {
+    const file = path.join(rootDir, 'restart.ipynb');
+    writeFileSync(file, notebook(['a = 1', 'b = 2']));
+    const { fileId, sessionId } = await session('restart.ipynb');
+    const room = `json:notebook:${fileId}`;
+    const alice = provider(room, sessionId);
+    const bob = provider(room, sessionId);
+    await Promise.all([synced(alice), synced(bob)]);
+    cellSource(alice.doc, 0).insert(5, '1');
+    await until(bob.doc, doc => cellSources(doc)[0] === 'a = 11');
+
+    const offline = Promise.all([disconnected(alice), disconnected(bob)]);
+    await stop();
+    // Offline: each client goes on editing its own copy.
+    await offline;
+    cellSource(alice.doc, 1).insert(0, '# by alice\n');
+    bob.doc.transact(() => {
+      const cell = new Y.Map<unknown>();
+      cell.set('id', 'cell-bob');
+      cell.set('cell_type', 'code');
+      cell.set('source', new Y.Text('c = 3'));
+      cell.set('metadata', new Y.Map());
+      cell.set('outputs', new Y.Array());
+      cell.set('execution_count', null);
+      bob.doc.getArray('cells').push([cell]);
+    });
+
+    await start();
+    const expected = ['a = 11', '# by alice\nb = 2', 'c = 3'];
+    await Promise.all(
+      [alice, bob].map(p =>
+        until(p.doc, doc => cellSources(doc).join('|') === expected.join('|'))
+      )
+    );
+    expect(cellSources(alice.doc)).toEqual(expected);
+    const again = await session('restart.ipynb');
+    expect(again.sessionId).toBe(sessionId);
+    await pollUntil(
+      async () => sourcesOnDisk(file),
+      sources => sources.join('|') === expected.join('|')
+    );
+  });
+
+  it('a file changed on disk while the gateway was down wins, and old clients are asked to reload', async () => {
+    const file = path.join(rootDir, 'checkout.ipynb');
+    writeFileSync(file, notebook(['before']));
+    const { fileId, sessionId } = await session('checkout.ipynb');
+    const room = `json:notebook:${fileId}`;
+    const editor = provider(room, sessionId);
+    await synced(editor);
+    await stop();
+    writeFileSync(file, notebook(['after git checkout']));
+    editor.destroy();
+    await start();
+    const stale = await RawRoomClient.connect(url, room, { token, sessionId });
+    const closed = await stale.closed;
+    expect(closed.code).toBe(1003);
+    const fresh = await session('checkout.ipynb');
+    expect(fresh.fileId).toBe(fileId);
+    expect(fresh.sessionId).not.toBe(sessionId);
+    const reader = provider(room, fresh.sessionId);
+    await synced(reader);
+    expect(cellSources(reader.doc)).toEqual(['after git checkout']);
+  });
+
+  it('a room freed after its last client leaves keeps its session and history', async () => {
+    await stop();
+    await start({ freeAfterMs: 50 });
+    writeFileSync(path.join(rootDir, 'free.ipynb'), notebook(['f']));
+    const { fileId, sessionId } = await session('free.ipynb');
+    const room = `json:notebook:${fileId}`;
+    const first = provider(room, sessionId);
+    await synced(first);
+    cellSource(first.doc, 0).insert(1, 'ree');
+    await pollUntil(
+      async () => sourcesOnDisk(path.join(rootDir, 'free.ipynb')),
+      sources => sources[0] === 'free'
+    );
+    first.disconnect();
+    await pollUntil(
+      async () => gateway!.rooms.openRooms,
+      open => !open.includes(room)
+    );
+    const second = provider(room, sessionId);
+    await synced(second);
+    expect(cellSources(second.doc)).toEqual(['free']);
+    // Same history: the first client's copy merges without duplicating its cell.
+    first.connect();
+    await synced(first);
+    cellSource(second.doc, 0).insert(4, '!');
+    await until(first.doc, doc => cellSources(doc).join('|') === 'free!');
+  });
+
+  it('file ids follow a folder renamed and are forgotten when it is deleted', async () => {
+    await api('PUT', '/api/contents/dir', { type: 'directory' });
+    writeFileSync(path.join(rootDir, 'dir', 'inside.ipynb'), notebook(['i']));
+    const before = await session('dir/inside.ipynb');
+    const moved = await api('PATCH', '/api/contents/dir', { path: 'moved' });
+    expect(moved.status).toBe(200);
+    const after = await session('moved/inside.ipynb');
+    expect(after.fileId).toBe(before.fileId);
+    expect(gateway!.fileIds.path(before.fileId)).toBe('moved/inside.ipynb');
+    const removed = await api('DELETE', '/api/contents/moved');
+    expect(removed.status).toBe(204);
+    await pollUntil(
+      async () => gateway!.fileIds.path(before.fileId),
+      known => known === undefined
+    );
+    const gone = await RawRoomClient.connect(
+      url,
+      `json:notebook:${before.fileId}`,
+      { token }
+    );
+    expect((await gone.closed).code).toBe(4404);
+  });
+});
