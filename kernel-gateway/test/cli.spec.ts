@@ -72,6 +72,9 @@ describe('ferry CLI', () => {
       '--max-kernels-per-user',
       '--max-kernel-starts',
       '--max-ws-messages',
+      '--max-guest-ws-messages',
+      '--max-share-sockets',
+      '--max-share-links',
       '--max-auth-failures',
       '--headers-timeout'
     ]) {
@@ -110,6 +113,39 @@ describe('ferry CLI', () => {
     expect(await stop(child)).toBe(0);
     expect(stderr()).not.toContain(token);
     expect(stderr()).toContain('shutting down');
+  });
+
+  it('takes the share link limits from its options', async () => {
+    const token = 'cli-test-token-share-links';
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-cli-shares-'));
+    const { child, lines } = await startCli(
+      [
+        '--root-dir',
+        dir,
+        '--state-dir',
+        path.join(dir, '.state'),
+        '--max-share-links',
+        '1'
+      ],
+      { FERRY_TOKEN: token }
+    );
+    try {
+      const link = lines.find(l => l.includes('?token='))!.trim();
+      const api = apiFor(new URL(link).origin, token);
+      const saved = await api('PUT', '/api/contents/a.ipynb', {
+        type: 'notebook',
+        content: { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 }
+      });
+      expect(saved.status).toBe(201);
+      const share = { path: 'a.ipynb', scope: 'view' };
+      expect((await api('POST', '/api/shares', share)).status).toBe(201);
+      const second = await api('POST', '/api/shares', share);
+      expect(second.status).toBe(403);
+      expect(second.body.message).toContain('at most 1');
+    } finally {
+      expect(await stop(child)).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('prints a jupyter_server command that runs as printed, with the token out of its argv', async () => {

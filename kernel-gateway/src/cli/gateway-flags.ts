@@ -38,6 +38,9 @@ export interface IGatewayFlags extends IKernelHostFlags {
   maxKernelsPerUser: number;
   maxKernelStarts: number;
   maxWsMessages: number;
+  maxGuestWsMessages: number;
+  maxShareSockets: number;
+  maxShareLinks: number;
   maxAuthFailures: number;
   headersTimeout: number;
   workerPort?: number;
@@ -99,6 +102,9 @@ export function gatewayOptions(
       maxKernelsPerUser: flags.maxKernelsPerUser,
       kernelStartsPerMinute: flags.maxKernelStarts,
       wsMessagesPerSecond: flags.maxWsMessages,
+      guestWsMessagesPerSecond: flags.maxGuestWsMessages,
+      connectionsPerLink: flags.maxShareSockets,
+      linksPerNotebook: flags.maxShareLinks,
       authFailuresPerMinute: flags.maxAuthFailures,
       headersTimeoutMs: flags.headersTimeout * 1000
     },

@@ -159,6 +159,24 @@ export function gatewayCommand(): Command {
       DEFAULT_LIMITS.wsMessagesPerSecond
     )
     .option(
+      '--max-guest-ws-messages <per-second>',
+      'messages a second one websocket opened through a share link may send; more close it with 1008 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.guestWsMessagesPerSecond
+    )
+    .option(
+      '--max-share-sockets <count>',
+      'websockets one share link may hold open at once; more get 429 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.connectionsPerLink
+    )
+    .option(
+      '--max-share-links <count>',
+      'share links one notebook may have at once; more get 403 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.linksPerNotebook
+    )
+    .option(
       '--max-auth-failures <per-minute>',
       'wrong tokens one client address may present in a minute before it gets 429s (0: no limit)',
       number,
