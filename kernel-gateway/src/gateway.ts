@@ -19,7 +19,8 @@ import {
   ShareConnections,
   ShareStore,
   TokenAuth,
-  type ILimits
+  type ILimits,
+  type ShareEnd
 } from './auth';
 import { resolveGatewayOptions, type IGatewayOptions } from './config';
 import { FileContentsManager } from './contents';
@@ -80,12 +81,18 @@ export class Gateway {
     );
     // A revoked or expired link's sockets close at once: kernel channels here, rooms in rooms/.
     this.shares.onEnded((shareId, end) => {
-      const reason =
-        end === 'revoked'
-          ? 'This share link was revoked by its owner'
-          : 'This share link expired';
-      this.shareConnections.close(shareId, ShareConnections.CLOSE_CODE, reason);
-      this.rooms.closeShare(shareId, ShareConnections.CLOSE_CODE, reason);
+      const { code, reason } = Private.shareEnd(end);
+      this.shareConnections.close(shareId, code, reason);
+      this.rooms.closeShare(shareId, code, reason);
+    });
+    this.events.subscribe(event => {
+      if (
+        event.schema_id === EventBus.CONTENTS_SERVICE &&
+        event.action === 'delete' &&
+        typeof event.path === 'string'
+      ) {
+        this.shares.fileDeleted(event.path);
+      }
     });
     this.auth = new TokenAuth(
       resolved.auth ? resolved.token : undefined,
@@ -327,6 +334,27 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** How a share link's sockets are closed when it ends, and what they are told. */
+  export function shareEnd(end: ShareEnd): { code: number; reason: string } {
+    switch (end) {
+      case 'revoked':
+        return {
+          code: ShareConnections.CLOSE_CODE,
+          reason: 'This share link was revoked by its owner'
+        };
+      case 'expired':
+        return {
+          code: ShareConnections.CLOSE_CODE,
+          reason: 'This share link expired'
+        };
+      case 'deleted':
+        return {
+          code: ShareConnections.GONE_CODE,
+          reason: 'The notebook this link shares was deleted'
+        };
+    }
+  }
+
   /**
    * One provisioner per engine the offers name; an offer an engine cannot serve as configured stops
    * start-up with what is missing.

@@ -711,6 +711,47 @@ describe('share links', () => {
       );
     });
 
+    it("deleting the notebook closes its link's sockets, and the link then says so", async () => {
+      const saved = await gw.api('PUT', '/api/contents/doomed.ipynb', NOTEBOOK);
+      expect(saved.status).toBe(201);
+      const session = await gw.api('POST', '/api/sessions', {
+        path: 'doomed.ipynb',
+        type: 'notebook',
+        name: 'doomed.ipynb',
+        kernel: { name: 'python3' }
+      });
+      const link = await share({ path: 'doomed.ipynb', scope: 'view' });
+      const guest = await KernelSocket.connect(gw, session.body.kernel.id, {
+        token: link.token
+      });
+      expect(
+        (await gw.api('DELETE', '/api/contents/doomed.ipynb')).status
+      ).toBe(204);
+      expect(await guest.closed).toEqual({
+        code: 4404,
+        reason: 'The notebook this link shares was deleted'
+      });
+      const read = await gw.api('GET', '/api/shares/current', undefined, {
+        token: link.token
+      });
+      expect(read.status).toBe(403);
+      expect(read.body.message).toBe(
+        'The notebook this link shares no longer exists'
+      );
+      // A new file at the same path is another notebook: the old link does not open it.
+      await gw.api('PUT', '/api/contents/doomed.ipynb', NOTEBOOK);
+      const again = await gw.api(
+        'GET',
+        '/api/contents/doomed.ipynb',
+        undefined,
+        {
+          token: link.token
+        }
+      );
+      expect(again.status).toBe(403);
+      await gw.api('DELETE', `/api/sessions/${session.body.id}`);
+    });
+
     it('expiry closes the open socket, and refuses the link from then on', async () => {
       const link = await share({
         path: 'shared.ipynb',

@@ -97,4 +97,6 @@ export namespace ShareConnections {
   export const PER_LINK = 64;
   /** The close code of a socket whose link was revoked or expired: 4000 + HTTP 403. */
   export const CLOSE_CODE = 4403;
+  /** The close code when the shared notebook was deleted: 4000 + HTTP 404, as rooms close theirs. */
+  export const GONE_CODE = 4404;
 }

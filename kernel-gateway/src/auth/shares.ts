@@ -42,7 +42,7 @@ export class ShareError extends Error {
 }
 
 /** Why a link stopped working, as its holders are told. */
-export type ShareEnd = 'revoked' | 'expired';
+export type ShareEnd = 'revoked' | 'expired' | 'deleted';
 
 /**
  * The share links of this gateway, kept in the state store, and the resolver of their secrets and
@@ -141,6 +141,22 @@ export class ShareStore implements IShareResolver {
   onEnded(listener: (shareId: string, end: ShareEnd) => void): () => void {
     this._listeners.add(listener);
     return () => this._listeners.delete(listener);
+  }
+
+  /**
+   * The file or directory at `path` was deleted: the links of the notebooks it held end (their
+   * listeners close their sockets). Called whether or not the file ids have forgotten it yet.
+   */
+  fileDeleted(path: string): void {
+    for (const link of this._all()) {
+      if (this._ended(link) || this._announced.has(link.id)) {
+        continue;
+      }
+      const now = this._options.fileIds.path(link.fileId);
+      if (now === undefined || now === path || now.startsWith(`${path}/`)) {
+        this._announce(link.id, 'deleted');
+      }
+    }
   }
 
   /** @inheritdoc */
