@@ -1,0 +1,610 @@
+/**
+ * What a share link reaches, against a real gateway with real kernels: its notebook's file,
+ * session, kernel and room, and nothing else (every other route and socket of the route table
+ * answers 403); on the kernel's channels only what its scope allows (never execute_request);
+ * revoking, expiring or deleting the notebook closes its sockets at once.
+ */
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import WebSocket from 'ws';
+import {
+  expectSchema,
+  KernelSocket,
+  parentOf,
+  startGateway,
+  type ITestGateway
+} from './helpers';
+import { cookiesOf, makeLink, NOTEBOOK, upgrade } from './share-clients';
+
+const LAB_DIR = path.join(__dirname, 'fixtures', 'lab');
+
+describe('what a share link reaches', () => {
+  let gw: ITestGateway;
+  let rootDir: string;
+  let stateDir: string;
+  let kernelId: string;
+  let otherKernelId: string;
+
+  /** Make a link as the owner. */
+  const share = (body: Record<string, unknown>) => makeLink(gw, body);
+
+  const wsUrl = (pathname: string, token: string) =>
+    `${gw.url.replace('http', 'ws')}${pathname}?token=${encodeURIComponent(token)}`;
+
+  beforeAll(async () => {
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-shares-')));
+    stateDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-shares-state-'))
+    );
+    gw = await startGateway({
+      rootDir,
+      stateDir,
+      labDir: LAB_DIR,
+      labSettingsDir: path.join(stateDir, 'settings')
+    });
+    for (const name of ['shared.ipynb', 'other.ipynb']) {
+      const saved = await gw.api('PUT', `/api/contents/${name}`, NOTEBOOK);
+      expect(saved.status).toBe(201);
+    }
+    const session = await gw.api('POST', '/api/sessions', {
+      path: 'shared.ipynb',
+      type: 'notebook',
+      name: 'shared.ipynb',
+      kernel: { name: 'python3' }
+    });
+    expect(session.status).toBe(201);
+    kernelId = session.body.kernel.id;
+    const other = await gw.api('POST', '/api/sessions', {
+      path: 'other.ipynb',
+      type: 'notebook',
+      name: 'other.ipynb',
+      kernel: { name: 'python3' }
+    });
+    otherKernelId = other.body.kernel.id;
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  describe('a link is a capability for one notebook', () => {
+    let view: { id: string; token: string };
+
+    beforeAll(async () => {
+      view = await share({ path: 'shared.ipynb', scope: 'view' });
+    });
+
+    it('reads its notebook with the secret as a bearer token', async () => {
+      const as = { token: view.token };
+      const file = await gw.api(
+        'GET',
+        '/api/contents/shared.ipynb',
+        undefined,
+        as
+      );
+      expect(file.status).toBe(200);
+      expect(file.body.content.cells[0].source).toBe('print(1)');
+      const current = await gw.api('GET', '/api/shares/current', undefined, as);
+      expect(current.status).toBe(200);
+      expectSchema('CurrentShare', current.body);
+      expect(current.body).toMatchObject({
+        id: view.id,
+        path: 'shared.ipynb',
+        scope: 'view',
+        kernel: { id: kernelId }
+      });
+      const sessions = await gw.api('GET', '/api/sessions', undefined, as);
+      expect(sessions.body.map((s: { path: string }) => s.path)).toEqual([
+        'shared.ipynb'
+      ]);
+      const kernels = await gw.api('GET', '/api/kernels', undefined, as);
+      expect(kernels.body.map((k: { id: string }) => k.id)).toEqual([kernelId]);
+      expect(
+        (await gw.api('GET', `/api/kernels/${kernelId}`, undefined, as)).status
+      ).toBe(200);
+      const me = await gw.api('GET', '/api/me', undefined, as);
+      expectSchema('Me', me.body);
+      expect(me.body.identity.name).toBe('Guest (API client)');
+    });
+
+    it('reaches no other file, listing, kernel, terminal or setting write', async () => {
+      const as = { token: view.token };
+      const refused: [string, string, unknown?][] = [
+        ['GET', '/api/contents/other.ipynb'],
+        ['GET', '/api/contents/'],
+        ['GET', '/api/contents'],
+        ['GET', '/api/contents/x/../other.ipynb'],
+        ['GET', '/api/contents/%2E%2E/shared.ipynb'],
+        ['GET', '/api/contents/shared.ipynb%2F..%2Fother.ipynb'],
+        ['PUT', '/api/contents/shared.ipynb', NOTEBOOK],
+        ['DELETE', '/api/contents/shared.ipynb'],
+        ['PATCH', '/api/contents/shared.ipynb', { path: 'mine.ipynb' }],
+        ['GET', '/files/other.ipynb'],
+        ['GET', `/api/kernels/${otherKernelId}`],
+        ['DELETE', `/api/kernels/${kernelId}`],
+        ['POST', `/api/kernels/${kernelId}/restart`, {}],
+        ['POST', `/api/kernels/${kernelId}/interrupt`],
+        ['POST', '/api/kernels', { name: 'python3' }],
+        ['POST', '/api/sessions', { path: 'x.ipynb', type: 'notebook' }],
+        ['GET', '/api/terminals'],
+        ['POST', '/api/terminals'],
+        ['GET', '/api/accelerators'],
+        ['GET', '/api/status'],
+        ['GET', '/metrics'],
+        ['GET', '/lab/api/workspaces'],
+        ['DELETE', '/lab/api/workspaces/default'],
+        [
+          'PUT',
+          '/api/collaboration/session/other.ipynb',
+          { format: 'json', type: 'notebook' }
+        ],
+        ['GET', '/api/nonexistent']
+      ];
+      for (const [method, url, body] of refused) {
+        const response = await gw.api(method, url, body, as);
+        expect({ method, url, status: response.status }).toEqual({
+          method,
+          url,
+          status: 403
+        });
+        expect(response.body).toEqual({
+          reason: 'Forbidden',
+          message: expect.stringContaining('only its own notebook')
+        });
+      }
+      // The owner's settings and files stay as they were.
+      expect(
+        (await gw.api('GET', '/api/contents/shared.ipynb')).body.content.cells
+      ).toHaveLength(1);
+      expect(existsSync(path.join(rootDir, 'mine.ipynb'))).toBe(false);
+      const write = await gw.api(
+        'PUT',
+        '/lab/api/settings/@jupyterlab/apputils-extension:themes',
+        { raw: '{"theme": "JupyterLab Dark"}' },
+        as
+      );
+      expect(write.status).toBe(204);
+      const settings = await gw.api(
+        'GET',
+        '/lab/api/settings/@jupyterlab/apputils-extension:themes'
+      );
+      expect(settings.body.raw ?? '').not.toContain('Dark');
+    });
+
+    it("walks the route table: every route but its notebook's answers 403", async () => {
+      // Each express route with a sample request aimed at something else than the shared notebook.
+      const samples: Record<string, string> = {
+        '/^\\/api\\/contents(?:\\/.*)?$/': '/api/contents/other.ipynb',
+        '/^\\/files\\/.+$/': '/files/other.ipynb',
+        '/^\\/api\\/collaboration\\/session\\/.+$/':
+          '/api/collaboration/session/other.ipynb',
+        '/^\\/lab(?:\\/.*)?$/': '/lab/tree/other.ipynb',
+        '/^\\/lab\\/api\\/settings\\/.+$/':
+          '/lab/api/settings/@jupyterlab/apputils-extension:themes',
+        '/^\\/lab\\/api\\/workspaces\\/.+$/': '/lab/api/workspaces/default',
+        '/^\\/lab\\/api\\/listings\\/.*$/':
+          '/lab/api/listings/@jupyterlab/extensionmanager-extension/listings.json'
+      };
+      const params: Record<string, string> = {
+        ':id': otherKernelId,
+        ':name': 'python3',
+        ':file': 'logo-64x64.png',
+        ':locale': 'en'
+      };
+      // Public (no credential needed at all), or allowed to a view link (answered, or ignored).
+      const open = new Set([
+        'get /',
+        'get /login',
+        'post /login',
+        '_all /logout',
+        'get /share',
+        'post /api/shares/exchange',
+        'get /api',
+        'get /api/me',
+        'get /api/shares/current',
+        'put /api/shares/current/visitor',
+        'get /api/kernelspecs',
+        'get /api/kernelspecs/:name',
+        'get /kernelspecs/:name/:file',
+        'get /api/kernels',
+        'get /api/sessions',
+        'get /lab/api/settings,/lab/api/settings/',
+        'get ' + '/^\\/lab\\/api\\/settings\\/.+$/',
+        'put ' + '/^\\/lab\\/api\\/settings\\/.+$/',
+        'get ' + '/^\\/lab\\/api\\/workspaces\\/.+$/',
+        'put ' + '/^\\/lab\\/api\\/workspaces\\/.+$/',
+        'get ' + '/^\\/lab(?:\\/.*)?$/',
+        'get /lab/api/translations,/lab/api/translations/',
+        'get /lab/api/translations/:locale',
+        'get /lab/api/licenses,/lab/api/licenses/',
+        'get /api/nbconvert',
+        'get /lsp/status',
+        'get ' + '/^\\/lab\\/api\\/listings\\/.*$/'
+      ]);
+      interface ILayer {
+        route?: { path: unknown; methods: Record<string, boolean> };
+        handle?: { stack?: ILayer[] };
+      }
+      const routes: [string, string][] = [];
+      const walk = (stack: ILayer[]) => {
+        for (const layer of stack) {
+          if (layer.route) {
+            for (const method of Object.keys(layer.route.methods)) {
+              routes.push([method, String(layer.route.path)]);
+            }
+          } else if (layer.handle?.stack) {
+            walk(layer.handle.stack);
+          }
+        }
+      };
+      walk(
+        (gw.gateway.app as unknown as { router: { stack: ILayer[] } }).router
+          .stack
+      );
+      expect(routes.length).toBeGreaterThan(40);
+      const as = { token: view.token };
+      for (const [method, route] of routes) {
+        if (open.has(`${method} ${route}`)) {
+          continue;
+        }
+        const sample = route.startsWith('/^')
+          ? samples[route]
+          : route.split(',')[0].replace(/:[a-z]+/g, p => params[p] ?? 'x');
+        expect({ route, sample }).toEqual({
+          route,
+          sample: expect.any(String)
+        });
+        const verb = method === '_all' ? 'GET' : method.toUpperCase();
+        const response = await gw.api(
+          verb,
+          sample,
+          verb === 'GET' ? undefined : {},
+          as
+        );
+        expect({ method: verb, sample, status: response.status }).toEqual({
+          method: verb,
+          sample,
+          status: 403
+        });
+      }
+      // The sockets too: another kernel's channels, the event stream, another notebook's room and
+      // the server-wide awareness room (it would tell who has which of the owner's files open).
+      const otherRoom = await gw.api(
+        'PUT',
+        '/api/collaboration/session/other.ipynb',
+        { format: 'json', type: 'notebook' }
+      );
+      for (const pathname of [
+        `/api/kernels/${otherKernelId}/channels`,
+        '/api/events/subscribe',
+        `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`,
+        '/api/collaboration/room/JupyterLab:globalAwareness'
+      ]) {
+        const outcome = await upgrade(wsUrl(pathname, view.token));
+        expect({
+          pathname,
+          status: 'status' in outcome ? outcome.status : 101
+        }).toEqual({ pathname, status: 403 });
+        if ('ws' in outcome) {
+          outcome.ws.close();
+        }
+      }
+    });
+
+    it("opens the lab page on its notebook alone, telling nothing of the owner's directories", async () => {
+      const page = await gw.api('GET', '/lab/tree/other.ipynb', undefined, {
+        token: view.token
+      });
+      expect(page.status).toBe(200);
+      const json =
+        /<script id="jupyter-config-data" type="application\/json">(.*?)<\/script>/s.exec(
+          page.body
+        )![1];
+      const config = JSON.parse(json);
+      expect(config).toMatchObject({
+        treePath: 'shared.ipynb',
+        mode: 'single-document',
+        serverRoot: ''
+      });
+      expect(JSON.parse(config.ferryShare)).toEqual({
+        id: view.id,
+        path: 'shared.ipynb',
+        scope: 'view'
+      });
+      expect(page.body).not.toContain(rootDir);
+      expect(page.body).not.toContain(stateDir);
+      const owners = await gw.api('GET', '/lab/tree/other.ipynb');
+      expect(owners.body).toContain(rootDir);
+    });
+
+    it('an unknown secret is no credential at all: 401', async () => {
+      const response = await gw.api('GET', '/api/me', undefined, {
+        token: 'not-a-link-secret'
+      });
+      expect(response.status).toBe(401);
+    });
+  });
+
+  describe('what a link may send to its kernel', () => {
+    it('a run link cannot send execute_request on the channels; it may ask for completions', async () => {
+      const run = await share({ path: 'shared.ipynb', scope: 'run' });
+      const owner = await KernelSocket.connect(gw, kernelId);
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: run.token
+      });
+      const marker = path.join(rootDir, 'ran-through-link');
+      const msgId = guest.send('shell', 'execute_request', {
+        code: `open(${JSON.stringify(marker)}, 'w').write('x')`,
+        silent: false,
+        store_history: true,
+        user_expressions: {},
+        allow_stdin: false,
+        stop_on_error: true
+      });
+      const reply = await guest.next(
+        m => m.header.msg_type === 'execute_reply' && parentOf(m) === msgId
+      );
+      expect(reply.content).toMatchObject({
+        status: 'error',
+        ename: 'PermissionError',
+        evalue: expect.stringContaining('execute_request')
+      });
+      const completeId = guest.send('shell', 'complete_request', {
+        code: 'pri',
+        cursor_pos: 3
+      });
+      const completion = await guest.next(
+        m =>
+          m.header.msg_type === 'complete_reply' && parentOf(m) === completeId
+      );
+      expect((completion.content as { matches: string[] }).matches).toContain(
+        'print'
+      );
+      // The kernel is still the owner's to use, and never ran the guest's code.
+      const owned = await owner.execute('print("owner")');
+      expect(owned.stdout).toBe('owner\n');
+      expect(existsSync(marker)).toBe(false);
+      expect(owner.received.some(m => parentOf(m) === msgId)).toBe(false);
+      await guest.close();
+      await owner.close();
+    });
+
+    it('a view link may only ask for kernel info', async () => {
+      const view = await share({ path: 'shared.ipynb', scope: 'view' });
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: view.token
+      });
+      const infoId = guest.send('shell', 'kernel_info_request', {});
+      const info = await guest.next(
+        m => m.header.msg_type === 'kernel_info_reply' && parentOf(m) === infoId
+      );
+      expect((info.content as { status: string }).status).toBe('ok');
+      const completeId = guest.send('shell', 'complete_request', {
+        code: 'pri',
+        cursor_pos: 3
+      });
+      const refused = await guest.next(
+        m =>
+          m.header.msg_type === 'complete_reply' && parentOf(m) === completeId
+      );
+      expect(refused.content).toMatchObject({ ename: 'PermissionError' });
+      const interruptId = guest.send('control', 'interrupt_request', {});
+      const interrupt = await guest.next(
+        m =>
+          m.header.msg_type === 'interrupt_reply' && parentOf(m) === interruptId
+      );
+      expect(interrupt.content).toMatchObject({ status: 'error' });
+      await guest.close();
+    });
+  });
+
+  describe("the notebook's room through a link", () => {
+    let room: string;
+
+    beforeAll(async () => {
+      const session = await gw.api(
+        'PUT',
+        '/api/collaboration/session/shared.ipynb',
+        { format: 'json', type: 'notebook' }
+      );
+      expect([200, 201]).toContain(session.status);
+      room = `json:notebook:${session.body.fileId}`;
+    });
+
+    it('lists a visitor in the room by the name they picked, and revoke closes their socket', async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'edit' });
+      const exchange = await gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: link.token },
+        { token: null }
+      );
+      const cookie = cookiesOf(exchange);
+      const xsrf = /_xsrf=([^;]*)/.exec(cookie)![1];
+      const named = await gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: 'Grace' },
+        { token: null, headers: { Cookie: cookie, 'X-XSRFToken': xsrf } }
+      );
+      expect(named.status).toBe(200);
+      const ws = new WebSocket(
+        `${gw.url.replace('http', 'ws')}/api/collaboration/room/${room}`,
+        { headers: { Cookie: cookie } }
+      );
+      const closed = new Promise<{ code: number; reason: string }>(resolve =>
+        ws.on('close', (code, reason) =>
+          resolve({ code, reason: reason.toString() })
+        )
+      );
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('unexpected-response', (_request, response) =>
+          reject(new Error(`upgrade refused: ${response.statusCode}`))
+        );
+      });
+      const listed = await gw.api('GET', '/api/shares?path=shared.ipynb');
+      const mine = listed.body.find((s: { id: string }) => s.id === link.id);
+      expect(mine.visitors).toEqual([
+        { name: 'Grace', since: expect.any(String) }
+      ]);
+      expect((await gw.api('DELETE', `/api/shares/${link.id}`)).status).toBe(
+        204
+      );
+      expect(await closed).toEqual({
+        code: 4403,
+        reason: 'This share link was revoked by its owner'
+      });
+      const again = new WebSocket(
+        `${gw.url.replace('http', 'ws')}/api/collaboration/room/${room}`,
+        { headers: { Cookie: cookie } }
+      );
+      const status = await new Promise<number>(resolve =>
+        again.once('unexpected-response', (_request, response) =>
+          resolve(response.statusCode ?? 0)
+        )
+      );
+      expect(status).toBe(403);
+    });
+
+    it("expiry closes the link's room socket, and the room refuses it from then on", async () => {
+      const link = await share({
+        path: 'shared.ipynb',
+        scope: 'view',
+        expiresIn: 1
+      });
+      const open = await upgrade(
+        wsUrl(`/api/collaboration/room/${room}`, link.token)
+      );
+      expect('ws' in open).toBe(true);
+      if ('ws' in open) {
+        const closed = await new Promise<number>(resolve =>
+          open.ws.on('close', code => resolve(code))
+        );
+        expect(closed).toBe(4403);
+      }
+      const refused = await upgrade(
+        wsUrl(`/api/collaboration/room/${room}`, link.token)
+      );
+      expect(refused).toEqual({
+        status: 403,
+        body: {
+          reason: 'Forbidden',
+          message: expect.stringMatching(/^This share link expired at /)
+        }
+      });
+    });
+  });
+
+  describe('revoking and expiring', () => {
+    it('revoke closes an open socket at once, and the link then says it was revoked', async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'view' });
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: link.token
+      });
+      const listed = await gw.api('GET', `/api/shares/${link.id}`);
+      expect(listed.body.visitors).toEqual([
+        { name: 'Guest (API client)', since: expect.any(String) }
+      ]);
+      expect((await gw.api('DELETE', `/api/shares/${link.id}`)).status).toBe(
+        204
+      );
+      const closed = await guest.closed;
+      expect(closed).toEqual({
+        code: 4403,
+        reason: 'This share link was revoked by its owner'
+      });
+      const again = await upgrade(
+        wsUrl(`/api/kernels/${kernelId}/channels`, link.token)
+      );
+      expect(again).toEqual({
+        status: 403,
+        body: {
+          reason: 'Forbidden',
+          message: 'This share link was revoked by its owner'
+        }
+      });
+      const read = await gw.api(
+        'GET',
+        '/api/contents/shared.ipynb',
+        undefined,
+        {
+          token: link.token
+        }
+      );
+      expect(read.status).toBe(403);
+      expect(read.body.message).toBe(
+        'This share link was revoked by its owner'
+      );
+    });
+
+    it("deleting the notebook closes its link's sockets, and the link then says so", async () => {
+      const saved = await gw.api('PUT', '/api/contents/doomed.ipynb', NOTEBOOK);
+      expect(saved.status).toBe(201);
+      const session = await gw.api('POST', '/api/sessions', {
+        path: 'doomed.ipynb',
+        type: 'notebook',
+        name: 'doomed.ipynb',
+        kernel: { name: 'python3' }
+      });
+      const link = await share({ path: 'doomed.ipynb', scope: 'view' });
+      const guest = await KernelSocket.connect(gw, session.body.kernel.id, {
+        token: link.token
+      });
+      expect(
+        (await gw.api('DELETE', '/api/contents/doomed.ipynb')).status
+      ).toBe(204);
+      expect(await guest.closed).toEqual({
+        code: 4404,
+        reason: 'The notebook this link shares was deleted'
+      });
+      const read = await gw.api('GET', '/api/shares/current', undefined, {
+        token: link.token
+      });
+      expect(read.status).toBe(403);
+      expect(read.body.message).toBe(
+        'The notebook this link shares no longer exists'
+      );
+      // A new file at the same path is another notebook: the old link does not open it.
+      await gw.api('PUT', '/api/contents/doomed.ipynb', NOTEBOOK);
+      const again = await gw.api(
+        'GET',
+        '/api/contents/doomed.ipynb',
+        undefined,
+        {
+          token: link.token
+        }
+      );
+      expect(again.status).toBe(403);
+      await gw.api('DELETE', `/api/sessions/${session.body.id}`);
+    });
+
+    it('expiry closes the open socket, and refuses the link from then on', async () => {
+      const link = await share({
+        path: 'shared.ipynb',
+        scope: 'view',
+        expiresIn: 2
+      });
+      const guest = await KernelSocket.connect(gw, kernelId, {
+        token: link.token
+      });
+      const closed = await guest.closed;
+      expect(closed).toEqual({ code: 4403, reason: 'This share link expired' });
+      const read = await gw.api(
+        'GET',
+        '/api/contents/shared.ipynb',
+        undefined,
+        {
+          token: link.token
+        }
+      );
+      expect(read.status).toBe(403);
+      expect(read.body.message).toMatch(/^This share link expired at /);
+      const listed = await gw.api('GET', `/api/shares/${link.id}`);
+      expect(listed.body.expired).toBe(true);
+    });
+  });
+});
