@@ -5,13 +5,7 @@
  * renames and deletes of folders through /api/contents.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync
-} from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { WebsocketProvider } from 'y-websocket';
@@ -21,27 +15,13 @@ import { apiFor, pollUntil } from './helpers';
 import {
   cellSource,
   cellSources,
+  notebook,
   RawRoomClient,
   roomProvider,
+  sourcesOnDisk,
   synced,
   until
 } from './yjs-clients';
-
-function notebook(sources: string[]): string {
-  return JSON.stringify({
-    cells: sources.map((source, i) => ({
-      cell_type: 'code',
-      execution_count: null,
-      id: `cell-${i}`,
-      metadata: {},
-      outputs: [],
-      source
-    })),
-    metadata: {},
-    nbformat: 4,
-    nbformat_minor: 5
-  });
-}
 
 /** Resolves when the provider's socket closes. */
 function disconnected(provider: WebsocketProvider): Promise<void> {
@@ -54,13 +34,6 @@ function disconnected(provider: WebsocketProvider): Promise<void> {
     };
     provider.on('status', listener);
   });
-}
-
-function sourcesOnDisk(file: string): string[] {
-  const nb = JSON.parse(readFileSync(file, 'utf8'));
-  return nb.cells.map((cell: { source: string | string[] }) =>
-    Array.isArray(cell.source) ? cell.source.join('') : cell.source
-  );
 }
 
 describe('rooms across restarts', () => {

@@ -4,11 +4,37 @@
  * y-protocols by hand, which sees every message and close code and can send what no polite client
  * sends.
  */
+import { readFileSync } from 'node:fs';
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
+
+/** A notebook with `sources` as code cells, as nbformat writes it. */
+export function notebook(sources: string[]): string {
+  return JSON.stringify({
+    cells: sources.map((source, i) => ({
+      cell_type: 'code',
+      execution_count: null,
+      id: `cell-${i}`,
+      metadata: {},
+      outputs: [],
+      source
+    })),
+    metadata: {},
+    nbformat: 4,
+    nbformat_minor: 5
+  });
+}
+
+/** The code cells' sources of the notebook file on disk. */
+export function sourcesOnDisk(file: string): string[] {
+  const nb = JSON.parse(readFileSync(file, 'utf8'));
+  return nb.cells.map((cell: { source: string | string[] }) =>
+    Array.isArray(cell.source) ? cell.source.join('') : cell.source
+  );
+}
 
 /** A WebsocketProvider on the gateway at `url` (`http://...`), in the room `room`. */
 export function roomProvider(
@@ -140,6 +166,23 @@ export class RawRoomClient {
     encoding.writeVarUint(encoder, 0);
     encoding.writeVarUint(encoder, 2);
     encoding.writeVarUint8Array(encoder, update);
+    this.ws.send(encoding.toUint8Array(encoder));
+  }
+
+  /** Send awareness entries as they are (any client id, any clock). */
+  sendAwareness(
+    entries: { clientId: number; clock: number; state: unknown }[]
+  ): void {
+    const update = encoding.createEncoder();
+    encoding.writeVarUint(update, entries.length);
+    for (const { clientId, clock, state } of entries) {
+      encoding.writeVarUint(update, clientId);
+      encoding.writeVarUint(update, clock);
+      encoding.writeVarString(update, JSON.stringify(state));
+    }
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, 1);
+    encoding.writeVarUint8Array(encoder, encoding.toUint8Array(update));
     this.ws.send(encoding.toUint8Array(encoder));
   }
 

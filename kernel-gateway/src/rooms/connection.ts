@@ -7,7 +7,7 @@
 import * as decoding from 'lib0/decoding';
 import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import { visitorName, type Access } from '../auth';
+import { mayEdit, visitorName, type Access } from '../auth';
 import {
   closeReason,
   RoomCloseCode,
@@ -150,7 +150,7 @@ export class RoomConnection implements Room.IPeer {
     }
     const reply = (status: string) =>
       this.send(rawMessage({ type: 'save', responseTo: request.id, status }));
-    if (this._rule || !this.room.saver) {
+    if (!mayEdit(this.access) || !this.room.saver) {
       reply('failed');
       return;
     }

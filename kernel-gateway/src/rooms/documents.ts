@@ -54,12 +54,48 @@ export const NOTEBOOK: IDocumentKind = {
     if (meta.get('nbformat_minor') !== nb.nbformat_minor) {
       meta.set('nbformat_minor', nb.nbformat_minor);
     }
-    meta.set('metadata', Private.plainMap(nb.metadata));
+    const metadata = meta.get('metadata');
+    if (
+      !(metadata instanceof Y.Map) ||
+      Private.canonical(metadata.toJSON()) !== Private.canonical(nb.metadata)
+    ) {
+      meta.set('metadata', Private.plainMap(nb.metadata));
+    }
+    // Only the cells that changed: the same cells before and after the change stay (and the
+    // cursors in them), as a git checkout that touches one cell should.
     const cells = doc.getArray<Y.Map<unknown>>('cells');
-    cells.delete(0, cells.length);
+    const now = cells
+      .toArray()
+      .map(cell =>
+        cell instanceof Y.Map
+          ? Private.canonical(Private.cellJson(cell, true))
+          : ''
+      );
+    const next = nb.cells.map((cell, index) =>
+      Private.canonical(Private.normalCell(cell, index, nb))
+    );
+    let start = 0;
+    while (
+      start < now.length &&
+      start < next.length &&
+      now[start] === next[start]
+    ) {
+      start++;
+    }
+    let end = 0;
+    while (
+      end < now.length - start &&
+      end < next.length - start &&
+      now[now.length - 1 - end] === next[next.length - 1 - end]
+    ) {
+      end++;
+    }
+    cells.delete(start, now.length - start - end);
     cells.insert(
-      0,
-      nb.cells.map((cell, index) => Private.cell(cell, index, nb))
+      start,
+      nb.cells
+        .slice(start, next.length - end)
+        .map((cell, offset) => Private.cell(cell, start + offset, nb))
     );
   },
   read(doc) {
@@ -212,6 +248,55 @@ namespace Private {
       result.attachments = json.attachments;
     }
     return result;
+  }
+
+  /**
+   * A cell's JSON as {@link cellJson} reads it back once {@link cell} made it (ids included):
+   * what says whether a cell on disk is the one in the doc.
+   */
+  export function normalCell(
+    json: JsonObject,
+    index: number,
+    nb: INotebook
+  ): JsonObject {
+    const cellType =
+      json.cell_type === 'markdown' || json.cell_type === 'raw'
+        ? json.cell_type
+        : 'code';
+    const result: JsonObject = {
+      cell_type: cellType,
+      metadata: object(json.metadata),
+      source: text(json.source),
+      id: typeof json.id === 'string' && json.id ? json.id : cellId(nb, index)
+    };
+    if (cellType === 'code') {
+      result.outputs = (Array.isArray(json.outputs) ? json.outputs : []).map(
+        output => {
+          const entries = object(output);
+          return entries.output_type === 'stream'
+            ? { ...entries, text: text(entries.text) }
+            : entries;
+        }
+      );
+      result.execution_count =
+        typeof json.execution_count === 'number' ? json.execution_count : null;
+    } else if (json.attachments !== undefined && json.attachments !== null) {
+      result.attachments = json.attachments;
+    }
+    return result;
+  }
+
+  /** JSON with its keys sorted: equal values, equal text. */
+  export function canonical(value: unknown): string {
+    return JSON.stringify(value, (_key, inner: unknown) =>
+      typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+        ? Object.fromEntries(
+            Object.entries(inner as JsonObject).sort(([a], [b]) =>
+              a < b ? -1 : a > b ? 1 : 0
+            )
+          )
+        : inner
+    );
   }
 
   /** A Y.Map holding the object's entries as plain values (as `@jupyter/ydoc` keeps metadata). */

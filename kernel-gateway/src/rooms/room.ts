@@ -90,17 +90,32 @@ export class Room {
 
   /**
    * Relay a connection's awareness update. Each client id belongs to the first connection that
-   * speaks for it: entries for another connection's ids are dropped. `stamp` rewrites a state
-   * (a visitor's name). Connections the room isolates get their own states back and nothing else.
+   * speaks for it: entries for another connection's ids are dropped, as are entries past
+   * {@link Room.MAX_CLIENT_IDS} ids a connection and states over {@link Room.MAX_STATE_BYTES}
+   * (memory stays bounded). `stamp` rewrites a state (a visitor's name). Connections the room
+   * isolates get their own states back and nothing else.
    */
   receiveAwareness(
     connection: Room.IPeer,
     update: Uint8Array,
     stamp?: (state: Record<string, unknown>) => Record<string, unknown>
   ): void {
+    let ids = connection.clientIds.size;
     const entries = Private.readAwareness(update).filter(entry => {
       const owner = this._awarenessOwners.get(entry.clientId);
-      return owner === undefined || owner === connection;
+      if (owner !== undefined && owner !== connection) {
+        return false;
+      }
+      if (entry.bytes > Room.MAX_STATE_BYTES) {
+        return false;
+      }
+      if (owner === undefined && entry.state !== null) {
+        if (ids >= Room.MAX_CLIENT_IDS) {
+          return false;
+        }
+        ids++;
+      }
+      return true;
     });
     if (entries.length === 0) {
       return;
@@ -192,6 +207,11 @@ export class Room {
 }
 
 export namespace Room {
+  /** Awareness client ids one connection may speak for (JupyterLab uses one a document). */
+  export const MAX_CLIENT_IDS = 4;
+  /** The largest awareness state relayed (JupyterLab's, with cursors and selections, are far smaller). */
+  export const MAX_STATE_BYTES = 64 * 1024;
+
   /** A connection as the room sees it (connection.ts). */
   export interface IPeer {
     readonly access: Access;
@@ -218,6 +238,8 @@ namespace Private {
     clientId: number;
     clock: number;
     state: Record<string, unknown> | null;
+    /** The size of the state as sent. */
+    bytes: number;
   }
 
   /** An awareness update's entries; states that are not JSON objects count as removals. */
@@ -228,10 +250,12 @@ namespace Private {
     for (let i = 0; i < count; i++) {
       const clientId = decoding.readVarUint(decoder);
       const clock = decoding.readVarUint(decoder);
-      const state = JSON.parse(decoding.readVarString(decoder)) as unknown;
+      const text = decoding.readVarString(decoder);
+      const state = JSON.parse(text) as unknown;
       entries.push({
         clientId,
         clock,
+        bytes: text.length,
         state:
           typeof state === 'object' && state !== null && !Array.isArray(state)
             ? (state as Record<string, unknown>)

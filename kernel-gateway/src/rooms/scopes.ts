@@ -34,12 +34,18 @@ function clientBookkeeping(path: DocPath): boolean {
   );
 }
 
-/** The rule of a connection with `access`; undefined: everything is allowed. */
+/**
+ * The rule of a connection with `access`; undefined (the owner): every update is applied as it
+ * is. An edit link may change everything, but its updates are still placed first, so one that
+ * cannot be (a gap, a parent nobody has) is refused instead of waiting in the doc's memory.
+ */
 export function changeRule(access: Access): ChangeRule | undefined {
-  if (access.kind === 'owner' || access.scope === 'edit') {
+  if (access.kind === 'owner') {
     return undefined;
   }
   switch (access.scope) {
+    case 'edit':
+      return () => true;
     case 'run':
       return path =>
         clientBookkeeping(path) ||

@@ -1,0 +1,363 @@
+/**
+ * What a room lets each connection do, through a real gateway and real share links: view, comment,
+ * run and edit links' updates judged by the places they touch, visitors' names stamped, revoked
+ * links closed; and clients that send what no polite client sends (bad names, garbage, forged
+ * awareness, updates that cannot be placed).
+ */
+import {
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { WebsocketProvider } from 'y-websocket';
+import * as Y from 'yjs';
+import type { ShareScope } from '../src';
+import { pollUntil, startGateway, type ITestGateway } from './helpers';
+import {
+  cellSource,
+  cellSources,
+  notebook,
+  RawRoomClient,
+  roomProvider,
+  sourcesOnDisk,
+  synced,
+  until
+} from './yjs-clients';
+
+describe('rooms: rights per connection and hostile clients', () => {
+  let gw: ITestGateway;
+  let rootDir: string;
+  const providers: WebsocketProvider[] = [];
+  const raws: RawRoomClient[] = [];
+
+  beforeAll(async () => {
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-rooms-')));
+    gw = await startGateway({
+      rootDir,
+      roomTimings: { saveDelayMs: 50, saveMaxDelayMs: 200, pollMs: 100 }
+    });
+  });
+
+  afterEach(() => {
+    providers.splice(0).forEach(p => {
+      p.destroy();
+      p.doc.destroy();
+    });
+    raws.splice(0).forEach(r => r.close());
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    rmSync(rootDir, { recursive: true, force: true });
+  });
+
+  /** A session for `file`, as JupyterLab's provider asks for it. */
+  async function session(
+    file: string,
+    type = 'notebook',
+    format = type === 'notebook' ? 'json' : 'text'
+  ) {
+    return gw.api(
+      'PUT',
+      `/api/collaboration/session/${encodeURIComponent(file)}`,
+      {
+        format,
+        type
+      }
+    );
+  }
+
+  function provider(room: string, params: Record<string, string> = {}) {
+    const p = roomProvider(gw.url, gw.token, room, new Y.Doc(), params);
+    providers.push(p);
+    return p;
+  }
+
+  describe('hostile clients', () => {
+    it("drops awareness that speaks for another connection's client, and past a few ids a connection", async () => {
+      writeFileSync(path.join(rootDir, 'aware.ipynb'), notebook(['w']));
+      const { fileId } = (await session('aware.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      const observer = provider(room);
+      owner.awareness.setLocalStateField('user', { name: 'Owner' });
+      await Promise.all([synced(owner), synced(observer)]);
+      const ownerId = owner.awareness.clientID;
+      await pollUntil(
+        async () => observer.awareness.getStates().get(ownerId),
+        state => (state?.user as { name?: string })?.name === 'Owner'
+      );
+      const mallory = await RawRoomClient.connect(gw.url, room, {
+        token: gw.token
+      });
+      raws.push(mallory);
+      const forged = { user: { name: 'Mallory' } };
+      mallory.sendAwareness([
+        { clientId: ownerId, clock: 1000, state: forged }
+      ]);
+      const many = Array.from({ length: 10 }, (_, i) => ({
+        clientId: 900_000 + i,
+        clock: 1,
+        state: { user: { name: `mallory ${i}` } }
+      }));
+      mallory.sendAwareness(many);
+      // Sent after the forged state on one socket: seen means the forged one was handled.
+      await pollUntil(
+        async () => observer.awareness.getStates().get(900_000),
+        state => state !== undefined
+      );
+      expect(observer.awareness.getStates().get(ownerId)?.user).toEqual({
+        name: 'Owner'
+      });
+      const relayed = [...observer.awareness.getStates().keys()].filter(
+        id => id >= 900_000 && id < 900_010
+      );
+      expect(relayed).toHaveLength(4);
+    });
+
+    it("refuses an edit link's update that cannot be placed (a gap in its clock)", async () => {
+      writeFileSync(path.join(rootDir, 'gap.ipynb'), notebook(['g']));
+      const { fileId } = (await session('gap.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const made = await gw.api('POST', '/api/shares', {
+        path: 'gap.ipynb',
+        scope: 'edit'
+      });
+      const editor = await RawRoomClient.connect(gw.url, room, {
+        token: made.body.token
+      });
+      raws.push(editor);
+      await editor.sync();
+      cellSource(editor.doc, 0).insert(1, 'a');
+      const afterFirst = Y.encodeStateVector(editor.doc);
+      cellSource(editor.doc, 0).insert(2, 'p');
+      const denial = editor.nextDenial();
+      editor.sendUpdate(Y.encodeStateAsUpdate(editor.doc, afterFirst));
+      expect(await denial).toMatch(/edit link/);
+      // The whole update, sent now, is placed and applied.
+      editor.sendUpdate(Y.encodeStateAsUpdate(editor.doc));
+      await until(owner.doc, doc => cellSources(doc)[0] === 'gap');
+    });
+
+    it('closes bad room names (4400) and unknown files (4404) as JupyterLab expects', async () => {
+      const bad = await RawRoomClient.connect(
+        gw.url,
+        'json:notebook:not-an-id',
+        {
+          token: gw.token
+        }
+      );
+      expect((await bad.closed).code).toBe(4400);
+      const unknown = await RawRoomClient.connect(
+        gw.url,
+        'json:notebook:00000000-0000-4000-8000-000000000000',
+        { token: gw.token }
+      );
+      expect((await unknown.closed).code).toBe(4404);
+    });
+
+    it('refuses sockets without the token', async () => {
+      await expect(
+        RawRoomClient.connect(gw.url, 'JupyterLab:globalAwareness', {})
+      ).rejects.toThrow(/401/);
+    });
+
+    it('closes a socket that sends garbage (1002) and keeps serving the room', async () => {
+      writeFileSync(path.join(rootDir, 'garbage.ipynb'), notebook(['ok']));
+      const { fileId } = (await session('garbage.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const rude = await RawRoomClient.connect(gw.url, room, {
+        token: gw.token
+      });
+      rude.ws.send(Buffer.from([0, 2, 200, 1, 2, 3]));
+      expect((await rude.closed).code).toBe(1002);
+      const polite = provider(room);
+      await synced(polite);
+      expect(cellSources(polite.doc)).toEqual(['ok']);
+    });
+  });
+
+  describe('rights per connection, through real share links', () => {
+    /** A share link for `file` with `scope`: its secret works as a bearer token. */
+    async function link(file: string, scope: ShareScope) {
+      const made = await gw.api('POST', '/api/shares', { path: file, scope });
+      expect(made.status).toBe(201);
+      return made.body as { id: string; token: string };
+    }
+
+    /** A raw client holding the link's secret, synced with the room. */
+    async function visitor(room: string, token: string) {
+      const client = await RawRoomClient.connect(gw.url, room, { token });
+      raws.push(client);
+      await client.sync();
+      return client;
+    }
+
+    it("drops a view link's edit: the doc and the file stay, the client is told", async () => {
+      const file = path.join(rootDir, 'view.ipynb');
+      writeFileSync(file, notebook(['secret = 42']));
+      const { fileId } = (await session('view.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const viewLink = await link('view.ipynb', 'view');
+      const viewer = await visitor(room, viewLink.token);
+      expect(cellSources(viewer.doc)).toEqual(['secret = 42']);
+      const denial = viewer.nextDenial();
+      viewer.change(doc => cellSource(doc, 0).insert(0, 'import os; '));
+      expect(await denial).toMatch(/view link/);
+      // The owner's edit after it goes through: the viewer's never reached the room.
+      cellSource(owner.doc, 0).insert(11, '0');
+      await until(viewer.doc, doc =>
+        cellSource(doc, 0).toString().endsWith('420')
+      );
+      expect(cellSources(owner.doc)).toEqual(['secret = 420']);
+      await pollUntil(
+        async () => sourcesOnDisk(file),
+        sources => sources[0] === 'secret = 420'
+      );
+      expect(readFileSync(file, 'utf8')).not.toContain('import os');
+    });
+
+    it('lets a run link write outputs but not sources', async () => {
+      writeFileSync(path.join(rootDir, 'run.ipynb'), notebook(['print(1)']));
+      const { fileId } = (await session('run.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const runLink = await link('run.ipynb', 'run');
+      const runner = await visitor(room, runLink.token);
+      runner.change(doc => {
+        const cell = doc.getArray<Y.Map<unknown>>('cells').get(0);
+        cell.set('execution_count', 1);
+        (cell.get('outputs') as Y.Array<Y.Map<unknown>>).push([
+          new Y.Map<unknown>([
+            ['output_type', 'stream'],
+            ['name', 'stdout'],
+            ['text', new Y.Text('1\n')]
+          ])
+        ]);
+      });
+      await until(
+        owner.doc,
+        doc =>
+          doc
+            .getArray<Y.Map<unknown>>('cells')
+            .get(0)
+            .get('execution_count') === 1
+      );
+      const denial = runner.nextDenial();
+      runner.change(doc => cellSource(doc, 0).insert(0, 'x'));
+      expect(await denial).toMatch(/run link/);
+      const another = await visitor(room, runLink.token);
+      expect(cellSources(another.doc)).toEqual(['print(1)']);
+    });
+
+    it('lets a comment link write comments only', async () => {
+      writeFileSync(path.join(rootDir, 'comment.ipynb'), notebook(['c']));
+      const { fileId } = (await session('comment.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const commentLink = await link('comment.ipynb', 'comment');
+      const commenter = await visitor(room, commentLink.token);
+      commenter.change(doc =>
+        doc.getMap('comments').set('cell-0', 'looks good')
+      );
+      await until(
+        owner.doc,
+        doc => doc.getMap('comments').get('cell-0') === 'looks good'
+      );
+      const denial = commenter.nextDenial();
+      commenter.change(doc => doc.getArray('cells').delete(0, 1));
+      expect(await denial).toMatch(/comment link/);
+      expect(cellSources(owner.doc)).toEqual(['c']);
+    });
+
+    it('lets an edit link edit', async () => {
+      writeFileSync(path.join(rootDir, 'edit.ipynb'), notebook(['e']));
+      const { fileId } = (await session('edit.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const editLink = await link('edit.ipynb', 'edit');
+      const editor = await visitor(room, editLink.token);
+      editor.change(doc => cellSource(doc, 0).insert(1, 'dit'));
+      await until(owner.doc, doc => cellSources(doc)[0] === 'edit');
+    });
+
+    it("keeps a link in its own notebook's room", async () => {
+      writeFileSync(path.join(rootDir, 'mine.ipynb'), notebook(['m']));
+      writeFileSync(path.join(rootDir, 'other.ipynb'), notebook(['o']));
+      await session('mine.ipynb');
+      const other = (await session('other.ipynb')).body;
+      const mine = await link('mine.ipynb', 'edit');
+      await expect(
+        RawRoomClient.connect(gw.url, `json:notebook:${other.fileId}`, {
+          token: mine.token
+        })
+      ).rejects.toThrow(/403/);
+      const asked = await gw.api(
+        'PUT',
+        '/api/collaboration/session/other.ipynb',
+        { format: 'json', type: 'notebook' },
+        { token: mine.token }
+      );
+      expect(asked.status).toBe(403);
+    });
+
+    it("stamps a visitor's name over the one its client claims, and lists visitors", async () => {
+      writeFileSync(path.join(rootDir, 'names.ipynb'), notebook(['n']));
+      const { fileId } = (await session('names.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const editLink = await link('names.ipynb', 'edit');
+      const impostor = roomProvider(gw.url, editLink.token, room);
+      providers.push(impostor);
+      impostor.awareness.setLocalStateField('user', {
+        name: 'Owner',
+        display_name: 'Owner'
+      });
+      await synced(impostor);
+      const seen = await pollUntil(
+        async () =>
+          owner.awareness.getStates().get(impostor.awareness.clientID),
+        state => state !== undefined
+      );
+      expect(seen!.user).toMatchObject({
+        name: 'Guest (API client)',
+        display_name: 'Guest (API client)'
+      });
+      expect(gw.gateway.rooms.visitors(editLink.id)).toEqual([
+        { name: 'Guest (API client)', since: expect.any(String) }
+      ]);
+      const listed = await gw.api('GET', '/api/shares');
+      const entry = listed.body.find(
+        (s: { id: string }) => s.id === editLink.id
+      );
+      expect(entry.visitors).toEqual([
+        { name: 'Guest (API client)', since: expect.any(String) }
+      ]);
+    });
+
+    it('closes the sockets of a revoked link at once', async () => {
+      writeFileSync(path.join(rootDir, 'revoke.ipynb'), notebook(['r']));
+      const { fileId } = (await session('revoke.ipynb')).body;
+      const viewLink = await link('revoke.ipynb', 'view');
+      const viewer = await visitor(`json:notebook:${fileId}`, viewLink.token);
+      expect(gw.gateway.rooms.visitors(viewLink.id)).toHaveLength(1);
+      const revoked = await gw.api('DELETE', `/api/shares/${viewLink.id}`);
+      expect(revoked.status).toBe(204);
+      const closed = await viewer.closed;
+      expect(closed.code).toBe(4403);
+      expect(gw.gateway.rooms.visitors(viewLink.id)).toEqual([]);
+    });
+  });
+});
