@@ -15,7 +15,12 @@ import * as path from 'node:path';
 import WebSocket from 'ws';
 import type { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
-import { pollUntil, startGateway, type ITestGateway } from './helpers';
+import {
+  expectSchema,
+  pollUntil,
+  startGateway,
+  type ITestGateway
+} from './helpers';
 import {
   cellSource,
   cellSources,
@@ -87,6 +92,7 @@ describe('collaboration rooms', () => {
         fileId: expect.stringMatching(/^[0-9a-f-]{36}$/),
         sessionId: expect.any(String)
       });
+      expectSchema('DocumentSession', made.body);
       const again = await session('first.ipynb');
       expect(again.status).toBe(200);
       expect(again.body).toEqual(made.body);

@@ -139,7 +139,7 @@ export function createApp(services: IAppServices): Express {
   app.use(sessionsRouter(context));
   app.use(acceleratorsRouter(services.accelerators, services.metrics));
   app.use(filesRouter(services.contents));
-  app.use(collaborationRouter(services.collaboration, auth));
+  app.use(collaborationRouter(services.collaboration, auth, context.schemas));
   app.use(
     sharesRouter({
       shares: services.shares,

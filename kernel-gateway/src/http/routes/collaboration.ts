@@ -6,32 +6,28 @@
 import { Router, type Request } from 'express';
 import type { IAccessResolver } from '../../auth';
 import { ContentsError } from '../../contents';
+import type { RestSchemas } from '../../protocol';
+import type { ApiSchemas } from '../../protocol/schema';
 import { RoomError, type RoomManager } from '../../rooms';
 import { HttpError } from '../errors';
+import { validateBody } from '../validation';
 
 const PREFIX = '/api/collaboration/session/';
 
 /** The collaboration session route. */
 export function collaborationRouter(
   rooms: RoomManager,
-  resolver: IAccessResolver
+  resolver: IAccessResolver,
+  schemas: ApiSchemas
 ): Router {
   const router = Router();
   router.put(
     /^\/api\/collaboration\/session\/.+$/,
+    validateBody(schemas, 'DocumentSessionRequest'),
     async (request, response) => {
       const path = Private.path(request);
-      const body = (request.body ?? {}) as Record<string, unknown>;
-      if (typeof body !== 'object' || Array.isArray(body)) {
-        throw new HttpError(400, 'The body must be {"format", "type"}');
-      }
-      const { format, type } = body;
-      if (typeof format !== 'string' || typeof type !== 'string') {
-        throw new HttpError(
-          400,
-          'The body must name the document\'s "format" and "type" (strings)'
-        );
-      }
+      const { format, type } =
+        request.body as RestSchemas['DocumentSessionRequest'];
       const access = resolver.access(request);
       if (access?.kind === 'share') {
         const fileId = rooms.fileId(path);
