@@ -32,6 +32,7 @@ import { sleep } from './requests';
 import { CLIENTS, type ClientName } from './types';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
 import { floodMemory, type IFloodMemory } from './memory';
+import { formatRoomsReport, runRoomsBench, type IRoomsReport } from './rooms';
 import {
   jupyterServerVersion,
   startFerry,
@@ -90,6 +91,7 @@ export async function main(): Promise<number> {
   let baselineServer: IRunningServer | undefined;
   let scheduler: ISchedulerReport | undefined;
   let printFlood: IFloodMemory[] | undefined;
+  let rooms: IRoomsReport | undefined;
   try {
     const floorTarget = (client: ClientName) =>
       new FloorTarget(
@@ -224,6 +226,16 @@ export async function main(): Promise<number> {
         };
       }
     }
+    try {
+      rooms = await runRoomsBench(
+        servers.ferry,
+        path.join(dir, 'ferry-root'),
+        log
+      );
+    } catch (error) {
+      failed = true;
+      log(`rooms: failed: ${(error as Error).message}`);
+    }
     log(
       'scheduler: simulating 1,000 workers x 8 devices, 10,000 placements and releases'
     );
@@ -285,10 +297,15 @@ export async function main(): Promise<number> {
     servers: serverStats,
     scheduler,
     printFlood,
+    rooms,
     targets: evaluateTargets(paths, serverStats, scheduler)
   };
   log('');
   log(formatReport(report));
+  if (rooms) {
+    log('');
+    log(formatRoomsReport(rooms));
+  }
   if (printFlood) {
     log(
       '\nGateway RSS under a print flood (a real ferry gateway process, sampled every second):'

@@ -1,3 +1,4 @@
+import type { IRoomsReport } from './rooms';
 import type { IFloodMemory } from './memory';
 import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
@@ -103,6 +104,8 @@ export interface IBenchReport {
   scheduler?: ISchedulerReport;
   /** Gateway memory under a print flood, per kind of client. */
   printFlood?: IFloodMemory[];
+  /** Collaboration rooms beside y-websocket's reference server. */
+  rooms?: IRoomsReport;
   targets: ITargetResult[];
 }
 

@@ -32,6 +32,12 @@ export interface IRunningServer extends IServerEndpoint {
  */
 const SAME_USER: [string, string] = ['--kernel-user', userInfo().username];
 
+/** The embedded store (rooms, share links), in the bench's own directory rather than ~/.ferry. */
+const stateDir = (dir: string): [string, string] => [
+  '--state-dir',
+  path.join(dir, 'ferry-state')
+];
+
 /**
  * Ferry's limits on kernels, kernel starts and websocket messages off: the bench starts 20 kernels at
  * once several times and drives them hard, as jupyter_server allows.
@@ -44,11 +50,11 @@ const NO_LIMITS: [string, string][] = [
 ];
 
 /** The options of NO_LIMITS and SAME_USER that a checkout's `ferry gateway` has (a baseline may be older). */
-function knownOptions(bin: string): string[] {
+function knownOptions(bin: string, dir: string): string[] {
   const help = spawnSync(process.execPath, [bin, 'gateway', '--help'], {
     encoding: 'utf8'
   }).stdout;
-  return [...NO_LIMITS, SAME_USER]
+  return [...NO_LIMITS, SAME_USER, stateDir(dir)]
     .filter(([option]) => help.includes(option))
     .flat();
 }
@@ -77,7 +83,7 @@ export async function startFerry(
   await fs.mkdir(tmp, { recursive: true });
   await fs.mkdir(root, { recursive: true });
   const bin = path.join(checkout, 'kernel-gateway', 'bin', 'ferry.js');
-  const options = knownOptions(bin);
+  const options = knownOptions(bin, dir);
   const started = performance.now();
   const child = spawn(
     process.execPath,
