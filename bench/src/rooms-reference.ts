@@ -29,3 +29,4 @@ server.listen(0, '127.0.0.1', () => {
   );
 });
 process.on('SIGTERM', () => process.exit(0));
+process.on('SIGINT', () => process.exit(0));

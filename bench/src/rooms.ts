@@ -79,6 +79,8 @@ export async function runRoomsBench(
   root: string,
   log: (line: string) => void
 ): Promise<IRoomsReport> {
+  // y-websocket's provider listens for the process's exit, once per client.
+  process.setMaxListeners(0);
   const report: IRoomsReport = { config: { ...ROOMS_CONFIG } };
   const reference = await startReferenceServer();
   try {
@@ -93,15 +95,15 @@ export async function runRoomsBench(
       room: 'json:notebook:rooms-bench',
       params: {}
     };
-    for (const [name, address, pid, seed] of [
-      ['ferry', ferryRoom, ferry.pid, false],
-      ['reference', referenceRoom, reference.pid, true]
-    ] as const) {
-      log(
-        `rooms: ${name}: edit propagation, fan-out to ${ROOMS_CONFIG.fanoutClients} clients`
-      );
-      report[name] = await measureServer(address, pid, seed);
-    }
+    log(
+      `rooms: edit propagation and fan-out to ${ROOMS_CONFIG.fanoutClients} clients, Ferry and the reference taking turns edit by edit`
+    );
+    const [ferryResult, referenceResult] = await measureServers([
+      { address: ferryRoom, pid: ferry.pid, seed: false },
+      { address: referenceRoom, pid: reference.pid, seed: true }
+    ]);
+    report.ferry = ferryResult;
+    report.reference = referenceResult;
     log(
       `rooms: opening a notebook with ${ROOMS_CONFIG.largeNotebookMiB} MiB of outputs`
     );
@@ -144,73 +146,91 @@ export function formatRoomsReport(report: IRoomsReport): string {
   return lines.join('\n');
 }
 
-/** Propagation and fan-out against one server; `seed`: the first client writes the notebook (a bare server has none). */
-async function measureServer(
-  address: IRoomAddress,
-  pid: number,
-  seed: boolean
-): Promise<IRoomServerResult> {
-  const writer = await connect(address);
+/** A server under test: where its room is, its process, whether the first client writes the notebook. */
+interface IServerUnderTest {
+  address: IRoomAddress;
+  pid: number;
+  /** A bare server has no notebook: the first client writes one. */
+  seed: boolean;
+}
+
+/**
+ * Propagation and fan-out against each server, the servers taking turns edit by edit so that load
+ * from elsewhere on the machine falls on all of them alike.
+ */
+async function measureServers(
+  servers: IServerUnderTest[]
+): Promise<IRoomServerResult[]> {
+  const opened: IClient[] = [];
+  const open = async (address: IRoomAddress) => {
+    const client = await connect(address);
+    opened.push(client);
+    return client;
+  };
   try {
-    if (seed) {
-      writer.doc.transact(() => seedNotebook(writer.doc));
-    }
-    const reader = await connect(address);
-    try {
-      await until(reader.doc, () => source(reader.doc) !== undefined);
-      const propagation = await timeEdits(
-        writer.doc,
-        [reader.doc],
-        ROOMS_CONFIG.propagationEdits
-      );
-      const crowd: IClient[] = [];
-      try {
-        for (let i = 0; i < ROOMS_CONFIG.fanoutClients; i++) {
-          crowd.push(await connect(address));
-        }
-        await Promise.all(
-          crowd.map(c => until(c.doc, () => source(c.doc) !== undefined))
-        );
-        const fanout = await timeEdits(
-          writer.doc,
-          crowd.map(c => c.doc),
-          ROOMS_CONFIG.fanoutEdits
-        );
-        const rssWith100ClientsMb = readMemory(pid).rssMb;
-        return { propagation, fanout, rssWith100ClientsMb };
-      } finally {
-        crowd.forEach(c => c.close());
+    const writers: Y.Doc[] = [];
+    const readers: Y.Doc[] = [];
+    for (const server of servers) {
+      const writer = await open(server.address);
+      if (server.seed) {
+        writer.doc.transact(() => seedNotebook(writer.doc));
       }
-    } finally {
-      reader.close();
+      const reader = await open(server.address);
+      await until(reader.doc, () => source(reader.doc) !== undefined);
+      writers.push(writer.doc);
+      readers.push(reader.doc);
     }
+    const propagation = await timeEdits(
+      writers,
+      readers.map(reader => [reader]),
+      ROOMS_CONFIG.propagationEdits
+    );
+    const crowds: Y.Doc[][] = [];
+    for (const server of servers) {
+      const crowd: Y.Doc[] = [];
+      for (let i = 0; i < ROOMS_CONFIG.fanoutClients; i++) {
+        crowd.push((await open(server.address)).doc);
+      }
+      await Promise.all(
+        crowd.map(doc => until(doc, () => source(doc) !== undefined))
+      );
+      crowds.push(crowd);
+    }
+    const fanout = await timeEdits(writers, crowds, ROOMS_CONFIG.fanoutEdits);
+    return servers.map((server, i) => ({
+      propagation: propagation[i],
+      fanout: fanout[i],
+      rssWith100ClientsMb: readMemory(server.pid).rssMb
+    }));
   } finally {
-    writer.close();
+    opened.forEach(client => client.close());
   }
 }
 
 /**
- * Insert one character at a time into the first cell's source of `writer` and time until every doc
- * of `readers` has it (the edits go one after another).
+ * Insert one character at a time into the first cell's source of each server's writer, and time
+ * until every doc of that server's readers has it; the servers take turns, one edit each.
  */
 async function timeEdits(
-  writer: Y.Doc,
-  readers: Y.Doc[],
+  writers: Y.Doc[],
+  readers: Y.Doc[][],
   edits: number
-): Promise<ITimings> {
-  const times: number[] = [];
-  const text = source(writer)!;
+): Promise<ITimings[]> {
+  const times: number[][] = writers.map(() => []);
   for (let i = 0; i < edits; i++) {
-    const expected = text.length + 1;
-    const arrived = Promise.all(
-      readers.map(doc => until(doc, () => source(doc)!.length >= expected))
-    );
-    const started = performance.now();
-    text.insert(text.length, String.fromCharCode(97 + (i % 26)));
-    await arrived;
-    times.push(performance.now() - started);
+    for (let s = 0; s < writers.length; s++) {
+      const text = source(writers[s])!;
+      const expected = text.length + 1;
+      const arrived = Promise.all(
+        readers[s].map(doc => until(doc, () => source(doc)!.length >= expected))
+      );
+      const started = performance.now();
+      text.insert(text.length, String.fromCharCode(97 + (i % 26)));
+      await arrived;
+      times[s].push(performance.now() - started);
+    }
   }
-  return percentiles(times);
+  return times.map(percentiles);
 }
 
 /** Open a notebook with large outputs in fresh Ferry rooms, and read it from disk, several times. */
