@@ -146,6 +146,7 @@ export class RoomFile {
 
   /** Resolves once every update so far is in the store. */
   async flush(): Promise<void> {
+    this._store();
     while (this._writes.size > 0) {
       await Promise.all([...this._writes]);
     }
@@ -169,12 +170,32 @@ export class RoomFile {
   }
 
   private _onUpdate = (update: Uint8Array, origin: unknown): void => {
-    const seq = this._seq++;
-    this._track(this._options.store.append(this.room.id, seq, update));
+    // Stored once a tick, merged: a burst of keystrokes is one write.
+    this._unstored.push(update);
+    if (this._unstored.length === 1) {
+      setImmediate(this._store);
+    }
     if (origin !== Private.SAVED && origin !== Private.DISK) {
       this._dirty = true;
       this._scheduleSave();
     }
+  };
+
+  /** Append the updates of this tick to the stored history (and compact it when it is long). */
+  private _store = (): void => {
+    const updates = this._unstored;
+    if (updates.length === 0) {
+      return;
+    }
+    this._unstored = [];
+    const seq = this._seq++;
+    this._track(
+      this._options.store.append(
+        this.room.id,
+        seq,
+        updates.length === 1 ? updates[0] : Y.mergeUpdates(updates)
+      )
+    );
     if (seq - this._baseSeq >= this._timings.compactAfter) {
       const base = this._seq++;
       this._baseSeq = base;
@@ -188,18 +209,38 @@ export class RoomFile {
     }
   };
 
+  /** Save once edits pause, or once the first unsaved one waited long enough. */
   private _scheduleSave(): void {
     if (this._closed) {
       return;
     }
     const now = Date.now();
+    this._lastEdit = now;
     this._firstUnsaved ??= now;
-    const due = Math.min(
-      now + this._timings.saveDelayMs,
-      this._firstUnsaved + this._timings.saveMaxDelayMs
+    if (!this._saveTimer) {
+      this._armSave(now);
+    }
+  }
+
+  /** One timer for many edits: when it fires before the save is due (edits kept coming), it waits the rest. */
+  private _armSave(now: number): void {
+    const due = () =>
+      Math.min(
+        this._lastEdit + this._timings.saveDelayMs,
+        (this._firstUnsaved ?? now) + this._timings.saveMaxDelayMs
+      );
+    this._saveTimer = setTimeout(
+      () => {
+        this._saveTimer = undefined;
+        const at = Date.now();
+        if (due() > at + 1) {
+          this._armSave(at);
+        } else {
+          void this.save();
+        }
+      },
+      Math.max(0, due() - now)
     );
-    clearTimeout(this._saveTimer);
-    this._saveTimer = setTimeout(() => void this.save(), due - now);
     this._saveTimer.unref();
   }
 
@@ -285,6 +326,7 @@ export class RoomFile {
 
   /** The file now holds every update so far. */
   private async _recordSaved(): Promise<void> {
+    this._store();
     await this._options.store.setMeta(this.room.id, {
       sessionId: this.room.sessionId,
       hash: this._hash,
@@ -323,6 +365,8 @@ export class RoomFile {
   private _baseSeq = 0;
   private _dirty = false;
   private _firstUnsaved: number | undefined;
+  private _lastEdit = 0;
+  private _unstored: Uint8Array[] = [];
   private _saveTimer: NodeJS.Timeout | undefined;
   private _poll: NodeJS.Timeout;
   private _queue: Promise<void> = Promise.resolve();
