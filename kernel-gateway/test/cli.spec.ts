@@ -73,6 +73,7 @@ describe('ferry CLI', () => {
       '--max-kernel-starts',
       '--max-ws-messages',
       '--max-guest-ws-messages',
+      '--room-idle',
       '--max-share-sockets',
       '--max-share-links',
       '--max-auth-failures',

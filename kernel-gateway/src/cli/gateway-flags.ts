@@ -41,6 +41,7 @@ export interface IGatewayFlags extends IKernelHostFlags {
   maxGuestWsMessages: number;
   maxShareSockets: number;
   maxShareLinks: number;
+  roomIdle: number;
   maxAuthFailures: number;
   headersTimeout: number;
   workerPort?: number;
@@ -87,6 +88,7 @@ export function gatewayOptions(
     labDir: flags.labDir && path.resolve(flags.labDir),
     labSettingsDir: flags.labSettingsDir && path.resolve(flags.labSettingsDir),
     stateDir: path.resolve(flags.stateDir),
+    roomTimings: { freeAfterMs: flags.roomIdle * 1000 },
     allowOrigins: flags.allowOrigin,
     envAllow: flags.envAllow,
     replayBytes: flags.replayBufferMb * 2 ** 20,

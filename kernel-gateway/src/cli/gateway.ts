@@ -12,6 +12,7 @@ import { DEFAULT_GATEWAY_OPTIONS } from '../config';
 import { jobAccessBlocked, loadProfiles } from '../engines';
 import { createGateway } from '../gateway';
 import { createLogger } from '../log';
+import { DEFAULT_ROOM_TIMINGS } from '../rooms';
 import { readTokenFile, takeSecretEnv } from '../secrets';
 import {
   gatewayOptions,
@@ -175,6 +176,12 @@ export function gatewayCommand(): Command {
       'share links one notebook may have at once; more get 403 (0: no limit)',
       number,
       DEFAULT_LIMITS.linksPerNotebook
+    )
+    .option(
+      '--room-idle <seconds>',
+      'how long a collaboration room stays open after its last client left (saved and stored first)',
+      number,
+      DEFAULT_ROOM_TIMINGS.freeAfterMs / 1000
     )
     .option(
       '--max-auth-failures <per-minute>',
