@@ -225,6 +225,30 @@ describe('rooms: rights per connection and hostile clients', () => {
       expect(readFileSync(file, 'utf8')).not.toContain('import os');
     });
 
+    it("tells a WebsocketProvider with a view link in y-websocket's own words, and keeps it in the room", async () => {
+      writeFileSync(path.join(rootDir, 'told.ipynb'), notebook(['t']));
+      const { fileId } = (await session('told.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const viewLink = await link('told.ipynb', 'view');
+      const viewer = roomProvider(gw.url, viewLink.token, room);
+      providers.push(viewer);
+      await synced(viewer);
+      const warned = new Promise<string>(resolve => {
+        const spy = jest.spyOn(console, 'warn').mockImplementation(message => {
+          spy.mockRestore();
+          resolve(String(message));
+        });
+      });
+      cellSource(viewer.doc, 0).insert(0, 'x');
+      expect(await warned).toMatch(/Permission denied[\s\S]*view link/);
+      cellSource(owner.doc, 0).insert(1, 'o');
+      await until(viewer.doc, doc => cellSources(doc)[0] === 'xto');
+      expect(viewer.wsconnected).toBe(true);
+      expect(cellSources(owner.doc)).toEqual(['to']);
+    });
+
     it('lets a run link write outputs but not sources', async () => {
       writeFileSync(path.join(rootDir, 'run.ipynb'), notebook(['print(1)']));
       const { fileId } = (await session('run.ipynb')).body;

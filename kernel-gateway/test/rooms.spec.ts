@@ -151,6 +151,81 @@ describe('collaboration rooms', () => {
   });
 
   describe('editing together', () => {
+    it('saves every kind of cell and output as it found them, but for the edit', async () => {
+      const original = {
+        cells: [
+          {
+            cell_type: 'markdown',
+            id: 'md',
+            metadata: { tags: ['intro'] },
+            source: ['# Title\n', '![img](attachment:a.png)'],
+            attachments: { 'a.png': { 'image/png': 'iVBORw0KGgo=' } }
+          },
+          {
+            cell_type: 'code',
+            execution_count: 3,
+            id: 'code',
+            metadata: { collapsed: false, scrolled: true },
+            outputs: [
+              {
+                name: 'stdout',
+                output_type: 'stream',
+                text: ['one\n', 'two\n']
+              },
+              {
+                data: { 'text/plain': ['42'], 'text/html': ['<b>42</b>'] },
+                execution_count: 3,
+                metadata: {},
+                output_type: 'execute_result'
+              },
+              {
+                data: {
+                  'image/png': 'iVBORw0KGgo=',
+                  'text/plain': ['<Figure>']
+                },
+                metadata: { 'image/png': { width: 10 } },
+                output_type: 'display_data'
+              },
+              {
+                ename: 'ValueError',
+                evalue: 'bad',
+                output_type: 'error',
+                traceback: ['Traceback', 'ValueError: bad']
+              }
+            ],
+            source: 'print(1)\nx = 42\nx'
+          },
+          { cell_type: 'raw', id: 'raw', metadata: {}, source: 'raw text' }
+        ],
+        metadata: {
+          kernelspec: {
+            display_name: 'Python 3',
+            language: 'python',
+            name: 'python3'
+          },
+          language_info: { name: 'python' }
+        },
+        nbformat: 4,
+        nbformat_minor: 5
+      };
+      const file = path.join(rootDir, 'kinds.ipynb');
+      writeFileSync(file, JSON.stringify(original));
+      const before = (await gw.api('GET', '/api/contents/kinds.ipynb')).body
+        .content;
+      const { fileId } = (await session('kinds.ipynb')).body;
+      const editor = provider(`json:notebook:${fileId}`);
+      await synced(editor);
+      cellSource(editor.doc, 2).insert(8, '!');
+      await pollUntil(
+        async () => sourcesOnDisk(file)[2],
+        source => source === 'raw text!'
+      );
+      const after = (await gw.api('GET', '/api/contents/kinds.ipynb')).body
+        .content;
+      before.cells[2].source = 'raw text!';
+      expect(after).toEqual(before);
+    });
+
     it('two WebsocketProviders converge, see each other, and the file follows', async () => {
       const file = path.join(rootDir, 'pair.ipynb');
       writeFileSync(file, notebook(['a = 1', 'b = 2']));
