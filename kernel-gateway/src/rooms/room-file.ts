@@ -12,6 +12,7 @@
  *   replaced in one transaction, which clients get as any other update.
  */
 import { randomInt, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import * as Y from 'yjs';
 import { ContentsError, type FileContentsManager } from '../contents';
@@ -224,11 +225,15 @@ export class RoomFile {
 
   /** One timer for many edits: when it fires before the save is due (edits kept coming), it waits the rest. */
   private _armSave(now: number): void {
+    // A file that takes long to save (a notebook of many MB: serialising and signing it holds the
+    // event loop) is saved less often, so saving takes a tenth of the time at most.
+    const delay = Math.max(this._timings.saveDelayMs, 10 * this._saveCostMs);
+    const maxDelay = Math.max(
+      this._timings.saveMaxDelayMs,
+      20 * this._saveCostMs
+    );
     const due = () =>
-      Math.min(
-        this._lastEdit + this._timings.saveDelayMs,
-        (this._firstUnsaved ?? now) + this._timings.saveMaxDelayMs
-      );
+      Math.min(this._lastEdit + delay, (this._firstUnsaved ?? now) + maxDelay);
     this._saveTimer = setTimeout(
       () => {
         this._saveTimer = undefined;
@@ -254,6 +259,7 @@ export class RoomFile {
     }
     const { contents, logger } = this._options;
     this._dirty = false;
+    const started = performance.now();
     try {
       await contents.save(path, {
         type: this._kind.type,
@@ -263,12 +269,16 @@ export class RoomFile {
       const model = await Private.read(contents, path, this._kind, false);
       this._hash = model.hash;
       this._stamp = Private.stamp(model);
+      this._saveCostMs = performance.now() - started;
     } catch (error) {
       this._dirty = true;
       logger.warn(
         { err: error, room: this.room.id },
         'a room could not save its file'
       );
+      // Tried again later, not at once: the next edits, or a while, bring the next attempt.
+      this._saveCostMs = Math.max(this._saveCostMs, 1000);
+      this._scheduleSave();
       return 'failed';
     }
     const state = this.room.doc.getMap('state');
@@ -366,6 +376,8 @@ export class RoomFile {
   private _dirty = false;
   private _firstUnsaved: number | undefined;
   private _lastEdit = 0;
+  /** How long the last save took (ms). */
+  private _saveCostMs = 0;
   private _unstored: Uint8Array[] = [];
   private _saveTimer: NodeJS.Timeout | undefined;
   private _poll: NodeJS.Timeout;
