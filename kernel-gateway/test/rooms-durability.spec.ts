@@ -5,7 +5,13 @@
  * renames and deletes of folders through /api/contents.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { WebsocketProvider } from 'y-websocket';
@@ -174,6 +180,36 @@ describe('rooms across restarts', () => {
     const reader = provider(room, fresh.sessionId);
     await synced(reader);
     expect(cellSources(reader.doc)).toEqual(['after git checkout']);
+  });
+
+  it('a file rewritten with the same content while the gateway was down keeps its session', async () => {
+    const file = path.join(rootDir, 'reformatted.ipynb');
+    writeFileSync(file, notebook(['same']));
+    const { fileId, sessionId } = await session('reformatted.ipynb');
+    const room = `json:notebook:${fileId}`;
+    const editor = provider(room, sessionId);
+    await synced(editor);
+    cellSource(editor.doc, 0).insert(4, ' text');
+    await pollUntil(
+      async () => sourcesOnDisk(file),
+      sources => sources[0] === 'same text'
+    );
+    const offline = disconnected(editor);
+    await stop();
+    await offline;
+    // Another tool rewrites it: other layout, same notebook.
+    writeFileSync(
+      file,
+      JSON.stringify(JSON.parse(readFileSync(file, 'utf8')), null, 4)
+    );
+    await start();
+    expect((await session('reformatted.ipynb')).sessionId).toBe(sessionId);
+    await synced(editor);
+    cellSource(editor.doc, 0).insert(0, '# ');
+    await pollUntil(
+      async () => sourcesOnDisk(file),
+      sources => sources.join('|') === '# same text'
+    );
   });
 
   it('a room freed after its last client leaves keeps its session and history', async () => {

@@ -57,7 +57,7 @@ export const NOTEBOOK: IDocumentKind = {
     const metadata = meta.get('metadata');
     if (
       !(metadata instanceof Y.Map) ||
-      Private.canonical(metadata.toJSON()) !== Private.canonical(nb.metadata)
+      canonicalJson(metadata.toJSON()) !== canonicalJson(nb.metadata)
     ) {
       meta.set('metadata', Private.plainMap(nb.metadata));
     }
@@ -67,12 +67,10 @@ export const NOTEBOOK: IDocumentKind = {
     const now = cells
       .toArray()
       .map(cell =>
-        cell instanceof Y.Map
-          ? Private.canonical(Private.cellJson(cell, true))
-          : ''
+        cell instanceof Y.Map ? canonicalJson(Private.cellJson(cell, true)) : ''
       );
     const next = nb.cells.map((cell, index) =>
-      Private.canonical(Private.normalCell(cell, index, nb))
+      canonicalJson(Private.normalCell(cell, index, nb))
     );
     let start = 0;
     while (
@@ -148,6 +146,19 @@ export const TEXT_FILE: IDocumentKind = {
     return doc.getText('source').toString();
   }
 };
+
+/** JSON with its keys sorted: equal values, equal text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+      ? Object.fromEntries(
+          Object.entries(inner as Record<string, unknown>).sort(([a], [b]) =>
+            a < b ? -1 : a > b ? 1 : 0
+          )
+        )
+      : inner
+  );
+}
 
 /** The document kind of a contents type. */
 export function documentKind(type: DocumentType): IDocumentKind {
@@ -284,19 +295,6 @@ namespace Private {
       result.attachments = json.attachments;
     }
     return result;
-  }
-
-  /** JSON with its keys sorted: equal values, equal text. */
-  export function canonical(value: unknown): string {
-    return JSON.stringify(value, (_key, inner: unknown) =>
-      typeof inner === 'object' && inner !== null && !Array.isArray(inner)
-        ? Object.fromEntries(
-            Object.entries(inner as JsonObject).sort(([a], [b]) =>
-              a < b ? -1 : a > b ? 1 : 0
-            )
-          )
-        : inner
-    );
   }
 
   /** A Y.Map holding the object's entries as plain values (as `@jupyter/ydoc` keeps metadata). */

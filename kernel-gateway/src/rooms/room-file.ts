@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import * as Y from 'yjs';
 import { ContentsError, type FileContentsManager } from '../contents';
-import { documentKind, type IDocumentKind } from './documents';
+import { canonicalJson, documentKind, type IDocumentKind } from './documents';
 import type { FileIdStore } from './file-ids';
 import { RoomCloseCode, type IRoomName } from './protocol';
 import { Room, type SaveStatus } from './room';
@@ -77,20 +77,28 @@ export class RoomFile {
     }
     const model = await Private.read(contents, path, kind);
     const meta = store.meta(id);
-    if (meta && meta.hash === model.hash) {
-      const history = store.history(id);
-      if (history.updates.length > 0) {
-        const doc = new Y.Doc();
-        Y.applyUpdate(doc, Y.mergeUpdates(history.updates));
+    const history = meta ? store.history(id) : undefined;
+    if (meta && history && history.updates.length > 0) {
+      const doc = new Y.Doc();
+      Y.applyUpdate(doc, Y.mergeUpdates(history.updates));
+      // The file rewritten with the same content (reformatted, checked out again, or saved just
+      // before the meta could be): the stored history is still the file's, and so is the session.
+      const rewritten =
+        meta.hash !== model.hash &&
+        Private.sameContent(kind, doc, model.content);
+      if (meta.hash === model.hash || rewritten) {
         const file = new RoomFile(options, kind, doc, meta.sessionId, model);
         file._seq = history.nextSeq;
         file._baseSeq = history.nextSeq - history.updates.length;
-        file._dirty = history.nextSeq - 1 > meta.savedSeq;
-        if (file._dirty) {
+        if (rewritten) {
+          await file._recordSaved();
+        } else if (history.nextSeq - 1 > meta.savedSeq) {
+          file._dirty = true;
           file._scheduleSave();
         }
         return file;
       }
+      doc.destroy();
     }
     const doc = new Y.Doc();
     doc.clientID = RoomFile.FILE_CLIENT_ID;
@@ -445,6 +453,31 @@ namespace Private {
         throw new RoomError(RoomCloseCode.BadRequest, error.message);
       }
       throw error;
+    }
+  }
+
+  /**
+   * Whether `doc` holds `content` (compared as the doc would hold and save it; cells' `trusted`
+   * marks aside: they say what the notary knew when each was read, not what the file holds).
+   */
+  export function sameContent(
+    kind: IDocumentKind,
+    doc: Y.Doc,
+    content: unknown
+  ): boolean {
+    const fresh = new Y.Doc();
+    try {
+      kind.fill(fresh, content);
+      const text = (of: Y.Doc) => {
+        const read = kind.read(of) as { cells?: { metadata?: object }[] };
+        for (const cell of read.cells ?? []) {
+          delete (cell.metadata as { trusted?: unknown } | undefined)?.trusted;
+        }
+        return canonicalJson(read);
+      };
+      return text(fresh) === text(doc);
+    } finally {
+      fresh.destroy();
     }
   }
 
