@@ -160,6 +160,43 @@ describe('rooms across restarts', () => {
     );
   });
 
+  it('a long history, merged as it grows, loads whole after a restart', async () => {
+    await stop();
+    await start({ compactAfter: 5 });
+    const file = path.join(rootDir, 'long.ipynb');
+    writeFileSync(file, notebook(['']));
+    const { fileId, sessionId } = await session('long.ipynb');
+    const room = `json:notebook:${fileId}`;
+    const typist = provider(room, sessionId);
+    await synced(typist);
+    const observer = provider(room, sessionId);
+    await synced(observer);
+    const text = 'the quick brown fox jumps over the lazy dog';
+    for (const [i, letter] of [...text].entries()) {
+      cellSource(typist.doc, 0).insert(i, letter);
+      // One stored update each: the next letter waits for the room to have this one.
+      await until(observer.doc, doc => cellSources(doc)[0].length === i + 1);
+    }
+    // The store holds a few merged updates, not one a letter.
+    await gateway!.rooms.flush();
+    const stored = [
+      ...gateway!.state
+        .table('room-updates', 'binary')
+        .getKeys({ start: [room, 0], end: [room, Number.MAX_SAFE_INTEGER] })
+    ];
+    expect(stored.length).toBeLessThanOrEqual(6);
+    const offline = Promise.all([disconnected(typist), disconnected(observer)]);
+    await stop();
+    await offline;
+    await start({ compactAfter: 5 });
+    expect((await session('long.ipynb')).sessionId).toBe(sessionId);
+    const late = provider(room, sessionId);
+    await synced(late);
+    expect(cellSources(late.doc)).toEqual([text]);
+    await until(typist.doc, doc => cellSources(doc)[0] === text);
+    expect(cellSources(typist.doc)).toEqual([text]);
+  });
+
   it('a file changed on disk while the gateway was down wins, and old clients are asked to reload', async () => {
     const file = path.join(rootDir, 'checkout.ipynb');
     writeFileSync(file, notebook(['before']));
