@@ -148,6 +148,32 @@ describe('collaboration rooms', () => {
       expect(after.status).toBe(200);
       expect(after.body.fileId).toBe(before.body.fileId);
     });
+
+    it("tells clients the file's path after a rename, and its hash after each save", async () => {
+      writeFileSync(path.join(rootDir, 'named.ipynb'), notebook(['n']));
+      const { fileId } = (await session('named.ipynb')).body;
+      const client = provider(`json:notebook:${fileId}`);
+      await synced(client);
+      const state = client.doc.getMap('state');
+      const hashOnDisk = async (file: string) =>
+        (await gw.api('GET', `/api/contents/${file}?content=0&hash=1`)).body
+          .hash;
+      expect(state.get('path')).toBe('named.ipynb');
+      expect(state.get('hash')).toBe(await hashOnDisk('named.ipynb'));
+      const renamed = await gw.api('PATCH', '/api/contents/named.ipynb', {
+        path: 'renamed.ipynb'
+      });
+      expect(renamed.status).toBe(200);
+      await until(client.doc, () => state.get('path') === 'renamed.ipynb');
+      cellSource(client.doc, 0).insert(1, 'ew');
+      await pollUntil(
+        async () => sourcesOnDisk(path.join(rootDir, 'renamed.ipynb')),
+        sources => sources[0] === 'new'
+      );
+      const saved = await hashOnDisk('renamed.ipynb');
+      await until(client.doc, () => state.get('hash') === saved);
+      expect(state.get('dirty')).toBe(false);
+    });
   });
 
   describe('editing together', () => {

@@ -13,6 +13,7 @@ export {
 } from './manager';
 export {
   RoomCloseCode,
+  RoomError,
   GLOBAL_AWARENESS_ROOM,
   parseRoomName,
   roomName,
@@ -22,7 +23,6 @@ export {
 } from './protocol';
 export {
   DEFAULT_ROOM_TIMINGS,
-  RoomError,
   SERVER_ORIGIN,
   type IRoomTimings
 } from './room-file';

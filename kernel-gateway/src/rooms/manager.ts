@@ -18,6 +18,7 @@ import {
   GLOBAL_AWARENESS_ROOM,
   isDocumentKind,
   parseRoomName,
+  RoomError,
   roomName,
   sessionExpiredReason,
   type DocumentFormat,
@@ -26,7 +27,6 @@ import {
 import { Room } from './room';
 import {
   DEFAULT_ROOM_TIMINGS,
-  RoomError,
   RoomFile,
   SERVER_ORIGIN,
   type IRoomTimings

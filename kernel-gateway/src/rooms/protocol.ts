@@ -6,6 +6,16 @@
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 
+/** A room that cannot be opened, with the close code its clients get. */
+export class RoomError extends Error {
+  constructor(
+    readonly code: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
 /** The first varUint of every room message. */
 export enum MessageType {
   /** y-protocols sync: step 1 (state vector), step 2 (missing updates), update. */

@@ -1,9 +1,9 @@
 /**
  * A document room bound to its file and its stored history: one truth among the three.
  *
- * - Load: when the store has the room and the file's hash is the one recorded, the doc is the
- *   stored history (same history: reconnecting clients merge without duplicating cells) and the
- *   session id stays; otherwise the doc is built from the file with a fixed client id (the same
+ * - Load: when the store has the room and the file's hash is the one recorded (or the file holds
+ *   the same content), the doc is the stored history (same history: reconnecting clients merge
+ *   without duplicating cells) and the session id stays; otherwise the doc is built from the file with a fixed client id (the same
  *   file always gives the same history) under a new session id, and the stored history restarts.
  * - Every update is appended to the store (writes awaited before the room is freed), the history
  *   merged into one update past a number of them.
@@ -15,22 +15,18 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import * as Y from 'yjs';
-import { ContentsError, type FileContentsManager } from '../contents';
-import { canonicalJson, documentKind, type IDocumentKind } from './documents';
+import type { FileContentsManager } from '../contents';
+import { documentKind, type IDocumentKind } from './documents';
 import type { FileIdStore } from './file-ids';
-import { RoomCloseCode, type IRoomName } from './protocol';
+import {
+  fileStamp,
+  readFileState,
+  sameContent,
+  type IFileState
+} from './file-state';
+import { RoomCloseCode, RoomError, type IRoomName } from './protocol';
 import { Room, type SaveStatus } from './room';
 import type { RoomStore } from './room-store';
-
-/** A room that cannot be opened, with the close code its clients get. */
-export class RoomError extends Error {
-  constructor(
-    readonly code: number,
-    message: string
-  ) {
-    super(message);
-  }
-}
 
 /** How often a room saves, polls its file, compacts its history. */
 export interface IRoomTimings {
@@ -75,7 +71,7 @@ export class RoomFile {
         `No file has id ${name.fileId}`
       );
     }
-    const model = await Private.read(contents, path, kind);
+    const model = await readFileState(contents, path, kind);
     const meta = store.meta(id);
     const history = meta ? store.history(id) : undefined;
     if (meta && history && history.updates.length > 0) {
@@ -84,8 +80,7 @@ export class RoomFile {
       // The file rewritten with the same content (reformatted, checked out again, or saved just
       // before the meta could be): the stored history is still the file's, and so is the session.
       const rewritten =
-        meta.hash !== model.hash &&
-        Private.sameContent(kind, doc, model.content);
+        meta.hash !== model.hash && sameContent(kind, doc, model.content);
       if (meta.hash === model.hash || rewritten) {
         const file = new RoomFile(options, kind, doc, meta.sessionId, model);
         file._seq = history.nextSeq;
@@ -102,7 +97,7 @@ export class RoomFile {
     }
     const doc = new Y.Doc();
     doc.clientID = RoomFile.FILE_CLIENT_ID;
-    await Private.fill(doc, kind, model.content);
+    doc.transact(() => kind.fill(doc, model.content));
     doc.clientID = randomInt(1, 2 ** 32 - 1);
     const sessionId = randomUUID();
     await store.reset(id, 0, Y.encodeStateAsUpdate(doc), {
@@ -120,17 +115,18 @@ export class RoomFile {
     kind: IDocumentKind,
     doc: Y.Doc,
     sessionId: string,
-    model: Private.IFileState
+    model: IFileState
   ) {
     this.fileId = options.name.fileId;
     this._options = options;
     this._timings = options.timings;
     this._kind = kind;
     this._hash = model.hash;
-    this._stamp = Private.stamp(model);
+    this._stamp = fileStamp(model);
     this.room = new Room({ id: options.id, doc, sessionId });
     this.room.saver = () => this.save();
     doc.on('update', this._onUpdate);
+    this._markState({ path: this.path, hash: this._hash });
     this._poll = setInterval(() => void this.poll(), this._timings.pollMs);
     this._poll.unref();
   }
@@ -274,9 +270,9 @@ export class RoomFile {
         format: this._kind.format,
         content: this._kind.read(this.room.doc)
       });
-      const model = await Private.read(contents, path, this._kind, false);
+      const model = await readFileState(contents, path, this._kind, false);
       this._hash = model.hash;
-      this._stamp = Private.stamp(model);
+      this._stamp = fileStamp(model);
       this._saveCostMs = performance.now() - started;
     } catch (error) {
       this._dirty = true;
@@ -289,12 +285,31 @@ export class RoomFile {
       this._scheduleSave();
       return 'failed';
     }
-    const state = this.room.doc.getMap('state');
-    if (state.get('dirty') !== false) {
-      this.room.doc.transact(() => state.set('dirty', false), Private.SAVED);
-    }
+    // JupyterLab takes a new hash for a save made by the server (by a collaborator).
+    this._markState({ dirty: false, hash: this._hash });
     await this._recordSaved();
     return 'success';
+  }
+
+  /**
+   * Set the doc's `state` entries that differ (JupyterLab's provider reads `path` for renames,
+   * `hash` for saves, `dirty`), as bookkeeping that does not make the doc unsaved.
+   */
+  private _markState(
+    entries: Record<string, unknown>,
+    origin: symbol = Private.SAVED
+  ): void {
+    const state = this.room.doc.getMap('state');
+    const changed = Object.entries(entries).filter(
+      ([key, value]) => value !== undefined && state.get(key) !== value
+    );
+    if (changed.length > 0) {
+      this.room.doc.transact(() => {
+        for (const [key, value] of changed) {
+          state.set(key, value);
+        }
+      }, origin);
+    }
   }
 
   private async _pollOnce(): Promise<void> {
@@ -306,23 +321,25 @@ export class RoomFile {
       this._options.onDeleted?.();
       return;
     }
+    // Renamed or moved through /api/contents: collaborators' tabs follow.
+    this._markState({ path });
     const { contents } = this._options;
     let stamp: string;
     try {
-      stamp = Private.stamp(await contents.read(path, { content: false }));
+      stamp = fileStamp(await contents.read(path, { content: false }));
     } catch {
       return; // Gone or unreadable for now: the doc stays as it is.
     }
     if (stamp === this._stamp) {
       return;
     }
-    const model = await Private.read(contents, path, this._kind).catch(
+    const model = await readFileState(contents, path, this._kind).catch(
       () => undefined
     );
     if (!model) {
       return;
     }
-    this._stamp = Private.stamp(model);
+    this._stamp = fileStamp(model);
     if (model.hash === this._hash) {
       return;
     }
@@ -330,10 +347,10 @@ export class RoomFile {
       { room: this.room.id, path },
       'the file changed outside Ferry: the room takes it'
     );
-    this.room.doc.transact(
-      () => this._kind.replace(this.room.doc, model.content),
-      Private.DISK
-    );
+    this.room.doc.transact(() => {
+      this._kind.replace(this.room.doc, model.content);
+      this._markState({ hash: model.hash, dirty: false }, Private.DISK);
+    }, Private.DISK);
     this._hash = model.hash;
     this._dirty = false;
     clearTimeout(this._saveTimer);
@@ -417,87 +434,4 @@ namespace Private {
   export const SAVED = Symbol('saved');
   /** The origin of content taken from the disk: already saved. */
   export const DISK = Symbol('disk');
-
-  export interface IFileState {
-    content: unknown;
-    hash: string;
-    last_modified: string;
-    size: number | null;
-  }
-
-  /** The file's content and hash, as the room's kind. */
-  export async function read(
-    contents: FileContentsManager,
-    path: string,
-    kind: IDocumentKind,
-    content = true
-  ): Promise<IFileState> {
-    try {
-      const model = await contents.read(path, {
-        content,
-        type: kind.type,
-        format: kind.format === 'text' ? 'text' : undefined,
-        hash: true
-      });
-      return {
-        content: model.content,
-        hash: model.hash ?? '',
-        last_modified: model.last_modified,
-        size: model.size
-      };
-    } catch (error) {
-      if (error instanceof ContentsError && error.status === 404) {
-        throw new RoomError(RoomCloseCode.NotFound, `No such file: ${path}`);
-      }
-      if (error instanceof ContentsError && error.status === 400) {
-        throw new RoomError(RoomCloseCode.BadRequest, error.message);
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * Whether `doc` holds `content` (compared as the doc would hold and save it; cells' `trusted`
-   * marks aside: they say what the notary knew when each was read, not what the file holds).
-   */
-  export function sameContent(
-    kind: IDocumentKind,
-    doc: Y.Doc,
-    content: unknown
-  ): boolean {
-    const fresh = new Y.Doc();
-    try {
-      kind.fill(fresh, content);
-      const text = (of: Y.Doc) => {
-        const read = kind.read(of) as { cells?: { metadata?: object }[] };
-        for (const cell of read.cells ?? []) {
-          delete (cell.metadata as { trusted?: unknown } | undefined)?.trusted;
-        }
-        return canonicalJson(read);
-      };
-      return text(fresh) === text(doc);
-    } finally {
-      fresh.destroy();
-    }
-  }
-
-  /** What says a file changed without reading it. */
-  export function stamp(model: {
-    last_modified: string;
-    size: number | null;
-  }): string {
-    return `${model.last_modified}/${model.size}`;
-  }
-
-  /**
-   * Fill the doc with the file's content. A large notebook is filled in pieces, with the event loop
-   * let go between them, so other rooms and kernels are served meanwhile.
-   */
-  export async function fill(
-    doc: Y.Doc,
-    kind: IDocumentKind,
-    content: unknown
-  ): Promise<void> {
-    doc.transact(() => kind.fill(doc, content));
-  }
 }
