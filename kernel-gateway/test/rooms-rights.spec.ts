@@ -249,7 +249,7 @@ describe('rooms: rights per connection and hostile clients', () => {
       expect(cellSources(owner.doc)).toEqual(['to']);
     });
 
-    it('lets a run link write outputs but not sources', async () => {
+    it("keeps a run link's hands off sources and outputs: the server runs cells and writes outputs", async () => {
       writeFileSync(path.join(rootDir, 'run.ipynb'), notebook(['print(1)']));
       const { fileId } = (await session('run.ipynb')).body;
       const room = `json:notebook:${fileId}`;
@@ -257,7 +257,25 @@ describe('rooms: rights per connection and hostile clients', () => {
       await synced(owner);
       const runLink = await link('run.ipynb', 'run');
       const runner = await visitor(room, runLink.token);
+      // An output of its own making, under a cell the owner's lab trusts, would run in the owner's page.
+      const forged = runner.nextDenial();
       runner.change(doc => {
+        const cell = doc.getArray<Y.Map<unknown>>('cells').get(0);
+        (cell.get('outputs') as Y.Array<Y.Map<unknown>>).push([
+          new Y.Map<unknown>([
+            ['output_type', 'display_data'],
+            ['data', { 'text/html': '<img src=x onerror="steal()">' }],
+            ['metadata', {}]
+          ])
+        ]);
+      });
+      expect(await forged).toMatch(/run link/);
+      const edited = runner.nextDenial();
+      runner.change(doc => cellSource(doc, 0).insert(0, 'x'));
+      expect(await edited).toMatch(/run link/);
+      // What the server writes (server-side execution) reaches the run link like everyone.
+      const handle = await gw.gateway.rooms.open(room);
+      handle.transact(doc => {
         const cell = doc.getArray<Y.Map<unknown>>('cells').get(0);
         cell.set('execution_count', 1);
         (cell.get('outputs') as Y.Array<Y.Map<unknown>>).push([
@@ -268,19 +286,14 @@ describe('rooms: rights per connection and hostile clients', () => {
           ])
         ]);
       });
-      await until(
-        owner.doc,
-        doc =>
-          doc
-            .getArray<Y.Map<unknown>>('cells')
-            .get(0)
-            .get('execution_count') === 1
-      );
-      const denial = runner.nextDenial();
-      runner.change(doc => cellSource(doc, 0).insert(0, 'x'));
-      expect(await denial).toMatch(/run link/);
+      handle.release();
       const another = await visitor(room, runLink.token);
-      expect(cellSources(another.doc)).toEqual(['print(1)']);
+      const cell = another.doc.getArray<Y.Map<unknown>>('cells').get(0);
+      expect(cell.get('execution_count')).toBe(1);
+      expect((cell.get('outputs') as Y.Array<Y.Map<unknown>>).toJSON()).toEqual(
+        [{ output_type: 'stream', name: 'stdout', text: '1\n' }]
+      );
+      expect(cellSources(owner.doc)).toEqual(['print(1)']);
     });
 
     it('lets a comment link write comments only', async () => {

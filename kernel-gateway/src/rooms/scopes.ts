@@ -1,8 +1,14 @@
 /**
  * What a connection may change in a room's doc, decided per connection from its access, never per
- * room: the owner and edit links everything; a run link only execution state (cells' outputs,
- * execution_count, execution_state, metadata.execution); a comment link only the `comments` root;
- * a view link nothing. An update is judged by the places it touches: each new struct's place is
+ * room: the owner and edit links everything; comment and run links only the `comments` root; a
+ * view link nothing.
+ *
+ * A run link runs cells through the server (`POST /api/kernels/{id}/execute`), which writes the
+ * outputs and execution state itself: a run link's own client writes none. Were it let write
+ * outputs, it could put HTML and scripts under a cell that the owner's JupyterLab trusts (the owner
+ * ran it), and they would run in the owner's page with the owner's credentials.
+ *
+ * An update is judged by the places it touches: each new struct's place is
  * found by walking its parents (in the doc, or in the update itself), each deletion's in the doc.
  * An update that touches anything else, or that cannot be placed, is refused whole.
  */
@@ -17,13 +23,6 @@ export type DocPath = readonly string[];
 
 /** Whether a connection may change the place `path`. */
 export type ChangeRule = (path: DocPath) => boolean;
-
-/** The cell keys a run link may change: what running a cell writes. */
-const EXECUTION_KEYS = new Set([
-  'outputs',
-  'execution_count',
-  'execution_state'
-]);
 
 /** What every JupyterLab client writes on its own when it syncs (`state.document_id`, `dirty`). */
 function clientBookkeeping(path: DocPath): boolean {
@@ -47,12 +46,6 @@ export function changeRule(access: Access): ChangeRule | undefined {
     case 'edit':
       return () => true;
     case 'run':
-      return path =>
-        clientBookkeeping(path) ||
-        (path[0] === 'cells' &&
-          path[1] === '#' &&
-          (EXECUTION_KEYS.has(path[2]) ||
-            (path[2] === 'metadata' && path[3] === 'execution')));
     case 'comment':
       return path => clientBookkeeping(path) || path[0] === 'comments';
     default:
