@@ -124,7 +124,21 @@ describe('collaboration rooms', () => {
         { raw: '[1]' }
       );
       expect(noBody.status).toBe(400);
-      const folder = await session('sub');
+      const malformed = await gw.api(
+        'PUT',
+        '/api/collaboration/session/%E0%A4%A',
+        { format: 'json', type: 'notebook' }
+      );
+      expect(malformed.status).toBe(400);
+      const unknownKind = await gw.api(
+        'PUT',
+        '/api/collaboration/session/kind.ipynb',
+        { format: 'json', type: 'spreadsheet' }
+      );
+      expect(unknownKind.status).toBe(400);
+      expect(unknownKind.body.message).toMatch(/type/);
+      await gw.api('PUT', '/api/contents/folder', { type: 'directory' });
+      const folder = await session('folder');
       expect(folder.status).toBe(400);
       const outside = await session('../../etc/passwd', 'file');
       expect([400, 404]).toContain(outside.status);
