@@ -76,8 +76,17 @@ export class Room {
     }
   }
 
-  /** The update a client's step 1 asks for: what the doc has beyond its state vector. */
+  /**
+   * The step 2 a client's step 1 asks for: what the doc has beyond its state vector. A client that
+   * has nothing (every JupyterLab tab that opens the document) gets the whole doc, encoded once
+   * for all such clients until the doc changes: a class opening a large notebook at once costs
+   * one encoding, not one each.
+   */
   missing(stateVector: Uint8Array): Uint8Array {
+    const empty = stateVector.length === 1 && stateVector[0] === 0;
+    if (empty && this._wholeDoc) {
+      return this._wholeDoc;
+    }
     const encoder = encoding.createEncoder();
     encoding.writeVarUint(encoder, MessageType.Sync);
     encoding.writeVarUint(encoder, SyncType.Step2);
@@ -85,7 +94,11 @@ export class Room {
       encoder,
       Y.encodeStateAsUpdate(this.doc, stateVector)
     );
-    return encoding.toUint8Array(encoder);
+    const message = encoding.toUint8Array(encoder);
+    if (empty) {
+      this._wholeDoc = message;
+    }
+    return message;
   }
 
   /**
@@ -169,6 +182,7 @@ export class Room {
   }
 
   private _onUpdate = (update: Uint8Array, origin: unknown): void => {
+    this._wholeDoc = undefined;
     const encoder = encoding.createEncoder();
     encoding.writeVarUint(encoder, MessageType.Sync);
     encoding.writeVarUint(encoder, SyncType.Update);
@@ -202,6 +216,8 @@ export class Room {
   };
 
   private _connections = new Set<Room.IPeer>();
+  /** The step 2 of a client that has nothing, while the doc is unchanged. */
+  private _wholeDoc: Uint8Array | undefined;
   private _awarenessOwners = new Map<number, Room.IPeer>();
   private _isolateShares: boolean;
 }
