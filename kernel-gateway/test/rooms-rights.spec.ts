@@ -223,6 +223,7 @@ describe('rooms: rights per connection and hostile clients', () => {
         sources => sources[0] === 'secret = 420'
       );
       expect(readFileSync(file, 'utf8')).not.toContain('import os');
+      expect(await viewer.save(1)).toMatchObject({ status: 'failed' });
     });
 
     it("tells a WebsocketProvider with a view link in y-websocket's own words, and keeps it in the room", async () => {

@@ -349,6 +349,28 @@ describe('collaboration rooms', () => {
       expect(at?.index).toBe(3);
     });
 
+    it("saves at once when a client asks (JupyterLab's Ctrl+S) and says so", async () => {
+      const file = path.join(rootDir, 'ctrl-s.ipynb');
+      writeFileSync(file, notebook(['s']));
+      const { fileId } = (await session('ctrl-s.ipynb')).body;
+      const client = await RawRoomClient.connect(
+        gw.url,
+        `json:notebook:${fileId}`,
+        {
+          token: gw.token
+        }
+      );
+      raws.push(client);
+      await client.sync();
+      client.change(doc => cellSource(doc, 0).insert(1, 'aved'));
+      expect(await client.save(7)).toEqual({
+        type: 'save',
+        responseTo: 7,
+        status: 'success'
+      });
+      expect(sourcesOnDisk(file)).toEqual(['saved']);
+    });
+
     it('asks a client synced to another history to reload (1003)', async () => {
       writeFileSync(path.join(rootDir, 'stale.ipynb'), notebook(['s']));
       const { fileId } = (await session('stale.ipynb')).body;

@@ -186,6 +186,30 @@ export class RawRoomClient {
     this.ws.send(encoding.toUint8Array(encoder));
   }
 
+  /** The JSON messages of type 2 the server sent (save replies). */
+  readonly replies: unknown[] = [];
+
+  /** Ask the room to save now, as JupyterLab's provider does; resolves with the server's reply. */
+  save(id: number): Promise<unknown> {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, 2);
+    encoding.writeVarString(encoder, 'save');
+    encoding.writeVarUint(encoder, id);
+    this.ws.send(encoding.toUint8Array(encoder));
+    return new Promise(resolve => {
+      const check = () => {
+        const reply = this.replies.find(
+          r => (r as { responseTo?: number }).responseTo === id
+        );
+        if (reply) {
+          this.ws.off('message', check);
+          resolve(reply);
+        }
+      };
+      this.ws.on('message', check);
+    });
+  }
+
   /** Resolves with the next "permission denied" reason. */
   nextDenial(): Promise<string> {
     const seen = this.denied.length;
@@ -220,6 +244,8 @@ export class RawRoomClient {
       const decoderCopy = decoding.createDecoder(message.subarray(1));
       if (decoding.readVarUint(decoderCopy) === 0) {
         this.denied.push(decoding.readVarString(decoderCopy));
+      } else {
+        this.replies.push(JSON.parse(decoding.readVarString(decoder)));
       }
     }
   }
