@@ -325,28 +325,42 @@ describe('collaboration rooms', () => {
       expect(sourcesOnDisk(file)).toEqual(['new', 'cells from git']);
     });
 
-    it('changes only the cells a change on disk changed: the others, and cursors in them, stay', async () => {
+    it('changes only what a change on disk changed: cells, and cursors in them, stay', async () => {
       const file = path.join(rootDir, 'one-cell.ipynb');
       writeFileSync(file, notebook(['first', 'second', 'third']));
       const { fileId } = (await session('one-cell.ipynb')).body;
       const reader = provider(`json:notebook:${fileId}`);
       await synced(reader);
       const cells = reader.doc.getArray<Y.Map<unknown>>('cells');
-      const [first, , third] = cells.toArray();
-      const cursor = Y.createRelativePositionFromTypeIndex(
-        cellSource(reader.doc, 2),
-        3
+      const [first, second, third] = cells.toArray();
+      const cursors = [1, 2].map(cell =>
+        Y.createRelativePositionFromTypeIndex(cellSource(reader.doc, cell), 3)
       );
-      writeFileSync(file, notebook(['first', 'SECOND', 'third']));
-      await until(reader.doc, doc => cellSources(doc)[1] === 'SECOND');
-      expect(cellSources(reader.doc)).toEqual(['first', 'SECOND', 'third']);
+      writeFileSync(file, notebook(['first', 'second line', 'third']));
+      await until(reader.doc, doc => cellSources(doc)[1] === 'second line');
+      expect(cellSources(reader.doc)).toEqual([
+        'first',
+        'second line',
+        'third'
+      ]);
+      expect(cells.toArray()).toEqual([first, second, third]);
+      expect(cells.get(1)).toBe(second);
+      for (const cursor of cursors) {
+        expect(
+          Y.createAbsolutePositionFromRelativePosition(cursor, reader.doc)
+            ?.index
+        ).toBe(3);
+      }
+      // A cell added on disk: the cells around it stay too.
+      writeFileSync(file, notebook(['first', 'new', 'second line', 'third']));
+      await until(reader.doc, doc => cellSources(doc).length === 4);
+      expect(cellSources(reader.doc)).toEqual([
+        'first',
+        'new',
+        'second line',
+        'third'
+      ]);
       expect(cells.get(0)).toBe(first);
-      expect(cells.get(2)).toBe(third);
-      const at = Y.createAbsolutePositionFromRelativePosition(
-        cursor,
-        reader.doc
-      );
-      expect(at?.index).toBe(3);
     });
 
     it("saves at once when a client asks (JupyterLab's Ctrl+S) and says so", async () => {

@@ -88,12 +88,23 @@ export const NOTEBOOK: IDocumentKind = {
     ) {
       end++;
     }
+    const changed = nb.cells.slice(start, next.length - end);
+    const inPlace =
+      changed.length === now.length - start - end &&
+      changed.every((json, offset) =>
+        Private.sameCell(cells.get(start + offset), json, start + offset, nb)
+      );
+    if (inPlace) {
+      // The same cells, edited: each keeps its map, and a source keeps its unchanged start and end.
+      changed.forEach((json, offset) =>
+        Private.updateCell(cells.get(start + offset), json, start + offset, nb)
+      );
+      return;
+    }
     cells.delete(start, now.length - start - end);
     cells.insert(
       start,
-      nb.cells
-        .slice(start, next.length - end)
-        .map((cell, offset) => Private.cell(cell, start + offset, nb))
+      changed.map((cell, offset) => Private.cell(cell, start + offset, nb))
     );
   },
   read(doc) {
@@ -123,24 +134,7 @@ export const TEXT_FILE: IDocumentKind = {
     doc.getText('source').insert(0, Private.text(content));
   },
   replace(doc, content) {
-    const source = doc.getText('source');
-    const next = Private.text(content);
-    const now = source.toString();
-    // Only the changed middle: cursors before and after it stay where they are.
-    let start = 0;
-    const shortest = Math.min(now.length, next.length);
-    while (start < shortest && now[start] === next[start]) {
-      start++;
-    }
-    let end = 0;
-    while (
-      end < shortest - start &&
-      now[now.length - 1 - end] === next[next.length - 1 - end]
-    ) {
-      end++;
-    }
-    source.delete(start, now.length - start - end);
-    source.insert(start, next.slice(start, next.length - end));
+    Private.replaceText(doc.getText('source'), Private.text(content));
   },
   read(doc) {
     return doc.getText('source').toString();
@@ -259,6 +253,82 @@ namespace Private {
       result.attachments = json.attachments;
     }
     return result;
+  }
+
+  /** Replace a text's content, changing only its middle: cursors before and after it stay. */
+  export function replaceText(source: Y.Text, next: string): void {
+    const now = source.toString();
+    let start = 0;
+    const shortest = Math.min(now.length, next.length);
+    while (start < shortest && now[start] === next[start]) {
+      start++;
+    }
+    let end = 0;
+    while (
+      end < shortest - start &&
+      now[now.length - 1 - end] === next[next.length - 1 - end]
+    ) {
+      end++;
+    }
+    source.delete(start, now.length - start - end);
+    source.insert(start, next.slice(start, next.length - end));
+  }
+
+  /** Whether the doc's `cell` is the cell `json` (same id and type), whatever its content now. */
+  export function sameCell(
+    cell: unknown,
+    json: JsonObject,
+    index: number,
+    nb: INotebook
+  ): cell is Y.Map<unknown> {
+    const normal = normalCell(json, index, nb);
+    return (
+      cell instanceof Y.Map &&
+      cell.get('id') === normal.id &&
+      cell.get('cell_type') === normal.cell_type &&
+      cell.get('source') instanceof Y.Text &&
+      (normal.cell_type !== 'code' || cell.get('outputs') instanceof Y.Array)
+    );
+  }
+
+  /** Give the doc's `cell` the content of `json`: only what differs is written. */
+  export function updateCell(
+    cell: Y.Map<unknown>,
+    json: JsonObject,
+    index: number,
+    nb: INotebook
+  ): void {
+    const normal = normalCell(json, index, nb);
+    replaceText(cell.get('source') as Y.Text, normal.source as string);
+    const metadata = cell.get('metadata');
+    if (
+      !(metadata instanceof Y.Map) ||
+      canonicalJson(metadata.toJSON()) !== canonicalJson(normal.metadata)
+    ) {
+      cell.set('metadata', plainMap(object(normal.metadata)));
+    }
+    if (normal.cell_type === 'code') {
+      const outputs = cell.get('outputs') as Y.Array<Y.Map<unknown>>;
+      if (canonicalJson(outputs.toJSON()) !== canonicalJson(normal.outputs)) {
+        outputs.delete(0, outputs.length);
+        outputs.insert(
+          0,
+          ((json.outputs as Json[] | undefined) ?? []).map(output)
+        );
+      }
+      if (cell.get('execution_count') !== normal.execution_count) {
+        cell.set('execution_count', normal.execution_count);
+      }
+    } else if (
+      canonicalJson(cell.get('attachments') ?? null) !==
+      canonicalJson(normal.attachments ?? null)
+    ) {
+      if (normal.attachments === undefined) {
+        cell.delete('attachments');
+      } else {
+        cell.set('attachments', normal.attachments);
+      }
+    }
   }
 
   /**
