@@ -310,10 +310,18 @@ export class RoomManager {
         entries.map(async ([name, entry]) => {
           clearTimeout(entry.freeTimer);
           const file = await entry.loading.catch(() => undefined);
-          await file?.close(RoomCloseCode.GoingAway, 'The gateway is stopping');
-          this._closing.delete(name);
+          // One room that cannot close cleanly keeps none of the others from closing.
+          await file
+            ?.close(RoomCloseCode.GoingAway, 'The gateway is stopping')
+            .catch(error =>
+              this._options.logger.error(
+                { err: error, room: name },
+                'a room did not close cleanly'
+              )
+            );
         })
       );
+      // Rooms freed just before: their last save and store writes.
       await Promise.all(this._closing.values());
       this._global.destroy(RoomCloseCode.GoingAway, 'The gateway is stopping');
     })();
