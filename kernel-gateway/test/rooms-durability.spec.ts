@@ -203,10 +203,21 @@ describe('rooms across restarts', () => {
     const { fileId, sessionId } = await session('checkout.ipynb');
     const room = `json:notebook:${fileId}`;
     const editor = provider(room, sessionId);
-    await synced(editor);
+    const observer = provider(room, sessionId);
+    await Promise.all([synced(editor), synced(observer)]);
+    // A history of many stored updates, longer than the new one will be.
+    for (const [i, letter] of [...'!!!!!!!!!!!!'].entries()) {
+      cellSource(editor.doc, 0).insert(6 + i, letter);
+      await until(observer.doc, doc => cellSources(doc)[0].length === 7 + i);
+    }
+    await pollUntil(
+      async () => sourcesOnDisk(file),
+      sources => sources[0] === 'before!!!!!!!!!!!!'
+    );
     await stop();
     writeFileSync(file, notebook(['after git checkout']));
     editor.destroy();
+    observer.destroy();
     await start();
     const stale = await RawRoomClient.connect(url, room, { token, sessionId });
     const closed = await stale.closed;
@@ -214,9 +225,30 @@ describe('rooms across restarts', () => {
     const fresh = await session('checkout.ipynb');
     expect(fresh.fileId).toBe(fileId);
     expect(fresh.sessionId).not.toBe(sessionId);
+    // The old history is gone from the store: a new one starts from the file.
+    await gateway!.rooms.flush();
+    const stored = [
+      ...gateway!.state
+        .table('room-updates', 'binary')
+        .getKeys({ start: [room, 0], end: [room, Number.MAX_SAFE_INTEGER] })
+    ];
+    expect(stored.length).toBeLessThanOrEqual(2);
     const reader = provider(room, fresh.sessionId);
     await synced(reader);
     expect(cellSources(reader.doc)).toEqual(['after git checkout']);
+    // The new history alone is kept: nothing of the old one comes back after another restart.
+    cellSource(reader.doc, 0).insert(0, '# ');
+    await pollUntil(
+      async () => sourcesOnDisk(file),
+      sources => sources[0] === '# after git checkout'
+    );
+    const offline = disconnected(reader);
+    await stop();
+    await offline;
+    await start();
+    const later = provider(room, fresh.sessionId);
+    await synced(later);
+    expect(cellSources(later.doc)).toEqual(['# after git checkout']);
   });
 
   it('a file rewritten with the same content while the gateway was down keeps its session', async () => {

@@ -100,13 +100,16 @@ export class RoomFile {
     doc.transact(() => kind.fill(doc, model.content));
     doc.clientID = randomInt(1, 2 ** 32 - 1);
     const sessionId = randomUUID();
-    await store.reset(id, 0, Y.encodeStateAsUpdate(doc), {
+    // Numbered past the old history, which the reset removes whole.
+    const base = history?.nextSeq ?? 0;
+    await store.reset(id, base, Y.encodeStateAsUpdate(doc), {
       sessionId,
       hash: model.hash,
-      savedSeq: 0
+      savedSeq: base
     });
     const file = new RoomFile(options, kind, doc, sessionId, model);
-    file._seq = 1;
+    file._seq = base + 1;
+    file._baseSeq = base;
     return file;
   }
 
