@@ -266,6 +266,9 @@ export class RoomFile {
     }
     const { contents, logger } = this._options;
     this._dirty = false;
+    // The last update the file will hold: edits that come while it is written are not in it.
+    this._store();
+    const upto = this._seq - 1;
     const started = performance.now();
     try {
       await contents.save(path, {
@@ -290,7 +293,7 @@ export class RoomFile {
     }
     // JupyterLab takes a new hash for a save made by the server (by a collaborator).
     this._markState({ dirty: false, hash: this._hash });
-    await this._recordSaved();
+    await this._recordSaved(this._dirty ? upto : undefined);
     return 'success';
   }
 
@@ -362,13 +365,13 @@ export class RoomFile {
     await this._recordSaved();
   }
 
-  /** The file now holds every update so far. */
-  private async _recordSaved(): Promise<void> {
+  /** The file now holds every update up to `upto` (default: every update so far). */
+  private async _recordSaved(upto?: number): Promise<void> {
     this._store();
     await this._options.store.setMeta(this.room.id, {
       sessionId: this.room.sessionId,
       hash: this._hash,
-      savedSeq: this._seq - 1
+      savedSeq: upto ?? this._seq - 1
     });
   }
 
