@@ -71,12 +71,6 @@ export class RoomManager {
     this._options = options;
     this._store = new RoomStore(options.state);
     this._timings = { ...DEFAULT_ROOM_TIMINGS, ...options.timings };
-    this._global = new Room({
-      id: GLOBAL_AWARENESS_ROOM,
-      doc: new Y.Doc(),
-      sessionId: '',
-      isolateShares: true
-    });
   }
 
   /**
@@ -172,10 +166,14 @@ export class RoomManager {
     access: Access,
     sessionId?: string
   ): Promise<void> {
+    if (this._disposed) {
+      ws.close(RoomCloseCode.GoingAway, 'The gateway is stopping');
+      return;
+    }
     if (name === GLOBAL_AWARENESS_ROOM) {
       this._track(
         new RoomConnection({
-          room: this._global,
+          room: this._globalRoom(),
           ws,
           access,
           awarenessOnly: true
@@ -323,9 +321,19 @@ export class RoomManager {
       );
       // Rooms freed just before: their last save and store writes.
       await Promise.all(this._closing.values());
-      this._global.destroy(RoomCloseCode.GoingAway, 'The gateway is stopping');
+      this._global?.destroy(RoomCloseCode.GoingAway, 'The gateway is stopping');
     })();
     return this._disposed;
+  }
+
+  private _globalRoom(): Room {
+    this._global ??= new Room({
+      id: GLOBAL_AWARENESS_ROOM,
+      doc: new Y.Doc(),
+      sessionId: '',
+      isolateShares: true
+    });
+    return this._global;
   }
 
   private async _acquire(name: string): Promise<Private.IEntry> {
@@ -432,7 +440,8 @@ export class RoomManager {
   private _options: RoomManager.IOptions;
   private _store: RoomStore;
   private _timings: IRoomTimings;
-  private _global: Room;
+  /** The global awareness room, made at its first connection (its awareness runs a timer). */
+  private _global: Room | undefined;
   private _rooms = new Map<string, Private.IEntry>();
   private _closing = new Map<string, Promise<void>>();
   private _connections = new Set<RoomConnection>();
