@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
-import { createGateway, createLogger, type Gateway } from '../src';
+import { createGateway, createLogger, StateStore, type Gateway } from '../src';
+import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
 import { apiFor, pollUntil } from './helpers';
 import {
   cellSource,
@@ -330,5 +331,101 @@ describe('rooms across restarts', () => {
       { token }
     );
     expect((await gone.closed).code).toBe(4404);
+  });
+});
+
+describe('rooms after a crash', () => {
+  let rootDir: string;
+  let stateDir: string;
+  const gateways: IGatewayProcess[] = [];
+
+  beforeEach(() => {
+    rootDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-crash-root-'))
+    );
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-crash-state-'));
+  });
+
+  afterEach(async () => {
+    await Promise.all(gateways.splice(0).map(g => g.stop()));
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  async function gatewayProcess(): Promise<IGatewayProcess> {
+    const started = await startGatewayProcess([
+      '--root-dir',
+      rootDir,
+      '--state-dir',
+      stateDir
+    ]);
+    gateways.push(started);
+    return started;
+  }
+
+  it('an edit stored but not yet saved when the gateway was killed reaches the file after a restart', async () => {
+    const file = path.join(rootDir, 'crash.ipynb');
+    writeFileSync(file, notebook(['before']));
+    const first = await gatewayProcess();
+    const opened = await first.api(
+      'PUT',
+      '/api/collaboration/session/crash.ipynb',
+      { format: 'json', type: 'notebook' }
+    );
+    const { fileId, sessionId } = opened.body;
+    const room = `json:notebook:${fileId}`;
+    const client = await RawRoomClient.connect(first.url, room, {
+      token: first.token,
+      sessionId
+    });
+    await client.sync();
+    client.change(doc => cellSource(doc, 0).insert(6, ' the crash'));
+    // Read the gateway's store as it writes it (LMDB lets another process read): kill it the
+    // moment the edit is stored, a second before the room would save it.
+    const store = new StateStore(stateDir);
+    try {
+      await pollUntil(
+        async () => {
+          const doc = new Y.Doc();
+          for (const { value } of store
+            .table<Uint8Array>('room-updates', 'binary')
+            .getRange({
+              start: [room, 0],
+              end: [room, Number.MAX_SAFE_INTEGER]
+            })) {
+            Y.applyUpdate(doc, value);
+          }
+          return cellSources(doc)[0];
+        },
+        source => source === 'before the crash',
+        10_000,
+        10
+      );
+      first.child.kill('SIGKILL');
+      await first.exited;
+    } finally {
+      await store.close();
+    }
+    client.close();
+    expect(sourcesOnDisk(file)).toEqual(['before']);
+
+    const second = await gatewayProcess();
+    const again = await second.api(
+      'PUT',
+      '/api/collaboration/session/crash.ipynb',
+      { format: 'json', type: 'notebook' }
+    );
+    expect(again.body.sessionId).toBe(sessionId);
+    await pollUntil(
+      async () => sourcesOnDisk(file),
+      sources => sources[0] === 'before the crash'
+    );
+    const reader = await RawRoomClient.connect(second.url, room, {
+      token: second.token,
+      sessionId
+    });
+    await reader.sync();
+    expect(cellSources(reader.doc)).toEqual(['before the crash']);
+    reader.close();
   });
 });
