@@ -297,24 +297,64 @@ describe('rooms: rights per connection and hostile clients', () => {
       expect(cellSources(owner.doc)).toEqual(['print(1)']);
     });
 
-    it('lets a comment link write comments only', async () => {
+    it('lets a comment link add and take back its own comments, and nothing else', async () => {
       writeFileSync(path.join(rootDir, 'comment.ipynb'), notebook(['c']));
       const { fileId } = (await session('comment.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
       await synced(owner);
+      // The owner's thread on the cell: comments as JupyterLab's sharing extension keeps them.
+      const threads = owner.doc.getMap<Y.Array<unknown>>('comments');
+      owner.doc.transact(() => {
+        threads.set('cell-0', new Y.Array());
+        threads
+          .get('cell-0')!
+          .push([
+            { id: 'o1', author: 'Owner', text: 'please review', time: '' }
+          ]);
+      });
       const commentLink = await link('comment.ipynb', 'comment');
+      const me = 'Guest (API client)';
       const commenter = await visitor(room, commentLink.token);
+      const thread = (doc: Y.Doc) =>
+        doc.getMap<Y.Array<{ id: string }>>('comments').get('cell-0')!;
       commenter.change(doc =>
-        doc.getMap('comments').set('cell-0', 'looks good')
+        thread(doc).push([
+          { id: 'v1', author: me, text: 'looks good', time: '' }
+        ])
       );
-      await until(
-        owner.doc,
-        doc => doc.getMap('comments').get('cell-0') === 'looks good'
+      await until(owner.doc, doc => thread(doc).length === 2);
+      commenter.change(doc => thread(doc).delete(1, 1));
+      await until(owner.doc, doc => thread(doc).length === 1);
+
+      // Each refusal on a client of its own: a refused client's later updates are refused too.
+      const refused = async (change: (doc: Y.Doc) => void) => {
+        const client = await visitor(room, commentLink.token);
+        const denial = client.nextDenial();
+        client.change(change);
+        return denial;
+      };
+      expect(
+        await refused(doc =>
+          thread(doc).push([
+            { id: 'v2', author: 'Owner', text: 'ok', time: '' }
+          ])
+        )
+      ).toMatch(/comment link/);
+      expect(await refused(doc => thread(doc).delete(0, 1))).toMatch(
+        /comment link/
       );
-      const denial = commenter.nextDenial();
-      commenter.change(doc => doc.getArray('cells').delete(0, 1));
-      expect(await denial).toMatch(/comment link/);
+      expect(
+        await refused(doc =>
+          doc.getMap('comments').set('cell-0', new Y.Array())
+        )
+      ).toMatch(/comment link/);
+      expect(await refused(doc => doc.getArray('cells').delete(0, 1))).toMatch(
+        /comment link/
+      );
+      expect(thread(owner.doc).toJSON()).toEqual([
+        { id: 'o1', author: 'Owner', text: 'please review', time: '' }
+      ]);
       expect(cellSources(owner.doc)).toEqual(['c']);
     });
 

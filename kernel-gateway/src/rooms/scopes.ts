@@ -13,7 +13,7 @@
  * An update that touches anything else, or that cannot be placed, is refused whole.
  */
 import * as Y from 'yjs';
-import type { Access } from '../auth';
+import { visitorName, type Access } from '../auth';
 
 /**
  * A place in a doc, from its root: `['cells', '#', 'outputs', '#', 'text', '#']` is a character of
@@ -21,11 +21,20 @@ import type { Access } from '../auth';
  */
 export type DocPath = readonly string[];
 
-/** Whether a connection may change the place `path`. */
-export type ChangeRule = (path: DocPath) => boolean;
+/** One change an update would make, as a rule judges it. */
+export interface IChange {
+  /** Where. */
+  path: DocPath;
+  kind: 'insert' | 'delete';
+  /** What is inserted, or what is deleted (JSON values, characters, or shared types). */
+  values(): unknown[];
+}
+
+/** Whether a connection may make a change. */
+export type ChangeRule = (change: IChange) => boolean;
 
 /** What every JupyterLab client writes on its own when it syncs (`state.document_id`, `dirty`). */
-function clientBookkeeping(path: DocPath): boolean {
+function clientBookkeeping({ path }: IChange): boolean {
   return (
     path[0] === 'state' &&
     path.length === 2 &&
@@ -46,11 +55,38 @@ export function changeRule(access: Access): ChangeRule | undefined {
     case 'edit':
       return () => true;
     case 'run':
-    case 'comment':
-      return path => clientBookkeeping(path) || path[0] === 'comments';
+    case 'comment': {
+      const { name } = visitorName(access);
+      return change => clientBookkeeping(change) || comments(change, name);
+    }
     default:
       return clientBookkeeping;
   }
+}
+
+/**
+ * The `comments` root as a visitor may change it: a thread (`comments/<cellId>`, an array) made
+ * for a cell that has none; comments (`{id, author, text, time}`) added to a thread or taken
+ * back, their own only: `author` is the visitor's name (so nobody writes as the owner, or takes
+ * another's comment away). Replacing or removing a whole thread is not theirs to do.
+ */
+function comments({ path, kind, values }: IChange, name: string): boolean {
+  if (path[0] !== 'comments') {
+    return false;
+  }
+  if (path.length === 2) {
+    return kind === 'insert';
+  }
+  return (
+    path.length === 3 &&
+    path[2] === '#' &&
+    values().every(
+      value =>
+        typeof value === 'object' &&
+        value !== null &&
+        (value as { author?: unknown }).author === name
+    )
+  );
 }
 
 /**
@@ -83,7 +119,10 @@ export function updateAllowed(
     }
     reach.set(client, clock + struct.length);
     const path = places.path(struct);
-    if (!path || !rule(path)) {
+    if (
+      !path ||
+      !rule({ path, kind: 'insert', values: () => struct.content.getContent() })
+    ) {
       return false;
     }
   }
@@ -161,7 +200,13 @@ namespace Private {
           if (!(struct instanceof Y.Item) || struct.deleted) {
             continue;
           }
-          if (!rule(docPath(struct))) {
+          if (
+            !rule({
+              path: docPath(struct),
+              kind: 'delete',
+              values: () => struct.content.getContent()
+            })
+          ) {
             return false;
           }
         }
