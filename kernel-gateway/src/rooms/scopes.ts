@@ -1,16 +1,17 @@
 /**
  * What a connection may change in a room's doc, decided per connection from its access, never per
- * room: the owner and edit links everything; comment and run links only the `comments` root; a
- * view link nothing.
+ * room: the owner and edit links everything; comment and run links only their own comments in the
+ * `comments` root; a view link nothing.
  *
  * A run link runs cells through the server (`POST /api/kernels/{id}/execute`), which writes the
  * outputs and execution state itself: a run link's own client writes none. Were it let write
  * outputs, it could put HTML and scripts under a cell that the owner's JupyterLab trusts (the owner
  * ran it), and they would run in the owner's page with the owner's credentials.
  *
- * An update is judged by the places it touches: each new struct's place is
- * found by walking its parents (in the doc, or in the update itself), each deletion's in the doc.
- * An update that touches anything else, or that cannot be placed, is refused whole.
+ * An update is judged by the places it touches (and, in `comments`, by what it adds or takes away):
+ * each new struct's place is found by walking its parents (in the doc, or in the update itself),
+ * each deletion's in the doc. An update that touches anything else, or that cannot be placed, is
+ * refused whole.
  */
 import * as Y from 'yjs';
 import { visitorName, type Access } from '../auth';
