@@ -317,7 +317,7 @@ describe('rooms: rights per connection and hostile clients', () => {
       const me = 'Guest (API client)';
       const commenter = await visitor(room, commentLink.token);
       const thread = (doc: Y.Doc) =>
-        doc.getMap<Y.Array<{ id: string }>>('comments').get('cell-0')!;
+        doc.getMap<Y.Array<Record<string, string>>>('comments').get('cell-0')!;
       commenter.change(doc =>
         thread(doc).push([
           { id: 'v1', author: me, text: 'looks good', time: '' }
