@@ -58,6 +58,24 @@ export class KernelChannels {
   }
 
   /**
+   * A client inside the gateway (server-side execution). It gets every iopub message of the kernel
+   * (before the iopub rate limit: it keeps its own budget), the gateway's own status messages, and
+   * the replies to what it sends, which no websocket client sees; `closed` when the kernel is gone.
+   */
+  openInternal(
+    listener: KernelChannels.IInternalListener
+  ): KernelChannels.IInternalClient {
+    this._internal.add(listener);
+    return {
+      send: (channel, message) => {
+        this._remember(message.header.msg_id, listener);
+        this._options.send(channel, message.parts);
+      },
+      close: () => this._internal.delete(listener)
+    };
+  }
+
+  /**
    * Attach a websocket. A client that reconnects with its `session_id` gets the output it missed since
    * it left; any client that connects while no other is connected gets the output produced meanwhile.
    * `stream` is the connection under the websocket, for writing frames encoded once for every client.
@@ -123,6 +141,9 @@ export class KernelChannels {
     const message = new OutboundMessage(channel, parts, header);
     this._options.onActivity?.(message);
     if (channel === 'iopub') {
+      for (const listener of this._internal) {
+        listener.message(message);
+      }
       const verdict = this._limiter.check(header.msg_type, message.byteLength);
       if (verdict === 'start') {
         this._broadcastNotice(
@@ -140,6 +161,12 @@ export class KernelChannels {
       parentId !== undefined ? this._pending.get(parentId) : undefined;
     if (requester && header.msg_type.endsWith('_reply')) {
       this._pending.delete(parentId!);
+    }
+    if (requester && !('socket' in requester)) {
+      if (this._internal.has(requester)) {
+        requester.message(message);
+      }
+      return;
     }
     if (requester && this._clients.has(requester)) {
       this._send(requester, message);
@@ -160,13 +187,21 @@ export class KernelChannels {
       { execution_state: executionState },
       GATEWAY_SESSION
     );
-    this._broadcast(new OutboundMessage('iopub', parts, header));
+    const message = new OutboundMessage('iopub', parts, header);
+    for (const listener of this._internal) {
+      listener.message(message);
+    }
+    this._broadcast(message);
   }
 
-  /** Close every client websocket (the kernel is gone). */
+  /** Close every client websocket, and tell the gateway's own clients (the kernel is gone). */
   close(code: number = CloseCode.goingAway, reason = 'kernel shut down'): void {
     for (const client of [...this._clients]) {
       client.socket.close(code, reason);
+    }
+    for (const listener of [...this._internal]) {
+      this._internal.delete(listener);
+      listener.closed(reason);
     }
   }
 
@@ -201,11 +236,19 @@ export class KernelChannels {
       this._refuse(client, message, refusal);
       return;
     }
+    this._remember(message.header.msg_id, client);
+    this._options.send(message.channel, message.parts);
+  }
+
+  /** Remember who sent request `msgId`, so that its replies go to them. */
+  private _remember(
+    msgId: string,
+    requester: Private.IClient | KernelChannels.IInternalListener
+  ): void {
     if (this._pending.size >= MAX_PENDING_REQUESTS) {
       this._pending.delete(this._pending.keys().next().value!);
     }
-    this._pending.set(message.header.msg_id, client);
-    this._options.send(message.channel, message.parts);
+    this._pending.set(msgId, requester);
   }
 
   /** Answer a refused request with an error reply to its sender alone; it never reaches the kernel. */
@@ -390,7 +433,12 @@ export class KernelChannels {
   private _options: KernelChannels.IOptions;
   private _log: Logger;
   private _clients = new Set<Private.IClient>();
-  private _pending = new Map<string, Private.IClient>();
+  private _pending = new Map<
+    string,
+    Private.IClient | KernelChannels.IInternalListener
+  >();
+  /** The gateway's own clients of this kernel (server-side execution). */
+  private _internal = new Set<KernelChannels.IInternalListener>();
   /** Replay position of each session that left, by session id. */
   private _sessions = new Map<string, number>();
   /** Replay position when the last client left; undefined while clients are connected. */
@@ -405,6 +453,24 @@ export namespace KernelChannels {
     channel: Exclude<Channel, 'iopub'>,
     msgType: string
   ) => string | undefined;
+
+  /** What a client inside the gateway hears from the kernel. */
+  export interface IInternalListener {
+    /** An iopub message, a gateway status, or a reply to one of its requests. */
+    message(message: OutboundMessage): void;
+    /** The kernel is gone (shut down): nothing more comes. */
+    closed(reason: string): void;
+  }
+
+  /** A client inside the gateway: it sends as a websocket client would, and stops listening. */
+  export interface IInternalClient {
+    /** Send a request (made with `createMessage`) on a client channel: queued like any client's. */
+    send(
+      channel: Exclude<Channel, 'iopub'>,
+      message: { header: IMessageHeader; parts: MessageParts }
+    ): void;
+    close(): void;
+  }
 
   export interface IOptions {
     kernelId: string;
