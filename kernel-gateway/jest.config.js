@@ -8,7 +8,9 @@ const esModules = [
   'jsonpath-plus',
   'jsep',
   '@jsep-plugin',
-  'rfc4648'
+  'rfc4648',
+  // JupyterLab's own notebook model, for the collaboration specs
+  '@jupyter/ydoc'
 ].join('|');
 
 module.exports = require('../jest.config.base')(__dirname, {

@@ -26,3 +26,10 @@ export {
   SERVER_ORIGIN,
   type IRoomTimings
 } from './room-file';
+export { CellOutputs, DisplayIds, findCell } from './cell-outputs';
+export {
+  CellExecutionError,
+  CellExecutions,
+  type ICellExecutionResult,
+  type IRoomOpener
+} from './execution';

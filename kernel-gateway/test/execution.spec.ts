@@ -1,0 +1,345 @@
+/**
+ * Server-side execution: the gateway runs a notebook cell on a real ipykernel as a client of its
+ * own and writes the run into the notebook's Y doc; a collaborator's doc (JupyterLab's own
+ * @jupyter/ydoc model, kept in sync with the room's) sees `[*]`, the output growing, the result.
+ */
+import { YNotebook, type YCodeCell } from '@jupyter/ydoc';
+import * as Y from 'yjs';
+import {
+  CellExecutions,
+  createLogger,
+  RoomCloseCode,
+  RoomError,
+  type IRoomHandle,
+  type IRoomOpener
+} from '../src';
+import { startGateway, startKernel, type ITestGateway } from './helpers';
+
+/** One notebook room, held in the test: the doc the server writes, and open/release counts. */
+class TestRoom implements IRoomOpener {
+  readonly roomId = 'json:notebook:test-file';
+  readonly notebook = YNotebook.create();
+  opened = 0;
+  released = 0;
+
+  open(roomId: string): Promise<IRoomHandle> {
+    if (roomId !== this.roomId) {
+      return Promise.reject(
+        new RoomError(RoomCloseCode.NotFound, 'no such room')
+      );
+    }
+    this.opened++;
+    let released = false;
+    return Promise.resolve({
+      roomId,
+      fileId: 'test-file',
+      path: 'test.ipynb',
+      doc: this.notebook.ydoc,
+      sessionId: 'test-session',
+      transact: change =>
+        this.notebook.ydoc.transact(() => change(this.notebook.ydoc), 'server'),
+      release: () => {
+        if (!released) {
+          released = true;
+          this.released++;
+        }
+      }
+    });
+  }
+
+  /** Add a code cell; its id. */
+  cell(source: string, cellType: 'code' | 'markdown' = 'code'): string {
+    return this.notebook.addCell({ cell_type: cellType, source }).id;
+  }
+
+  /** A collaborator: JupyterLab's notebook model on a doc that gets every update of the room's. */
+  collaborator(): YNotebook {
+    // As JupyterLab's provider does: the model makes its doc, the sync fills it.
+    const peer = new YNotebook();
+    Y.applyUpdate(peer.ydoc, Y.encodeStateAsUpdate(this.notebook.ydoc));
+    this.notebook.ydoc.on('update', (update: Uint8Array) =>
+      Y.applyUpdate(peer.ydoc, update)
+    );
+    return peer;
+  }
+}
+
+function codeCell(notebook: YNotebook, id: string): YCodeCell {
+  const cell = notebook.cells.find(c => c.id === id);
+  if (!cell || cell.cell_type !== 'code') {
+    throw new Error(`no code cell ${id}`);
+  }
+  return cell as YCodeCell;
+}
+
+// @jupyter/ydoc reads types before they are in a doc when it makes a cell, as in JupyterLab: yjs
+// warns each time. Those warnings are not about this test.
+const warn = console.warn;
+beforeAll(() => {
+  jest.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => {
+    if (!String(args[0]).includes('Invalid access')) {
+      warn(...args);
+    }
+  });
+});
+
+describe('server-side execution into a notebook doc', () => {
+  let gw: ITestGateway;
+  let kernelId: string;
+  let room: TestRoom;
+  let executions: CellExecutions;
+
+  beforeAll(async () => {
+    gw = await startGateway();
+    kernelId = await startKernel(gw);
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  beforeEach(() => {
+    room = new TestRoom();
+    executions = new CellExecutions({
+      registry: gw.gateway.registry,
+      rooms: room,
+      logger: createLogger('silent')
+    });
+  });
+
+  afterEach(() => executions.dispose());
+
+  it('shows a collaborator [*], the output as it grows, then the result and count', async () => {
+    const id = room.cell(
+      'import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.3)\n6 * 7'
+    );
+    const peer = room.collaborator();
+    const seen: { state: string; text: string }[] = [];
+    peer.ydoc.on('afterTransaction', () => {
+      const cell = codeCell(peer, id);
+      const stream = cell.outputs.find(o => o.output_type === 'stream');
+      const text = (stream?.text as string | undefined) ?? '';
+      const last = seen[seen.length - 1];
+      if (!last || last.state !== cell.executionState || last.text !== text) {
+        seen.push({ state: cell.executionState, text });
+      }
+    });
+
+    const result = await executions.execute(kernelId, room.roomId, id);
+
+    expect(result.status).toBe('ok');
+    expect(result.execution_count).toEqual(expect.any(Number));
+    const cell = codeCell(peer, id);
+    expect(cell.executionState).toBe('idle');
+    expect(cell.execution_count).toBe(result.execution_count);
+    expect(cell.outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: '0\n1\n2\n' },
+      {
+        output_type: 'execute_result',
+        execution_count: result.execution_count,
+        data: { 'text/plain': '42' },
+        metadata: {}
+      }
+    ]);
+    // The peer saw the run as it went: running with partial output, before it was over.
+    expect(seen[0]).toEqual({ state: 'running', text: '' });
+    const partial = seen.filter(
+      s => s.state === 'running' && s.text !== '' && s.text !== '0\n1\n2\n'
+    );
+    expect(partial.length).toBeGreaterThan(0);
+    expect(seen[seen.length - 1]).toEqual({ state: 'idle', text: '0\n1\n2\n' });
+    expect(room.released).toBe(room.opened);
+  });
+
+  it('marks an error in the cell, and aborts the runs queued behind it', async () => {
+    const failing = room.cell('1 / 0');
+    const behind = room.cell('print("never")');
+    const peer = room.collaborator();
+
+    const [first, second] = await Promise.all([
+      executions.execute(kernelId, room.roomId, failing),
+      executions.execute(kernelId, room.roomId, behind)
+    ]);
+
+    expect(first.status).toBe('error');
+    expect(second.status).toBe('aborted');
+    const error = codeCell(peer, failing).outputs[0];
+    expect(error.output_type).toBe('error');
+    expect(error.ename).toBe('ZeroDivisionError');
+    expect(codeCell(peer, failing).executionState).toBe('idle');
+    expect(codeCell(peer, behind).outputs).toEqual([]);
+    expect(codeCell(peer, behind).executionState).toBe('idle');
+    expect(room.released).toBe(room.opened);
+  });
+
+  it('runs the cells asked for on one kernel in the order they were asked', async () => {
+    const slow = room.cell('import time\ntime.sleep(0.5)\norder = ["slow"]');
+    const next = room.cell('order.append("next")\nprint(order)');
+    const peer = room.collaborator();
+
+    const results = await Promise.all([
+      executions.execute(kernelId, room.roomId, slow),
+      executions.execute(kernelId, room.roomId, next)
+    ]);
+
+    expect(results.map(r => r.status)).toEqual(['ok', 'ok']);
+    expect(results[1].execution_count).toBe(results[0].execution_count! + 1);
+    expect(codeCell(peer, next).outputs[0].text).toBe("['slow', 'next']\n");
+  });
+
+  it('clears output (at once, or on the next output with wait=True) and updates displays by id', async () => {
+    const cleared = room.cell(
+      'from IPython.display import clear_output, display\n' +
+        'print("first")\nclear_output(wait=True)\nprint("second")'
+    );
+    const shown = room.cell('handle = display("before", display_id=True)');
+    const updater = room.cell('handle.update("after")\nprint("updated")');
+    const peer = room.collaborator();
+
+    await executions.execute(kernelId, room.roomId, cleared);
+    await executions.execute(kernelId, room.roomId, shown);
+    await executions.execute(kernelId, room.roomId, updater);
+
+    expect(codeCell(peer, cleared).outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: 'second\n' }
+    ]);
+    // The update reached the earlier cell's output; the updating cell shows only its print.
+    expect(codeCell(peer, shown).outputs).toEqual([
+      {
+        output_type: 'display_data',
+        data: { 'text/plain': "'after'" },
+        metadata: {}
+      }
+    ]);
+    expect(codeCell(peer, updater).outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: 'updated\n' }
+    ]);
+  });
+
+  it('writes at most its budget of output into the cell, and says so there', async () => {
+    executions.dispose();
+    executions = new CellExecutions({
+      registry: gw.gateway.registry,
+      rooms: room,
+      logger: createLogger('silent'),
+      outputBudgetBytes: 4096
+    });
+    const id = room.cell(
+      'for i in range(100):\n    print("x" * 100, flush=True)\nprint("done")'
+    );
+    const peer = room.collaborator();
+
+    const result = await executions.execute(kernelId, room.roomId, id);
+
+    expect(result.status).toBe('ok');
+    const outputs = codeCell(peer, id).outputs;
+    const stdout = outputs.find(o => o.name === 'stdout')?.text as string;
+    expect(stdout.length).toBeLessThanOrEqual(4096);
+    expect(stdout).not.toContain('done');
+    expect(outputs[outputs.length - 1]).toEqual({
+      output_type: 'stream',
+      name: 'stderr',
+      text: expect.stringContaining('[Ferry]')
+    });
+  });
+
+  it('clears an empty cell without running it', async () => {
+    const id = room.cell('print("old")');
+    await executions.execute(kernelId, room.roomId, id);
+    room.notebook.transact(() => {
+      const source = codeCell(room.notebook, id).ysource;
+      source.delete(0, source.length);
+      source.insert(0, '  \n');
+    });
+    const peer = room.collaborator();
+
+    const result = await executions.execute(kernelId, room.roomId, id);
+
+    expect(result).toEqual({ status: 'ok', execution_count: null });
+    expect(codeCell(peer, id).outputs).toEqual([]);
+    expect(codeCell(peer, id).execution_count).toBeNull();
+  });
+
+  it('refuses a missing cell (404), a markdown cell (400) and an unknown document (404)', async () => {
+    const markdown = room.cell('# title', 'markdown');
+    await expect(
+      executions.execute(kernelId, room.roomId, 'no-such-cell')
+    ).rejects.toMatchObject({ status: 404 });
+    await expect(
+      executions.execute(kernelId, room.roomId, markdown)
+    ).rejects.toMatchObject({ status: 400 });
+    await expect(
+      executions.execute(kernelId, 'json:notebook:other', markdown)
+    ).rejects.toMatchObject({ status: 404 });
+    await expect(
+      executions.execute(kernelId, 'text:file:x', markdown)
+    ).rejects.toMatchObject({ status: 404 });
+    expect(room.released).toBe(room.opened);
+  });
+
+  it('ends a run as aborted when its kernel is shut down mid-run: the cell goes idle', async () => {
+    const doomed = await startKernel(gw);
+    const id = room.cell(
+      'import time\nprint("started", flush=True)\ntime.sleep(60)'
+    );
+    const peer = room.collaborator();
+    const started = new Promise<void>(resolve =>
+      peer.ydoc.on('afterTransaction', () => {
+        if (codeCell(peer, id).outputs.length > 0) {
+          resolve();
+        }
+      })
+    );
+
+    const run = executions.execute(doomed, room.roomId, id);
+    await started;
+    await gw.api('DELETE', `/api/kernels/${doomed}`);
+
+    expect(await run).toEqual({ status: 'aborted', execution_count: null });
+    expect(codeCell(peer, id).executionState).toBe('idle');
+    expect(codeCell(peer, id).outputs[0].text).toBe('started\n');
+    expect(room.released).toBe(room.opened);
+  });
+});
+
+describe('POST /api/kernels/{id}/execute', () => {
+  let gw: ITestGateway;
+  let kernelId: string;
+
+  beforeAll(async () => {
+    gw = await startGateway();
+    kernelId = await startKernel(gw);
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it('refuses a bad body (400), an unknown kernel or document (404), and no token (401)', async () => {
+    const path = `/api/kernels/${kernelId}/execute`;
+    const good = { cell_id: 'c', document_id: 'json:notebook:nope' };
+    expect((await gw.api('POST', path, { cell_id: 'c' })).status).toBe(400);
+    expect(
+      (await gw.api('POST', path, { ...good, code: 'print(1)' })).status
+    ).toBe(400);
+    expect((await gw.api('POST', path, { ...good, cell_id: 3 })).status).toBe(
+      400
+    );
+    const unknownKernel = await gw.api(
+      'POST',
+      '/api/kernels/no-such-kernel/execute',
+      good
+    );
+    expect(unknownKernel.status).toBe(404);
+    expect(unknownKernel.body).toEqual({
+      reason: 'Not Found',
+      message: expect.stringContaining('no-such-kernel')
+    });
+    const unknownDocument = await gw.api('POST', path, good);
+    expect(unknownDocument.status).toBe(404);
+    expect(unknownDocument.body.message).toContain('json:notebook:nope');
+    expect((await gw.api('POST', path, good, { token: null })).status).toBe(
+      401
+    );
+  });
+});
