@@ -42,7 +42,12 @@ import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
 import { ApiSchemas } from './protocol/schema';
-import { FileIdStore, RoomManager, type IRoomTimings } from './rooms';
+import {
+  CellExecutions,
+  FileIdStore,
+  RoomManager,
+  type IRoomTimings
+} from './rooms';
 import { Scheduler } from './scheduler';
 import { StateStore } from './store';
 
@@ -153,6 +158,11 @@ export class Gateway {
       logger: options.logger,
       timings: options.roomTimings
     });
+    this.executions = new CellExecutions({
+      registry: this.registry,
+      rooms: this.rooms,
+      logger: options.logger
+    });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
     }
@@ -193,6 +203,7 @@ export class Gateway {
       metrics: this.metrics,
       events: this.events,
       contents: this.contents,
+      executions: this.executions,
       lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir),
       shares: this.shares,
       shareConnections: this.shareConnections,
@@ -249,6 +260,8 @@ export class Gateway {
   readonly shareConnections: ShareConnections;
   /** Collaboration rooms: one Y doc per open document, its file and stored history in step. */
   readonly rooms: RoomManager;
+  /** Cells the gateway itself runs, writing their outputs into the notebook's room. */
+  readonly executions: CellExecutions;
   readonly app: Express;
   /** The websocket endpoints: kernel channels, the event stream and collaboration rooms. */
   readonly upgrades: UpgradeRouter;
@@ -287,6 +300,7 @@ export class Gateway {
     }
     this._closed = (async () => {
       this.registry.dispose();
+      this.executions.dispose();
       this.accelerators.dispose();
       Object.values(this.provisioners).forEach(p => p.dispose());
       // Kernels on remote workers keep running: a restarted gateway adopts them.

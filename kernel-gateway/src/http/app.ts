@@ -16,6 +16,7 @@ import {
   type TokenAuth
 } from '../auth';
 import type { FileContentsManager } from '../contents';
+import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
 import type { RoomManager } from '../rooms';
 import type { IGatewayContext } from './context';
@@ -31,6 +32,7 @@ import { apiRouter } from './routes/api';
 import { collaborationRouter } from './routes/collaboration';
 import { contentsRouter, filesRouter } from './routes/contents';
 import { eventsRouter } from './routes/events';
+import { executionRouter } from './routes/execution';
 import {
   isLabAsset,
   isLabPage,
@@ -58,6 +60,8 @@ export interface IAppServices {
   metrics: Registry;
   events: EventBus;
   contents: FileContentsManager;
+  /** Server-side execution of notebook cells into their rooms. */
+  executions: CellExecutions;
   /** The JupyterLab page and its server API. */
   lab: labRouter.IOptions;
   /** Share links. */
@@ -136,6 +140,12 @@ export function createApp(services: IAppServices): Express {
   app.use(apiRouter(context));
   app.use(kernelspecsRouter(context));
   app.use(kernelsRouter(context));
+  app.use(
+    executionRouter(context, {
+      executions: services.executions,
+      access: auth
+    })
+  );
   app.use(sessionsRouter(context));
   app.use(acceleratorsRouter(services.accelerators, services.metrics));
   app.use(filesRouter(services.contents));

@@ -1,0 +1,74 @@
+/**
+ * `POST /api/kernels/{kernel_id}/execute`: server-side execution of a notebook cell (rooms/
+ * execution.ts does the work; this route validates, checks who asks, and answers when the run is
+ * over). The run goes on if the client goes away.
+ */
+import { Router } from 'express';
+import {
+  documentRefusal,
+  mayRun,
+  type Access,
+  type IAccessResolver
+} from '../../auth';
+import type { RestSchemas } from '../../protocol';
+import type { CellExecutions } from '../../rooms';
+import type { IGatewayContext } from '../context';
+import { HttpError } from '../errors';
+import { validateBody } from '../validation';
+
+/** The route of server-side execution. */
+export function executionRouter(
+  context: IGatewayContext,
+  options: executionRouter.IOptions
+): Router {
+  const { schemas } = context;
+  const router = Router();
+  router.post(
+    '/api/kernels/:id/execute',
+    validateBody(schemas, 'CellExecuteRequest'),
+    async (request, response) => {
+      const body = request.body as RestSchemas['CellExecuteRequest'];
+      const kernelId = request.params.id;
+      authorizeExecution(options.access.access(request), body.document_id);
+      const result = await options.executions.execute(
+        kernelId,
+        body.document_id,
+        body.cell_id
+      );
+      // The client may have gone meanwhile: the run went on regardless, and nobody reads this.
+      if (!response.writableEnded && !request.socket.destroyed) {
+        response.json(result satisfies RestSchemas['CellExecuteReply']);
+      }
+    }
+  );
+  return router;
+}
+
+/** The options of {@link executionRouter}. */
+export namespace executionRouter {
+  export interface IOptions {
+    executions: CellExecutions;
+    /** Who a request acts as. */
+    access: IAccessResolver;
+  }
+}
+
+/**
+ * The route's one access check: whether `access` may run cells of the notebook `documentId`. The
+ * owner may; a share link's holder only with the run or edit scope, and only its own notebook's
+ * cells. (Which kernel a link may reach is the share guard's rule, http/share-guard.ts.)
+ *
+ * @throws HttpError 403 otherwise.
+ */
+export function authorizeExecution(
+  access: Access | undefined,
+  documentId: string
+): void {
+  if (!access || !mayRun(access)) {
+    throw new HttpError(403, 'This link does not allow running cells');
+  }
+  const refusal = documentRefusal(access, documentId);
+  if (refusal !== undefined) {
+    throw new HttpError(403, refusal);
+  }
+}
