@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export * from './framing';
+export * from './internal-clients';
 export * from './kernel-channels';
 export * from './rate-limit';
 export * from './replay-buffer';

@@ -17,6 +17,11 @@ import {
   type Framing,
   type IInboundMessage
 } from './framing';
+import {
+  InternalClients,
+  type IInternalClient,
+  type IInternalListener
+} from './internal-clients';
 import { IopubRateLimiter, type IRateLimits } from './rate-limit';
 import { ReplayBuffer } from './replay-buffer';
 
@@ -62,9 +67,7 @@ export class KernelChannels {
    * (before the iopub rate limit: it keeps its own budget), the gateway's own status messages, and
    * the replies to what it sends, which no websocket client sees; `closed` when the kernel is gone.
    */
-  openInternal(
-    listener: KernelChannels.IInternalListener
-  ): KernelChannels.IInternalClient {
+  openInternal(listener: IInternalListener): IInternalClient {
     this._internal.add(listener);
     return {
       send: (channel, message) => {
@@ -141,9 +144,7 @@ export class KernelChannels {
     const message = new OutboundMessage(channel, parts, header);
     this._options.onActivity?.(message);
     if (channel === 'iopub') {
-      for (const listener of this._internal) {
-        listener.message(message);
-      }
+      this._internal.tell(message);
       const verdict = this._limiter.check(header.msg_type, message.byteLength);
       if (verdict === 'start') {
         this._broadcastNotice(
@@ -188,9 +189,7 @@ export class KernelChannels {
       GATEWAY_SESSION
     );
     const message = new OutboundMessage('iopub', parts, header);
-    for (const listener of this._internal) {
-      listener.message(message);
-    }
+    this._internal.tell(message);
     this._broadcast(message);
   }
 
@@ -199,10 +198,7 @@ export class KernelChannels {
     for (const client of [...this._clients]) {
       client.socket.close(code, reason);
     }
-    for (const listener of [...this._internal]) {
-      this._internal.delete(listener);
-      listener.closed(reason);
-    }
+    this._internal.close(reason);
   }
 
   private _onClientFrame(
@@ -243,7 +239,7 @@ export class KernelChannels {
   /** Remember who sent request `msgId`, so that its replies go to them. */
   private _remember(
     msgId: string,
-    requester: Private.IClient | KernelChannels.IInternalListener
+    requester: Private.IClient | IInternalListener
   ): void {
     if (this._pending.size >= MAX_PENDING_REQUESTS) {
       this._pending.delete(this._pending.keys().next().value!);
@@ -433,12 +429,9 @@ export class KernelChannels {
   private _options: KernelChannels.IOptions;
   private _log: Logger;
   private _clients = new Set<Private.IClient>();
-  private _pending = new Map<
-    string,
-    Private.IClient | KernelChannels.IInternalListener
-  >();
+  private _pending = new Map<string, Private.IClient | IInternalListener>();
   /** The gateway's own clients of this kernel (server-side execution). */
-  private _internal = new Set<KernelChannels.IInternalListener>();
+  private _internal = new InternalClients();
   /** Replay position of each session that left, by session id. */
   private _sessions = new Map<string, number>();
   /** Replay position when the last client left; undefined while clients are connected. */
@@ -453,24 +446,6 @@ export namespace KernelChannels {
     channel: Exclude<Channel, 'iopub'>,
     msgType: string
   ) => string | undefined;
-
-  /** What a client inside the gateway hears from the kernel. */
-  export interface IInternalListener {
-    /** An iopub message, a gateway status, or a reply to one of its requests. */
-    message(message: OutboundMessage): void;
-    /** The kernel is gone (shut down): nothing more comes. */
-    closed(reason: string): void;
-  }
-
-  /** A client inside the gateway: it sends as a websocket client would, and stops listening. */
-  export interface IInternalClient {
-    /** Send a request (made with `createMessage`) on a client channel: queued like any client's. */
-    send(
-      channel: Exclude<Channel, 'iopub'>,
-      message: { header: IMessageHeader; parts: MessageParts }
-    ): void;
-    close(): void;
-  }
 
   export interface IOptions {
     kernelId: string;

@@ -10,7 +10,11 @@
  */
 import type { Logger } from 'pino';
 import * as Y from 'yjs';
-import type { KernelChannels, OutboundMessage } from '../channels';
+import type {
+  IInternalClient,
+  KernelChannels,
+  OutboundMessage
+} from '../channels';
 import type { KernelRegistry, ManagedKernel } from '../kernels';
 import { createMessage } from '../protocol/wire';
 import { CellOutputs, DisplayIds, findCell } from './cell-outputs';
@@ -382,7 +386,7 @@ class KernelRunner {
   private _channels: KernelChannels;
   private _log: Logger;
   private _onEmpty: () => void;
-  private _client: KernelChannels.IInternalClient | undefined;
+  private _client: IInternalClient | undefined;
   private _runs = new Map<string, Private.IRun>();
   private _flushing = false;
 }
