@@ -1,0 +1,173 @@
+/**
+ * The client of Ferry's share-link API (`/api/shares`, schema/openapi.yaml): create a link for a
+ * notebook, list the owner's links with who is connected through each, revoke one; and, for a
+ * visitor who opened a link, what the link grants (`/api/shares/current`).
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+/** What a link lets its holder do with its one notebook, from least to most. */
+export type ShareScope = 'view' | 'comment' | 'run' | 'edit';
+
+/** Every scope, in the order a person reads them. */
+export const SCOPES: readonly ShareScope[] = ['view', 'comment', 'run', 'edit'];
+
+/** Someone connected through a link right now. */
+export interface IVisitor {
+  /** The display name they picked. */
+  name: string;
+  /** When they connected (ISO 8601). */
+  since: string;
+}
+
+/** A share link as the owner lists it (the secret is never listed). */
+export interface IShare {
+  id: string;
+  path: string;
+  scope: ShareScope;
+  /** ISO 8601, or null for a link that does not expire. */
+  expiresAt: string | null;
+  label: string | null;
+  /** Who is connected through it, where the server reports it. */
+  visitors?: IVisitor[];
+}
+
+/** The reply to creating a link: the only time its secret (`token`, inside `url`) is shown. */
+export interface ICreatedShare extends IShare {
+  token: string;
+  url: string;
+}
+
+/** What the owner asks for. */
+export interface IShareRequest {
+  path: string;
+  scope: ShareScope;
+  /** Seconds from now; absent for no expiry. */
+  expiresIn?: number;
+  label?: string;
+}
+
+/** What a visitor's link grants, as `/api/shares/current` tells its holder. */
+export interface ICurrentShare {
+  path: string;
+  scope: ShareScope;
+  label?: string | null;
+  expiresAt?: string | null;
+  /** The notebook's kernel, if it has one. */
+  kernel?: { id: string; name?: string } | null;
+  /** A label of the devices the kernel runs on (e.g. "H100 × 1"), if the server says. */
+  accelerator?: string | null;
+}
+
+/** A refusal from the server, with its `{reason, message}` when it sent one. */
+export class ShareApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly reason?: string
+  ) {
+    super(message);
+    this.name = 'ShareApiError';
+  }
+}
+
+/** Talks to `/api/shares` with the page's server settings (cookie or token). */
+export class SharesClient {
+  constructor(
+    readonly serverSettings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  /** Creates a link; the reply holds its URL, shown once. */
+  async create(request: IShareRequest): Promise<ICreatedShare> {
+    return this._request<ICreatedShare>('api/shares', {
+      method: 'POST',
+      body: JSON.stringify(request)
+    });
+  }
+
+  /** The owner's links to `path` (all of them when `path` is absent). */
+  async list(path?: string): Promise<IShare[]> {
+    const reply = await this._request<IShare[] | { shares: IShare[] }>(
+      'api/shares',
+      { method: 'GET' }
+    );
+    const shares = Array.isArray(reply) ? reply : (reply.shares ?? []);
+    return path === undefined
+      ? shares
+      : shares.filter(share => share.path === path);
+  }
+
+  /** Revokes a link: the server closes its open connections at once. */
+  async revoke(id: string): Promise<void> {
+    await this._request<void>(`api/shares/${encodeURIComponent(id)}`, {
+      method: 'DELETE'
+    });
+  }
+
+  /** For a visitor: what the link in use grants; undefined when this page is the owner's. */
+  async current(): Promise<ICurrentShare | undefined> {
+    try {
+      return await this._request<ICurrentShare>('api/shares/current', {
+        method: 'GET'
+      });
+    } catch (error) {
+      if (
+        error instanceof ShareApiError &&
+        (error.status === 404 || error.status === 400)
+      ) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
+  /** For a visitor: sets the display name the others see (the server may refuse it, saying why). */
+  async setName(name: string): Promise<void> {
+    await this._request<unknown>('api/shares/current/visitor', {
+      method: 'PUT',
+      body: JSON.stringify({ name })
+    });
+  }
+
+  private async _request<T>(endpoint: string, init: RequestInit): Promise<T> {
+    const url = URLExt.join(this.serverSettings.baseUrl, endpoint);
+    const response = await ServerConnection.makeRequest(
+      url,
+      init,
+      this.serverSettings
+    );
+    const text = await response.text();
+    let body: unknown = undefined;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+    }
+    if (!response.ok) {
+      const problem = (body ?? {}) as { message?: string; reason?: string };
+      throw new ShareApiError(
+        response.status,
+        problem.message || `${response.status} ${response.statusText}`,
+        problem.reason
+      );
+    }
+    return body as T;
+  }
+}
+
+/** Whether a scope lets its holder change cells' source (and the notebook's structure). */
+export function mayEdit(scope: ShareScope): boolean {
+  return scope === 'edit';
+}
+
+/** Whether a scope lets its holder run cells (on the owner's kernel). */
+export function mayRun(scope: ShareScope): boolean {
+  return scope === 'run' || scope === 'edit';
+}
+
+/** Whether a scope lets its holder write comment threads. */
+export function mayComment(scope: ShareScope): boolean {
+  return scope !== 'view';
+}

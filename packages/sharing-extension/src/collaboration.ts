@@ -1,0 +1,176 @@
+/**
+ * The collaboration client: notebooks and text files open in a room of Ferry's gateway
+ * (`PUT /api/collaboration/session/{path}`, then the websocket `/api/collaboration/room/...`), as
+ * jupyter-collaboration's docprovider-extension does it, with @jupyter/docprovider's content
+ * provider and websocket providers. Left out: forks, the timeline slider and the conflict diff
+ * view (their server endpoints are not Ferry's).
+ */
+import type {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import type { ContentsManager } from '@jupyterlab/services';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import {
+  IEditorWidgetFactory,
+  type FileEditorFactory
+} from '@jupyterlab/fileeditor';
+import {
+  INotebookWidgetFactory,
+  type NotebookWidgetFactory
+} from '@jupyterlab/notebook';
+import { ITranslator } from '@jupyterlab/translation';
+import {
+  ICollaborativeContentProvider,
+  IGlobalAwareness
+} from '@jupyter/collaborative-drive';
+import {
+  IAwarenessProviderFactory,
+  IDocumentProviderFactory,
+  RtcContentProvider,
+  WebSocketAwarenessProvider,
+  WebSocketProvider
+} from '@jupyter/docprovider';
+import { URLExt } from '@jupyterlab/coreutils';
+import { YFile, YNotebook } from '@jupyter/ydoc';
+import type { Awareness } from 'y-protocols/awareness';
+
+/** The id under which documents ask for the room-backed content provider. */
+export const RTC_PROVIDER_ID = 'rtc';
+
+/** The websocket provider of one document's room. */
+const documentProviderFactory: JupyterFrontEndPlugin<IDocumentProviderFactory> =
+  {
+    id: '@ferry/sharing-extension:document-provider-factory',
+    description:
+      "Connects a document to its room on Ferry's gateway (y-websocket sync and awareness).",
+    autoStart: true,
+    provides: IDocumentProviderFactory,
+    requires: [ITranslator],
+    activate: (
+      app: JupyterFrontEnd,
+      translator: ITranslator
+    ): IDocumentProviderFactory => {
+      const trans = translator.load('jupyter_collaboration');
+      return {
+        create: options =>
+          new WebSocketProvider({
+            path: options.path,
+            contentType: options.contentType,
+            format: options.format,
+            model: options.model,
+            user: options.user,
+            translator: trans,
+            serverSettings: options.serverSettings,
+            onConflictSaveAs: () =>
+              app.commands.execute('docmanager:save-as') as Promise<void>,
+            onConflictRevert: () =>
+              app.commands.execute('docmanager:reload') as Promise<void>
+          })
+      };
+    }
+  };
+
+/** The websocket provider of the global awareness room (who is online, what they have open). */
+const awarenessProviderFactory: JupyterFrontEndPlugin<IAwarenessProviderFactory> =
+  {
+    id: '@ferry/sharing-extension:awareness-provider-factory',
+    description: 'Connects the global awareness to its room on the gateway.',
+    autoStart: true,
+    provides: IAwarenessProviderFactory,
+    activate: (): IAwarenessProviderFactory => ({
+      create: options =>
+        new WebSocketAwarenessProvider({
+          url: URLExt.join(
+            options.serverSettings.wsUrl,
+            'api/collaboration/room'
+          ),
+          roomID: options.roomID,
+          awareness: options.awareness,
+          user: options.user
+        })
+    })
+  };
+
+/** The content provider that opens documents in rooms instead of reading them over REST. */
+const contentProvider: JupyterFrontEndPlugin<ICollaborativeContentProvider> = {
+  id: '@ferry/sharing-extension:content-provider',
+  description:
+    'Opens notebooks and text files in rooms of the gateway: edits, cursors and outputs are shared.',
+  autoStart: true,
+  provides: ICollaborativeContentProvider,
+  requires: [ITranslator, IDocumentProviderFactory],
+  optional: [IGlobalAwareness, IDocumentManager],
+  activate: (
+    app: JupyterFrontEnd,
+    translator: ITranslator,
+    providerFactory: IDocumentProviderFactory,
+    globalAwareness: Awareness | null,
+    documentManager: IDocumentManager | null
+  ): ICollaborativeContentProvider => {
+    const drive = (app.serviceManager.contents as ContentsManager).defaultDrive;
+    const registry = drive.contentProviderRegistry;
+    if (!registry) {
+      throw new Error('The default drive has no content provider registry');
+    }
+    const provider = new RtcContentProvider({
+      currentDrive: drive,
+      serverSettings: drive.serverSettings,
+      user: app.serviceManager.user,
+      trans: translator.load('jupyter_collaboration'),
+      globalAwareness,
+      documentManager,
+      fileChanged: drive.fileChanged,
+      providerFactory
+    });
+    registry.register(RTC_PROVIDER_ID, provider);
+    return provider;
+  }
+};
+
+/** Notebooks open in rooms (`json:notebook:<fileId>`). */
+const notebooks: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/sharing-extension:ynotebook',
+  description: 'Opens notebooks in their room.',
+  autoStart: true,
+  requires: [ICollaborativeContentProvider, INotebookWidgetFactory],
+  activate: (
+    _app: JupyterFrontEnd,
+    provider: ICollaborativeContentProvider,
+    factory: NotebookWidgetFactory.IFactory
+  ): void => {
+    provider.sharedModelFactory.registerDocumentFactory(
+      'notebook',
+      () => new YNotebook({ disableDocumentWideUndoRedo: true })
+    );
+    factory.contentProviderId = RTC_PROVIDER_ID;
+  }
+};
+
+/** Text files open in rooms (`text:file:<fileId>`). */
+const files: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/sharing-extension:yfile',
+  description: 'Opens text files in their room.',
+  autoStart: true,
+  requires: [ICollaborativeContentProvider, IEditorWidgetFactory],
+  activate: (
+    _app: JupyterFrontEnd,
+    provider: ICollaborativeContentProvider,
+    factory: FileEditorFactory.IFactory
+  ): void => {
+    provider.sharedModelFactory.registerDocumentFactory(
+      'file',
+      () => new YFile()
+    );
+    factory.contentProviderId = RTC_PROVIDER_ID;
+  }
+};
+
+/** The plugins of the collaboration client. */
+export const collaborationPlugins: JupyterFrontEndPlugin<unknown>[] = [
+  documentProviderFactory,
+  awarenessProviderFactory,
+  contentProvider,
+  notebooks,
+  files
+];

@@ -1,0 +1,87 @@
+/**
+ * What a link's visitor may do, applied to the page: the gateway decides (it drops a view link's
+ * edits and refuses its runs); this keeps the page from offering what would be refused. Cells are
+ * read-only below the edit scope, and the commands that would change the notebook (or run it,
+ * below the run scope, or touch the kernel) are refused with a notice instead of diverging.
+ */
+import { Notification } from '@jupyterlab/apputils';
+import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { CommandRegistry } from '@lumino/commands';
+import { mayEdit, mayRun, type ShareScope } from './api';
+
+/** Commands that run cells: refused below the run scope. */
+const RUN_COMMANDS = /^notebook:(run-|restart-run-all)/;
+
+/** Commands that change the notebook's cells or file: refused below the edit scope. */
+const EDIT_COMMANDS = new RegExp(
+  '^(' +
+    [
+      'notebook:(insert|delete|cut|paste|copy-to-clipboard-paste|move|split|merge|change-cell-to|undo|redo|clear|replace|set-side-by-side|trust|toggle-render-side-by-side)',
+      'notebook:run-cell-and-insert',
+      'notebook:run-in-console',
+      'docmanager:(save|rename|delete|move|reload|duplicate|toggle-autosave)',
+      'filebrowser:(delete|rename|paste|cut|create|new)',
+      'completer:invoke'
+    ].join('|') +
+    ')'
+);
+
+/** Commands that change the kernel: refused to every visitor (the kernel is the owner's). */
+const KERNEL_COMMANDS =
+  /^(notebook:(restart|interrupt|shutdown|change-kernel|reconnect)|kernelmenu:|running:kernel)/;
+
+/** Whether a visitor with `scope` may execute the command `id`. */
+export function commandAllowed(scope: ShareScope, id: string): boolean {
+  if (KERNEL_COMMANDS.test(id)) {
+    return false;
+  }
+  if (!mayEdit(scope) && EDIT_COMMANDS.test(id)) {
+    return false;
+  }
+  if (!mayRun(scope) && RUN_COMMANDS.test(id)) {
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Wraps the command registry's `execute` so that a refused command does nothing but say why. The
+ * keyboard shortcuts, menus and toolbar buttons all go through it.
+ */
+export function guardCommands(
+  commands: CommandRegistry,
+  scope: ShareScope
+): void {
+  const execute = commands.execute.bind(commands);
+  commands.execute = (id, args) => {
+    if (!commandAllowed(scope, id)) {
+      Notification.warning(
+        `This link lets you ${scope} the notebook: "${commands.label(id, args) || id}" is not part of it.`,
+        { autoClose: 4000 }
+      );
+      return Promise.resolve(undefined);
+    }
+    return execute(id, args);
+  };
+}
+
+/** Makes a notebook's cells read-only below the edit scope, also cells that arrive later. */
+export function applyRights(panel: NotebookPanel, scope: ShareScope): void {
+  panel.node.dataset.ferryScope = scope;
+  panel.addClass('jp-mod-ferryVisitor');
+  if (mayEdit(scope)) {
+    return;
+  }
+  const notebook = panel.content;
+  const lock = () => {
+    if (notebook.model) {
+      notebook.model.readOnly = true;
+    }
+    for (const cell of notebook.widgets) {
+      cell.readOnly = true;
+    }
+  };
+  lock();
+  notebook.modelContentChanged.connect(lock);
+  notebook.modelChanged.connect(lock);
+}

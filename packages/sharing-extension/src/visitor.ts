@@ -1,0 +1,143 @@
+/**
+ * The page a share link opens: JupyterLab in single-document mode on the shared notebook, with the
+ * link's rights (read-only cells below edit, no runs below run), a bar saying what the link grants
+ * and which accelerator the kernel runs on, and the visitor's display name asked on first open.
+ * On the owner's own page (`/api/shares/current` answers nothing) it does nothing.
+ */
+import type {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ILabShell } from '@jupyterlab/application';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { Widget } from '@lumino/widgets';
+import { SharesClient, type ICurrentShare } from './api';
+import { SCOPE_DESCRIPTIONS } from './dialog';
+import { applyRights, guardCommands } from './rights';
+
+/** The most characters of a display name (the server says the same). */
+const NAME_MAX = 64;
+
+/** The bar above the notebook: who shared what, with which rights, on which devices. */
+export class ShareBanner extends Widget {
+  constructor(share: ICurrentShare) {
+    super();
+    this.id = 'jp-ferry-share-banner';
+    this.addClass('jp-FerryShareBanner');
+    this.node.dataset.scope = share.scope;
+    const scope = document.createElement('span');
+    scope.className = 'jp-FerryShareBanner-scope';
+    scope.textContent = SCOPE_DESCRIPTIONS[share.scope];
+    const parts: HTMLElement[] = [scope];
+    if (share.accelerator) {
+      const device = document.createElement('span');
+      device.className = 'jp-FerryShareBanner-accelerator';
+      device.textContent = `kernel on ${share.accelerator}`;
+      parts.push(device);
+    }
+    if (share.expiresAt) {
+      const expiry = document.createElement('span');
+      expiry.className = 'jp-FerryShareBanner-expiry';
+      expiry.textContent = `link expires ${new Date(share.expiresAt).toLocaleString()}`;
+      parts.push(expiry);
+    }
+    this.node.append(...parts);
+  }
+}
+
+/** Asks a display name until the server takes one (or the visitor dismisses the dialog). */
+export async function askName(
+  client: SharesClient,
+  initial = ''
+): Promise<string | undefined> {
+  let problem = '';
+  for (;;) {
+    const body = new Widget();
+    body.addClass('jp-FerryShare-name');
+    const label = document.createElement('label');
+    label.textContent = 'Your name, as the others will see it';
+    const input = document.createElement('input');
+    input.className = 'jp-mod-styled';
+    input.maxLength = NAME_MAX;
+    input.value = initial;
+    input.setAttribute('aria-label', 'Your name');
+    label.append(input);
+    const error = document.createElement('div');
+    error.className = 'jp-FerryShare-error';
+    error.setAttribute('role', 'alert');
+    error.textContent = problem;
+    body.node.append(label, error);
+    const result = await showDialog({
+      title: 'Welcome',
+      body,
+      focusNodeSelector: 'input',
+      buttons: [Dialog.okButton({ label: 'Join' })],
+      hasClose: false
+    });
+    const name = input.value.trim();
+    if (!result.button.accept) {
+      return undefined;
+    }
+    try {
+      await client.setName(name);
+      return name;
+    } catch (reason) {
+      problem = reason instanceof Error ? reason.message : String(reason);
+      initial = name;
+    }
+  }
+}
+
+/** The visitor side of a share link. */
+export const visitorPlugin: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/sharing-extension:visitor',
+  description:
+    "On a share link's page: single-document mode on the shared notebook, the link's rights, its scope and accelerator shown, the visitor's name asked once.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ILabShell],
+  activate: async (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    labShell: ILabShell | null
+  ): Promise<void> => {
+    const client = new SharesClient(app.serviceManager.serverSettings);
+    let share: ICurrentShare | undefined;
+    try {
+      share = await client.current();
+    } catch (error) {
+      console.warn('Could not ask the server about a share link', error);
+    }
+    if (!share) {
+      return;
+    }
+    const current = share;
+    document.body.dataset.ferryShareScope = current.scope;
+    guardCommands(app.commands, current.scope);
+    tracker.widgetAdded.connect((_, panel) =>
+      applyRights(panel, current.scope)
+    );
+    tracker.forEach(panel => applyRights(panel, current.scope));
+    app.shell.add(new ShareBanner(current), 'top', { rank: 1000 });
+    void app.restored.then(async () => {
+      if (labShell) {
+        labShell.mode = 'single-document';
+        labShell.collapseLeft();
+        labShell.collapseRight();
+      }
+      await app.serviceManager.user.ready;
+      if (!app.serviceManager.user.identity?.name) {
+        if ((await askName(client)) !== undefined) {
+          await app.serviceManager.user.refreshUser();
+        }
+      }
+      if (!tracker.find(panel => panel.context.path === current.path)) {
+        await app.commands.execute('docmanager:open', {
+          path: current.path,
+          factory: 'Notebook'
+        });
+      }
+    });
+  }
+};
