@@ -5,6 +5,7 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import type { IAcceleratorStatus } from '@ferry/accelerators';
 
 /** What a link lets its holder do with its one notebook, from least to most. */
 export type ShareScope = 'view' | 'comment' | 'run' | 'edit';
@@ -28,6 +29,8 @@ export interface IShare {
   /** ISO 8601, or null for a link that does not expire. */
   expiresAt: string | null;
   label: string | null;
+  /** Whether it has expired (it then grants nothing). */
+  expired?: boolean;
   /** Who is connected through it, where the server reports it. */
   visitors?: IVisitor[];
 }
@@ -49,14 +52,19 @@ export interface IShareRequest {
 
 /** What a visitor's link grants, as `/api/shares/current` tells its holder. */
 export interface ICurrentShare {
+  id: string;
   path: string;
   scope: ShareScope;
   label?: string | null;
   expiresAt?: string | null;
-  /** The notebook's kernel, if it has one. */
-  kernel?: { id: string; name?: string } | null;
-  /** A label of the devices the kernel runs on (e.g. "H100 × 1"), if the server says. */
-  accelerator?: string | null;
+  /** The notebook's kernel (the REST model, with its `accelerator`), if it has one. */
+  kernel?: {
+    id: string;
+    name?: string;
+    accelerator?: IAcceleratorStatus;
+  } | null;
+  /** The visitor this browser is; `name` is null until they pick one. */
+  visitor?: { id: string; name: string | null } | null;
 }
 
 /** A refusal from the server, with its `{reason, message}` when it sent one. */
@@ -85,16 +93,10 @@ export class SharesClient {
     });
   }
 
-  /** The owner's links to `path` (all of them when `path` is absent). */
+  /** The owner's links to `path` (all of them when `path` is absent), with their visitors. */
   async list(path?: string): Promise<IShare[]> {
-    const reply = await this._request<IShare[] | { shares: IShare[] }>(
-      'api/shares',
-      { method: 'GET' }
-    );
-    const shares = Array.isArray(reply) ? reply : (reply.shares ?? []);
-    return path === undefined
-      ? shares
-      : shares.filter(share => share.path === path);
+    const query = path === undefined ? '' : `?path=${encodeURIComponent(path)}`;
+    return this._request<IShare[]>(`api/shares${query}`, { method: 'GET' });
   }
 
   /** Revokes a link: the server closes its open connections at once. */

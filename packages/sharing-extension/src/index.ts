@@ -17,16 +17,18 @@ import {
 } from '@jupyterlab/apputils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
-import { SharesClient } from './api';
+import { mayComment, SharesClient } from './api';
+import { showComments } from './comments';
 import { collaborationPlugins } from './collaboration';
 import { showShareDialog } from './dialog';
 import { cellExecutorPlugin } from './executor';
-import { visitorPlugin } from './visitor';
+import { currentShare, visitorPlugin } from './visitor';
 
 export * from './api';
 export { SharePanel } from './dialog';
 export { ServerCellExecutor } from './executor';
 export { commandAllowed } from './rights';
+export { addComment, COMMENTS_ROOT, type IComment } from './comments';
 
 /** The command IDs of the extension. */
 namespace CommandIDs {
@@ -82,11 +84,35 @@ const sharePlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
+/** Comment threads under the cells of notebooks in a room (written by the owner and comment+ links). */
+const commentsPlugin: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/sharing-extension:comments',
+  description:
+    'Shows comment threads on cells, stored with the room; the owner and comment, run and edit links add to them.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: async (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker
+  ): Promise<void> => {
+    const share = await currentShare(app);
+    const canWrite = share ? mayComment(share.scope) : true;
+    const user = app.serviceManager.user;
+    const author = () =>
+      user.identity?.display_name || user.identity?.name || 'Anonymous';
+    tracker.widgetAdded.connect((_, panel) =>
+      showComments(panel, author, canWrite)
+    );
+    tracker.forEach(panel => showComments(panel, author, canWrite));
+  }
+};
+
 const plugins: JupyterFrontEndPlugin<unknown>[] = [
   ...collaborationPlugins,
   cellExecutorPlugin,
   sharePlugin,
-  visitorPlugin
+  visitorPlugin,
+  commentsPlugin
 ];
 
 export default plugins;

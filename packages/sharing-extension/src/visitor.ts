@@ -12,9 +12,27 @@ import { ILabShell } from '@jupyterlab/application';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
+import { formatStatus } from '@ferry/accelerators';
+
 import { SharesClient, type ICurrentShare } from './api';
 import { SCOPE_DESCRIPTIONS } from './dialog';
 import { applyRights, guardCommands } from './rights';
+
+/** The answer to "is this page a link's, and which?", asked once per page. */
+let asked: Promise<ICurrentShare | undefined> | undefined;
+
+/** What the link this page was opened with grants; undefined on the owner's page. */
+export function currentShare(
+  app: JupyterFrontEnd
+): Promise<ICurrentShare | undefined> {
+  asked ??= new SharesClient(app.serviceManager.serverSettings)
+    .current()
+    .catch(error => {
+      console.warn('Could not ask the server about a share link', error);
+      return undefined;
+    });
+  return asked;
+}
 
 /** The most characters of a display name (the server says the same). */
 const NAME_MAX = 64;
@@ -30,10 +48,10 @@ export class ShareBanner extends Widget {
     scope.className = 'jp-FerryShareBanner-scope';
     scope.textContent = SCOPE_DESCRIPTIONS[share.scope];
     const parts: HTMLElement[] = [scope];
-    if (share.accelerator) {
+    if (share.kernel) {
       const device = document.createElement('span');
       device.className = 'jp-FerryShareBanner-accelerator';
-      device.textContent = `kernel on ${share.accelerator}`;
+      device.textContent = `kernel on ${formatStatus(share.kernel.accelerator)}`;
       parts.push(device);
     }
     if (share.expiresAt) {
@@ -103,12 +121,7 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null
   ): Promise<void> => {
     const client = new SharesClient(app.serviceManager.serverSettings);
-    let share: ICurrentShare | undefined;
-    try {
-      share = await client.current();
-    } catch (error) {
-      console.warn('Could not ask the server about a share link', error);
-    }
+    const share = await currentShare(app);
     if (!share) {
       return;
     }
@@ -126,8 +139,8 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
         labShell.collapseLeft();
         labShell.collapseRight();
       }
-      await app.serviceManager.user.ready;
-      if (!app.serviceManager.user.identity?.name) {
+      // The link page asks the name before it opens the lab; a visitor who came straight here has none.
+      if (current.visitor && !current.visitor.name) {
         if ((await askName(client)) !== undefined) {
           await app.serviceManager.user.refreshUser();
         }

@@ -1,0 +1,445 @@
+/// <reference lib="dom" />
+/**
+ * Share links and co-editing in real browsers: `ferry gateway` from the CLI, the hosted JupyterLab
+ * in Debian's Chromium, an owner's page and visitors' pages (each its own browser context, as
+ * different people on different machines), a real ipykernel. The owner makes links with the Share
+ * dialog; visitors open them as a person does (the link page, their name, the notebook).
+ *
+ * The picture of two people in one notebook goes to docs/images/co-editing.png (the README's).
+ */
+import type { ChildProcess } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  watch,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { apiFor } from './helpers';
+import {
+  SCREENSHOTS,
+  appRestored,
+  browserMissing,
+  launchChromium,
+  startFerry
+} from './lab-pages';
+
+const describeInBrowser = browserMissing ? describe.skip : describe;
+if (browserMissing) {
+  console.warn(`Browser tests skipped: ${browserMissing}`);
+}
+
+const IMAGES = path.join(__dirname, '..', '..', 'docs', 'images');
+const NOTEBOOK = 'shared.ipynb';
+
+jest.setTimeout(120_000);
+
+describeInBrowser('Two people in one notebook, in Chromium', () => {
+  let ferry: ChildProcess;
+  let base: string;
+  let token: string;
+  let api: ReturnType<typeof apiFor>;
+  let browser: Browser;
+  let rootDir: string;
+  let stateDir: string;
+  let owner: Page;
+  let visitor: Page;
+  let editLink: string;
+  const contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-share-root-'));
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-share-state-'));
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    mkdirSync(IMAGES, { recursive: true });
+    writeFileSync(path.join(rootDir, NOTEBOOK), notebook(['a = 1', '']));
+    let link: string;
+    ({ child: ferry, link } = await startFerry([
+      '--simulate',
+      'gpu:H100:1',
+      '--no-discover',
+      '--root-dir',
+      rootDir,
+      '--state-dir',
+      stateDir,
+      '--lab-settings-dir',
+      path.join(stateDir, 'lab')
+    ]));
+    const url = new URL(link);
+    token = url.searchParams.get('token')!;
+    base = url.origin;
+    api = apiFor(base, token);
+    browser = await launchChromium();
+    owner = await newPage();
+    await owner.goto(link);
+    await appRestored(owner);
+    await owner.goto(`${base}/lab/tree/${NOTEBOOK}`);
+    await appRestored(owner);
+    await cellText(owner, 0, 'a = 1');
+  });
+
+  afterEach(async () => {
+    const name = expect.getState().currentTestName;
+    if (!name) {
+      return;
+    }
+    const slug = name.replace(/[^a-z0-9]+/gi, '-').slice(-50);
+    for (const [who, page] of [
+      ['owner', owner],
+      ['visitor', visitor]
+    ] as const) {
+      if (page && !page.isClosed()) {
+        await page.screenshot({
+          path: path.join(SCREENSHOTS, `share-${who}-${slug}.png`)
+        });
+      }
+    }
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (ferry && ferry.exitCode === null) {
+      const exited = new Promise(resolve => ferry.once('exit', resolve));
+      ferry.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('the owner makes an edit link with the Share button and sees it listed', async () => {
+    const panel = notebookPanel(owner);
+    await panel.locator('.jp-FerryShare-toolbarButton').click();
+    const dialog = owner.getByRole('dialog');
+    await dialog.getByLabel('Scope').selectOption('edit');
+    await dialog.getByLabel('Label').fill('for Ada');
+    await dialog.getByRole('button', { name: 'Create link' }).click();
+    const url = dialog.getByLabel('Link');
+    await url.waitFor();
+    editLink = await url.inputValue();
+    expect(editLink).toMatch(new RegExp(`^${base}/share#.{20,}$`));
+    await dialog
+      .locator('.jp-FerryShare-link', { hasText: 'for Ada · edit' })
+      .waitFor();
+    await dialog.screenshot({ path: path.join(SCREENSHOTS, 'share.png') });
+    await dialog.getByRole('button', { name: 'Done' }).click();
+  });
+
+  it('a visitor opens the link, gives a name and gets the notebook alone, with the link’s rights shown', async () => {
+    visitor = await openLink(editLink, 'Ada');
+    await cellText(visitor, 0, 'a = 1');
+    expect(
+      await visitor.evaluate(
+        () =>
+          (window as unknown as { jupyterapp: { shell: { mode: string } } })
+            .jupyterapp.shell.mode
+      )
+    ).toBe('single-document');
+    await visitor
+      .locator('.jp-FerryShareBanner', { hasText: /Edit:.*kernel on/ })
+      .waitFor();
+    // A visitor manages no links.
+    expect(
+      await notebookPanel(visitor)
+        .locator('.jp-FerryShare-toolbarButton:visible')
+        .count()
+    ).toBe(0);
+  });
+
+  it('edits, cursors and names cross both ways', async () => {
+    await typeInCell(owner, 1, 'b = a + 1');
+    await cellText(visitor, 1, 'b = a + 1');
+    // Whoever typed last shows their name at their cursor in the other page.
+    await notebookPanel(visitor)
+      .locator('.jp-remote-userFlag-name')
+      .filter({ hasText: await ownerName() })
+      .first()
+      .waitFor({ state: 'attached' });
+
+    await typeInCell(visitor, 0, '  # Ada was here');
+    await cellText(owner, 0, 'a = 1  # Ada was here');
+    await notebookPanel(owner)
+      .locator('.jp-remote-userFlag-name', { hasText: 'Ada' })
+      .first()
+      .waitFor({ state: 'attached' });
+    await owner.screenshot({ path: path.join(IMAGES, 'co-editing.png') });
+  });
+
+  it('the owner sees who is connected through each link', async () => {
+    await notebookPanel(owner).locator('.jp-FerryShare-toolbarButton').click();
+    const dialog = owner.getByRole('dialog');
+    await dialog
+      .locator('.jp-FerryShare-link', { hasText: 'for Ada' })
+      .filter({ hasText: 'connected: Ada' })
+      .waitFor();
+    await dialog.getByRole('button', { name: 'Done' }).click();
+  });
+
+  it('a cell run in one page streams to the other, and its outputs land in the file after that page closed', async () => {
+    const code =
+      'import time\nfor i in range(6):\n    print("tick", i, flush=True)\n    time.sleep(0.5)';
+    await replaceCell(visitor, 1, code);
+    await cellText(owner, 1, code);
+    await visitor.keyboard.press('Shift+Enter');
+    const outputs = notebookPanel(owner)
+      .locator('.jp-Notebook .jp-Cell')
+      .nth(1)
+      .locator('.jp-OutputArea-output');
+    // The owner's page sees the run as it goes...
+    await outputs.filter({ hasText: 'tick 0' }).first().waitFor();
+    // ...the visitor closes their laptop mid-run...
+    await visitor.context().close();
+    // ...and the rest still arrives, in the owner's page and in the file.
+    await outputs.filter({ hasText: 'tick 5' }).first().waitFor();
+    await fileMatches(path.join(rootDir, NOTEBOOK), text => {
+      const cells = (
+        JSON.parse(text) as {
+          cells: { outputs?: { text?: string | string[] }[] }[];
+        }
+      ).cells;
+      return (cells[1].outputs ?? []).some(output =>
+        [output.text ?? ''].flat().join('').includes('tick 5')
+      );
+    });
+  });
+
+  it('a view link’s page cannot change the notebook', async () => {
+    const created = await api('POST', '/api/shares', {
+      path: NOTEBOOK,
+      scope: 'view',
+      label: 'for Bob'
+    });
+    expect(created.status).toBe(201);
+    const viewer = await openLink((created.body as { url: string }).url, 'Bob');
+    await cellText(viewer, 0, 'a = 1  # Ada was here');
+    const cell = notebookPanel(viewer).locator('.jp-Notebook .jp-Cell').nth(0);
+    expect(
+      await cell.locator('.cm-content').getAttribute('contenteditable')
+    ).toBe('false');
+    await cell.locator('.cm-content').click();
+    await viewer.keyboard.insertText('x');
+    // A structural edit from the keyboard (command mode "d d") is refused with a notice.
+    await viewer.keyboard.press('Escape');
+    await viewer.keyboard.press('d');
+    await viewer.keyboard.press('d');
+    await viewer.locator('.Toastify__toast', { hasText: /view/ }).waitFor();
+    expect(
+      await notebookPanel(viewer).locator('.jp-Notebook .jp-Cell').count()
+    ).toBe(2);
+    // The owner's notebook did not change either.
+    await typeInCell(owner, 0, '!');
+    await cellText(viewer, 0, 'a = 1  # Ada was here!');
+    await cellText(owner, 0, 'a = 1  # Ada was here!');
+  });
+
+  it('a comment link’s visitor comments on a cell, and the owner reads it under the cell', async () => {
+    const created = await api('POST', '/api/shares', {
+      path: NOTEBOOK,
+      scope: 'comment',
+      label: 'for Cy'
+    });
+    const commenter = await openLink(
+      (created.body as { url: string }).url,
+      'Cy'
+    );
+    const cell = notebookPanel(commenter)
+      .locator('.jp-Notebook .jp-Cell')
+      .nth(0);
+    await cell.locator('.jp-InputPrompt').click();
+    const box = cell.getByLabel('Comment on this cell');
+    await box.fill('Why 1?');
+    await box.press('Enter');
+    await notebookPanel(owner)
+      .locator('.jp-Notebook .jp-Cell')
+      .nth(0)
+      .locator('.jp-FerryComments-comment', { hasText: 'Cy' })
+      .filter({ hasText: 'Why 1?' })
+      .waitFor();
+  });
+
+  it('revoking a link in the Share dialog cuts its visitor off', async () => {
+    const created = await api('POST', '/api/shares', {
+      path: NOTEBOOK,
+      scope: 'edit',
+      label: 'for Dee'
+    });
+    const dee = await openLink((created.body as { url: string }).url, 'Dee');
+    await cellText(dee, 0, 'a = 1  # Ada was here!');
+    await notebookPanel(owner).locator('.jp-FerryShare-toolbarButton').click();
+    const dialog = owner.getByRole('dialog').filter({ hasText: 'Share' });
+    await dialog
+      .locator('.jp-FerryShare-link', { hasText: 'for Dee' })
+      .getByRole('button', { name: 'Revoke' })
+      .click();
+    await owner
+      .getByRole('dialog')
+      .filter({ hasText: 'Revoke this link?' })
+      .getByRole('button', { name: 'Revoke' })
+      .click();
+    await dialog
+      .locator('.jp-FerryShare-link', { hasText: 'for Dee' })
+      .waitFor({ state: 'detached' });
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    // What Dee types now reaches nobody: the owner's next edit arrives alone.
+    await typeInCell(dee, 1, '# Dee, after the revoke');
+    await typeInCell(owner, 0, '?');
+    await cellText(owner, 0, 'a = 1  # Ada was here!?');
+    expect(await cellSource(owner, 1)).not.toContain('Dee');
+    const me = await dee.evaluate(async () => (await fetch('/api/me')).status);
+    expect(me).toBe(403);
+  });
+
+  /** A page in a browser context of its own (its own cookies and storage: another person). */
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 800 }
+    });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(30_000);
+    return page;
+  }
+
+  /** Open a share link as a new person does: the link page, a name, then the notebook. */
+  async function openLink(url: string, name: string): Promise<Page> {
+    const page = await newPage();
+    await page.goto(url);
+    await page.getByLabel(/Your name/).fill(name);
+    await page.getByRole('button', { name: /Open/ }).click();
+    await page.waitForURL(/\/lab\/tree\//);
+    await appRestored(page);
+    return page;
+  }
+
+  /** The owner's name as the gateway reports it. */
+  async function ownerName(): Promise<string> {
+    const me = await api('GET', '/api/me');
+    return (me.body as { identity: { display_name: string } }).identity
+      .display_name;
+  }
+});
+
+/** A notebook file with code cells of these sources. */
+function notebook(sources: string[]): string {
+  return JSON.stringify({
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {
+      kernelspec: {
+        name: 'python3',
+        display_name: 'Python 3',
+        language: 'python'
+      }
+    },
+    cells: sources.map((source, index) => ({
+      id: `cell-${index}`,
+      cell_type: 'code',
+      source,
+      metadata: {},
+      outputs: [],
+      execution_count: null
+    }))
+  });
+}
+
+/** The notebook panel of a page. */
+function notebookPanel(page: Page): Locator {
+  return page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
+}
+
+/** The source of cell `index` as the page shows it. */
+async function cellSource(page: Page, index: number): Promise<string> {
+  return notebookPanel(page)
+    .locator('.jp-Notebook .jp-Cell')
+    .nth(index)
+    .locator('.cm-content')
+    .innerText();
+}
+
+/** Wait until cell `index` of the page shows `text` as its source. */
+async function cellText(
+  page: Page,
+  index: number,
+  text: string
+): Promise<void> {
+  await notebookPanel(page)
+    .locator('.jp-Notebook .jp-Cell')
+    .nth(index)
+    .locator('.cm-content')
+    .filter({ hasText: text })
+    .waitFor();
+  await page.waitForFunction(
+    ([i, expected]) => {
+      const cells = document.querySelectorAll(
+        '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell .cm-content'
+      );
+      return (
+        (cells[i as number] as HTMLElement | undefined)?.innerText === expected
+      );
+    },
+    [index, text] as const
+  );
+}
+
+/** Click at the end of cell `index` and type. */
+async function typeInCell(
+  page: Page,
+  index: number,
+  text: string
+): Promise<void> {
+  const content = notebookPanel(page)
+    .locator('.jp-Notebook .jp-Cell')
+    .nth(index)
+    .locator('.cm-content');
+  await content.click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.insertText(text);
+}
+
+/** Replace the source of cell `index` with `text`, leaving the cursor in it. */
+async function replaceCell(
+  page: Page,
+  index: number,
+  text: string
+): Promise<void> {
+  const content = notebookPanel(page)
+    .locator('.jp-Notebook .jp-Cell')
+    .nth(index)
+    .locator('.cm-content');
+  await content.click();
+  await page.keyboard.press('Control+a');
+  await page.keyboard.insertText(text);
+}
+
+/**
+ * Wait until the file's content satisfies `test`: checked now, then each time the directory changes
+ * (the gateway saves by writing a temporary file and renaming it over the notebook).
+ */
+async function fileMatches(
+  file: string,
+  test: (text: string) => boolean
+): Promise<void> {
+  const check = () => {
+    try {
+      return test(readFileSync(file, 'utf8'));
+    } catch {
+      return false; // not there, or half-read: the next change says more
+    }
+  };
+  if (check()) {
+    return;
+  }
+  await new Promise<void>((resolve, reject) => {
+    const watcher = watch(path.dirname(file), () => {
+      if (check()) {
+        watcher.close();
+        resolve();
+      }
+    });
+    watcher.on('error', reject);
+  });
+}
