@@ -2,7 +2,8 @@ module.exports = {
   projects: [
     '<rootDir>/kernel-gateway',
     '<rootDir>/packages/accelerators',
-    '<rootDir>/packages/accelerators-extension'
+    '<rootDir>/packages/accelerators-extension',
+    '<rootDir>/packages/sharing-extension'
   ],
   testTimeout: 60000
 };
