@@ -2,7 +2,7 @@
  * The page a share link opens: JupyterLab in single-document mode on the shared notebook, with the
  * link's rights (read-only cells below edit, no runs below run), a bar saying what the link grants
  * and which accelerator the kernel runs on, and the visitor's display name asked on first open.
- * On the owner's own page (`/api/shares/current` answers nothing) it does nothing.
+ * On the owner's own page (no `ferryShare` in the page config) it does nothing.
  */
 import type {
   JupyterFrontEnd,
@@ -10,6 +10,7 @@ import type {
 } from '@jupyterlab/application';
 import { ILabShell } from '@jupyterlab/application';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 import { formatStatus } from '@ferry/accelerators';
@@ -25,6 +26,10 @@ let asked: Promise<ICurrentShare | undefined> | undefined;
 export function currentShare(
   app: JupyterFrontEnd
 ): Promise<ICurrentShare | undefined> {
+  // The gateway marks a link's page in its page config; the owner's page asks nothing.
+  if (!PageConfig.getOption('ferryShare')) {
+    return Promise.resolve(undefined);
+  }
   asked ??= new SharesClient(app.serviceManager.serverSettings)
     .current()
     .catch(error => {
@@ -134,8 +139,8 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
     tracker.forEach(panel => applyRights(panel, current.scope));
     app.shell.add(new ShareBanner(current), 'top', { rank: 1000 });
     void app.restored.then(async () => {
+      // The page config opens the notebook alone (single-document mode); no sidebars either.
       if (labShell) {
-        labShell.mode = 'single-document';
         labShell.collapseLeft();
         labShell.collapseRight();
       }
@@ -144,12 +149,6 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
         if ((await askName(client)) !== undefined) {
           await app.serviceManager.user.refreshUser();
         }
-      }
-      if (!tracker.find(panel => panel.context.path === current.path)) {
-        await app.commands.execute('docmanager:open', {
-          path: current.path,
-          factory: 'Notebook'
-        });
       }
     });
   }
