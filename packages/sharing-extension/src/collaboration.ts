@@ -9,6 +9,7 @@ import type {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
 import type { ContentsManager } from '@jupyterlab/services';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import {
@@ -38,6 +39,35 @@ import type { Awareness } from 'y-protocols/awareness';
 /** The id under which documents ask for the room-backed content provider. */
 export const RTC_PROVIDER_ID = 'rtc';
 
+/** The close code the gateway ends a share link's sockets with when the link is revoked or expires. */
+const LINK_ENDED = 4403;
+
+/**
+ * Stops a provider from reconnecting once the gateway says its share link ended, and says so: a
+ * revoked link would otherwise be retried forever, in silence.
+ */
+function endOnRevoke(provider: WebSocketProvider): WebSocketProvider {
+  // (A document that never synced has no socket to watch: its load dialog says enough.)
+  provider.ready.then(
+    () => {
+      const socket = provider.wsProvider;
+      socket?.on('connection-close', (event: CloseEvent | null) => {
+        if (event?.code !== LINK_ENDED) {
+          return;
+        }
+        socket.disconnect();
+        void showDialog({
+          title: 'This link no longer works',
+          body: event.reason || 'Its owner revoked it, or it expired.',
+          buttons: [Dialog.okButton()]
+        });
+      });
+    },
+    () => undefined
+  );
+  return provider;
+}
+
 /** The websocket provider of one document's room. */
 const documentProviderFactory: JupyterFrontEndPlugin<IDocumentProviderFactory> =
   {
@@ -54,19 +84,21 @@ const documentProviderFactory: JupyterFrontEndPlugin<IDocumentProviderFactory> =
       const trans = translator.load('jupyter_collaboration');
       return {
         create: options =>
-          new WebSocketProvider({
-            path: options.path,
-            contentType: options.contentType,
-            format: options.format,
-            model: options.model,
-            user: options.user,
-            translator: trans,
-            serverSettings: options.serverSettings,
-            onConflictSaveAs: () =>
-              app.commands.execute('docmanager:save-as') as Promise<void>,
-            onConflictRevert: () =>
-              app.commands.execute('docmanager:reload') as Promise<void>
-          })
+          endOnRevoke(
+            new WebSocketProvider({
+              path: options.path,
+              contentType: options.contentType,
+              format: options.format,
+              model: options.model,
+              user: options.user,
+              translator: trans,
+              serverSettings: options.serverSettings,
+              onConflictSaveAs: () =>
+                app.commands.execute('docmanager:save-as') as Promise<void>,
+              onConflictRevert: () =>
+                app.commands.execute('docmanager:reload') as Promise<void>
+            })
+          )
       };
     }
   };
