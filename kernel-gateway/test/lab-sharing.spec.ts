@@ -284,7 +284,12 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .locator('.jp-FerryShare-link', { hasText: 'for Dee' })
       .waitFor({ state: 'detached' });
     await dialog.getByRole('button', { name: 'Done' }).click();
-    // What Dee types now reaches nobody: the owner's next edit arrives alone.
+    // Dee's page says so at once, and what Dee types now reaches nobody.
+    await dee
+      .getByRole('dialog')
+      .filter({ hasText: 'This link no longer works' })
+      .waitFor();
+    await dee.getByRole('button', { name: 'Ok' }).click();
     await typeInCell(dee, 1, '# Dee, after the revoke');
     await typeInCell(owner, 0, '?');
     await cellText(owner, 0, 'a = 1  # Ada was here!?');
