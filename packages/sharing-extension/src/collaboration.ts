@@ -26,13 +26,14 @@ import {
   IGlobalAwareness
 } from '@jupyter/collaborative-drive';
 import {
+  type IAwarenessProvider,
   IAwarenessProviderFactory,
   IDocumentProviderFactory,
   RtcContentProvider,
   WebSocketAwarenessProvider,
   WebSocketProvider
 } from '@jupyter/docprovider';
-import { URLExt } from '@jupyterlab/coreutils';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { YFile, YNotebook } from '@jupyter/ydoc';
 import type { Awareness } from 'y-protocols/awareness';
 
@@ -112,17 +113,36 @@ const awarenessProviderFactory: JupyterFrontEndPlugin<IAwarenessProviderFactory>
     provides: IAwarenessProviderFactory,
     activate: (): IAwarenessProviderFactory => ({
       create: options =>
-        new WebSocketAwarenessProvider({
-          url: URLExt.join(
-            options.serverSettings.wsUrl,
-            'api/collaboration/room'
-          ),
-          roomID: options.roomID,
-          awareness: options.awareness,
-          user: options.user
-        })
+        // A link's visitor sees the people in its notebook, not what the owner has open elsewhere:
+        // the gateway keeps the global room from links, so their page does not knock on it.
+        PageConfig.getOption('ferryShare')
+          ? new LocalAwareness(options.awareness)
+          : new WebSocketAwarenessProvider({
+              url: URLExt.join(
+                options.serverSettings.wsUrl,
+                'api/collaboration/room'
+              ),
+              roomID: options.roomID,
+              awareness: options.awareness,
+              user: options.user
+            })
     })
   };
+
+/** An awareness that stays in the page. */
+class LocalAwareness implements IAwarenessProvider {
+  constructor(readonly awareness: IAwarenessProvider['awareness']) {}
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  dispose(): void {
+    this._disposed = true;
+  }
+
+  private _disposed = false;
+}
 
 /** The content provider that opens documents in rooms instead of reading them over REST. */
 const contentProvider: JupyterFrontEndPlugin<ICollaborativeContentProvider> = {
