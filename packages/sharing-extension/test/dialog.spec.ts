@@ -1,0 +1,146 @@
+/**
+ * The Share dialog against the real gateway (`ferry gateway`, jsdom as the page): the owner makes a
+ * link, gets its URL once, sees it listed, and revokes it; the link's secret then opens nothing.
+ */
+import { Dialog } from '@jupyterlab/apputils';
+import { ServerConnection } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFerry, stopFerry } from '@ferry/testing';
+import { SharePanel, SharesClient } from '../src';
+
+/** Resolves once `check` holds, looking again at each DOM change under `node`. */
+function domWhere(node: Node, check: () => boolean): Promise<void> {
+  if (check()) {
+    return Promise.resolve();
+  }
+  return new Promise(resolve => {
+    const observer = new MutationObserver(() => {
+      if (check()) {
+        observer.disconnect();
+        resolve();
+      }
+    });
+    observer.observe(node, {
+      subtree: true,
+      childList: true,
+      characterData: true,
+      attributes: true
+    });
+  });
+}
+
+describe('the Share dialog', () => {
+  let ferry: { process: ChildProcess; port: number };
+  let rootDir: string;
+  let stateDir: string;
+  let client: SharesClient;
+  let base: string;
+
+  beforeAll(async () => {
+    rootDir = mkdtempSync(join(tmpdir(), 'ferry-share-dialog-'));
+    stateDir = mkdtempSync(join(tmpdir(), 'ferry-share-state-'));
+    writeFileSync(
+      join(rootDir, 'analysis.ipynb'),
+      JSON.stringify({
+        nbformat: 4,
+        nbformat_minor: 5,
+        metadata: {},
+        cells: []
+      })
+    );
+    // This page (jsdom's http://localhost) is another origin, as a JupyterLab in front of Ferry is.
+    ferry = await startFerry(0, [
+      '--root-dir',
+      rootDir,
+      '--state-dir',
+      stateDir,
+      '--allow-origin',
+      location.origin
+    ]);
+    base = `http://127.0.0.1:${ferry.port}`;
+    client = new SharesClient(
+      ServerConnection.makeSettings({
+        baseUrl: `${base}/`,
+        wsUrl: `ws://127.0.0.1:${ferry.port}/`,
+        token: 'picker-test'
+      })
+    );
+  });
+
+  afterAll(async () => {
+    await stopFerry(ferry.process);
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('makes a run link, shows its URL once, lists it, and revokes it', async () => {
+    const panel = new SharePanel(client, 'analysis.ipynb');
+    Widget.attach(panel, document.body);
+    const node = panel.node;
+    await domWhere(node, () => !!node.querySelector('.jp-FerryShare-empty'));
+
+    (node.querySelector('.jp-FerryShare-scope') as HTMLSelectElement).value =
+      'run';
+    (node.querySelector('.jp-FerryShare-label') as HTMLInputElement).value =
+      'for Ada';
+    node
+      .querySelector('form')!
+      .dispatchEvent(new Event('submit', { cancelable: true }));
+    await domWhere(node, () => !!node.querySelector('.jp-FerryShare-link'));
+
+    const url = (node.querySelector('.jp-FerryShare-url') as HTMLInputElement)
+      .value;
+    expect(url).toMatch(new RegExp(`^${base}/share#[\\w-]{40,}$`));
+    const item = node.querySelector('.jp-FerryShare-link')!;
+    expect(item.querySelector('.jp-FerryShare-linkTitle')!.textContent).toBe(
+      'for Ada · run'
+    );
+    expect(item.querySelector('.jp-FerryShare-visitors')!.textContent).toBe(
+      'nobody connected'
+    );
+    // The URL's secret is the link: as a bearer token it reaches this notebook with the run scope.
+    const secret = url.split('#')[1];
+    const asGuest = (path: string) =>
+      fetch(`${base}${path}`, {
+        headers: { Authorization: `token ${secret}` }
+      });
+    const current = await asGuest('/api/shares/current');
+    expect(current.status).toBe(200);
+    expect(await current.json()).toMatchObject({
+      path: 'analysis.ipynb',
+      scope: 'run'
+    });
+    // The list never shows the secret again.
+    expect(JSON.stringify(await client.list('analysis.ipynb'))).not.toContain(
+      secret
+    );
+
+    // Revoke, and confirm in the dialog that asks.
+    (item.querySelector('.jp-FerryShare-revoke') as HTMLButtonElement).click();
+    await domWhere(document.body, () => !!document.querySelector('.jp-Dialog'));
+    const confirm = [
+      ...document.querySelectorAll<HTMLButtonElement>('.jp-Dialog button')
+    ].find(button => button.textContent === 'Revoke')!;
+    confirm.click();
+    await domWhere(node, () => !!node.querySelector('.jp-FerryShare-empty'));
+    expect((await asGuest('/api/shares/current')).status).toBe(403);
+    panel.dispose();
+    Dialog.flush();
+  });
+
+  it('says why the gateway refuses a link', async () => {
+    const panel = new SharePanel(client, 'missing.ipynb');
+    Widget.attach(panel, document.body);
+    panel.node
+      .querySelector('form')!
+      .dispatchEvent(new Event('submit', { cancelable: true }));
+    const error = panel.node.querySelector('.jp-FerryShare-error')!;
+    await domWhere(panel.node, () => !!error.textContent);
+    expect(error.textContent).toMatch(/missing\.ipynb/);
+    panel.dispose();
+  });
+});
