@@ -153,8 +153,8 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   it('edits, cursors and names cross both ways', async () => {
     await typeInCell(owner, 1, 'b = a + 1');
     await cellText(visitor, 1, 'b = a + 1');
-    // Whoever typed last shows their name at their cursor in the other page.
-    await notebookPanel(visitor)
+    // Whoever typed last shows their name at their cursor in the other page (a tooltip of the page).
+    await visitor
       .locator('.jp-remote-userFlag-name')
       .filter({ hasText: await ownerName() })
       .first()
@@ -162,7 +162,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
 
     await typeInCell(visitor, 0, '  # Ada was here');
     await cellText(owner, 0, 'a = 1  # Ada was here');
-    await notebookPanel(owner)
+    await owner
       .locator('.jp-remote-userFlag-name', { hasText: 'Ada' })
       .first()
       .waitFor({ state: 'attached' });

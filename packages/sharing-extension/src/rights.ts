@@ -78,6 +78,8 @@ export function applyRights(panel: NotebookPanel, scope: ShareScope): void {
       notebook.model.readOnly = true;
     }
     for (const cell of notebook.widgets) {
+      // Only this page's view: the cell's `editable` metadata is the notebook's, not the visitor's.
+      cell.syncEditable = false;
       cell.readOnly = true;
     }
   };
