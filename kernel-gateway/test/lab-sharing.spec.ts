@@ -273,10 +273,9 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .locator('.jp-FerryShare-link', { hasText: 'for Dee' })
       .getByRole('button', { name: 'Revoke' })
       .click();
-    await owner
-      .getByRole('dialog')
-      .filter({ hasText: 'Revoke this link?' })
-      .getByRole('button', { name: 'Revoke' })
+    await dialog
+      .getByRole('group', { name: 'Revoke this link?' })
+      .getByRole('button', { name: 'Revoke now' })
       .click();
     await dialog
       .locator('.jp-FerryShare-link', { hasText: 'for Dee' })
@@ -363,18 +362,12 @@ async function cellSource(page: Page, index: number): Promise<string> {
     .innerText();
 }
 
-/** Wait until cell `index` of the page shows `text` as its source. */
+/** Wait until cell `index` of the page shows `text` as its source (lines and all). */
 async function cellText(
   page: Page,
   index: number,
   text: string
 ): Promise<void> {
-  await notebookPanel(page)
-    .locator('.jp-Notebook .jp-Cell')
-    .nth(index)
-    .locator('.cm-content')
-    .filter({ hasText: text })
-    .waitFor();
   await page.waitForFunction(
     ([i, expected]) => {
       const cells = document.querySelectorAll(

@@ -95,7 +95,9 @@ export class SharePanel extends Widget {
   async refresh(): Promise<void> {
     try {
       this._links = await this._client.list(this.path);
-      this._renderList();
+      if (!this._asking) {
+        this._renderList();
+      }
     } catch (error) {
       this._showError(error);
     }
@@ -182,21 +184,45 @@ export class SharePanel extends Widget {
       revoke.type = 'button';
       revoke.className = 'jp-mod-styled jp-mod-warn jp-FerryShare-revoke';
       revoke.textContent = 'Revoke';
-      revoke.addEventListener('click', () => void this._revoke(share));
+      // Asked in place: the Share dialog is itself a dialog, and JupyterLab shows one at a time.
+      revoke.addEventListener('click', () => this._askRevoke(item, share));
       item.append(title, expiry, visitors, revoke);
       this._list.append(item);
     }
   }
 
-  private async _revoke(share: IShare): Promise<void> {
-    const answer = await showDialog({
-      title: 'Revoke this link?',
-      body: `"${share.label || 'Unlabelled link'}" stops working now; whoever is connected through it is disconnected.`,
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Revoke' })]
+  /** Replaces a link's Revoke button with the question: revoke it now, or keep it. */
+  private _askRevoke(item: HTMLElement, share: IShare): void {
+    const question = document.createElement('div');
+    question.className = 'jp-FerryShare-confirm';
+    question.setAttribute('role', 'group');
+    question.setAttribute('aria-label', 'Revoke this link?');
+    const text = document.createElement('span');
+    text.textContent =
+      'Revoke this link? It stops working now and its visitors are disconnected.';
+    const confirm = document.createElement('button');
+    confirm.type = 'button';
+    confirm.className = 'jp-mod-styled jp-mod-warn';
+    confirm.textContent = 'Revoke now';
+    const keep = document.createElement('button');
+    keep.type = 'button';
+    keep.className = 'jp-mod-styled';
+    keep.textContent = 'Keep';
+    question.append(text, confirm, keep);
+    item.querySelector('.jp-FerryShare-revoke')?.replaceWith(question);
+    // The periodic refresh would redraw the list under the question: hold it meanwhile.
+    this._asking = true;
+    keep.addEventListener('click', () => {
+      this._asking = false;
+      this._renderList();
     });
-    if (!answer.button.accept) {
-      return;
-    }
+    confirm.addEventListener('click', () => {
+      this._asking = false;
+      void this._revoke(share);
+    });
+  }
+
+  private async _revoke(share: IShare): Promise<void> {
     try {
       await this._client.revoke(share.id);
     } catch (error) {
@@ -222,6 +248,7 @@ export class SharePanel extends Widget {
   private readonly _list: HTMLUListElement;
   private _links: IShare[] = [];
   private _timer = 0;
+  private _asking = false;
 }
 
 /** Opens the Share dialog for a notebook. */

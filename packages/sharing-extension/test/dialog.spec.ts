@@ -2,7 +2,6 @@
  * The Share dialog against the real gateway (`ferry gateway`, jsdom as the page): the owner makes a
  * link, gets its URL once, sees it listed, and revokes it; the link's secret then opens nothing.
  */
-import { Dialog } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 import type { ChildProcess } from 'node:child_process';
@@ -119,17 +118,17 @@ describe('the Share dialog', () => {
       secret
     );
 
-    // Revoke, and confirm in the dialog that asks.
+    // Revoke, and confirm where the dialog asks.
     (item.querySelector('.jp-FerryShare-revoke') as HTMLButtonElement).click();
-    await domWhere(document.body, () => !!document.querySelector('.jp-Dialog'));
     const confirm = [
-      ...document.querySelectorAll<HTMLButtonElement>('.jp-Dialog button')
-    ].find(button => button.textContent === 'Revoke')!;
+      ...node.querySelectorAll<HTMLButtonElement>(
+        '.jp-FerryShare-confirm button'
+      )
+    ].find(button => button.textContent === 'Revoke now')!;
     confirm.click();
     await domWhere(node, () => !!node.querySelector('.jp-FerryShare-empty'));
     expect((await asGuest('/api/shares/current')).status).toBe(403);
     panel.dispose();
-    Dialog.flush();
   });
 
   it('says why the gateway refuses a link', async () => {
