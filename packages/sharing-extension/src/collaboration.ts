@@ -9,7 +9,6 @@ import type {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { Dialog, showDialog } from '@jupyterlab/apputils';
 import type { ContentsManager } from '@jupyterlab/services';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import {
@@ -36,6 +35,7 @@ import {
 import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { YFile, YNotebook } from '@jupyter/ydoc';
 import type { Awareness } from 'y-protocols/awareness';
+import { showLinkEnded } from './visitor';
 
 /** The id under which documents ask for the room-backed content provider. */
 export const RTC_PROVIDER_ID = 'rtc';
@@ -44,8 +44,8 @@ export const RTC_PROVIDER_ID = 'rtc';
 const LINK_ENDED = 4403;
 
 /**
- * Stops a provider from reconnecting once the gateway says its share link ended, and says so: a
- * revoked link would otherwise be retried forever, in silence.
+ * Stops a provider from reconnecting once the gateway says its share link ended, and says so over
+ * the whole page: a revoked link would otherwise be retried forever, in silence.
  */
 function endOnRevoke(provider: WebSocketProvider): WebSocketProvider {
   // (A document that never synced has no socket to watch: its load dialog says enough.)
@@ -57,11 +57,7 @@ function endOnRevoke(provider: WebSocketProvider): WebSocketProvider {
           return;
         }
         socket.disconnect();
-        void showDialog({
-          title: 'This link no longer works',
-          body: event.reason || 'Its owner revoked it, or it expired.',
-          buttons: [Dialog.okButton()]
-        });
+        showLinkEnded(event.reason);
       });
     },
     () => undefined

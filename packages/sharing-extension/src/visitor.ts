@@ -69,6 +69,28 @@ export class ShareBanner extends Widget {
   }
 }
 
+/**
+ * Covers the page with the news that its link ended (revoked or expired): nothing under it works any
+ * more (its sockets are closed, the gateway refuses the rest), so nothing under it is offered.
+ */
+export function showLinkEnded(reason: string): void {
+  if (document.querySelector('.jp-FerryShareEnded')) {
+    return;
+  }
+  const cover = document.createElement('div');
+  cover.className = 'jp-FerryShareEnded';
+  cover.setAttribute('role', 'alertdialog');
+  cover.setAttribute('aria-label', 'This link no longer works');
+  const box = document.createElement('div');
+  const title = document.createElement('h2');
+  title.textContent = 'This link no longer works';
+  const text = document.createElement('p');
+  text.textContent = reason || 'Its owner revoked it, or it expired.';
+  box.append(title, text);
+  cover.append(box);
+  document.body.append(cover);
+}
+
 /** Asks a display name until the server takes one (or the visitor dismisses the dialog). */
 export async function askName(
   client: SharesClient,
