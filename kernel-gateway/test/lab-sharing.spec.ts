@@ -5,7 +5,8 @@
  * different people on different machines), a real ipykernel. The owner makes links with the Share
  * dialog; visitors open them as a person does (the link page, their name, the notebook).
  *
- * The picture of two people in one notebook goes to docs/images/co-editing.png (the README's).
+ * The picture of two people in one notebook goes to test-artifacts/screenshots/co-editing.png (the
+ * README's docs/images/co-editing.png is a copy of one).
  */
 import type { ChildProcess } from 'node:child_process';
 import {
@@ -33,7 +34,6 @@ if (browserMissing) {
   console.warn(`Browser tests skipped: ${browserMissing}`);
 }
 
-const IMAGES = path.join(__dirname, '..', '..', 'docs', 'images');
 const NOTEBOOK = 'shared.ipynb';
 
 jest.setTimeout(120_000);
@@ -55,7 +55,6 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-share-root-'));
     stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-share-state-'));
     mkdirSync(SCREENSHOTS, { recursive: true });
-    mkdirSync(IMAGES, { recursive: true });
     writeFileSync(path.join(rootDir, NOTEBOOK), notebook(['a = 1', '']));
     let link: string;
     ({ child: ferry, link } = await startFerry([
@@ -166,7 +165,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .locator('.jp-remote-userFlag-name', { hasText: 'Ada' })
       .first()
       .waitFor({ state: 'attached' });
-    await owner.screenshot({ path: path.join(IMAGES, 'co-editing.png') });
+    await owner.screenshot({ path: path.join(SCREENSHOTS, 'co-editing.png') });
   });
 
   it('the owner sees who is connected through each link', async () => {
