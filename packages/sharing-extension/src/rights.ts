@@ -5,7 +5,7 @@
  * below the run scope, or touch the kernel) are refused with a notice instead of diverging.
  */
 import { Notification } from '@jupyterlab/apputils';
-import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { CommandRegistry } from '@lumino/commands';
 import { mayEdit, mayRun, type ShareScope } from './api';
 
@@ -30,6 +30,15 @@ const EDIT_COMMANDS = new RegExp(
 const KERNEL_COMMANDS =
   /^(notebook:(restart|interrupt|shutdown|change-kernel|reconnect)|kernelmenu:|running:kernel)/;
 
+/** JupyterLab's Shift+Enter. */
+const RUN_AND_ADVANCE = 'notebook:run-cell-and-select-next';
+
+/** Whether the current notebook's active cell is its last. */
+function lastCellActive(tracker: INotebookTracker): boolean {
+  const notebook = tracker.currentWidget?.content;
+  return !!notebook && notebook.activeCellIndex === notebook.widgets.length - 1;
+}
+
 /** Whether a visitor with `scope` may execute the command `id`. */
 export function commandAllowed(scope: ShareScope, id: string): boolean {
   if (KERNEL_COMMANDS.test(id)) {
@@ -50,10 +59,15 @@ export function commandAllowed(scope: ShareScope, id: string): boolean {
  */
 export function guardCommands(
   commands: CommandRegistry,
-  scope: ShareScope
+  scope: ShareScope,
+  tracker: INotebookTracker
 ): void {
   const execute = commands.execute.bind(commands);
   commands.execute = (id, args) => {
+    // Running the last cell adds a cell below it: below edit, run it and stay.
+    if (id === RUN_AND_ADVANCE && !mayEdit(scope) && lastCellActive(tracker)) {
+      return execute('notebook:run-cell', args);
+    }
     if (!commandAllowed(scope, id)) {
       Notification.warning(
         `This link lets you ${scope} the notebook: "${commands.label(id, args) || id}" is not part of it.`,

@@ -154,7 +154,7 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
     }
     const current = share;
     document.body.dataset.ferryShareScope = current.scope;
-    guardCommands(app.commands, current.scope);
+    guardCommands(app.commands, current.scope, tracker);
     tracker.widgetAdded.connect((_, panel) =>
       applyRights(panel, current.scope)
     );
