@@ -258,6 +258,55 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .waitFor();
   });
 
+  it('a run link’s page runs cells on the owner’s kernel, and edits none', async () => {
+    const created = await api('POST', '/api/shares', {
+      path: NOTEBOOK,
+      scope: 'run',
+      label: 'for Eve'
+    });
+    const eve = await openLink((created.body as { url: string }).url, 'Eve');
+    await eve
+      .locator('.jp-FerryShareBanner', { hasText: /Run:.*kernel on/ })
+      .waitFor();
+    const cells = notebookPanel(eve).locator('.jp-Notebook .jp-Cell');
+    const count = await cells.count();
+    await cells.nth(0).locator('.cm-editor.jp-mod-readOnly').waitFor();
+    const prompt = notebookPanel(owner)
+      .locator('.jp-Notebook .jp-Cell')
+      .nth(0)
+      .locator('.jp-InputPrompt');
+    const before = await prompt.innerText();
+    await cells.nth(0).locator('.jp-InputPrompt').click();
+    await eve.keyboard.press('Control+Enter');
+    // The owner's page shows the run Eve started: a new execution count on that cell.
+    await owner.waitForFunction(
+      ([text]) => {
+        const prompt = document.querySelector(
+          '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell .jp-InputPrompt'
+        ) as HTMLElement | null;
+        return (
+          !!prompt &&
+          /\[\d+\]/.test(prompt.innerText) &&
+          prompt.innerText !== text
+        );
+      },
+      [before] as const
+    );
+    // Shift+Enter on the last cell runs it without adding a cell.
+    await typeInCell(owner, count - 1, 'print("for Eve")');
+    await cellText(eve, count - 1, 'print("for Eve")');
+    await cells
+      .nth(count - 1)
+      .locator('.jp-InputPrompt')
+      .click();
+    await eve.keyboard.press('Shift+Enter');
+    await cells
+      .nth(count - 1)
+      .locator('.jp-OutputArea-output', { hasText: 'for Eve' })
+      .waitFor();
+    expect(await cells.count()).toBe(count);
+  });
+
   it('revoking a link in the Share dialog cuts its visitor off', async () => {
     const created = await api('POST', '/api/shares', {
       path: NOTEBOOK,
