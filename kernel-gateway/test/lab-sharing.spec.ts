@@ -269,8 +269,8 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .locator('.jp-FerryShareBanner', { hasText: /Run:.*kernel on/ })
       .waitFor();
     const cells = notebookPanel(eve).locator('.jp-Notebook .jp-Cell');
-    const count = await cells.count();
     await cells.nth(0).locator('.cm-editor.jp-mod-readOnly').waitFor();
+    const count = await cells.count();
     const prompt = notebookPanel(owner)
       .locator('.jp-Notebook .jp-Cell')
       .nth(0)
