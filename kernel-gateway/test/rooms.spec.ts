@@ -191,6 +191,24 @@ describe('collaboration rooms', () => {
   });
 
   describe('editing together', () => {
+    it('opens a new, empty notebook with one empty code cell to type in, as jupyter_ydoc does', async () => {
+      // What JupyterLab's "New notebook" makes through /api/contents: a notebook without cells.
+      const made = await gw.api('POST', '/api/contents', { type: 'notebook' });
+      const name = (made.body as { path: string }).path;
+      const { fileId } = (await session(name)).body;
+      const one = provider(`json:notebook:${fileId}`);
+      await synced(one);
+      expect(cellSources(one.doc)).toEqual(['']);
+      const cell = one.doc.getArray<Y.Map<unknown>>('cells').get(0);
+      expect(cell.get('cell_type')).toBe('code');
+      // The same cell, id and all, for everyone who opens it.
+      const two = provider(`json:notebook:${fileId}`);
+      await synced(two);
+      expect(two.doc.getArray<Y.Map<unknown>>('cells').get(0).get('id')).toBe(
+        cell.get('id')
+      );
+    });
+
     it('saves every kind of cell and output as it found them, but for the edit', async () => {
       const original = {
         cells: [

@@ -160,6 +160,15 @@ export function documentKind(type: DocumentType): IDocumentKind {
 }
 
 namespace Private {
+  /** The cell an empty notebook opens with (its id comes from the notebook, like any id-less cell's). */
+  const EMPTY_CELL: JsonObject = {
+    cell_type: 'code',
+    execution_count: null,
+    metadata: { trusted: true },
+    outputs: [],
+    source: ''
+  };
+
   export interface INotebook {
     cells: JsonObject[];
     metadata: JsonObject;
@@ -167,20 +176,25 @@ namespace Private {
     nbformat_minor: number;
   }
 
-  /** The notebook in `content`, with the defaults nbformat gives what is missing. */
+  /**
+   * The notebook in `content`, with the defaults nbformat gives what is missing; a notebook without
+   * cells gets one empty code cell, as jupyter_ydoc gives it (JupyterLab's new notebook, created
+   * empty through /api/contents, opens with a cell to type in).
+   */
   export function notebook(content: unknown): INotebook {
     const nb = (
       typeof content === 'object' && content !== null ? content : {}
     ) as JsonObject;
     const metadata = { ...object(nb.metadata) };
     delete metadata.orig_nbformat;
+    const cells = Array.isArray(nb.cells)
+      ? nb.cells.filter(
+          (cell): cell is JsonObject =>
+            typeof cell === 'object' && cell !== null && !Array.isArray(cell)
+        )
+      : [];
     return {
-      cells: Array.isArray(nb.cells)
-        ? nb.cells.filter(
-            (cell): cell is JsonObject =>
-              typeof cell === 'object' && cell !== null && !Array.isArray(cell)
-          )
-        : [],
+      cells: cells.length > 0 ? cells : [EMPTY_CELL],
       metadata,
       nbformat: number(nb.nbformat, 4),
       nbformat_minor: number(nb.nbformat_minor, 5)
