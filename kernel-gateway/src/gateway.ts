@@ -170,7 +170,11 @@ export class Gateway {
       pool: this.pool,
       scheduler: this.scheduler,
       registry: this.registry,
-      offers: resolved.offers
+      offers: resolved.offers,
+      culling: resolved.culling,
+      notebookOf: kernelId =>
+        this.sessions.list().find(session => session.kernel?.id === kernelId)
+          ?.path
     });
     this.metrics = createMetrics({
       accelerators: this.accelerators,

@@ -6,3 +6,9 @@
  */
 export { createMetrics } from './metrics';
 export { AcceleratorService, type IAcceleratorsModel } from './service';
+export {
+  QueueWaits,
+  type IHolding,
+  type IQueueWait,
+  type ITypeState
+} from './waits';

@@ -4,6 +4,8 @@ import type { Scheduler } from '../scheduler';
 import { offerEngine, type IAcceleratorOffer } from '../engines';
 import { type IAttributedSample, type RestSchemas } from '../protocol';
 import { type WorkerPool } from '../pool';
+import type { ICullingOptions } from '../kernels';
+import { QueueWaits, type IHolding, type ITypeState } from './waits';
 
 /** A device as `/api/accelerators` shows it: its facts, who holds it, its latest sample. */
 type IDeviceModel = RestSchemas['Device'];
@@ -23,6 +25,13 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
   constructor(options: AcceleratorService.IOptions) {
     super();
     this._options = options;
+    this._waits = new QueueWaits({
+      culling: options.culling,
+      notebookOf: options.notebookOf ?? (() => undefined)
+    });
+    // Every change of who holds what, for how long holds last.
+    this._onChanged = () => this._waits.observe(this._picture().holdings);
+    options.scheduler.on('changed', this._onChanged);
     options.pool.on('samples', (worker, samples) => {
       for (const sample of samples) {
         const key = `${worker.id}/${sample.deviceId}`;
@@ -48,13 +57,8 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
   /** What `/api/accelerators` answers. */
   snapshot(): IAcceleratorsModel {
     const { pool, scheduler, registry } = this._options;
-    const holders = new Map<string, string[]>();
-    for (const kernel of registry.list()) {
-      for (const deviceId of kernel.placement?.deviceIds ?? []) {
-        const key = `${kernel.placement!.workerId}/${deviceId}`;
-        holders.set(key, [...(holders.get(key) ?? []), kernel.id]);
-      }
-    }
+    const { holders, types } = this._picture();
+    const aheadOf = new Map<string, number>();
     return {
       time: new Date().toISOString(),
       workers: pool.list().map(worker => ({
@@ -79,15 +83,29 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           return model;
         })
       })),
-      queue: scheduler.queue().map(entry => ({
-        kernelId: entry.kernelId,
-        position: entry.position,
-        since: entry.since.toISOString(),
-        ...entry.request,
-        ...(entry.reservedWorkerId
-          ? { reservedWorkerId: entry.reservedWorkerId }
-          : {})
-      })),
+      queue: scheduler.queue().map(entry => {
+        const type = Private.typeFor(entry.request, types);
+        const ahead = type === undefined ? 0 : (aheadOf.get(type) ?? 0);
+        if (type !== undefined) {
+          aheadOf.set(type, ahead + (entry.request.count ?? 1));
+        }
+        return {
+          kernelId: entry.kernelId,
+          position: entry.position,
+          since: entry.since.toISOString(),
+          ...entry.request,
+          ...(entry.reservedWorkerId
+            ? { reservedWorkerId: entry.reservedWorkerId }
+            : {}),
+          wait: this._waits.explain(
+            { kernelId: entry.kernelId, count: entry.request.count },
+            type,
+            ahead,
+            types,
+            id => registry.get(id)
+          )
+        };
+      }),
       offers: (this._options.offers ?? []).map(offer => ({
         name: offer.name,
         displayName: offer.displayName ?? offer.name,
@@ -103,11 +121,66 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
   }
 
   dispose(): void {
+    this._options.scheduler.off('changed', this._onChanged);
     clearInterval(this._timer);
     this.removeAllListeners();
   }
 
+  /**
+   * Who holds which device (by `worker/device`), what each kernel holds by device type, and each
+   * type's devices, free ones and holders, on connected workers.
+   */
+  private _picture(): {
+    holders: Map<string, string[]>;
+    holdings: Map<string, IHolding>;
+    types: Map<string, ITypeState>;
+  } {
+    const { pool, registry } = this._options;
+    const holders = new Map<string, string[]>();
+    for (const kernel of registry.list()) {
+      for (const deviceId of kernel.placement?.deviceIds ?? []) {
+        const key = `${kernel.placement!.workerId}/${deviceId}`;
+        holders.set(key, [...(holders.get(key) ?? []), kernel.id]);
+      }
+    }
+    const holdings = new Map<string, IHolding>();
+    const types = new Map<string, ITypeState>();
+    for (const worker of pool.list()) {
+      const connected =
+        !worker.remote ||
+        (worker as { connected?: boolean }).connected !== false;
+      for (const device of worker.devices) {
+        const type = Private.typeKey(device);
+        const kernels = holders.get(`${worker.id}/${device.id}`) ?? [];
+        for (const kernelId of kernels) {
+          const holding = holdings.get(kernelId) ?? { type, count: 0 };
+          holding.count++;
+          holdings.set(kernelId, holding);
+        }
+        if (!connected) {
+          continue;
+        }
+        const state = types.get(type) ?? {
+          total: 0,
+          free: 0,
+          holders: new Map<string, number>()
+        };
+        state.total++;
+        if (kernels.length === 0) {
+          state.free++;
+        }
+        for (const kernelId of kernels) {
+          state.holders.set(kernelId, (state.holders.get(kernelId) ?? 0) + 1);
+        }
+        types.set(type, state);
+      }
+    }
+    return { holders, holdings, types };
+  }
+
   private _options: AcceleratorService.IOptions;
+  private _waits: QueueWaits;
+  private _onChanged: () => void;
   private _latest = new Map<string, IAttributedSample>();
   private _history = new Map<string, IAttributedSample[]>();
   private _fresh: (IAttributedSample & { workerId: string })[] = [];
@@ -121,6 +194,10 @@ export namespace AcceleratorService {
     registry: KernelRegistry;
     /** The offers of the profiles file. */
     offers?: IAcceleratorOffer[];
+    /** Idle culling, whose deadlines free devices (for queued kernels' estimated waits). */
+    culling?: ICullingOptions;
+    /** The notebook a kernel runs for, to name the holders a queued kernel waits on. */
+    notebookOf?: (kernelId: string) => string | undefined;
     /** Samples kept per device (300 = five minutes at one a second). */
     historyLength?: number;
     intervalMs?: number;
@@ -128,5 +205,40 @@ export namespace AcceleratorService {
 
   export interface IEvents {
     update: [update: IAcceleratorsUpdate];
+  }
+}
+
+namespace Private {
+  /** A device type's key: kind, model and MIG profile, in lower case. */
+  export function typeKey(device: {
+    kind: string;
+    model: string;
+    profile?: string;
+  }): string {
+    return [
+      device.kind,
+      device.model.toLowerCase(),
+      (device.profile ?? '').toLowerCase()
+    ].join('\u0000');
+  }
+
+  /** The first device type a request can use, if any (a request without a model takes any). */
+  export function typeFor(
+    request: { kind: string; model?: string; profile?: string },
+    types: ReadonlyMap<string, ITypeState>
+  ): string | undefined {
+    const model = request.model?.toLowerCase();
+    const profile = (request.profile ?? '').toLowerCase();
+    for (const type of types.keys()) {
+      const [kind, typeModel, typeProfile] = type.split('\u0000');
+      if (
+        kind === request.kind &&
+        (model === undefined || typeModel === model) &&
+        typeProfile === profile
+      ) {
+        return type;
+      }
+    }
+    return undefined;
   }
 }

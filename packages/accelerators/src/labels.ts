@@ -3,6 +3,7 @@
 import type {
   IAcceleratorRequest,
   IAcceleratorStatus,
+  IQueueWait,
   IDevice
 } from './models';
 
@@ -54,6 +55,26 @@ export function formatEngineOffer(offer: {
   engine: string;
 }): string {
   return `${offer.displayName} · ${formatEngine(offer.engine)}`;
+}
+
+/**
+ * A queued kernel's estimated wait, short: `~8 min`, `~2 h`, `starts soon`; empty without one.
+ *
+ * @param wait - The queue entry's `wait`.
+ */
+export function formatWait(wait: IQueueWait | undefined): string {
+  const seconds = wait?.estimateSeconds;
+  if (seconds === undefined) {
+    return '';
+  }
+  if (seconds < 30) {
+    return 'starts soon';
+  }
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 90) {
+    return `~${Math.max(1, minutes)} min`;
+  }
+  return `~${Math.round(minutes / 60)} h`;
 }
 
 /**

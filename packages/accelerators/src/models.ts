@@ -70,6 +70,9 @@ export type IWorker = RestSchemas['Accelerators']['workers'][number];
 /** A request waiting for devices: schema `Accelerators.queue[]`. */
 export type IQueueEntry = RestSchemas['Accelerators']['queue'][number];
 
+/** What a queued request waits for, and its estimated wait with the basis: schema `QueueWait`. */
+export type IQueueWait = RestSchemas['QueueWait'];
+
 /**
  * The body of `GET /api/accelerators`: schema `Accelerators`.
  *

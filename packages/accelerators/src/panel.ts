@@ -10,7 +10,7 @@ import { Widget } from '@lumino/widgets';
 import { CHARTS, DeviceChart, hasChartData } from './charts';
 import { gatewayProblem } from './gateway';
 import { DeviceCard } from './devicecard';
-import { formatAccelerator, formatDevice } from './labels';
+import { formatAccelerator, formatDevice, formatWait } from './labels';
 import type { IAccelerators, IDevice, IQueueEntry, IWorker } from './models';
 import type { AcceleratorStream } from './stream';
 import type { IAcceleratorManager } from './tokens';
@@ -277,11 +277,18 @@ export class AcceleratorPanel extends Widget {
       0,
       Math.round((now - Date.parse(entry.since)) / 1000)
     );
+    const estimate = formatWait(entry.wait);
     return h.li(
       { key: entry.kernelId, className: 'jp-FerryAccelerators-queueItem' },
       `#${entry.position} ${formatAccelerator(entry)} · `,
       this._kernel(entry.kernelId),
-      ` · waiting ${Private.duration(waited)}`
+      ` · waiting ${Private.duration(waited)}${estimate ? ` · ${estimate}` : ''}`,
+      entry.wait
+        ? h.div(
+            { className: 'jp-FerryAccelerators-queueWhy' },
+            Private.waitDetails(entry.wait)
+          )
+        : null
     );
   }
 
@@ -458,5 +465,22 @@ namespace Private {
   /** `42 s`, `3 min`. */
   export function duration(seconds: number): string {
     return seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`;
+  }
+
+  /**
+   * Who holds what a queued request waits for, and the basis of its estimate: `Held by train.ipynb
+   * (3 min, culled in 7 min if idle). Estimate from 1 idle-culling deadline; ...`.
+   */
+  export function waitDetails(wait: NonNullable<IQueueEntry['wait']>): string {
+    const holders = wait.holders.map(holder => {
+      const facts = [duration(holder.heldSeconds)];
+      if (holder.cullInSeconds !== undefined) {
+        facts.push(`culled in ${duration(holder.cullInSeconds)} if idle`);
+      }
+      const name = holder.notebook ?? `kernel ${holder.kernelId.slice(0, 8)}`;
+      return `${name}${holder.count > 1 ? ` (${holder.count} devices, ` : ' ('}${facts.join(', ')})`;
+    });
+    const held = holders.length ? `Held by ${holders.join(', ')}. ` : '';
+    return `${held}Estimate: ${wait.basis}.`;
   }
 }

@@ -1,6 +1,6 @@
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { formatStatus } from './labels';
+import { formatStatus, formatWait } from './labels';
 import type { IAccelerators } from './models';
 import type { IAcceleratorManager } from './tokens';
 
@@ -87,7 +87,14 @@ export class AcceleratorStatusItem extends Widget {
     const status = this._kernelId
       ? this._manager.kernelStatus(this._kernelId)
       : undefined;
-    const kernel = this._kernelId ? formatStatus(status) : 'No kernel';
+    const queued = model?.queue.find(
+      entry => entry.kernelId === this._kernelId
+    );
+    const kernel = this._kernelId
+      ? [formatStatus(status), queued ? formatWait(queued.wait) : '']
+          .filter(Boolean)
+          .join(' · ')
+      : 'No kernel';
     const offline = this._manager.connectionState === 'waiting';
     const cluster = model && this._showFree ? `${free}/${total} free` : '';
     const busy =
@@ -103,7 +110,8 @@ export class AcceleratorStatusItem extends Widget {
       .join(' · ');
     this.toggleClass('jp-mod-queued', status?.state === 'queued');
     this.toggleClass('jp-mod-disconnected', offline);
-    const label = `Accelerator: ${kernel}${usage ? `, ${usage}` : ''}. ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? `${free} of ${total} devices free.` : ''} ${this._actionLabel}`;
+    const basis = queued?.wait ? ` Estimate: ${queued.wait.basis}.` : '';
+    const label = `Accelerator: ${kernel}${usage ? `, ${usage}` : ''}.${basis} ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? `${free} of ${total} devices free.` : ''} ${this._actionLabel}`;
     this.node.setAttribute('aria-label', label.replace(/\s+/g, ' ').trim());
     this.node.title = label;
   }

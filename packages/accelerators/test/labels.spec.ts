@@ -2,6 +2,7 @@ import {
   formatAccelerator,
   formatDevice,
   formatStatus,
+  formatWait,
   toAcceleratorString
 } from '../src/labels';
 import { device } from '@ferry/testing';
@@ -113,5 +114,21 @@ describe('labels', () => {
         offer: 'slurm-a100x4'
       })
     ).toBe('offer:slurm-a100x4');
+  });
+});
+
+describe('formatWait', () => {
+  it('says an estimated wait briefly, and nothing without one', () => {
+    const wait = (estimateSeconds?: number) => ({
+      holders: [],
+      basis: 'b',
+      ...(estimateSeconds === undefined ? {} : { estimateSeconds })
+    });
+    expect(formatWait(undefined)).toBe('');
+    expect(formatWait(wait())).toBe('');
+    expect(formatWait(wait(0))).toBe('starts soon');
+    expect(formatWait(wait(45))).toBe('~1 min');
+    expect(formatWait(wait(25 * 60))).toBe('~25 min');
+    expect(formatWait(wait(3 * 3600))).toBe('~3 h');
   });
 });

@@ -21,7 +21,20 @@ function busyCluster(): IAccelerators {
         model: 'H100',
         count: 2,
         position: 1,
-        since: '2026-01-01T00:00:00.000Z'
+        since: '2026-01-01T00:00:00.000Z',
+        wait: {
+          estimateSeconds: 480,
+          basis: 'from 1 idle-culling deadline; it needs 1 device to free up',
+          holders: [
+            {
+              kernelId: 'kernel-aaaaaaaa',
+              notebook: 'train.ipynb',
+              count: 1,
+              heldSeconds: 180,
+              cullInSeconds: 480
+            }
+          ]
+        }
       }
     ]
   });
@@ -94,7 +107,11 @@ describe('AcceleratorPanel', () => {
     expect(free.querySelector('dd')?.textContent).toBe('no sample yet');
     expect(
       panel.node.querySelector('.jp-FerryAccelerators-queueItem')?.textContent
-    ).toBe('#1 GPU · H100 × 2 · kernel-bbbbbbbb · waiting 10 s');
+    ).toBe(
+      '#1 GPU · H100 × 2 · kernel-bbbbbbbb · waiting 10 s · ~8 min' +
+        'Held by train.ipynb (3 min, culled in 8 min if idle). ' +
+        'Estimate: from 1 idle-culling deadline; it needs 1 device to free up.'
+    );
     Widget.detach(panel);
   });
 
@@ -283,13 +300,13 @@ describe('AcceleratorStatusItem', () => {
       'Accelerator: GPU · H100 × 1 (simulated), 87 % busy. 5 of 6 devices free. Show accelerators'
     );
     item.kernelId = 'kernel-bbbbbbbb';
-    expect(item.text).toBe('Queued · #1 · 5/6 free');
+    expect(item.text).toBe('Queued · #1 · ~8 min · 5/6 free');
     expect(item.hasClass('jp-mod-queued')).toBe(true);
     expect(item.node.getAttribute('aria-label')).toBe(
-      'Accelerator: Queued · #1. 5 of 6 devices free. Show accelerators'
+      'Accelerator: Queued · #1 · ~8 min. Estimate: from 1 idle-culling deadline; it needs 1 device to free up. 5 of 6 devices free. Show accelerators'
     );
     manager.setState('waiting');
-    expect(item.text).toBe('Queued · #1 · offline');
+    expect(item.text).toBe('Queued · #1 · ~8 min · offline');
     item.node.click();
     expect(clicks).toBe(1);
     expect(item.node.tagName).toBe('BUTTON');
