@@ -451,6 +451,28 @@ describe('JupyterLab server API', () => {
       expect((await fetch(`${gw.url}/static/lab/missing.js`)).status).toBe(404);
     });
 
+    it('serves the favicons the page links, without a token, and /favicon.ico', async () => {
+      const page = await gw.api('GET', '/lab');
+      const links = [
+        ...(page.body as string).matchAll(
+          /<link rel="[^"]*" type="image\/svg\+xml" href="([^"]+)" class="(idle|busy) favicon">/g
+        )
+      ];
+      expect(links.map(link => link[2])).toEqual(['idle', 'busy']);
+      for (const url of [...links.map(link => link[1]), '/favicon.ico']) {
+        const icon = await fetch(`${gw.url}${url}`);
+        expect({ url, status: icon.status }).toEqual({ url, status: 200 });
+        expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+        expect(await icon.text()).toMatch(/^<svg /);
+      }
+      expect((await fetch(`${gw.url}/static/favicons/nope.svg`)).status).toBe(
+        404
+      );
+      expect(
+        (await fetch(`${gw.url}/static/favicons/constructor`)).status
+      ).toBe(404);
+    });
+
     it.each([
       ['/lab/tree/x.ipynb', 'default', 'x.ipynb'],
       ['/lab/tree/data/a%20b.ipynb', 'default', 'data/a b.ipynb'],

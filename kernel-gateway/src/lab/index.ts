@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export { LabBuild } from './build';
+export { FAVICONS } from './favicon';
 export { labPage, missingBuildPage, pageConfig } from './page';
 export { SettingsStore } from './settings';
 export { WorkspaceStore } from './workspaces';

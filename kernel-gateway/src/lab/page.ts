@@ -137,6 +137,8 @@ export function labPage(
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>JupyterLab</title>
+    <link rel="icon" type="image/svg+xml" href="/static/favicons/favicon.svg" class="idle favicon">
+    <link rel="" type="image/svg+xml" href="/static/favicons/favicon-busy.svg" class="busy favicon">
 ${styles}    <script id="jupyter-config-data" type="application/json">${json}</script>
     <script src="/static/lab/${Private.attribute(manifest.entry)}" charset="utf-8" defer></script>
   </head>

@@ -4,6 +4,7 @@ import express, { Router, type Request } from 'express';
 import expressStaticGzip from 'express-static-gzip';
 import { TokenAuth } from '../../auth';
 import {
+  FAVICONS,
   labPage,
   missingBuildPage,
   pageConfig,
@@ -27,6 +28,8 @@ export function isLabPage(requestPath: string): boolean {
 export function isLabAsset(requestPath: string): boolean {
   return (
     requestPath.startsWith('/static/lab/') ||
+    requestPath.startsWith('/static/favicons/') ||
+    requestPath === '/favicon.ico' ||
     requestPath.startsWith('/lab/api/themes/')
   );
 }
@@ -37,6 +40,25 @@ export function isLabAsset(requestPath: string): boolean {
  */
 export function labAssetsRouter(build: LabBuild): Router {
   const router = Router();
+  // The favicons, idle and busy; `/favicon.ico` (which browsers ask for on pages without an icon
+  // link) gets the idle one.
+  router.get(
+    ['/static/favicons/:name', '/favicon.ico'],
+    (request, response) => {
+      const name = (request.params as { name?: string }).name ?? 'favicon.svg';
+      const icon = Object.hasOwn(FAVICONS, name) ? FAVICONS[name] : undefined;
+      if (!icon) {
+        response
+          .status(404)
+          .json({ reason: 'Not Found', message: 'No such favicon' });
+        return;
+      }
+      response
+        .type('image/svg+xml')
+        .setHeader('Cache-Control', 'public, max-age=86400')
+        .send(icon);
+    }
+  );
   router.use(
     '/static/lab',
     expressStaticGzip(build.staticDir, {
