@@ -12,12 +12,21 @@ import {
   expectSchema,
   KernelSocket,
   parentOf,
+  pollUntil,
   startGateway,
   type ITestGateway
 } from './helpers';
-import { cookiesOf, makeLink, NOTEBOOK, upgrade } from './share-clients';
+import {
+  cookiesOf,
+  makeLink,
+  NOTEBOOK,
+  PresenceClient,
+  upgrade
+} from './share-clients';
+import { roomProvider, synced } from './yjs-clients';
 
 const LAB_DIR = path.join(__dirname, 'fixtures', 'lab');
+const GLOBAL_ROOM = 'JupyterLab:globalAwareness';
 
 describe('what a share link reaches', () => {
   let gw: ITestGateway;
@@ -270,8 +279,7 @@ describe('what a share link reaches', () => {
           status: 403
         });
       }
-      // The sockets too: another kernel's channels, the event stream, another notebook's room and
-      // the server-wide awareness room (it would tell who has which of the owner's files open).
+      // The sockets too: another kernel's channels, the event stream, another notebook's room.
       const otherRoom = await gw.api(
         'PUT',
         '/api/collaboration/session/other.ipynb',
@@ -280,8 +288,7 @@ describe('what a share link reaches', () => {
       for (const pathname of [
         `/api/kernels/${otherKernelId}/channels`,
         '/api/events/subscribe',
-        `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`,
-        '/api/collaboration/room/JupyterLab:globalAwareness'
+        `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`
       ]) {
         const outcome = await upgrade(wsUrl(pathname, view.token));
         expect({
@@ -412,6 +419,43 @@ describe('what a share link reaches', () => {
       );
       expect([200, 201]).toContain(session.status);
       room = `json:notebook:${session.body.fileId}`;
+    });
+
+    it("in the server-wide presence room a link's holder sees nobody, and nobody sees it", async () => {
+      const link = await share({ path: 'shared.ipynb', scope: 'edit' });
+      const one = roomProvider(gw.url, gw.token, GLOBAL_ROOM);
+      const two = roomProvider(gw.url, gw.token, GLOBAL_ROOM);
+      try {
+        await Promise.all([synced(one), synced(two)]);
+        // The owner's tab says which of their files it has open; the other tab sees it.
+        one.awareness.setLocalStateField('current', 'secret-plan.ipynb');
+        await pollUntil(
+          async () => two.awareness.getStates().get(one.awareness.clientID),
+          state => state?.current === 'secret-plan.ipynb',
+          10_000,
+          20
+        );
+        const guest = await PresenceClient.connect(
+          wsUrl(`/api/collaboration/room/${GLOBAL_ROOM}`, link.token)
+        );
+        await guest.announce({ user: { name: 'Mallory' } });
+        one.awareness.setLocalStateField('current', 'other-secret.ipynb');
+        await pollUntil(
+          async () => two.awareness.getStates().get(one.awareness.clientID),
+          state => state?.current === 'other-secret.ipynb',
+          10_000,
+          20
+        );
+        // Anything relayed to the guest would have come before the echo of its own second state.
+        await guest.announce({ user: { name: 'Mallory' }, cursor: 1 });
+        expect(guest.seen).toEqual([guest.clientID]);
+        expect(guest.texts.join()).not.toContain('secret');
+        expect(two.awareness.getStates().has(guest.clientID)).toBe(false);
+        guest.close();
+      } finally {
+        one.destroy();
+        two.destroy();
+      }
     });
 
     it('lists a visitor in the room by the name they picked, and revoke closes their socket', async () => {

@@ -13,6 +13,7 @@ import {
 } from '../auth';
 import type { KernelChannels } from '../channels';
 import type { KernelRegistry, SessionStore } from '../kernels';
+import { GLOBAL_AWARENESS_ROOM } from '../rooms';
 import { errorBody } from './errors';
 import { isLabPage } from './routes/lab';
 
@@ -76,10 +77,12 @@ export const SHARE_RULES: readonly IShareRule[] = [
     when: (path, { access }) => path === access.path
   },
   {
-    what: "the notebook's room",
+    what: "the notebook's room; and the server-wide presence room, where rooms/ lets a link's holder see nobody and be seen by nobody",
     methods: ['WS'],
     path: /^\/api\/collaboration\/room\/([^/]+)\/?$/,
-    when: (room, { access }) => documentRefusal(access, room) === undefined
+    when: (room, { access }) =>
+      room === GLOBAL_AWARENESS_ROOM ||
+      documentRefusal(access, room) === undefined
   },
   {
     what: "the notebook's file model and its checkpoints (read only)",
