@@ -453,8 +453,11 @@ describe('what a share link reaches', () => {
         expect(two.awareness.getStates().has(guest.clientID)).toBe(false);
         guest.close();
       } finally {
-        one.destroy();
-        two.destroy();
+        for (const provider of [one, two]) {
+          provider.destroy();
+          // The provider's awareness keeps a timer until its doc goes.
+          provider.doc.destroy();
+        }
       }
     });
 

@@ -154,6 +154,8 @@ export class ShareStore implements IShareResolver {
       }
       const now = this._options.fileIds.path(link.fileId);
       if (now === undefined || now === path || now.startsWith(`${path}/`)) {
+        // Refused from now on, before the file ids have forgotten the path (they do it async).
+        this._deleted.add(link.id);
         this._announce(link.id, 'deleted');
       }
     }
@@ -284,7 +286,9 @@ export class ShareStore implements IShareResolver {
         refused: `This share link expired at ${new Date(link.expiresAt).toISOString()}`
       };
     }
-    const path = this._options.fileIds.path(link.fileId);
+    const path = this._deleted.has(link.id)
+      ? undefined
+      : this._options.fileIds.path(link.fileId);
     if (path === undefined) {
       return { refused: 'The notebook this link shares no longer exists' };
     }
@@ -397,6 +401,8 @@ export class ShareStore implements IShareResolver {
   private _listeners = new Set<(shareId: string, end: ShareEnd) => void>();
   /** Links whose end was announced while this gateway runs. */
   private _announced = new Set<string>();
+  /** Links whose notebook was deleted while this gateway runs. */
+  private _deleted = new Set<string>();
   private _timer: NodeJS.Timeout | undefined;
 }
 
