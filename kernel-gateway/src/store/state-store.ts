@@ -4,7 +4,8 @@
  * package: nothing is downloaded or compiled at install time. Several processes may open one
  * directory (LMDB locks per write transaction), so two gateways of one user never refuse to start.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
+import * as path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 
 /** How a table stores its values: structured (msgpack) or raw bytes (yjs updates). */
@@ -17,7 +18,7 @@ export type StateEncoding = 'msgpack' | 'binary';
  */
 export class StateStore {
   /**
-   * Open (creating it, mode 0700) the store in `dir`.
+   * Open (creating it) the store in `dir`, readable by the gateway's user alone (0700, files 0600).
    *
    * @throws with the directory named when it cannot be created or opened.
    */
@@ -26,6 +27,12 @@ export class StateStore {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       this._root = open({ path: dir, compression: false });
+      // Notebooks' edits and share links: the gateway's user's alone, whoever made the directory
+      // (kernels may run as another user on this host).
+      chmodSync(dir, 0o700);
+      for (const file of ['data.mdb', 'lock.mdb']) {
+        chmodSync(path.join(dir, file), 0o600);
+      }
     } catch (error) {
       throw new Error(
         `cannot open the state store in ${dir}: ${(error as Error).message}`
