@@ -210,6 +210,7 @@ describe('what a share link reaches', () => {
         'post /login',
         '_all /logout',
         'get /share',
+        'get /static/favicons/:name,/favicon.ico',
         'post /api/shares/exchange',
         'get /api',
         'get /api/me',
