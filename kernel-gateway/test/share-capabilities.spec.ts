@@ -380,6 +380,51 @@ describe('what a share link reaches', () => {
       await owner.close();
     });
 
+    it("a run link runs its notebook's cells through the server; not a view link, another notebook, nor another kernel", async () => {
+      const run = await share({ path: 'shared.ipynb', scope: 'run' });
+      const view = await share({ path: 'shared.ipynb', scope: 'view' });
+      const mine = await gw.api(
+        'PUT',
+        '/api/collaboration/session/shared.ipynb',
+        {
+          format: 'json',
+          type: 'notebook'
+        }
+      );
+      const theirs = await gw.api(
+        'PUT',
+        '/api/collaboration/session/other.ipynb',
+        { format: 'json', type: 'notebook' }
+      );
+      const execute = (kernel: string, fileId: string, token: string) =>
+        gw.api(
+          'POST',
+          `/api/kernels/${kernel}/execute`,
+          { cell_id: 'c1', document_id: `json:notebook:${fileId}` },
+          { token }
+        );
+      const ran = await execute(kernelId, mine.body.fileId, run.token);
+      expect(ran.status).toBe(200);
+      expect(ran.body).toMatchObject({
+        status: 'ok',
+        execution_count: expect.any(Number)
+      });
+      for (const [what, answer] of [
+        ['a view link', await execute(kernelId, mine.body.fileId, view.token)],
+        [
+          'another notebook',
+          await execute(kernelId, theirs.body.fileId, run.token)
+        ],
+        [
+          'another kernel',
+          await execute(otherKernelId, mine.body.fileId, run.token)
+        ]
+      ] as const) {
+        expect({ what, status: answer.status }).toEqual({ what, status: 403 });
+        expect(answer.body.reason).toBe('Forbidden');
+      }
+    });
+
     it('a view link may only ask for kernel info', async () => {
       const view = await share({ path: 'shared.ipynb', scope: 'view' });
       const guest = await KernelSocket.connect(gw, kernelId, {
