@@ -165,6 +165,67 @@ describeInBrowser(
       const device = await deviceOf(kernelId);
       expect(device.simulated).toBe(true);
       expect(output.trim()).toBe(device.visibleId);
+
+      // At 1024 px the label stays on one line in the toolbar, above the first cell.
+      await page.setViewportSize({ width: 1024, height: 700 });
+      try {
+        await page
+          .waitForFunction(
+            () => {
+              const panel = document.querySelector(
+                '.jp-NotebookPanel:not(.lm-mod-hidden)'
+              );
+              const box = (selector: string) =>
+                panel?.querySelector(selector)?.getBoundingClientRect();
+              const item = box('.jp-FerryPicker-toolbarItem');
+              const bar = box('.jp-NotebookPanel-toolbar');
+              const cell = box('.jp-Cell');
+              return (
+                !!item &&
+                !!bar &&
+                !!cell &&
+                item.width > 0 &&
+                item.bottom <= bar.bottom &&
+                bar.bottom <= cell.top
+              );
+            },
+            undefined,
+            { timeout: 10_000 }
+          )
+          .catch(async error => {
+            await page.screenshot({
+              path: path.join(SCREENSHOTS, 'picker-1024.png')
+            });
+            const boxes = await page.evaluate(() => {
+              const panel = document.querySelector(
+                '.jp-NotebookPanel:not(.lm-mod-hidden)'
+              );
+              const box = (selector: string) => {
+                const r = panel
+                  ?.querySelector(selector)
+                  ?.getBoundingClientRect();
+                return (
+                  r && {
+                    top: r.top,
+                    bottom: r.bottom,
+                    width: r.width,
+                    height: r.height
+                  }
+                );
+              };
+              return {
+                item: box('.jp-FerryPicker-toolbarItem'),
+                bar: box('.jp-NotebookPanel-toolbar'),
+                cell: box('.jp-Cell')
+              };
+            });
+            throw new Error(
+              `${(error as Error).message}: ${JSON.stringify(boxes)}`
+            );
+          });
+      } finally {
+        await page.setViewportSize({ width: 1400, height: 900 });
+      }
     });
 
     it('shows the device held by this notebook in the sidebar, busy while a cell loops', async () => {
