@@ -74,16 +74,19 @@ export class AcceleratorStatusItem extends Widget {
 
   private _refresh(): void {
     const model = this._manager.model;
-    let free = 0;
-    let total = 0;
+    // Free devices per kind (GPUs and TPU chips are not counted together).
+    const counts = new Map<string, { free: number; total: number }>();
     for (const worker of model?.workers ?? []) {
       for (const device of worker.devices) {
         if (worker.connected) {
-          total++;
-          free += device.kernels.length === 0 ? 1 : 0;
+          const count = counts.get(device.kind) ?? { free: 0, total: 0 };
+          count.total++;
+          count.free += device.kernels.length === 0 ? 1 : 0;
+          counts.set(device.kind, count);
         }
       }
     }
+    const kinds = [...counts].sort(([a], [b]) => a.localeCompare(b));
     const status = this._kernelId
       ? this._manager.kernelStatus(this._kernelId)
       : undefined;
@@ -96,7 +99,15 @@ export class AcceleratorStatusItem extends Widget {
           .join(' · ')
       : 'No kernel';
     const offline = this._manager.connectionState === 'waiting';
-    const cluster = model && this._showFree ? `${free}/${total} free` : '';
+    const cluster =
+      model && this._showFree
+        ? kinds.length
+          ? `${kinds.map(([kind, c]) => `${c.free}/${c.total} ${kind.toUpperCase()}`).join(' · ')} free`
+          : 'no devices'
+        : '';
+    const freeWords = kinds.length
+      ? `${kinds.map(([kind, c]) => `${c.free} of ${c.total} ${Private.noun(kind, c.total)}`).join(' and ')} free.`
+      : 'No devices.';
     const busy =
       model &&
       this._kernelId &&
@@ -111,7 +122,7 @@ export class AcceleratorStatusItem extends Widget {
     this.toggleClass('jp-mod-queued', status?.state === 'queued');
     this.toggleClass('jp-mod-disconnected', offline);
     const basis = queued?.wait ? ` Estimate: ${queued.wait.basis}.` : '';
-    const label = `Accelerator: ${kernel}${usage ? `, ${usage}` : ''}.${basis} ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? `${free} of ${total} devices free.` : ''} ${this._actionLabel}`;
+    const label = `Accelerator: ${kernel}${usage ? `, ${usage}` : ''}.${basis} ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? freeWords : ''} ${this._actionLabel}`;
     this.node.setAttribute('aria-label', label.replace(/\s+/g, ' ').trim());
     this.node.title = label;
   }
@@ -147,6 +158,14 @@ export namespace AcceleratorStatusItem {
  * The module-private parts.
  */
 namespace Private {
+  /** `GPUs`, `TPU chips`: what devices of a kind are called in a sentence. */
+  export function noun(kind: string, count: number): string {
+    const plural = count === 1 ? '' : 's';
+    return kind === 'tpu'
+      ? `TPU chip${plural}`
+      : `${kind.toUpperCase()}${plural}`;
+  }
+
   /** The mean utilisation of a kernel's devices in their latest samples, if they report it. */
   export function utilisation(
     model: IAccelerators,

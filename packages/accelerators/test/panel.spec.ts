@@ -295,15 +295,17 @@ describe('AcceleratorStatusItem', () => {
     Widget.attach(item, document.body);
     manager.push(busyCluster());
     item.kernelId = 'kernel-aaaaaaaa';
-    expect(item.text).toBe('GPU · H100 × 1 (simulated) · 87 % busy · 5/6 free');
+    expect(item.text).toBe(
+      'GPU · H100 × 1 (simulated) · 87 % busy · 1/2 GPU · 4/4 TPU free'
+    );
     expect(item.node.getAttribute('aria-label')).toBe(
-      'Accelerator: GPU · H100 × 1 (simulated), 87 % busy. 5 of 6 devices free. Show accelerators'
+      'Accelerator: GPU · H100 × 1 (simulated), 87 % busy. 1 of 2 GPUs and 4 of 4 TPU chips free. Show accelerators'
     );
     item.kernelId = 'kernel-bbbbbbbb';
-    expect(item.text).toBe('Queued · #1 · ~8 min · 5/6 free');
+    expect(item.text).toBe('Queued · #1 · ~8 min · 1/2 GPU · 4/4 TPU free');
     expect(item.hasClass('jp-mod-queued')).toBe(true);
     expect(item.node.getAttribute('aria-label')).toBe(
-      'Accelerator: Queued · #1 · ~8 min. Estimate: from 1 idle-culling deadline; it needs 1 device to free up. 5 of 6 devices free. Show accelerators'
+      'Accelerator: Queued · #1 · ~8 min. Estimate: from 1 idle-culling deadline; it needs 1 device to free up. 1 of 2 GPUs and 4 of 4 TPU chips free. Show accelerators'
     );
     manager.setState('waiting');
     expect(item.text).toBe('Queued · #1 · ~8 min · offline');
