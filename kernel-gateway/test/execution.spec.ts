@@ -3,7 +3,17 @@
  * own and writes the run into the notebook's Y doc; a collaborator's doc (JupyterLab's own
  * @jupyter/ydoc model, kept in sync with the room's) sees `[*]`, the output growing, the result.
  */
+import {
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { YNotebook, type YCodeCell } from '@jupyter/ydoc';
+import type { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import {
   CellExecutions,
@@ -13,12 +23,33 @@ import {
   type IRoomHandle,
   type IRoomOpener
 } from '../src';
-import { startGateway, startKernel, type ITestGateway } from './helpers';
+import {
+  expectSchema,
+  pollUntil,
+  startGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
+import { notebook, roomProvider, synced, until } from './yjs-clients';
+
+/** Every notebook model a test made: disposed after it (their awareness runs a timer). */
+const models: YNotebook[] = [];
+afterEach(() => models.splice(0).forEach(m => m.dispose()));
+
+/**
+ * JupyterLab's notebook model, disposed after the test: a new notebook's (`fresh`), or an empty one
+ * that a sync fills, as a collaborator's is.
+ */
+function notebookModel(fresh = false): YNotebook {
+  const model = fresh ? YNotebook.create() : new YNotebook();
+  models.push(model);
+  return model;
+}
 
 /** One notebook room, held in the test: the doc the server writes, and open/release counts. */
 class TestRoom implements IRoomOpener {
   readonly roomId = 'json:notebook:test-file';
-  readonly notebook = YNotebook.create();
+  readonly notebook = notebookModel(true);
   opened = 0;
   released = 0;
 
@@ -55,7 +86,7 @@ class TestRoom implements IRoomOpener {
   /** A collaborator: JupyterLab's notebook model on a doc that gets every update of the room's. */
   collaborator(): YNotebook {
     // As JupyterLab's provider does: the model makes its doc, the sync fills it.
-    const peer = new YNotebook();
+    const peer = notebookModel();
     Y.applyUpdate(peer.ydoc, Y.encodeStateAsUpdate(this.notebook.ydoc));
     this.notebook.ydoc.on('update', (update: Uint8Array) =>
       Y.applyUpdate(peer.ydoc, update)
@@ -302,22 +333,203 @@ describe('server-side execution into a notebook doc', () => {
   });
 });
 
-describe('POST /api/kernels/{id}/execute', () => {
+describe('POST /api/kernels/{id}/execute, into a real room', () => {
   let gw: ITestGateway;
+  let rootDir: string;
   let kernelId: string;
+  const providers: WebsocketProvider[] = [];
 
   beforeAll(async () => {
-    gw = await startGateway();
+    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-exec-')));
+    gw = await startGateway({
+      rootDir,
+      roomTimings: { saveDelayMs: 50, saveMaxDelayMs: 200, pollMs: 100 }
+    });
     kernelId = await startKernel(gw);
+  });
+
+  afterEach(() => {
+    providers.splice(0).forEach(p => {
+      p.destroy();
+      p.doc.destroy();
+    });
   });
 
   afterAll(async () => {
     await gw?.close();
+    rmSync(rootDir, { recursive: true, force: true });
   });
 
-  it('refuses a bad body (400), an unknown kernel or document (404), and no token (401)', async () => {
+  /** A notebook file whose code cells (ids `cell-0`...) hold `sources`, and its room's id. */
+  async function notebookRoom(file: string, sources: string[]) {
+    writeFileSync(path.join(rootDir, file), notebook(sources));
+    const made = await gw.api(
+      'PUT',
+      `/api/collaboration/session/${encodeURIComponent(file)}`,
+      { format: 'json', type: 'notebook' }
+    );
+    expect(made.status).toBe(201);
+    return {
+      roomId: `json:notebook:${made.body.fileId}`,
+      sessionId: made.body.sessionId as string
+    };
+  }
+
+  /** A collaborator in the room: JupyterLab's notebook model over y-websocket's provider. */
+  async function collaborator(roomId: string, sessionId: string) {
+    const model = notebookModel();
+    const provider = roomProvider(gw.url, gw.token, roomId, model.ydoc, {
+      sessionId
+    });
+    providers.push(provider);
+    await synced(provider);
+    return model;
+  }
+
+  function execute(
+    kernel: string,
+    body: unknown,
+    options: { token?: string; signal?: AbortSignal } = {}
+  ): Promise<Response> {
+    return fetch(`${gw.url}/api/kernels/${kernel}/execute`, {
+      method: 'POST',
+      headers: {
+        Authorization: `token ${options.token ?? gw.token}`,
+        'Content-Type': 'application/json'
+      },
+      body: JSON.stringify(body),
+      signal: options.signal
+    });
+  }
+
+  it('runs the cell in the room: collaborators see it live, and the reply says how it went', async () => {
+    const { roomId, sessionId } = await notebookRoom('live.ipynb', [
+      'print("hello")\n6 * 7'
+    ]);
+    const peer = await collaborator(roomId, sessionId);
+    const states: string[] = [];
+    peer.ydoc.on('afterTransaction', () => {
+      const state = codeCell(peer, 'cell-0').executionState;
+      if (states[states.length - 1] !== state) {
+        states.push(state);
+      }
+    });
+
+    const response = await execute(kernelId, {
+      cell_id: 'cell-0',
+      document_id: roomId
+    });
+
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    expectSchema('CellExecuteReply', body);
+    expect(body).toEqual({
+      status: 'ok',
+      execution_count: expect.any(Number)
+    });
+    await until(
+      peer.ydoc,
+      () => codeCell(peer, 'cell-0').execution_count === body.execution_count
+    );
+    expect(states).toEqual(['running', 'idle']);
+    expect(codeCell(peer, 'cell-0').outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: 'hello\n' },
+      {
+        output_type: 'execute_result',
+        execution_count: body.execution_count,
+        data: { 'text/plain': '42' },
+        metadata: {}
+      }
+    ]);
+  });
+
+  it('goes on when the client that asked goes away: the outputs land in the doc and the file', async () => {
+    const { roomId, sessionId } = await notebookRoom('laptop.ipynb', [
+      'import time\nfor i in range(4):\n    print(i, flush=True)\n    time.sleep(0.4)'
+    ]);
+    const peer = await collaborator(roomId, sessionId);
+    const asker = new AbortController();
+    const request = execute(
+      kernelId,
+      { cell_id: 'cell-0', document_id: roomId },
+      { signal: asker.signal }
+    ).catch((error: Error) => error);
+    await until(
+      peer.ydoc,
+      () => codeCell(peer, 'cell-0').outputs[0]?.text === '0\n'
+    );
+
+    asker.abort();
+
+    expect(await request).toMatchObject({ name: 'AbortError' });
+    await until(
+      peer.ydoc,
+      () => codeCell(peer, 'cell-0').executionState === 'idle'
+    );
+    expect(codeCell(peer, 'cell-0').outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: '0\n1\n2\n3\n' }
+    ]);
+    const count = codeCell(peer, 'cell-0').execution_count;
+    expect(count).toEqual(expect.any(Number));
+    const onDisk = await pollUntil(
+      async () =>
+        JSON.parse(readFileSync(path.join(rootDir, 'laptop.ipynb'), 'utf8')),
+      nb => nb.cells[0].execution_count === count
+    );
+    // nbformat keeps multi-line text as a list of lines.
+    expect(
+      onDisk.cells[0].outputs.map((o: { text: string[] }) => ({
+        ...o,
+        text: o.text.join('')
+      }))
+    ).toEqual([
+      { output_type: 'stream', name: 'stdout', text: '0\n1\n2\n3\n' }
+    ]);
+  });
+
+  it('lets a run link run its own notebook on its kernel, and nothing else', async () => {
+    const { roomId } = await notebookRoom('shared.ipynb', ['print("guest")']);
+    const other = await notebookRoom('other.ipynb', ['print("not yours")']);
+    const session = await gw.api('POST', '/api/sessions', {
+      path: 'shared.ipynb',
+      type: 'notebook',
+      name: '',
+      kernel: { name: 'python3' }
+    });
+    expect(session.status).toBe(201);
+    const notebookKernel = session.body.kernel.id as string;
+    const link = async (scope: string) =>
+      (await gw.api('POST', '/api/shares', { path: 'shared.ipynb', scope }))
+        .body.token as string;
+    const run = await link('run');
+    const view = await link('view');
+    const cell = { cell_id: 'cell-0', document_id: roomId };
+
+    const ran = await execute(notebookKernel, cell, { token: run });
+    expect(ran.status).toBe(200);
+    expect((await ran.json()).status).toBe('ok');
+
+    const viewer = await execute(notebookKernel, cell, { token: view });
+    expect(viewer.status).toBe(403);
+    const otherKernel = await execute(kernelId, cell, { token: run });
+    expect(otherKernel.status).toBe(403);
+    const otherDocument = await execute(
+      notebookKernel,
+      { cell_id: 'cell-0', document_id: other.roomId },
+      { token: run }
+    );
+    expect(otherDocument.status).toBe(403);
+    expect(await otherDocument.json()).toEqual({
+      reason: 'Forbidden',
+      message: expect.any(String)
+    });
+    await gw.api('DELETE', `/api/sessions/${session.body.id}`);
+  });
+
+  it('refuses a bad body (400), an unknown kernel, document or cell (404), and no token (401)', async () => {
+    const { roomId } = await notebookRoom('refusals.ipynb', ['1']);
     const path = `/api/kernels/${kernelId}/execute`;
-    const good = { cell_id: 'c', document_id: 'json:notebook:nope' };
+    const good = { cell_id: 'cell-0', document_id: roomId };
     expect((await gw.api('POST', path, { cell_id: 'c' })).status).toBe(400);
     expect(
       (await gw.api('POST', path, { ...good, code: 'print(1)' })).status
@@ -335,9 +547,18 @@ describe('POST /api/kernels/{id}/execute', () => {
       reason: 'Not Found',
       message: expect.stringContaining('no-such-kernel')
     });
-    const unknownDocument = await gw.api('POST', path, good);
-    expect(unknownDocument.status).toBe(404);
-    expect(unknownDocument.body.message).toContain('json:notebook:nope');
+    for (const document_id of [
+      'json:notebook:00000000-0000-4000-8000-000000000000',
+      'json:notebook:not-an-id',
+      'text:file:whatever'
+    ]) {
+      const unknown = await gw.api('POST', path, { ...good, document_id });
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.message).toContain(document_id);
+    }
+    const noCell = await gw.api('POST', path, { ...good, cell_id: 'nope' });
+    expect(noCell.status).toBe(404);
+    expect(noCell.body.message).toContain('nope');
     expect((await gw.api('POST', path, good, { token: null })).status).toBe(
       401
     );
