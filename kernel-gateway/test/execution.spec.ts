@@ -487,45 +487,6 @@ describe('POST /api/kernels/{id}/execute, into a real room', () => {
     ]);
   });
 
-  it('lets a run link run its own notebook on its kernel, and nothing else', async () => {
-    const { roomId } = await notebookRoom('shared.ipynb', ['print("guest")']);
-    const other = await notebookRoom('other.ipynb', ['print("not yours")']);
-    const session = await gw.api('POST', '/api/sessions', {
-      path: 'shared.ipynb',
-      type: 'notebook',
-      name: '',
-      kernel: { name: 'python3' }
-    });
-    expect(session.status).toBe(201);
-    const notebookKernel = session.body.kernel.id as string;
-    const link = async (scope: string) =>
-      (await gw.api('POST', '/api/shares', { path: 'shared.ipynb', scope }))
-        .body.token as string;
-    const run = await link('run');
-    const view = await link('view');
-    const cell = { cell_id: 'cell-0', document_id: roomId };
-
-    const ran = await execute(notebookKernel, cell, { token: run });
-    expect(ran.status).toBe(200);
-    expect((await ran.json()).status).toBe('ok');
-
-    const viewer = await execute(notebookKernel, cell, { token: view });
-    expect(viewer.status).toBe(403);
-    const otherKernel = await execute(kernelId, cell, { token: run });
-    expect(otherKernel.status).toBe(403);
-    const otherDocument = await execute(
-      notebookKernel,
-      { cell_id: 'cell-0', document_id: other.roomId },
-      { token: run }
-    );
-    expect(otherDocument.status).toBe(403);
-    expect(await otherDocument.json()).toEqual({
-      reason: 'Forbidden',
-      message: expect.any(String)
-    });
-    await gw.api('DELETE', `/api/sessions/${session.body.id}`);
-  });
-
   it('refuses a bad body (400), an unknown kernel, document or cell (404), and no token (401)', async () => {
     const { roomId } = await notebookRoom('refusals.ipynb', ['1']);
     const path = `/api/kernels/${kernelId}/execute`;
