@@ -308,6 +308,47 @@ describe('server-side execution into a notebook doc', () => {
     expect(room.released).toBe(room.opened);
   });
 
+  it('ends a run as error when interrupted, and as aborted when its kernel restarts', async () => {
+    const own = await startKernel(gw);
+    const id = room.cell(
+      'import time\nprint("started", flush=True)\ntime.sleep(60)'
+    );
+    const peer = room.collaborator();
+    const started = () =>
+      new Promise<void>(resolve => {
+        const check = () => {
+          if (codeCell(peer, id).outputs.length > 0) {
+            peer.ydoc.off('afterTransaction', check);
+            resolve();
+          }
+        };
+        peer.ydoc.on('afterTransaction', check);
+      });
+
+    let running = started();
+    const interrupted = executions.execute(own, room.roomId, id);
+    await running;
+    await gw.api('POST', `/api/kernels/${own}/interrupt`);
+    expect(await interrupted).toMatchObject({ status: 'error' });
+    expect(codeCell(peer, id).outputs[1]).toMatchObject({
+      output_type: 'error',
+      ename: 'KeyboardInterrupt'
+    });
+
+    running = started();
+    const restarted = executions.execute(own, room.roomId, id);
+    await running;
+    expect((await gw.api('POST', `/api/kernels/${own}/restart`)).status).toBe(
+      200
+    );
+    expect(await restarted).toEqual({
+      status: 'aborted',
+      execution_count: null
+    });
+    expect(codeCell(peer, id).executionState).toBe('idle');
+    await gw.api('DELETE', `/api/kernels/${own}`);
+  });
+
   it('ends a run as aborted when its kernel is shut down mid-run: the cell goes idle', async () => {
     const doomed = await startKernel(gw);
     const id = room.cell(
