@@ -116,7 +116,7 @@ export class CellExecutions {
       const outputs = new CellOutputs({
         doc: room.doc,
         cellId,
-        displays: this._displays(room.roomId),
+        displays: this._displays(room.doc),
         budgetBytes: this._budget
       });
       if (code.trim() === '') {
@@ -170,15 +170,15 @@ export class CellExecutions {
     return runner;
   }
 
-  /** The display ids of a notebook's outputs: updates may reach outputs of earlier runs. */
-  private _displays(roomId: string): DisplayIds {
-    let displays = this._displayIds.get(roomId);
+  /**
+   * The display ids of a notebook's outputs: updates may reach outputs of earlier runs. Kept per
+   * doc, so they go with it when its room is freed.
+   */
+  private _displays(doc: Y.Doc): DisplayIds {
+    let displays = this._displayIds.get(doc);
     if (!displays) {
-      if (this._displayIds.size >= Private.MAX_DOCUMENTS) {
-        this._displayIds.delete(this._displayIds.keys().next().value!);
-      }
       displays = new DisplayIds();
-      this._displayIds.set(roomId, displays);
+      this._displayIds.set(doc, displays);
     }
     return displays;
   }
@@ -194,7 +194,7 @@ export class CellExecutions {
   private _log: Logger;
   private _budget: number;
   private _runners = new Map<string, KernelRunner>();
-  private _displayIds = new Map<string, DisplayIds>();
+  private _displayIds = new WeakMap<Y.Doc, DisplayIds>();
 }
 
 /** The options and defaults of {@link CellExecutions}. */
@@ -397,9 +397,6 @@ namespace Private {
 
   /** The prefix of a notebook room's id. */
   export const NOTEBOOK_ROOM_PREFIX = 'json:notebook:';
-
-  /** Notebooks whose display ids are remembered at most. */
-  export const MAX_DOCUMENTS = 1000;
 
   /** Kernel states (not about a run) after which runs sent before will never be answered. */
   export const ENDS_RUNS = new Set(['starting', 'restarting', 'dead']);
