@@ -50,15 +50,6 @@ export class CellExecutions {
     this._registry.on('action', this._onAction);
   }
 
-  /** The runs sent and not finished, on every kernel. */
-  get running(): number {
-    let count = 0;
-    for (const runner of this._runners.values()) {
-      count += runner.size;
-    }
-    return count;
-  }
-
   /**
    * Run the cell `cellId` of the notebook doc `documentId` on kernel `kernelId`, writing into the
    * doc as it goes; resolves when the kernel is done with it (the doc written), whoever waits.
@@ -224,10 +215,6 @@ class KernelRunner {
     this._channels = channels;
     this._log = logger.child({ kernel: channels.kernelId });
     this._onEmpty = onEmpty;
-  }
-
-  get size(): number {
-    return this._runs.size;
   }
 
   /** Send the code to the kernel and write the run into the cell; resolves when it is over. */
