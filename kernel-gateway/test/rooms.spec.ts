@@ -3,7 +3,9 @@
  * (y-websocket's WebsocketProvider and a raw y-protocols client) in notebook and text rooms, the
  * file on disk, renames through /api/contents. Rights per connection: rooms-rights.spec.ts.
  */
+import { execFileSync } from 'node:child_process';
 import {
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   realpathSync,
@@ -341,6 +343,52 @@ describe('collaboration rooms', () => {
       );
       // The doc is the file now: no save writes it back differently.
       expect(sourcesOnDisk(file)).toEqual(['new', 'cells from git']);
+    });
+
+    it('takes a real `git checkout` of the file, made while clients edit, to every client', async () => {
+      const repo = path.join(rootDir, 'repo');
+      mkdirSync(repo);
+      const file = path.join(repo, 'analysis.ipynb');
+      writeFileSync(file, notebook(['committed = 1']));
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-C', repo, ...args], {
+          env: {
+            ...process.env,
+            GIT_AUTHOR_NAME: 't',
+            GIT_AUTHOR_EMAIL: 't@example.com',
+            GIT_COMMITTER_NAME: 't',
+            GIT_COMMITTER_EMAIL: 't@example.com'
+          },
+          stdio: 'pipe'
+        });
+      git('init', '-q');
+      git('add', 'analysis.ipynb');
+      git('commit', '-q', '-m', 'v1');
+      const { fileId } = (await session('repo/analysis.ipynb')).body;
+      const writer = provider(`json:notebook:${fileId}`);
+      const reader = provider(`json:notebook:${fileId}`);
+      await Promise.all([synced(writer), synced(reader)]);
+      // An edit in the room reaches the file...
+      cellSource(writer.doc, 0).insert(0, '# edited\n');
+      await pollUntil(
+        async () => sourcesOnDisk(file),
+        sources => sources[0] === '# edited\ncommitted = 1'
+      );
+      // ... and `git checkout` throws it away on disk: the disk wins, in every client.
+      git('checkout', '--', 'analysis.ipynb');
+      await until(
+        reader.doc,
+        doc => cellSources(doc).join('|') === 'committed = 1'
+      );
+      await until(
+        writer.doc,
+        doc => cellSources(doc).join('|') === 'committed = 1'
+      );
+      expect(sourcesOnDisk(file)).toEqual(['committed = 1']);
+      // No save wrote the room's old state back over the checkout.
+      expect(
+        git('status', '--porcelain', '--', 'analysis.ipynb').toString()
+      ).toBe('');
     });
 
     it('changes only what a change on disk changed: cells, and cursors in them, stay', async () => {
