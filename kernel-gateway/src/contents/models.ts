@@ -236,23 +236,27 @@ export class ContentsModels {
       return;
     }
     let nb;
+    const text = bytes.toString('utf8');
     try {
-      nb = parseNotebook(bytes.toString('utf8'));
+      nb = parseNotebook(text);
     } catch (error) {
       throw new ContentsError(
         400,
         `Unreadable notebook: ${showName(model.path)}: ${(error as Error).message}`
       );
     }
-    await this._markTrust(nb);
+    await this._markTrust(nb, text);
     model.content = nb;
     model.format = 'json';
   }
 
   /** Set every code cell's `trusted` flag from the notary (untrusted without one). */
-  private async _markTrust(nb: Record<string, unknown>): Promise<void> {
+  private async _markTrust(
+    nb: Record<string, unknown>,
+    text: string
+  ): Promise<void> {
     if (this._notary) {
-      await this._notary.mark(nb);
+      await this._notary.mark(nb, text);
       return;
     }
     NotebookNotary.unmark(nb);

@@ -2,7 +2,6 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { writeAtomic } from './atomic';
-import { serializeNotebook } from './notebook';
 
 type JsonObject = Record<string, unknown>;
 
@@ -19,21 +18,32 @@ export class NotebookNotary {
    */
   constructor(readonly dir: string) {}
 
-  /** Mark every code cell trusted or not, by whether this content was signed. */
-  async mark(nb: JsonObject): Promise<void> {
+  /**
+   * Mark every code cell trusted or not, by whether the file's text is one this notary signed.
+   *
+   * #### Notes
+   * The signature is of the file's bytes as Ferry wrote them (`serializeNotebook`, which nbformat's
+   * layout is), so reading needs no second serialisation of what may be 20 MB of outputs: one HMAC
+   * of the text read. A file changed outside Ferry opens untrusted, as a notebook someone else
+   * wrote should.
+   *
+   * @param nb - the parsed notebook, marked in place.
+   * @param text - the file's text it was parsed from.
+   */
+  async mark(nb: JsonObject, text: string): Promise<void> {
     NotebookNotary.unmark(nb);
-    const trusted = (await this._signatures()).has(await this._digest(nb));
+    const trusted = (await this._signatures()).has(await this._digest(text));
     for (const cell of Private.codeCells(nb)) {
       Private.metadata(cell).trusted = trusted;
     }
   }
 
   /**
-   * Take the trust flags off a notebook about to be written, and sign it when every code cell was
-   * trusted (or has no rich output to distrust), as nbformat's `check_cells` decides.
+   * Whether a notebook about to be written is trusted: every code cell is, or has no rich output to
+   * distrust, as nbformat's `check_cells` decides.
    */
-  async signIfTrusted(nb: JsonObject): Promise<void> {
-    const trusted = Private.codeCells(nb).every(
+  static trusted(nb: JsonObject): boolean {
+    return Private.codeCells(nb).every(
       cell =>
         Private.metadata(cell).trusted === true ||
         !((cell.outputs ?? []) as JsonObject[]).some(
@@ -46,11 +56,11 @@ export class NotebookNotary {
             )
         )
     );
-    NotebookNotary.unmark(nb);
-    if (!trusted) {
-      return;
-    }
-    const digest = await this._digest(nb);
+  }
+
+  /** Sign the text of a trusted notebook as it is written, so that it opens trusted again. */
+  async sign(text: string): Promise<void> {
+    const digest = await this._digest(text);
     this._writing = this._writing.then(async () => {
       const signatures = await this._signatures();
       if (signatures.has(digest)) {
@@ -75,9 +85,9 @@ export class NotebookNotary {
     }
   }
 
-  private async _digest(nb: JsonObject): Promise<string> {
+  private async _digest(text: string): Promise<string> {
     return createHmac('sha256', await this._secret())
-      .update(serializeNotebook(nb))
+      .update(text)
       .digest('hex');
   }
 

@@ -28,11 +28,18 @@ export function parseNotebook(text: string): JsonObject {
   return nb;
 }
 
-/** Serialise an API notebook as nbformat does: lines split, keys sorted, indent 1, final newline. */
+/**
+ * Serialise an API notebook as nbformat does: lines split, keys sorted, indent 1, final newline;
+ * cells' `trusted` flags left out (trust is the notary's, never the file's).
+ */
 export function serializeNotebook(nb: object): string {
   const copy = JSON.parse(JSON.stringify(nb)) as JsonObject;
   for (const cell of copy.cells as JsonObject[]) {
     mapCellStrings(cell, splitLines);
+    const metadata = cell.metadata;
+    if (metadata && typeof metadata === 'object' && !Array.isArray(metadata)) {
+      delete metadata.trusted;
+    }
   }
   return JSON.stringify(sortKeys(copy), null, 1) + '\n';
 }

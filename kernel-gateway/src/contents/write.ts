@@ -53,13 +53,12 @@ export async function writeModel(
         'Notebook content must be an object with a list of cells'
       );
     }
-    const nb = JSON.parse(JSON.stringify(content)) as typeof content;
-    if (notary) {
-      await notary.signIfTrusted(nb);
-    } else {
-      NotebookNotary.unmark(nb);
+    // Serialised once (trust flags left out): the file's text is also what the notary signs.
+    const text = serializeNotebook(content);
+    if (notary && NotebookNotary.trusted(content)) {
+      await notary.sign(text);
     }
-    await writeAtomicIn(entry.dir, entry.name, serializeNotebook(nb));
+    await writeAtomicIn(entry.dir, entry.name, text);
     return typeof content.nbformat === 'number' && content.nbformat >= 4
       ? undefined
       : `Notebook validation failed: nbformat ${JSON.stringify(content.nbformat)} is not 4`;
