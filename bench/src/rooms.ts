@@ -18,11 +18,11 @@ import type { IRunningServer } from './servers';
 /** The sizes of the rooms bench. */
 export const ROOMS_CONFIG = {
   /** Edits timed one after another from one client to another. */
-  propagationEdits: 400,
+  propagationEdits: 2000,
   /** Clients in the fan-out room, besides the one typing. */
   fanoutClients: 100,
   /** Edits timed until every one of those clients has them. */
-  fanoutEdits: 60,
+  fanoutEdits: 200,
   /** Outputs of the large notebook, in MiB. */
   largeNotebookMiB: 20,
   /** Opens of the large notebook timed (each in a fresh room). */
