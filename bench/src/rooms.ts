@@ -40,7 +40,7 @@ export interface ITimings {
 export interface IRoomServerResult {
   propagation: ITimings;
   fanout: ITimings;
-  /** The server's RSS with every fan-out client connected, in MB. */
+  /** The server's RSS with every fan-out client connected, in MB (a gateway used for rooms only). */
   rssWith100ClientsMb: number;
 }
 
