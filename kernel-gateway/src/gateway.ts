@@ -172,9 +172,7 @@ export class Gateway {
       registry: this.registry,
       offers: resolved.offers,
       culling: resolved.culling,
-      notebookOf: kernelId =>
-        this.sessions.list().find(session => session.kernel?.id === kernelId)
-          ?.path
+      notebookOf: kernelId => this.sessions.pathOf(kernelId)
     });
     this.metrics = createMetrics({
       accelerators: this.accelerators,

@@ -86,12 +86,15 @@ describe.each([
     });
   });
 
-  afterEach(async () => {
+  /** Shut every kernel down: each offer is tried from a fresh start. */
+  async function clear(): Promise<void> {
     const running = await gw.api('GET', '/api/kernels');
     for (const { id } of running.body as { id: string }[]) {
       await gw.api('DELETE', `/api/kernels/${id}`);
     }
-  });
+  }
+
+  afterEach(clear);
 
   afterAll(async () => {
     await gw?.close();
@@ -187,12 +190,5 @@ describe.each([
       }
       expect(tried).toBeGreaterThan(0);
     });
-  }
-
-  async function clear(): Promise<void> {
-    const running = await gw.api('GET', '/api/kernels');
-    for (const { id } of running.body as { id: string }[]) {
-      await gw.api('DELETE', `/api/kernels/${id}`);
-    }
   }
 });

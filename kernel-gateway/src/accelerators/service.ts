@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
-import type { Scheduler } from '../scheduler';
+import { poolKeyOf, type Scheduler } from '../scheduler';
 import { offerEngine, type IAcceleratorOffer } from '../engines';
 import { type IAttributedSample, type RestSchemas } from '../protocol';
 import { type WorkerPool } from '../pool';
@@ -150,7 +150,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         !worker.remote ||
         (worker as { connected?: boolean }).connected !== false;
       for (const device of worker.devices) {
-        const type = Private.typeKey(device);
+        const type = poolKeyOf(device);
         const kernels = holders.get(`${worker.id}/${device.id}`) ?? [];
         for (const kernelId of kernels) {
           const holding = holdings.get(kernelId) ?? { type, count: 0 };
@@ -209,20 +209,10 @@ export namespace AcceleratorService {
 }
 
 namespace Private {
-  /** A device type's key: kind, model and MIG profile, in lower case. */
-  export function typeKey(device: {
-    kind: string;
-    model: string;
-    profile?: string;
-  }): string {
-    return [
-      device.kind,
-      device.model.toLowerCase(),
-      (device.profile ?? '').toLowerCase()
-    ].join('\u0000');
-  }
-
-  /** The first device type a request can use, if any (a request without a model takes any). */
+  /**
+   * The first device type (a scheduler pool key) a request can use, if any (a request without a
+   * model takes any).
+   */
   export function typeFor(
     request: { kind: string; model?: string; profile?: string },
     types: ReadonlyMap<string, ITypeState>

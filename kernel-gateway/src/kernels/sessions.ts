@@ -50,6 +50,16 @@ export class SessionStore {
     return [...this._sessions.keys()].map(id => this.get(id));
   }
 
+  /** The path of the first session bound to a kernel, if any (no kernel models built). */
+  pathOf(kernelId: string): string | undefined {
+    for (const session of this._sessions.values()) {
+      if (session.kernelId === kernelId) {
+        return session.path;
+      }
+    }
+    return undefined;
+  }
+
   get(id: string): ISessionModel {
     const session = this._sessions.get(id);
     if (!session) {

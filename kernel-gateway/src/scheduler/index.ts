@@ -8,4 +8,5 @@ export * from './errors';
 export * from './request';
 export * from './scheduler';
 export * from './simulation';
+export { poolKeyOf } from './state';
 export * from './types';
