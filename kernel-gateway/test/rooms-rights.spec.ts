@@ -4,19 +4,11 @@
  * links closed; and clients that send what no polite client sends (bad names, garbage, forged
  * awareness, updates that cannot be placed).
  */
-import {
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import type { ShareScope } from '../src';
-import { pollUntil, startGateway, type ITestGateway } from './helpers';
+import { pollUntil } from './helpers';
 import {
   cellSource,
   cellSources,
@@ -25,61 +17,17 @@ import {
   roomProvider,
   sourcesOnDisk,
   synced,
+  roomsFixture,
   until
 } from './yjs-clients';
 
 describe('rooms: rights per connection and hostile clients', () => {
-  let gw: ITestGateway;
-  let rootDir: string;
-  const providers: WebsocketProvider[] = [];
-  const raws: RawRoomClient[] = [];
-
-  beforeAll(async () => {
-    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-rooms-')));
-    gw = await startGateway({
-      rootDir,
-      roomTimings: { saveDelayMs: 50, saveMaxDelayMs: 200, pollMs: 100 }
-    });
-  });
-
-  afterEach(() => {
-    providers.splice(0).forEach(p => {
-      p.destroy();
-      p.doc.destroy();
-    });
-    raws.splice(0).forEach(r => r.close());
-  });
-
-  afterAll(async () => {
-    await gw.close();
-    rmSync(rootDir, { recursive: true, force: true });
-  });
-
-  /** A session for `file`, as JupyterLab's provider asks for it. */
-  async function session(
-    file: string,
-    type = 'notebook',
-    format = type === 'notebook' ? 'json' : 'text'
-  ) {
-    return gw.api(
-      'PUT',
-      `/api/collaboration/session/${encodeURIComponent(file)}`,
-      {
-        format,
-        type
-      }
-    );
-  }
-
-  function provider(room: string, params: Record<string, string> = {}) {
-    const p = roomProvider(gw.url, gw.token, room, new Y.Doc(), params);
-    providers.push(p);
-    return p;
-  }
+  const rooms = roomsFixture();
+  const { session, provider } = rooms;
 
   describe('hostile clients', () => {
     it("drops awareness that speaks for another connection's client, and past a few ids a connection", async () => {
-      writeFileSync(path.join(rootDir, 'aware.ipynb'), notebook(['w']));
+      writeFileSync(path.join(rooms.rootDir, 'aware.ipynb'), notebook(['w']));
       const { fileId } = (await session('aware.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
@@ -91,10 +39,10 @@ describe('rooms: rights per connection and hostile clients', () => {
         async () => observer.awareness.getStates().get(ownerId),
         state => (state?.user as { name?: string })?.name === 'Owner'
       );
-      const mallory = await RawRoomClient.connect(gw.url, room, {
-        token: gw.token
+      const mallory = await RawRoomClient.connect(rooms.gw.url, room, {
+        token: rooms.gw.token
       });
-      raws.push(mallory);
+      rooms.raws.push(mallory);
       const forged = { user: { name: 'Mallory' } };
       mallory.sendAwareness([
         { clientId: ownerId, clock: 1000, state: forged }
@@ -120,19 +68,19 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it("refuses an edit link's update that cannot be placed (a gap in its clock)", async () => {
-      writeFileSync(path.join(rootDir, 'gap.ipynb'), notebook(['g']));
+      writeFileSync(path.join(rooms.rootDir, 'gap.ipynb'), notebook(['g']));
       const { fileId } = (await session('gap.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
       await synced(owner);
-      const made = await gw.api('POST', '/api/shares', {
+      const made = await rooms.gw.api('POST', '/api/shares', {
         path: 'gap.ipynb',
         scope: 'edit'
       });
-      const editor = await RawRoomClient.connect(gw.url, room, {
+      const editor = await RawRoomClient.connect(rooms.gw.url, room, {
         token: made.body.token
       });
-      raws.push(editor);
+      rooms.raws.push(editor);
       await editor.sync();
       cellSource(editor.doc, 0).insert(1, 'a');
       const afterFirst = Y.encodeStateVector(editor.doc);
@@ -147,33 +95,36 @@ describe('rooms: rights per connection and hostile clients', () => {
 
     it('closes bad room names (4400) and unknown files (4404) as JupyterLab expects', async () => {
       const bad = await RawRoomClient.connect(
-        gw.url,
+        rooms.gw.url,
         'json:notebook:not-an-id',
         {
-          token: gw.token
+          token: rooms.gw.token
         }
       );
       expect((await bad.closed).code).toBe(4400);
       const unknown = await RawRoomClient.connect(
-        gw.url,
+        rooms.gw.url,
         'json:notebook:00000000-0000-4000-8000-000000000000',
-        { token: gw.token }
+        { token: rooms.gw.token }
       );
       expect((await unknown.closed).code).toBe(4404);
     });
 
     it('refuses sockets without the token', async () => {
       await expect(
-        RawRoomClient.connect(gw.url, 'JupyterLab:globalAwareness', {})
+        RawRoomClient.connect(rooms.gw.url, 'JupyterLab:globalAwareness', {})
       ).rejects.toThrow(/401/);
     });
 
     it('closes a socket that sends garbage (1002) and keeps serving the room', async () => {
-      writeFileSync(path.join(rootDir, 'garbage.ipynb'), notebook(['ok']));
+      writeFileSync(
+        path.join(rooms.rootDir, 'garbage.ipynb'),
+        notebook(['ok'])
+      );
       const { fileId } = (await session('garbage.ipynb')).body;
       const room = `json:notebook:${fileId}`;
-      const rude = await RawRoomClient.connect(gw.url, room, {
-        token: gw.token
+      const rude = await RawRoomClient.connect(rooms.gw.url, room, {
+        token: rooms.gw.token
       });
       rude.ws.send(Buffer.from([0, 2, 200, 1, 2, 3]));
       expect((await rude.closed).code).toBe(1002);
@@ -186,21 +137,24 @@ describe('rooms: rights per connection and hostile clients', () => {
   describe('rights per connection, through real share links', () => {
     /** A share link for `file` with `scope`: its secret works as a bearer token. */
     async function link(file: string, scope: ShareScope) {
-      const made = await gw.api('POST', '/api/shares', { path: file, scope });
+      const made = await rooms.gw.api('POST', '/api/shares', {
+        path: file,
+        scope
+      });
       expect(made.status).toBe(201);
       return made.body as { id: string; token: string };
     }
 
     /** A raw client holding the link's secret, synced with the room. */
     async function visitor(room: string, token: string) {
-      const client = await RawRoomClient.connect(gw.url, room, { token });
-      raws.push(client);
+      const client = await RawRoomClient.connect(rooms.gw.url, room, { token });
+      rooms.raws.push(client);
       await client.sync();
       return client;
     }
 
     it("drops a view link's edit: the doc and the file stay, the client is told", async () => {
-      const file = path.join(rootDir, 'view.ipynb');
+      const file = path.join(rooms.rootDir, 'view.ipynb');
       writeFileSync(file, notebook(['secret = 42']));
       const { fileId } = (await session('view.ipynb')).body;
       const room = `json:notebook:${fileId}`;
@@ -227,14 +181,14 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it("tells a WebsocketProvider with a view link in y-websocket's own words, and keeps it in the room", async () => {
-      writeFileSync(path.join(rootDir, 'told.ipynb'), notebook(['t']));
+      writeFileSync(path.join(rooms.rootDir, 'told.ipynb'), notebook(['t']));
       const { fileId } = (await session('told.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
       await synced(owner);
       const viewLink = await link('told.ipynb', 'view');
-      const viewer = roomProvider(gw.url, viewLink.token, room);
-      providers.push(viewer);
+      const viewer = roomProvider(rooms.gw.url, viewLink.token, room);
+      rooms.providers.push(viewer);
       await synced(viewer);
       const warned = new Promise<string>(resolve => {
         const spy = jest.spyOn(console, 'warn').mockImplementation(message => {
@@ -251,7 +205,10 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it("keeps a run link's hands off sources and outputs: the server runs cells and writes outputs", async () => {
-      writeFileSync(path.join(rootDir, 'run.ipynb'), notebook(['print(1)']));
+      writeFileSync(
+        path.join(rooms.rootDir, 'run.ipynb'),
+        notebook(['print(1)'])
+      );
       const { fileId } = (await session('run.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
@@ -275,7 +232,7 @@ describe('rooms: rights per connection and hostile clients', () => {
       runner.change(doc => cellSource(doc, 0).insert(0, 'x'));
       expect(await edited).toMatch(/run link/);
       // What the server writes (server-side execution) reaches the run link like everyone.
-      const handle = await gw.gateway.rooms.open(room);
+      const handle = await rooms.gw.gateway.rooms.open(room);
       handle.transact(doc => {
         const cell = doc.getArray<Y.Map<unknown>>('cells').get(0);
         cell.set('execution_count', 1);
@@ -298,7 +255,7 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it('lets a comment link add and take back its own comments, and nothing else', async () => {
-      writeFileSync(path.join(rootDir, 'comment.ipynb'), notebook(['c']));
+      writeFileSync(path.join(rooms.rootDir, 'comment.ipynb'), notebook(['c']));
       const { fileId } = (await session('comment.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
@@ -359,7 +316,7 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it('lets an edit link edit', async () => {
-      writeFileSync(path.join(rootDir, 'edit.ipynb'), notebook(['e']));
+      writeFileSync(path.join(rooms.rootDir, 'edit.ipynb'), notebook(['e']));
       const { fileId } = (await session('edit.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
@@ -371,17 +328,17 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it("keeps a link in its own notebook's room", async () => {
-      writeFileSync(path.join(rootDir, 'mine.ipynb'), notebook(['m']));
-      writeFileSync(path.join(rootDir, 'other.ipynb'), notebook(['o']));
+      writeFileSync(path.join(rooms.rootDir, 'mine.ipynb'), notebook(['m']));
+      writeFileSync(path.join(rooms.rootDir, 'other.ipynb'), notebook(['o']));
       await session('mine.ipynb');
       const other = (await session('other.ipynb')).body;
       const mine = await link('mine.ipynb', 'edit');
       await expect(
-        RawRoomClient.connect(gw.url, `json:notebook:${other.fileId}`, {
+        RawRoomClient.connect(rooms.gw.url, `json:notebook:${other.fileId}`, {
           token: mine.token
         })
       ).rejects.toThrow(/403/);
-      const asked = await gw.api(
+      const asked = await rooms.gw.api(
         'PUT',
         '/api/collaboration/session/other.ipynb',
         { format: 'json', type: 'notebook' },
@@ -391,14 +348,14 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it("stamps a visitor's name over the one its client claims, and lists visitors", async () => {
-      writeFileSync(path.join(rootDir, 'names.ipynb'), notebook(['n']));
+      writeFileSync(path.join(rooms.rootDir, 'names.ipynb'), notebook(['n']));
       const { fileId } = (await session('names.ipynb')).body;
       const room = `json:notebook:${fileId}`;
       const owner = provider(room);
       await synced(owner);
       const editLink = await link('names.ipynb', 'edit');
-      const impostor = roomProvider(gw.url, editLink.token, room);
-      providers.push(impostor);
+      const impostor = roomProvider(rooms.gw.url, editLink.token, room);
+      rooms.providers.push(impostor);
       impostor.awareness.setLocalStateField('user', {
         name: 'Owner',
         display_name: 'Owner'
@@ -413,10 +370,10 @@ describe('rooms: rights per connection and hostile clients', () => {
         name: 'Guest (API client)',
         display_name: 'Guest (API client)'
       });
-      expect(gw.gateway.rooms.visitors(editLink.id)).toEqual([
+      expect(rooms.gw.gateway.rooms.visitors(editLink.id)).toEqual([
         { name: 'Guest (API client)', since: expect.any(String) }
       ]);
-      const listed = await gw.api('GET', '/api/shares');
+      const listed = await rooms.gw.api('GET', '/api/shares');
       const entry = listed.body.find(
         (s: { id: string }) => s.id === editLink.id
       );
@@ -426,16 +383,19 @@ describe('rooms: rights per connection and hostile clients', () => {
     });
 
     it('closes the sockets of a revoked link at once', async () => {
-      writeFileSync(path.join(rootDir, 'revoke.ipynb'), notebook(['r']));
+      writeFileSync(path.join(rooms.rootDir, 'revoke.ipynb'), notebook(['r']));
       const { fileId } = (await session('revoke.ipynb')).body;
       const viewLink = await link('revoke.ipynb', 'view');
       const viewer = await visitor(`json:notebook:${fileId}`, viewLink.token);
-      expect(gw.gateway.rooms.visitors(viewLink.id)).toHaveLength(1);
-      const revoked = await gw.api('DELETE', `/api/shares/${viewLink.id}`);
+      expect(rooms.gw.gateway.rooms.visitors(viewLink.id)).toHaveLength(1);
+      const revoked = await rooms.gw.api(
+        'DELETE',
+        `/api/shares/${viewLink.id}`
+      );
       expect(revoked.status).toBe(204);
       const closed = await viewer.closed;
       expect(closed.code).toBe(4403);
-      expect(gw.gateway.rooms.visitors(viewLink.id)).toEqual([]);
+      expect(rooms.gw.gateway.rooms.visitors(viewLink.id)).toEqual([]);
     });
   });
 });

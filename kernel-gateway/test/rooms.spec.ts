@@ -4,88 +4,29 @@
  * file on disk, renames through /api/contents. Rights per connection: rooms-rights.spec.ts.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import WebSocket from 'ws';
-import type { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
-import {
-  expectSchema,
-  pollUntil,
-  startGateway,
-  type ITestGateway
-} from './helpers';
+import { expectSchema, pollUntil } from './helpers';
 import {
   cellSource,
   cellSources,
   notebook,
   RawRoomClient,
-  roomProvider,
   sourcesOnDisk,
   synced,
+  roomsFixture,
   until
 } from './yjs-clients';
 
 describe('collaboration rooms', () => {
-  let gw: ITestGateway;
-  let rootDir: string;
-  const providers: WebsocketProvider[] = [];
-  const raws: RawRoomClient[] = [];
-
-  beforeAll(async () => {
-    rootDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'ferry-rooms-')));
-    gw = await startGateway({
-      rootDir,
-      roomTimings: { saveDelayMs: 50, saveMaxDelayMs: 200, pollMs: 100 }
-    });
-  });
-
-  afterEach(() => {
-    providers.splice(0).forEach(p => {
-      p.destroy();
-      p.doc.destroy();
-    });
-    raws.splice(0).forEach(r => r.close());
-  });
-
-  afterAll(async () => {
-    await gw.close();
-    rmSync(rootDir, { recursive: true, force: true });
-  });
-
-  /** A session for `file`, as JupyterLab's provider asks for it. */
-  async function session(
-    file: string,
-    type = 'notebook',
-    format = type === 'notebook' ? 'json' : 'text'
-  ) {
-    return gw.api(
-      'PUT',
-      `/api/collaboration/session/${encodeURIComponent(file)}`,
-      {
-        format,
-        type
-      }
-    );
-  }
-
-  function provider(room: string, params: Record<string, string> = {}) {
-    const p = roomProvider(gw.url, gw.token, room, new Y.Doc(), params);
-    providers.push(p);
-    return p;
-  }
+  const rooms = roomsFixture();
+  const { session, provider } = rooms;
 
   describe('sessions', () => {
     it('gives a file its id once (201, then 200) and a session to connect with', async () => {
-      writeFileSync(path.join(rootDir, 'first.ipynb'), notebook(['1']));
+      writeFileSync(path.join(rooms.rootDir, 'first.ipynb'), notebook(['1']));
       const made = await session('first.ipynb');
       expect(made.status).toBe(201);
       expect(made.body).toEqual({
@@ -101,8 +42,8 @@ describe('collaboration rooms', () => {
     });
 
     it('finds files in folders, whose paths JupyterLab sends encoded whole', async () => {
-      await gw.api('PUT', '/api/contents/sub', { type: 'directory' });
-      writeFileSync(path.join(rootDir, 'sub', 'inner.txt'), 'hello');
+      await rooms.gw.api('PUT', '/api/contents/sub', { type: 'directory' });
+      writeFileSync(path.join(rooms.rootDir, 'sub', 'inner.txt'), 'hello');
       const made = await session('sub/inner.txt', 'file');
       expect(made.status).toBe(201);
       expect(made.body.type).toBe('file');
@@ -115,36 +56,36 @@ describe('collaboration rooms', () => {
         reason: 'Not Found',
         message: expect.any(String)
       });
-      writeFileSync(path.join(rootDir, 'kind.ipynb'), notebook([]));
+      writeFileSync(path.join(rooms.rootDir, 'kind.ipynb'), notebook([]));
       const wrongKind = await session('kind.ipynb', 'notebook', 'text');
       expect(wrongKind.status).toBe(400);
       expect(wrongKind.body.message).toMatch(/format/);
-      const noBody = await gw.api(
+      const noBody = await rooms.gw.api(
         'PUT',
         '/api/collaboration/session/kind.ipynb',
         undefined,
         { raw: '[1]' }
       );
       expect(noBody.status).toBe(400);
-      const malformed = await gw.api(
+      const malformed = await rooms.gw.api(
         'PUT',
         '/api/collaboration/session/%E0%A4%A',
         { format: 'json', type: 'notebook' }
       );
       expect(malformed.status).toBe(400);
-      const unknownKind = await gw.api(
+      const unknownKind = await rooms.gw.api(
         'PUT',
         '/api/collaboration/session/kind.ipynb',
         { format: 'json', type: 'spreadsheet' }
       );
       expect(unknownKind.status).toBe(400);
       expect(unknownKind.body.message).toMatch(/type/);
-      await gw.api('PUT', '/api/contents/folder', { type: 'directory' });
+      await rooms.gw.api('PUT', '/api/contents/folder', { type: 'directory' });
       const folder = await session('folder');
       expect(folder.status).toBe(400);
       const outside = await session('../../etc/passwd', 'file');
       expect([400, 404]).toContain(outside.status);
-      const anonymous = await gw.api(
+      const anonymous = await rooms.gw.api(
         'PUT',
         '/api/collaboration/session/kind.ipynb',
         { format: 'json', type: 'notebook' },
@@ -154,11 +95,18 @@ describe('collaboration rooms', () => {
     });
 
     it('keeps the file id through a rename made through /api/contents', async () => {
-      writeFileSync(path.join(rootDir, 'before.ipynb'), notebook(['x = 1']));
+      writeFileSync(
+        path.join(rooms.rootDir, 'before.ipynb'),
+        notebook(['x = 1'])
+      );
       const before = await session('before.ipynb');
-      const renamed = await gw.api('PATCH', '/api/contents/before.ipynb', {
-        path: 'after.ipynb'
-      });
+      const renamed = await rooms.gw.api(
+        'PATCH',
+        '/api/contents/before.ipynb',
+        {
+          path: 'after.ipynb'
+        }
+      );
       expect(renamed.status).toBe(200);
       const after = await session('after.ipynb');
       expect(after.status).toBe(200);
@@ -166,24 +114,24 @@ describe('collaboration rooms', () => {
     });
 
     it("tells clients the file's path after a rename, and its hash after each save", async () => {
-      writeFileSync(path.join(rootDir, 'named.ipynb'), notebook(['n']));
+      writeFileSync(path.join(rooms.rootDir, 'named.ipynb'), notebook(['n']));
       const { fileId } = (await session('named.ipynb')).body;
       const client = provider(`json:notebook:${fileId}`);
       await synced(client);
       const state = client.doc.getMap('state');
       const hashOnDisk = async (file: string) =>
-        (await gw.api('GET', `/api/contents/${file}?content=0&hash=1`)).body
-          .hash;
+        (await rooms.gw.api('GET', `/api/contents/${file}?content=0&hash=1`))
+          .body.hash;
       expect(state.get('path')).toBe('named.ipynb');
       expect(state.get('hash')).toBe(await hashOnDisk('named.ipynb'));
-      const renamed = await gw.api('PATCH', '/api/contents/named.ipynb', {
+      const renamed = await rooms.gw.api('PATCH', '/api/contents/named.ipynb', {
         path: 'renamed.ipynb'
       });
       expect(renamed.status).toBe(200);
       await until(client.doc, () => state.get('path') === 'renamed.ipynb');
       cellSource(client.doc, 0).insert(1, 'ew');
       await pollUntil(
-        async () => sourcesOnDisk(path.join(rootDir, 'renamed.ipynb')),
+        async () => sourcesOnDisk(path.join(rooms.rootDir, 'renamed.ipynb')),
         sources => sources[0] === 'new'
       );
       const saved = await hashOnDisk('renamed.ipynb');
@@ -195,7 +143,9 @@ describe('collaboration rooms', () => {
   describe('editing together', () => {
     it('opens a new, empty notebook with one empty code cell to type in, as jupyter_ydoc does', async () => {
       // What JupyterLab's "New notebook" makes through /api/contents: a notebook without cells.
-      const made = await gw.api('POST', '/api/contents', { type: 'notebook' });
+      const made = await rooms.gw.api('POST', '/api/contents', {
+        type: 'notebook'
+      });
       const name = (made.body as { path: string }).path;
       const { fileId } = (await session(name)).body;
       const one = provider(`json:notebook:${fileId}`);
@@ -268,10 +218,10 @@ describe('collaboration rooms', () => {
         nbformat: 4,
         nbformat_minor: 5
       };
-      const file = path.join(rootDir, 'kinds.ipynb');
+      const file = path.join(rooms.rootDir, 'kinds.ipynb');
       writeFileSync(file, JSON.stringify(original));
-      const before = (await gw.api('GET', '/api/contents/kinds.ipynb')).body
-        .content;
+      const before = (await rooms.gw.api('GET', '/api/contents/kinds.ipynb'))
+        .body.content;
       const { fileId } = (await session('kinds.ipynb')).body;
       const editor = provider(`json:notebook:${fileId}`);
       await synced(editor);
@@ -280,14 +230,14 @@ describe('collaboration rooms', () => {
         async () => sourcesOnDisk(file)[2],
         source => source === 'raw text!'
       );
-      const after = (await gw.api('GET', '/api/contents/kinds.ipynb')).body
-        .content;
+      const after = (await rooms.gw.api('GET', '/api/contents/kinds.ipynb'))
+        .body.content;
       before.cells[2].source = 'raw text!';
       expect(after).toEqual(before);
     });
 
     it('two WebsocketProviders converge, see each other, and the file follows', async () => {
-      const file = path.join(rootDir, 'pair.ipynb');
+      const file = path.join(rooms.rootDir, 'pair.ipynb');
       writeFileSync(file, notebook(['a = 1', 'b = 2']));
       const { fileId, sessionId } = (await session('pair.ipynb')).body;
       const room = `json:notebook:${fileId}`;
@@ -316,7 +266,7 @@ describe('collaboration rooms', () => {
     });
 
     it('keeps a text file in a text room', async () => {
-      const file = path.join(rootDir, 'notes.txt');
+      const file = path.join(rooms.rootDir, 'notes.txt');
       writeFileSync(file, 'one\n');
       const { fileId } = (await session('notes.txt', 'file')).body;
       const writer = provider(`text:file:${fileId}`);
@@ -330,7 +280,7 @@ describe('collaboration rooms', () => {
     });
 
     it('takes a change made on disk outside Ferry to every client', async () => {
-      const file = path.join(rootDir, 'checkout.ipynb');
+      const file = path.join(rooms.rootDir, 'checkout.ipynb');
       writeFileSync(file, notebook(['old']));
       const { fileId } = (await session('checkout.ipynb')).body;
       const reader = provider(`json:notebook:${fileId}`);
@@ -346,7 +296,7 @@ describe('collaboration rooms', () => {
     });
 
     it('takes a real `git checkout` of the file, made while clients edit, to every client', async () => {
-      const repo = path.join(rootDir, 'repo');
+      const repo = path.join(rooms.rootDir, 'repo');
       mkdirSync(repo);
       const file = path.join(repo, 'analysis.ipynb');
       writeFileSync(file, notebook(['committed = 1']));
@@ -392,7 +342,7 @@ describe('collaboration rooms', () => {
     });
 
     it('changes only what a change on disk changed: cells, and cursors in them, stay', async () => {
-      const file = path.join(rootDir, 'one-cell.ipynb');
+      const file = path.join(rooms.rootDir, 'one-cell.ipynb');
       writeFileSync(file, notebook(['first', 'second', 'third']));
       const { fileId } = (await session('one-cell.ipynb')).body;
       const reader = provider(`json:notebook:${fileId}`);
@@ -430,17 +380,17 @@ describe('collaboration rooms', () => {
     });
 
     it("saves at once when a client asks (JupyterLab's Ctrl+S) and says so", async () => {
-      const file = path.join(rootDir, 'ctrl-s.ipynb');
+      const file = path.join(rooms.rootDir, 'ctrl-s.ipynb');
       writeFileSync(file, notebook(['s']));
       const { fileId } = (await session('ctrl-s.ipynb')).body;
       const client = await RawRoomClient.connect(
-        gw.url,
+        rooms.gw.url,
         `json:notebook:${fileId}`,
         {
-          token: gw.token
+          token: rooms.gw.token
         }
       );
-      raws.push(client);
+      rooms.raws.push(client);
       await client.sync();
       client.change(doc => cellSource(doc, 0).insert(1, 'aved'));
       expect(await client.save(7)).toEqual({
@@ -452,17 +402,17 @@ describe('collaboration rooms', () => {
     });
 
     it('asks a client synced to another history to reload (1003)', async () => {
-      writeFileSync(path.join(rootDir, 'stale.ipynb'), notebook(['s']));
+      writeFileSync(path.join(rooms.rootDir, 'stale.ipynb'), notebook(['s']));
       const { fileId } = (await session('stale.ipynb')).body;
       const stale = await RawRoomClient.connect(
-        gw.url,
+        rooms.gw.url,
         `json:notebook:${fileId}`,
         {
-          token: gw.token,
+          token: rooms.gw.token,
           sessionId: 'a-session-of-another-life'
         }
       );
-      raws.push(stale);
+      rooms.raws.push(stale);
       const closed = await stale.closed;
       expect(closed.code).toBe(1003);
       expect(JSON.parse(closed.reason)).toMatchObject({
@@ -485,11 +435,11 @@ describe('collaboration rooms', () => {
 
   it('a closed socket leaves the server running', async () => {
     const ws = new WebSocket(
-      `${gw.url.replace('http', 'ws')}/api/collaboration/room/JupyterLab:globalAwareness?token=${gw.token}`
+      `${rooms.gw.url.replace('http', 'ws')}/api/collaboration/room/JupyterLab:globalAwareness?token=${rooms.gw.token}`
     );
     await new Promise(resolve => ws.once('open', resolve));
     ws.terminate();
-    const status = await gw.api('GET', '/api/status');
+    const status = await rooms.gw.api('GET', '/api/status');
     expect(status.status).toBe(200);
   });
 });

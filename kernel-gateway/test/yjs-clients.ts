@@ -4,12 +4,15 @@
  * y-protocols by hand, which sees every message and close code and can send what no polite client
  * sends.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
+import { startGateway, type ITestGateway } from './helpers';
 
 /** A notebook with `sources` as code cells, as nbformat writes it. */
 export function notebook(sources: string[]): string {
@@ -251,4 +254,81 @@ export class RawRoomClient {
   }
 
   private _onStep2: (() => void) | undefined;
+}
+
+/** A gateway for one `describe` block of room tests, and the clients its tests open. */
+export interface IRoomsFixture {
+  /** The gateway (set before the first test). */
+  readonly gw: ITestGateway;
+  /** Its root directory (real path). */
+  readonly rootDir: string;
+  /** Raw clients to close after the test. */
+  readonly raws: RawRoomClient[];
+  /** Providers to close after the test (those `provider()` makes are in it). */
+  readonly providers: WebsocketProvider[];
+  /** A session for `file`, as JupyterLab's provider asks for it. */
+  session(
+    file: string,
+    type?: string,
+    format?: string
+  ): ReturnType<ITestGateway['api']>;
+  /** A WebsocketProvider on `room`, closed after the test. */
+  provider(room: string, params?: Record<string, string>): WebsocketProvider;
+}
+
+/**
+ * Start a gateway with quick room timings (saves after 50 ms, the file polled every 100 ms) in a
+ * temporary root for the enclosing `describe` block; providers and raw clients are closed after each
+ * test, the gateway and its root after the block.
+ */
+export function roomsFixture(): IRoomsFixture {
+  const providers: WebsocketProvider[] = [];
+  const fixture = {
+    providers,
+    gw: undefined as unknown as ITestGateway,
+    rootDir: '',
+    raws: [] as RawRoomClient[],
+    session: (
+      file: string,
+      type = 'notebook',
+      format = type === 'notebook' ? 'json' : 'text'
+    ) =>
+      fixture.gw.api(
+        'PUT',
+        `/api/collaboration/session/${encodeURIComponent(file)}`,
+        { format, type }
+      ),
+    provider: (room: string, params: Record<string, string> = {}) => {
+      const p = roomProvider(
+        fixture.gw.url,
+        fixture.gw.token,
+        room,
+        new Y.Doc(),
+        params
+      );
+      providers.push(p);
+      return p;
+    }
+  };
+  beforeAll(async () => {
+    fixture.rootDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-rooms-'))
+    );
+    fixture.gw = await startGateway({
+      rootDir: fixture.rootDir,
+      roomTimings: { saveDelayMs: 50, saveMaxDelayMs: 200, pollMs: 100 }
+    });
+  });
+  afterEach(() => {
+    providers.splice(0).forEach(p => {
+      p.destroy();
+      p.doc.destroy();
+    });
+    fixture.raws.splice(0).forEach(r => r.close());
+  });
+  afterAll(async () => {
+    await fixture.gw?.close();
+    rmSync(fixture.rootDir, { recursive: true, force: true });
+  });
+  return fixture;
 }
