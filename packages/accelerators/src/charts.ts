@@ -39,13 +39,13 @@ export const CHARTS: readonly IChartSpec[] = [
       {
         label: 'Busy %',
         scale: '%',
-        colour: ['--jp-brand-color1', '#1976d2'],
+        colour: ['--ferry-chart-utilisation', '#1976d2'],
         value: sample => sample.utilizationPercent ?? null
       },
       {
         label: 'Memory %',
         scale: '%',
-        colour: ['--jp-warn-color1', '#f57c00'],
+        colour: ['--ferry-chart-memory', '#f57c00'],
         dash: [4, 3],
         value: sample =>
           sample.memoryUsedBytes !== undefined && sample.memoryTotalBytes
@@ -65,13 +65,13 @@ export const CHARTS: readonly IChartSpec[] = [
       {
         label: 'Temperature °C',
         scale: '°C',
-        colour: ['--jp-error-color1', '#d32f2f'],
+        colour: ['--ferry-chart-temperature', '#d32f2f'],
         value: sample => sample.temperatureC ?? null
       },
       {
         label: 'Power W',
         scale: 'W',
-        colour: ['--jp-success-color1', '#388e3c'],
+        colour: ['--ferry-chart-power', '#388e3c'],
         dash: [4, 3],
         value: sample => sample.powerW ?? null
       }
@@ -244,8 +244,8 @@ namespace Private {
     themeNode: HTMLElement,
     chartNode: HTMLElement
   ): uPlot.Options {
-    const axis = themed(themeNode, '--jp-ui-font-color2', '#616161');
-    const grid = themed(themeNode, '--jp-border-color2', '#e0e0e0');
+    const axis = themed(themeNode, '--ferry-chart-axis', '#616161');
+    const grid = themed(themeNode, '--ferry-chart-grid', '#e0e0e0');
     const scales: uPlot.Scales = {
       // Always the last five minutes, so a fresh device does not fill the chart with one point.
       x: { time: true, range: (_u, _min, max) => [max - 300, max] }

@@ -1,2 +1,2 @@
 import 'uplot/dist/uPlot.min.css';
-import './base.css';
+import '@ferry/style/index.js';

@@ -1,1 +1,1 @@
-import './index.css';
+import '@ferry/style/index.js';

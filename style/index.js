@@ -1,0 +1,8 @@
+/*
+ * The style module of @ferry/style (what a JupyterLab build imports): the same files as index.css.
+ */
+import './variables.css';
+import './status.css';
+import './picker.css';
+import './sidebar.css';
+import './sharing.css';
