@@ -7,7 +7,7 @@ import { DEFAULT_LIMITS, type ILimits } from './auth/limits';
 import type { IRateLimits } from './channels';
 import type { AcceleratorKernelspecs, ICullingOptions } from './kernels';
 import type { Scheduler } from './scheduler';
-import type { IAcceleratorOffer } from './engines';
+import type { IAcceleratorOffer, IEnvironmentProfile } from './engines';
 
 /** How the gateway runs Slurm jobs for the offers that name Slurm. */
 export interface ISlurmSettings {
@@ -111,6 +111,8 @@ export interface IGatewayOptions {
   scheduling: Scheduler.IOptions;
   /** Accelerator offers (the profiles file) that a cluster engine starts workers for. */
   offers?: IAcceleratorOffer[];
+  /** Environment templates (the profiles file): every worker is sent them and says which it has. */
+  environments?: IEnvironmentProfile[];
   /** Slurm settings for the offers that name Slurm. */
   slurm?: ISlurmSettings;
   /** Kubernetes settings for the offers that name Kubernetes. */

@@ -25,6 +25,7 @@ import {
 import { resolveGatewayOptions, type IGatewayOptions } from './config';
 import { FileContentsManager } from './contents';
 import {
+  environmentTemplate,
   KubernetesProvisioner,
   SlurmProvisioner,
   type IProvisioner
@@ -105,7 +106,8 @@ export class Gateway {
     );
     this.pool = new WorkerPool({
       logger: options.logger,
-      graceMs: resolved.workerGraceMs
+      graceMs: resolved.workerGraceMs,
+      environments: (resolved.environments ?? []).map(environmentTemplate)
     });
     this.scheduler = new Scheduler(resolved.scheduling);
     this.provisioners = Private.createProvisioners(

@@ -3,6 +3,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import {
   deviceToProto,
+  environmentTemplateFromProto,
+  environmentToProto,
   kernelspecToProto,
   MAX_GRPC_MESSAGE_BYTES,
   MessageQueue,
@@ -152,7 +154,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
           device_ids: k.deviceIds,
           execution_state: k.executionState
         })),
-        accepts_cpu: this._worker.acceptsCpu
+        accepts_cpu: this._worker.acceptsCpu,
+        environments: this._worker.environments.map(environmentToProto)
       }
     });
   }
@@ -215,6 +218,22 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         this._openKernel(kernel.kernelId);
       }
       this._flushPending();
+      // The operator's templates, checked on this host: the gateway places nothing here before.
+      try {
+        const checked = await this._worker.declareEnvironments(
+          (message.registered.environments ?? []).map(
+            environmentTemplateFromProto
+          )
+        );
+        this._send({
+          environments: { environments: checked.map(environmentToProto) }
+        });
+      } catch (error) {
+        this._log.error(
+          { err: (error as Error).message },
+          'cannot check the environments'
+        );
+      }
       if (firstTime) {
         this._log.info(
           { gateway: this._options.gateway },
@@ -241,7 +260,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
             kernelName: start.kernel_name,
             env: start.env ?? {},
             cwd: start.cwd || undefined,
-            deviceIds: start.device_ids ?? []
+            deviceIds: start.device_ids ?? [],
+            ...(start.environment ? { environment: start.environment } : {})
           });
         } catch (startError) {
           this._closeKernel(start.kernel_id);

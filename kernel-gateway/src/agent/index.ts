@@ -8,14 +8,19 @@ export { WorkerAgent } from './agent';
 export { parseSimulateSpec } from './devices';
 export { createHostWorker } from './host';
 export {
+  argvWithInterpreter,
+  checkEnvironments,
   createConnectionInfo,
   findFreePorts,
   type IConnectionInfo,
   type IKernelspec,
+  type IResolvedEnvironment,
   KERNEL_NAME,
+  KERNELSPEC_ENVIRONMENT_PREFIX,
   KernelspecStore,
   KernelUser,
   MAX_OUTPUT_BYTES,
+  resolveEnvironment,
   SocketWriter,
   writeConnectionFile,
   zmqUrl

@@ -4,6 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Logger } from 'pino';
 import type {
+  IEnvironmentInfo,
+  IEnvironmentTemplate,
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,
@@ -15,6 +17,12 @@ import { findFreePorts } from './kernels/connection';
 import type { DeviceInventory } from './devices/inventory';
 import type { IDevice } from '../protocol/devices';
 import { INHERITED_ENV, kernelEnvironment } from './kernels/environment';
+import {
+  argvWithInterpreter,
+  checkEnvironments,
+  resolveEnvironment,
+  type IResolvedEnvironment
+} from './kernels/environments';
 import { isolationEnv } from './kernels/isolation';
 import { KernelProcess } from './kernels/kernel-process';
 import type { KernelUser } from './kernels/kernel-user';
@@ -54,6 +62,52 @@ export class Worker
   /** In-process: always reachable. */
   readonly connected = true;
 
+  /** The environments this worker has, as last checked by {@link declareEnvironments}. */
+  get environments(): readonly IEnvironmentInfo[] {
+    return this._environments;
+  }
+
+  /**
+   * Take the gateway's environment templates, check which this host has (and list its kernelspecs
+   * as environments), and announce the result with the `environments` event.
+   */
+  async declareEnvironments(
+    templates: readonly IEnvironmentTemplate[]
+  ): Promise<readonly IEnvironmentInfo[]> {
+    this._templates = [...templates];
+    const specs = await this.listKernelspecs();
+    const checked = await checkEnvironments(
+      this._templates,
+      specs.map(s => ({ name: s.name, displayName: s.spec.display_name })),
+      this.name
+    );
+    this._environments = checked;
+    for (const info of checked.filter(e => !e.available)) {
+      this._log.warn(
+        { environment: info.name, reason: info.reason },
+        'environment not available here'
+      );
+    }
+    this.emit('environments', checked);
+    return checked;
+  }
+
+  /**
+   * What running in an environment means on this host (its kernelspec or interpreter, and its
+   * variables), for a kernel or a terminal.
+   *
+   * @throws Error for an environment this worker does not have.
+   */
+  environmentFor(name: string): IResolvedEnvironment {
+    const info = this._environments.find(e => e.name === name);
+    if (info && !info.available) {
+      throw new Error(
+        `environment '${name}' is not available on ${this.name}: ${info.reason}`
+      );
+    }
+    return resolveEnvironment(name, this._templates);
+  }
+
   async listKernelspecs(): Promise<IKernelspecInfo[]> {
     const specs = await this._kernelspecs.findAll((dir, error) =>
       this._log.warn({ dir, err: error.message }, 'invalid kernelspec skipped')
@@ -85,10 +139,21 @@ export class Worker
   }
 
   async startKernel(launch: IKernelLaunch): Promise<void> {
-    const spec = await this._kernelspecs.find(launch.kernelName);
-    if (!spec) {
-      throw new Error(`no kernelspec named ${launch.kernelName}`);
+    const environment =
+      launch.environment !== undefined
+        ? this.environmentFor(launch.environment)
+        : undefined;
+    const specName = environment?.kernelspec ?? launch.kernelName;
+    const found = await this._kernelspecs.find(specName);
+    if (!found) {
+      throw new Error(`no kernelspec named ${specName}`);
     }
+    const spec = environment?.interpreter
+      ? {
+          ...found,
+          argv: argvWithInterpreter(found.argv, environment.interpreter)
+        }
+      : found;
     const devices = launch.deviceIds.map(id => {
       const device = this.devices.find(d => d.id === id);
       if (!device) {
@@ -106,7 +171,7 @@ export class Worker
       ...kernelEnvironment(
         process.env,
         this._kernelUser?.inheritable(inherit) ?? inherit,
-        spec.env,
+        { ...spec.env, ...environment?.env },
         launch.env
       ),
       ...sandbox?.env,
@@ -128,6 +193,7 @@ export class Worker
     });
     const entry: Private.IEntry = {
       kernel,
+      kernelName: launch.kernelName,
       restarts: [],
       deviceIds: launch.deviceIds,
       executionState: 'starting',
@@ -155,7 +221,7 @@ export class Worker
   runningKernels(): IRunningKernel[] {
     return [...this._kernels.values()].map(entry => ({
       kernelId: entry.kernel.id,
-      kernelName: entry.kernel.spec.name,
+      kernelName: entry.kernelName,
       deviceIds: entry.deviceIds,
       executionState: entry.executionState
     }));
@@ -284,6 +350,8 @@ export class Worker
   private _runtimeDir: string;
   private _kernelUser: KernelUser | undefined;
   private _kernels = new Map<string, Private.IEntry>();
+  private _templates: IEnvironmentTemplate[] = [];
+  private _environments: readonly IEnvironmentInfo[] = [];
 }
 
 export namespace Worker {
@@ -325,6 +393,8 @@ export namespace Worker {
 namespace Private {
   export interface IEntry {
     kernel: KernelProcess;
+    /** The kernelspec the gateway asked for (an environment may launch another). */
+    kernelName: string;
     /** Times of recent automatic restarts. */
     restarts: number[];
     deviceIds: string[];

@@ -9,7 +9,11 @@ import type { Logger } from 'pino';
 import { createHostWorker, type KernelUser } from '../agent';
 import { DEFAULT_LIMITS, TokenAuth } from '../auth';
 import { DEFAULT_GATEWAY_OPTIONS } from '../config';
-import { jobAccessBlocked, loadProfiles } from '../engines';
+import {
+  environmentTemplate,
+  jobAccessBlocked,
+  loadProfilesFile
+} from '../engines';
 import { createGateway } from '../gateway';
 import { createLogger } from '../log';
 import { DEFAULT_ROOM_TIMINGS } from '../rooms';
@@ -249,7 +253,7 @@ export function gatewayCommand(): Command {
     )
     .option(
       '--profiles <file>',
-      'accelerator offers (YAML or JSON) that Slurm or Kubernetes start workers for'
+      'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON; see the README)'
     )
     .option(
       '--job-gateway-host <host>',
@@ -310,7 +314,10 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
     ? await readTokenFile(flags.workerTokenFile, '--worker-token-file', warn)
     : secrets.FERRY_WORKER_TOKEN;
   // A bad profiles file stops start-up with the field it got wrong.
-  const offers = flags.profiles ? loadProfiles(flags.profiles) : undefined;
+  const profiles = flags.profiles
+    ? loadProfilesFile(flags.profiles)
+    : undefined;
+  const offers = profiles?.offers;
   const token = flags.auth ? (given ?? TokenAuth.generate()) : undefined;
   if (!flags.auth) {
     logger.warn(
@@ -323,6 +330,10 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
     logger,
     ...kernelHostOptions(flags, kernelUser)
   });
+  // The embedded worker is one more worker: it checks the templates as a remote one does.
+  await worker.declareEnvironments(
+    (profiles?.environments ?? []).map(environmentTemplate)
+  );
   const workerToken =
     flags.workerPort !== undefined
       ? (givenWorkerToken ?? TokenAuth.generate())
@@ -334,6 +345,7 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
     version: VERSION,
     token,
     offers,
+    environments: profiles?.environments,
     workerToken
   });
   const address = await gateway.listen(flags.port, flags.ip);

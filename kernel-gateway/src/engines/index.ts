@@ -12,7 +12,10 @@ export {
 } from './kubernetes';
 export {
   checkProfiles,
+  checkProfilesFile,
+  environmentTemplate,
   loadProfiles,
+  loadProfilesFile,
   offerEngine,
   ProfilesError
 } from './profiles';
@@ -20,6 +23,8 @@ export { jobAccessBlocked, lookUpJobUser, SlurmProvisioner } from './slurm';
 export {
   type Engine,
   type IAcceleratorOffer,
+  type IEnvironmentProfile,
+  type IProfiles,
   type IProvisionedJob,
   type IProvisioner,
   isJobWorkerId,

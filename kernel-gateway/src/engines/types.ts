@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { IEnvironmentTemplate } from '../protocol';
 
 /** The cluster engines a provisioner can ask for a worker. */
 export type Engine = 'slurm' | 'kubernetes';
@@ -54,6 +55,29 @@ export interface IAcceleratorOffer {
   };
   slurm?: ISlurmOffer;
   kubernetes?: IKubernetesOffer;
+}
+
+/**
+ * An environment template of the profiles file: how static workers run it (the part they are sent),
+ * and what a Slurm job or Kubernetes pod started in it does.
+ */
+export interface IEnvironmentProfile extends IEnvironmentTemplate {
+  slurm?: {
+    /** Each becomes `module load NAME` in the job script. */
+    modules?: string[];
+    /** Shell lines the job script runs before the worker. */
+    setup?: string[];
+  };
+  kubernetes?: {
+    /** The worker image of pods started in this environment. */
+    image: string;
+  };
+}
+
+/** What a profiles file declares. */
+export interface IProfiles {
+  offers: IAcceleratorOffer[];
+  environments: IEnvironmentProfile[];
 }
 
 /** Where a provisioned worker's job stands. */

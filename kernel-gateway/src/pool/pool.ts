@@ -11,6 +11,7 @@ import type {
 import { RemoteWorkerConnection } from './remote';
 import type {
   IAttributedSample,
+  IEnvironmentTemplate,
   IRunningKernel,
   IWorkerConnection,
   IWorkerEvents,
@@ -40,6 +41,10 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     worker.on('accepting', id => this.emit('accepting', id));
     worker.on('lifecycle', (...args) => this.emit('lifecycle', ...args));
     worker.on('samples', samples => this.emit('samples', worker, samples));
+    // What it has changed: queued kernels waiting for an environment may fit now.
+    worker.on('environments', () =>
+      this.emit('workerChanged', worker, worker.runningKernels())
+    );
     worker.on('disconnected', () => this._onDisconnected(worker));
     worker.on('reconnected', kernels => {
       clearTimeout(this._graceTimers.get(worker.id));
@@ -96,13 +101,37 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
       this.emit('workerChanged', existing, existing.runningKernels());
       return;
     }
-    const worker = new RemoteWorkerConnection(filtered, this._log);
+    const worker = new RemoteWorkerConnection(
+      filtered,
+      this._log,
+      this._options.environments
+    );
     worker.attach(call, filtered, unknown);
     this._log.info(
       { worker: worker.id, name: worker.name, devices: worker.devices.length },
       'worker registered'
     );
-    this.add(worker);
+    if ((this._options.environments ?? []).length === 0) {
+      this.add(worker);
+      return;
+    }
+    // Nothing is placed on it before it said which environments it has (a worker too old to say
+    // joins without them after a while).
+    const settle = (joins: boolean) => {
+      clearTimeout(timer);
+      worker.off('environments', join);
+      worker.off('disconnected', leave);
+      if (joins && !this._workers.has(worker.id)) {
+        this.add(worker);
+      }
+    };
+    const join = () => settle(true);
+    // Gone before it said: it registers anew when it comes back.
+    const leave = () => settle(false);
+    const timer = setTimeout(join, Private.ENVIRONMENT_REPORT_WAIT_MS);
+    timer.unref();
+    worker.on('environments', join);
+    worker.on('disconnected', leave);
   }
 
   /** Route a kernel stream a worker opened to its connection; false for an unknown worker. */
@@ -164,6 +193,8 @@ export namespace WorkerPool {
     logger: Logger;
     /** How long a dropped worker may take to come back before its kernels are declared dead. */
     graceMs: number;
+    /** The operator's environment templates, which every remote worker is sent and checks. */
+    environments?: readonly IEnvironmentTemplate[];
   }
 
   export interface IEvents {
@@ -179,4 +210,10 @@ export namespace WorkerPool {
     /** A worker stayed away past its grace period: it and its kernels are gone. */
     workerLost: [worker: IWorkerConnection, reason: string];
   }
+}
+
+/** Module-private constants. */
+namespace Private {
+  /** How long a new worker's environment report may take before it joins without one. */
+  export const ENVIRONMENT_REPORT_WAIT_MS = 10_000;
 }

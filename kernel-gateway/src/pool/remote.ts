@@ -10,6 +10,8 @@ import {
 import type { IDevice } from '../protocol/devices';
 import {
   deviceFromProto,
+  environmentFromProto,
+  environmentTemplateToProto,
   kernelspecFromProto,
   sampleFromProto,
   type Command__Output,
@@ -20,6 +22,8 @@ import {
   type WorkerMessage__Output
 } from '../protocol/grpc';
 import type {
+  IEnvironmentInfo,
+  IEnvironmentTemplate,
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,
@@ -39,10 +43,19 @@ export class RemoteWorkerConnection
   extends EventEmitter<IWorkerEvents>
   implements IWorkerConnection
 {
-  constructor(register: Register__Output, logger: Logger) {
+  /**
+   * @param templates - the operator's environment templates, sent to the worker with every
+   *   `Registered`: it answers with the environments it has.
+   */
+  constructor(
+    register: Register__Output,
+    logger: Logger,
+    templates: readonly IEnvironmentTemplate[] = []
+  ) {
     super();
     this.id = register.worker_id;
     this._log = logger.child({ worker: this.id });
+    this._templates = templates;
     this._update(register);
   }
 
@@ -61,6 +74,11 @@ export class RemoteWorkerConnection
     return this._acceptsCpu;
   }
 
+  /** The environments the worker reported: at registration, then after checking the templates. */
+  get environments(): readonly IEnvironmentInfo[] {
+    return this._environments;
+  }
+
   /** Whether the control stream is up. */
   get connected(): boolean {
     return this._control !== undefined;
@@ -76,7 +94,12 @@ export class RemoteWorkerConnection
     this._control?.end();
     this._control = call;
     this._update(register);
-    call.write({ registered: { unknown_kernel_ids: unknownKernelIds } });
+    call.write({
+      registered: {
+        unknown_kernel_ids: unknownKernelIds,
+        environments: this._templates.map(environmentTemplateToProto)
+      }
+    });
     call.on('data', (message: WorkerMessage__Output) =>
       this._onMessage(message)
     );
@@ -135,7 +158,8 @@ export class RemoteWorkerConnection
         kernel_name: launch.kernelName,
         env: launch.env,
         cwd: launch.cwd ?? '',
-        device_ids: launch.deviceIds
+        device_ids: launch.deviceIds,
+        environment: launch.environment ?? ''
       }
     });
     this._running.push({
@@ -208,6 +232,9 @@ export class RemoteWorkerConnection
     this._devices = (register.devices ?? []).map(deviceFromProto);
     this._acceptsCpu = register.accepts_cpu ?? false;
     this._kernelspecs = (register.kernelspecs ?? []).map(kernelspecFromProto);
+    this._environments = (register.environments ?? []).map(
+      environmentFromProto
+    );
     this._running = (register.kernels ?? []).map(k => ({
       kernelId: k.kernel_id,
       kernelName: k.kernel_name,
@@ -252,6 +279,11 @@ export class RemoteWorkerConnection
         state,
         reason
       } as KernelLifecycleEvent);
+    } else if (message.environments) {
+      this._environments = (message.environments.environments ?? []).map(
+        environmentFromProto
+      );
+      this.emit('environments', this._environments);
     } else if (message.samples) {
       this.emit(
         'samples',
@@ -296,6 +328,8 @@ export class RemoteWorkerConnection
   private _devices: IDevice[] = [];
   private _acceptsCpu = false;
   private _kernelspecs: IKernelspecInfo[] = [];
+  private _templates: readonly IEnvironmentTemplate[];
+  private _environments: IEnvironmentInfo[] = [];
   private _running: IRunningKernel[] = [];
   private _control:
     grpc.ServerDuplexStream<WorkerMessage__Output, GatewayMessage> | undefined;

@@ -5,10 +5,17 @@ import { SCHEMA_DIR } from './schema';
 import type { IDevice, IDeviceSample } from './devices';
 import type { Device } from './generated/ferry/worker/v1/Device';
 import type { DeviceSample } from './generated/ferry/worker/v1/DeviceSample';
+import type { Environment } from './generated/ferry/worker/v1/Environment';
+import type { EnvironmentTemplate } from './generated/ferry/worker/v1/EnvironmentTemplate';
 import type { Kernelspec } from './generated/ferry/worker/v1/Kernelspec';
 import type { ProtoGrpcType } from './generated/worker';
 import type { WorkerGatewayClient } from './generated/ferry/worker/v1/WorkerGateway';
-import type { IAttributedSample, IKernelspecInfo } from './worker';
+import type {
+  IAttributedSample,
+  IEnvironmentInfo,
+  IEnvironmentTemplate,
+  IKernelspecInfo
+} from './worker';
 
 export type { WorkerGatewayClient };
 export type { WorkerGatewayHandlers } from './generated/ferry/worker/v1/WorkerGateway';
@@ -153,6 +160,54 @@ export function kernelspecFromProto(spec: Kernelspec): IKernelspecInfo {
       metadata
     },
     resources: spec.resources ?? []
+  };
+}
+
+/** An environment template for the wire. */
+export function environmentTemplateToProto(
+  template: IEnvironmentTemplate
+): EnvironmentTemplate {
+  return {
+    name: template.name,
+    display_name: template.displayName ?? '',
+    kernelspec: template.kernelspec ?? '',
+    interpreter: template.interpreter ?? '',
+    prefix: template.prefix ?? '',
+    env: template.env ?? {}
+  };
+}
+
+/** An environment template from the wire (empty fields left out). */
+export function environmentTemplateFromProto(
+  template: EnvironmentTemplate
+): IEnvironmentTemplate {
+  return {
+    name: template.name ?? '',
+    ...(template.display_name ? { displayName: template.display_name } : {}),
+    ...(template.kernelspec ? { kernelspec: template.kernelspec } : {}),
+    ...(template.interpreter ? { interpreter: template.interpreter } : {}),
+    ...(template.prefix ? { prefix: template.prefix } : {}),
+    env: template.env ?? {}
+  };
+}
+
+/** A worker's environment for the wire. */
+export function environmentToProto(info: IEnvironmentInfo): Environment {
+  return {
+    name: info.name,
+    display_name: info.displayName,
+    available: info.available,
+    reason: info.reason ?? ''
+  };
+}
+
+/** A worker's environment from the wire. */
+export function environmentFromProto(info: Environment): IEnvironmentInfo {
+  return {
+    name: info.name ?? '',
+    displayName: info.display_name || (info.name ?? ''),
+    available: info.available ?? false,
+    ...(info.reason ? { reason: info.reason } : {})
   };
 }
 

@@ -13,6 +13,10 @@ export {
   type Command__Output,
   deviceFromProto,
   deviceToProto,
+  environmentFromProto,
+  environmentTemplateFromProto,
+  environmentTemplateToProto,
+  environmentToProto,
   type GatewayMessage,
   type GatewayMessage__Output,
   KERNEL_ID_METADATA,
@@ -39,6 +43,8 @@ export { ApiSchemas, eventSchemas, SCHEMA_DIR } from './schema';
 export * from './wire';
 export type {
   IAttributedSample,
+  IEnvironmentInfo,
+  IEnvironmentTemplate,
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,

@@ -21,6 +21,34 @@ export interface IKernelspecInfo extends Omit<
   resources: string[];
 }
 
+/**
+ * An environment template as a worker gets it (the static-worker part of the profiles file's
+ * `environments`): how to run a kernel or terminal in it on this host.
+ */
+export interface IEnvironmentTemplate {
+  name: string;
+  displayName?: string;
+  /** Launch this kernelspec instead of the one asked for. */
+  kernelspec?: string;
+  /** The interpreter that replaces `python`/`python3` in the kernelspec's argv. */
+  interpreter?: string;
+  /** A virtualenv or conda prefix: `bin/python` is the interpreter. */
+  prefix?: string;
+  /** Variables the operator declares. */
+  env?: Record<string, string>;
+}
+
+/** An environment as a worker reports it: a template it checked, or one of its kernelspecs. */
+export interface IEnvironmentInfo {
+  /** The template's name, or `kernelspec:<name>` for a kernelspec the worker has. */
+  name: string;
+  displayName: string;
+  /** Whether kernels can run in it on this worker. */
+  available: boolean;
+  /** Why not, for a person (`/opt/venvs/torch/bin/python not found on gpu-2`). */
+  reason?: string;
+}
+
 /** What the gateway asks a worker to launch. */
 export interface IKernelLaunch {
   kernelId: string;
@@ -31,6 +59,8 @@ export interface IKernelLaunch {
   cwd?: string;
   /** The devices (ids of this worker's devices) the kernel holds; empty for a CPU kernel. */
   deviceIds: string[];
+  /** The environment it runs in (a name the worker reports): its interpreter and variables. */
+  environment?: string;
 }
 
 /** A kernel a worker runs, as it reports it after reconnecting. */
@@ -76,6 +106,8 @@ export interface IWorkerEvents {
   disconnected: [];
   /** A remote worker came back; these are the kernels it runs now. */
   reconnected: [kernels: IRunningKernel[]];
+  /** The environments the worker reports changed (it checked the gateway's templates). */
+  environments: [environments: readonly IEnvironmentInfo[]];
 }
 
 /**
@@ -95,6 +127,8 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   readonly remote: boolean;
   /** Whether commands reach the worker now (a remote one may be away for its grace period). */
   readonly connected: boolean;
+  /** The environments this worker reports: its kernelspecs and the templates, available or not. */
+  readonly environments: readonly IEnvironmentInfo[];
 
   /** The kernelspecs this worker can launch. */
   listKernelspecs(): Promise<IKernelspecInfo[]>;

@@ -12,6 +12,13 @@ export {
   zmqUrl
 } from './connection';
 export { INHERITED_ENV, kernelEnvironment } from './environment';
+export {
+  argvWithInterpreter,
+  checkEnvironments,
+  type IResolvedEnvironment,
+  KERNELSPEC_ENVIRONMENT_PREFIX,
+  resolveEnvironment
+} from './environments';
 export { isolationEnv } from './isolation';
 export { KernelProcess } from './kernel-process';
 export { MAX_OUTPUT_BYTES } from './kernel-sockets';
