@@ -127,7 +127,8 @@ export class Gateway {
       onShutdown: id => this.sessions.dropKernel(id),
       offers: resolved.offers,
       provisioners: this.provisioners,
-      kernelspecAccelerators: resolved.kernelspecAccelerators
+      kernelspecAccelerators: resolved.kernelspecAccelerators,
+      environments: resolved.environments
     });
     this.quota = new KernelQuota({
       kernels: this.registry,

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -5,9 +6,20 @@ import {
   argvWithInterpreter,
   checkEnvironments,
   checkProfilesFile,
+  environmentTemplate,
   loadProfilesFile,
-  resolveEnvironment
+  resolveEnvironment,
+  type IEnvironmentProfile
 } from '../src';
+import {
+  expectSchema,
+  KernelSocket,
+  pollUntil,
+  startGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
+import { startWorker, type IWorkerProcess } from './workers';
 
 describe('environment templates in the profiles file', () => {
   it('reads a PyTorch and a JAX environment from YAML', async () => {
@@ -148,6 +160,204 @@ describe('environments on a worker host', () => {
     });
     expect(() => resolveEnvironment('nope', [{ name: 'torch' }])).toThrow(
       "no environment named 'nope' on this worker; environments: torch"
+    );
+  });
+});
+
+describe('kernels in environments', () => {
+  const WORKER_TOKEN = 'worker-token-for-environment-tests';
+  let dir: string;
+  let gw: ITestGateway;
+  let remote: IWorkerProcess;
+  let templates: IEnvironmentProfile[];
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-envs-'));
+    // Two virtualenvs over Debian's Python, which has ipykernel: each its own interpreter.
+    for (const name of ['torch', 'jax']) {
+      execFileSync('/usr/bin/python3', [
+        '-m',
+        'venv',
+        '--without-pip',
+        '--system-site-packages',
+        path.join(dir, name)
+      ]);
+    }
+    // A kernelspec only the remote worker finds (JUPYTER_PATH): an environment only it has.
+    const spec = path.join(dir, 'remote-share', 'kernels', 'remote-py');
+    await fs.mkdir(spec, { recursive: true });
+    await fs.writeFile(
+      path.join(spec, 'kernel.json'),
+      JSON.stringify({
+        argv: [
+          '/usr/bin/python3',
+          '-m',
+          'ipykernel_launcher',
+          '-f',
+          '{connection_file}'
+        ],
+        display_name: 'Python on the remote worker',
+        language: 'python',
+        env: { FERRY_TEST_KERNELSPEC: 'remote-py' }
+      })
+    );
+    templates = [
+      {
+        name: 'pytorch',
+        displayName: 'PyTorch',
+        prefix: path.join(dir, 'torch'),
+        env: { FERRY_TEST_FRAMEWORK: 'torch' }
+      },
+      {
+        name: 'jax',
+        displayName: 'JAX',
+        interpreter: path.join(dir, 'jax', 'bin', 'python'),
+        env: { FERRY_TEST_FRAMEWORK: 'jax' }
+      },
+      { name: 'remote-only', kernelspec: 'remote-py' },
+      { name: 'nowhere', prefix: path.join(dir, 'not-made') }
+    ];
+    gw = await startGateway({
+      workerPort: 0,
+      workerToken: WORKER_TOKEN,
+      environments: templates
+    });
+    await gw.worker.declareEnvironments(templates.map(environmentTemplate));
+    remote = startWorker(
+      `127.0.0.1:${gw.gateway.workerPort}`,
+      WORKER_TOKEN,
+      'env-remote',
+      [],
+      undefined,
+      { JUPYTER_PATH: path.join(dir, 'remote-share') }
+    );
+    // It joins the pool once it said which environments it has.
+    await pollUntil(
+      async () => gw.gateway.pool.list().map(w => w.name),
+      names => names.includes('env-remote')
+    );
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await remote?.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** Start a kernel, run `code` in it, and shut it down; its stdout and model. */
+  async function runIn(
+    body: Record<string, unknown>,
+    code: string
+  ): Promise<{ stdout: string; model: Record<string, unknown> }> {
+    const id = await startKernel(gw, body);
+    const client = await KernelSocket.connect(gw, id);
+    try {
+      const run = await client.execute(code);
+      expect(run.reply.content).toMatchObject({ status: 'ok' });
+      const model = (await gw.api('GET', `/api/kernels/${id}`)).body;
+      return { stdout: run.stdout, model };
+    } finally {
+      await client.close();
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  }
+
+  const SHOW =
+    'import os, sys\nprint(sys.executable, os.environ.get("FERRY_TEST_FRAMEWORK"), os.environ.get("VIRTUAL_ENV"), os.environ["PATH"].split(":")[0])';
+
+  it('runs each kernel with its own interpreter and variables', async () => {
+    const torch = await runIn(
+      { name: 'python3', environment: 'pytorch' },
+      SHOW
+    );
+    const bin = path.join(dir, 'torch', 'bin');
+    expect(torch.stdout.trim()).toBe(
+      `${path.join(bin, 'python')} torch ${path.join(dir, 'torch')} ${bin}`
+    );
+    expect(torch.model.environment).toBe('pytorch');
+    expectSchema('Kernel', torch.model);
+    // The form jupyter_server clients have: KERNEL_ENVIRONMENT.
+    const jax = await runIn(
+      { name: 'python3', env: { KERNEL_ENVIRONMENT: 'jax' } },
+      SHOW
+    );
+    const jaxBin = path.join(dir, 'jax', 'bin');
+    expect(jax.stdout.trim()).toBe(
+      `${path.join(jaxBin, 'python')} jax None ${jaxBin}`
+    );
+    expect(jax.model.environment).toBe('jax');
+  });
+
+  it('keeps the interpreter through a restart in place', async () => {
+    const id = await startKernel(gw, { name: 'python3', environment: 'jax' });
+    try {
+      expect(
+        (await gw.api('POST', `/api/kernels/${id}/restart`, {})).status
+      ).toBe(200);
+      const client = await KernelSocket.connect(gw, id);
+      const run = await client.execute('import sys\nprint(sys.executable)');
+      await client.close();
+      expect(run.stdout.trim()).toBe(path.join(dir, 'jax', 'bin', 'python'));
+    } finally {
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  });
+
+  it('places a kernel on the one worker that has its environment', async () => {
+    const { stdout } = await runIn(
+      { name: 'python3', environment: 'remote-only' },
+      'import os\nprint(os.environ.get("FERRY_TEST_KERNELSPEC"), os.getppid())'
+    );
+    const [kernelspec, parent] = stdout.trim().split(' ');
+    expect(kernelspec).toBe('remote-py');
+    // Its parent is the remote worker's process, not this one (the embedded worker).
+    expect(Number(parent)).toBe(remote.child.pid);
+  });
+
+  it('starts a session in an environment', async () => {
+    const response = await gw.api('POST', '/api/sessions', {
+      path: 'env.ipynb',
+      type: 'notebook',
+      kernel: { name: 'python3', environment: 'pytorch' }
+    });
+    expect(response.status).toBe(201);
+    expect(response.body.kernel.environment).toBe('pytorch');
+    await gw.api('DELETE', `/api/sessions/${response.body.id}`);
+  });
+
+  it('refuses an unknown environment with 400, listing the known ones', async () => {
+    const response = await gw.api('POST', '/api/kernels', {
+      name: 'python3',
+      environment: 'tensorflow'
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.reason).toBe('Bad Request');
+    for (const name of [
+      'pytorch',
+      'jax',
+      'remote-only',
+      'nowhere',
+      'kernelspec:python3',
+      'kernelspec:remote-py'
+    ]) {
+      expect(response.body.message).toContain(name);
+    }
+    expect(gw.gateway.registry.list()).toHaveLength(0);
+  });
+
+  it('refuses an environment no worker has, saying why for each', async () => {
+    const response = await gw.api('POST', '/api/kernels', {
+      name: 'python3',
+      environment: 'nowhere'
+    });
+    expect(response.status).toBe(400);
+    const python = path.join(dir, 'not-made', 'bin', 'python');
+    expect(response.body.message).toContain(
+      `environment 'nowhere' is not available on any connected worker`
+    );
+    expect(response.body.message).toContain(`env-remote: ${python} not found`);
+    expect(response.body.message).toContain(
+      `${gw.worker.name}: ${python} not found`
     );
   });
 });

@@ -733,3 +733,73 @@ describe('runSchedulerSimulation', () => {
     );
   });
 });
+
+describe('environments', () => {
+  const h100 = (workerId: string, environments: string[]) => ({
+    workerId,
+    acceptsCpu: true,
+    environments,
+    devices: [device(`${workerId}-gpu-0`)]
+  });
+
+  it('places and queues a request only on workers that have its environment', () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(h100('plain', []));
+    scheduler.setWorker(h100('torch', ['pytorch']));
+    expect(placed(scheduler.request('k1', gpu(1), 'pytorch')).workerId).toBe(
+      'torch'
+    );
+    // The plain worker's GPU is free, but it lacks the environment: the request waits.
+    expect(scheduler.request('k2', gpu(1), 'pytorch')).toEqual({
+      state: 'queued',
+      position: 1
+    });
+    expect(scheduler.queue()[0]).toMatchObject({
+      request: { kind: 'gpu', count: 1 },
+      environment: 'pytorch'
+    });
+    // A request of no environment takes the plain worker's GPU meanwhile.
+    expect(placed(scheduler.request('k3', gpu(1))).workerId).toBe('plain');
+    expect(scheduler.release('k1')).toEqual([
+      {
+        kernelId: 'k2',
+        placement: { workerId: 'torch', deviceIds: ['torch-gpu-0'] }
+      }
+    ]);
+    // CPU kernels too.
+    expect(
+      placed(scheduler.request('c1', { kind: 'cpu', count: 0 }, 'pytorch'))
+        .workerId
+    ).toBe('torch');
+  });
+
+  it('queues a request until a worker gains its environment', () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(h100('w', ['jax']));
+    scheduler.request('k0', gpu(1), 'jax');
+    expect(scheduler.request('k1', { kind: 'cpu', count: 0 }, 'jax')).toEqual({
+      state: 'assigned',
+      placement: { workerId: 'w', deviceIds: [] }
+    });
+    expect(() => scheduler.request('k2', gpu(1), 'pytorch')).toThrow(
+      new UnsatisfiableRequestError(
+        "no connected worker has environment 'pytorch'",
+        gpu(1)
+      )
+    );
+    const twoGpus = [device('v-gpu-0'), device('v-gpu-1')];
+    scheduler.setWorker({ ...h100('v', []), devices: twoGpus });
+    expect(() => scheduler.request('k3', gpu(2), 'jax')).toThrow(
+      "no worker with environment 'jax' (w) could hold gpu:2"
+    );
+    expect(scheduler.request('k4', gpu(1), 'jax').state).toBe('queued');
+    // The other worker reports it now (it re-registered): the queued request goes there.
+    const update = scheduler.setWorker({
+      ...h100('v', ['jax']),
+      devices: twoGpus
+    });
+    expect(update.assigned).toEqual([
+      { kernelId: 'k4', placement: { workerId: 'v', deviceIds: ['v-gpu-0'] } }
+    ]);
+  });
+});

@@ -27,13 +27,15 @@ export interface IWorkerProcess {
  *
  * @param kernelUser - `--kernel-user` (default: this user, as the tests' temporary directories are
  *   closed to others; null: none, so ferry picks, nobody when root).
+ * @param env - more of its environment (`JUPYTER_PATH` for kernelspecs of its own).
  */
 export function startWorker(
   gateway: string,
   token: string,
   name: string,
   args: string[] = [],
-  kernelUser: string | null = userInfo().username
+  kernelUser: string | null = userInfo().username,
+  env: Record<string, string> = {}
 ): IWorkerProcess {
   const child = spawn(
     process.execPath,
@@ -49,7 +51,12 @@ export function startWorker(
       ...args
     ],
     {
-      env: { ...process.env, FERRY_WORKER_TOKEN: token, FERRY_LOG: '' },
+      env: {
+        ...process.env,
+        ...env,
+        FERRY_WORKER_TOKEN: token,
+        FERRY_LOG: ''
+      },
       stdio: ['ignore', 'pipe', 'pipe']
     }
   );

@@ -11,6 +11,7 @@ import {
   KernelEnvError,
   KernelStartError,
   KernelStateError,
+  NoSuchEnvironmentError,
   NoSuchKernelError,
   NoSuchKernelspecError,
   NoSuchSessionError,
@@ -52,6 +53,7 @@ function statusOf(error: unknown): number | undefined {
   }
   if (
     error instanceof NoSuchKernelspecError ||
+    error instanceof NoSuchEnvironmentError ||
     error instanceof PathOutsideRootError ||
     error instanceof KernelEnvError ||
     error instanceof BadAcceleratorRequestError ||

@@ -55,6 +55,9 @@ export class KernelAdoption {
       workerId: worker.id,
       devices: [...worker.devices],
       acceptsCpu: worker.acceptsCpu,
+      environments: worker.environments
+        .filter(e => e.available)
+        .map(e => e.name),
       // A job worker that outlived its kernel never takes another.
       dedicated: owner !== undefined || isJobWorkerId(worker.id)
     });

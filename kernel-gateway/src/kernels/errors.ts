@@ -23,6 +23,18 @@ export class NoSuchKernelspecError extends Error {
   }
 }
 
+/** Raised for an environment neither the profiles file nor any worker names. */
+export class NoSuchEnvironmentError extends Error {
+  constructor(
+    readonly environment: string,
+    known: string[]
+  ) {
+    super(
+      `No environment named ${JSON.stringify(environment)}; environments: ${known.join(', ') || 'none'}`
+    );
+  }
+}
+
 /** Raised when a kernel process could not be started; the message says why (stderr's tail). */
 export class KernelStartError extends Error {}
 

@@ -17,3 +17,4 @@ export * from './sessions';
 export * from './working-dir';
 export * from './env-policy';
 export * from './accelerator-kernelspecs';
+export { KernelEnvironments } from './environments';

@@ -42,6 +42,9 @@ export function kernelModel(
   if (kernel.reason !== undefined) {
     model.reason = kernel.reason;
   }
+  if (kernel.launch.environment !== undefined) {
+    model.environment = kernel.launch.environment;
+  }
   const accelerator = Private.acceleratorStatus(kernel, pool, scheduler);
   if (accelerator) {
     model.accelerator = accelerator;

@@ -400,6 +400,8 @@ export namespace ManagedKernel {
   export interface ILaunch {
     env: Record<string, string>;
     cwd?: string;
+    /** The environment it runs in (its worker must have it). */
+    environment?: string;
   }
 
   export interface IOptions {

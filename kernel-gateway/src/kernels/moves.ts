@@ -39,13 +39,17 @@ export class KernelMoves {
    * @throws the scheduler's errors for a request that can never be met, and
    *   BadAcceleratorRequestError for an unknown offer.
    */
-  destination(target: IAcceleratorTarget): KernelMoves.Destination {
+  destination(
+    target: IAcceleratorTarget,
+    kernel?: ManagedKernel
+  ): KernelMoves.Destination {
     if (target.offer !== undefined) {
       return this._provisioned.offerNamed(target.offer);
     }
     return {
       accelerator: this._host.scheduler.check(
-        target.accelerator ?? { kind: 'cpu', count: 0 }
+        target.accelerator ?? { kind: 'cpu', count: 0 },
+        kernel?.launch.environment
       )
     };
   }
@@ -133,7 +137,11 @@ export class KernelMoves {
       }
       let result;
       try {
-        result = host.scheduler.request(kernel.id, destination.accelerator);
+        result = host.scheduler.request(
+          kernel.id,
+          destination.accelerator,
+          kernel.launch.environment
+        );
       } catch (error) {
         // The workers changed while the old process stopped.
         host.markDead(kernel, `move failed: ${(error as Error).message}`);

@@ -14,7 +14,12 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { KernelChannels, type IRateLimits } from '../channels';
-import type { Engine, IAcceleratorOffer, IProvisioner } from '../engines';
+import type {
+  Engine,
+  IAcceleratorOffer,
+  IEnvironmentProfile,
+  IProvisioner
+} from '../engines';
 import type { WorkerPool } from '../pool';
 import type { IRunningKernel, IWorkerConnection } from '../protocol';
 import type { IAcceleratorRequest, IPlacement, Scheduler } from '../scheduler';
@@ -26,6 +31,7 @@ import {
 } from './actions';
 import { KernelAdoption } from './adoption';
 import { KernelCuller, type ICullingOptions } from './culling';
+import { KernelEnvironments } from './environments';
 import { KernelStartError, NoSuchKernelError } from './errors';
 import type { IKernelHost } from './host';
 import { ManagedKernel } from './kernel';
@@ -84,6 +90,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._adoption = new KernelAdoption({
       host,
       provisioned: this._provisioned
+    });
+    this._environments = new KernelEnvironments({
+      pool: this._pool,
+      templates: options.environments ?? []
     });
     this._culler = new KernelCuller({
       culling: options.culling,
@@ -241,8 +251,13 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private async _start(request: IStartRequest): Promise<ManagedKernel> {
     const { name, specName, target, env } =
       await this._kernelspecs.resolve(request);
+    const environment = this._environments.requested(request, env);
     const id = randomUUID();
-    const launch = { env, cwd: request.cwd };
+    const launch = {
+      env,
+      cwd: request.cwd,
+      ...(environment !== undefined ? { environment } : {})
+    };
     if (target.offer !== undefined) {
       const offer = this._provisioned.offerNamed(target.offer);
       const kernel = this._create(id, name, offerRequest(offer.offer), {
@@ -261,7 +276,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     const kernel = this._create(id, name, accelerator, { specName, launch });
     let result;
     try {
-      result = this._scheduler.request(id, accelerator);
+      if (environment !== undefined) {
+        this._environments.checkAvailable(environment, accelerator);
+      }
+      result = this._scheduler.request(id, accelerator, environment);
     } catch (error) {
       this._kernels.delete(id);
       throw error;
@@ -300,7 +318,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   ): Promise<ManagedKernel> {
     const kernel = this.require(id);
     if (target) {
-      const destination = this._moves.destination(target);
+      const destination = this._moves.destination(target, kernel);
       if (!this._moves.runsOn(kernel, destination)) {
         return this._moves.move(kernel, destination);
       }
@@ -420,7 +438,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           kernelName: kernel.specName,
           env: kernel.launch.env,
           cwd: kernel.launch.cwd,
-          deviceIds: placement.deviceIds
+          deviceIds: placement.deviceIds,
+          ...(kernel.launch.environment !== undefined
+            ? { environment: kernel.launch.environment }
+            : {})
         })
       );
     } catch (error) {
@@ -476,6 +497,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private _moves: KernelMoves;
   private _adoption: KernelAdoption;
   private _culler: KernelCuller;
+  private _environments: KernelEnvironments;
 }
 
 /** The types of {@link KernelRegistry}. */
@@ -508,5 +530,7 @@ export namespace KernelRegistry {
     provisioners?: Partial<Record<Engine, IProvisioner>>;
     /** Which accelerator choices are listed as kernelspecs of their own (default: none). */
     kernelspecAccelerators?: AcceleratorKernelspecs.Setting;
+    /** The environment templates of the profiles file. */
+    environments?: readonly IEnvironmentProfile[];
   }
 }

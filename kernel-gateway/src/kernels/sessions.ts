@@ -33,6 +33,8 @@ export interface ISessionRequest extends Pick<
     offer?: string;
     /** Whether the accelerator or offer came from `KERNEL_ACCELERATOR` in `env`. */
     fromEnvironment?: boolean;
+    /** The environment for a new kernel (`KERNEL_ENVIRONMENT` in `env` otherwise). */
+    environment?: string;
   };
 }
 
@@ -160,6 +162,7 @@ export class SessionStore {
       accelerator: request.kernel?.accelerator,
       offer: request.kernel?.offer,
       fromEnvironment: request.kernel?.fromEnvironment,
+      environment: request.kernel?.environment,
       cwd: kernelWorkingDir(this._rootDir, path)
     });
     return kernel.id;

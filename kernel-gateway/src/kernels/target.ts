@@ -24,6 +24,11 @@ export interface IStartRequest extends IAcceleratorTarget {
   env?: Record<string, string>;
   cwd?: string;
   /**
+   * The environment to run in: a template's name or `kernelspec:<name>` (`KERNEL_ENVIRONMENT` in
+   * `env` when the request names none).
+   */
+  environment?: string;
+  /**
    * Whether `accelerator` or `offer` came from `KERNEL_ACCELERATOR` in `env` rather than the
    * request itself: an accelerator kernelspec's own choice then wins over it.
    */

@@ -35,10 +35,26 @@ export class CpuIndex {
     }
   }
 
-  /** `pack`: the first worker that takes CPU kernels; `spread`: the one running fewest. */
-  pick(policy: Policy): IWorkerState | undefined {
+  /**
+   * `pack`: the first worker that takes CPU kernels; `spread`: the one running fewest. With an
+   * environment, only among the workers that have it.
+   */
+  pick(policy: Policy, environment?: string): IWorkerState | undefined {
     if (this._workers.size === 0) {
       return undefined;
+    }
+    if (environment !== undefined) {
+      let best: IWorkerState | undefined;
+      for (const worker of this._workers) {
+        if (
+          worker.environments.has(environment) &&
+          (!best ||
+            (policy === 'spread' && worker.cpuKernels < best.cpuKernels))
+        ) {
+          best = worker;
+        }
+      }
+      return best;
     }
     if (policy === 'pack') {
       return this._workers.values().next().value;

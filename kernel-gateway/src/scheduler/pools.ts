@@ -4,15 +4,15 @@
  * many devices are free there, so that the worker a policy prefers is found without a scan.
  */
 import type { IDevice } from '../protocol/devices';
-import { hasMemory, matches, poolKeyOf } from './state';
+import { hasEnvironment, hasMemory, matches, poolKeyOf } from './state';
 import type {
   IDeviceState,
   IPool,
+  IScheduledRequest,
   IWorkerPool,
   IWorkerState,
   Policy
 } from './state';
-import type { IAcceleratorRequest } from './types';
 
 /** The devices of the connected workers, indexed by pool and free count. */
 export class DevicePools {
@@ -159,17 +159,16 @@ export class DevicePools {
    * @param seq - the request's arrival order: worker pools reserved by an older request are skipped.
    */
   choose(
-    request: IAcceleratorRequest,
+    request: IScheduledRequest,
     minBytes: number,
     seq: number
   ): IWorkerPool | undefined {
-    const count = request.count;
     let best: IWorkerPool | undefined;
     for (const pool of this._pools.values()) {
       if (!matches(request, pool)) {
         continue;
       }
-      const found = this._chooseIn(pool, count, minBytes, seq);
+      const found = this._chooseIn(pool, request, minBytes, seq);
       if (
         found &&
         (!best ||
@@ -200,13 +199,15 @@ export class DevicePools {
 
   private _chooseIn(
     pool: IPool,
-    count: number,
+    request: IScheduledRequest,
     minBytes: number,
     seq: number
   ): IWorkerPool | undefined {
     const buckets = pool.buckets;
+    const count = request.count;
     const usable = (wp: IWorkerPool): boolean =>
       (wp.reservedBy === undefined || wp.reservedBy.seq >= seq) &&
+      hasEnvironment(request, wp.worker) &&
       (minBytes === 0 || this._freeWithMemory(wp, minBytes) >= count);
     if (this._policy === 'pack') {
       for (let free = count; free < buckets.length; free++) {

@@ -4,8 +4,12 @@
  * each shape needs trying when devices free up.
  */
 import { matches, minBytesOf, signatureOf } from './state';
-import type { IPool, IQueueEntry, IRequestClass } from './state';
-import type { IAcceleratorRequest } from './types';
+import type {
+  IPool,
+  IQueueEntry,
+  IRequestClass,
+  IScheduledRequest
+} from './state';
 
 /** The waiting requests, by kernel, oldest first. */
 export class RequestQueue {
@@ -43,7 +47,7 @@ export class RequestQueue {
    * Whether requests of the same shape already wait: then they do not fit, and neither would this
    * one.
    */
-  waits(request: IAcceleratorRequest): boolean {
+  waits(request: IScheduledRequest): boolean {
     return this._classes.has(signatureOf(request));
   }
 
@@ -58,7 +62,7 @@ export class RequestQueue {
    * @param seq - its arrival number, from {@link nextSeq}.
    * @returns its 1-based position: the last.
    */
-  add(kernelId: string, request: IAcceleratorRequest, seq: number): number {
+  add(kernelId: string, request: IScheduledRequest, seq: number): number {
     const signature = signatureOf(request);
     let cls = this._classes.get(signature);
     if (!cls) {

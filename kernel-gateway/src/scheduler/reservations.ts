@@ -5,7 +5,7 @@
  * is placed. So a request for eight GPUs waits at most for one worker's kernels to end.
  */
 import type { DevicePools } from './pools';
-import { capacity, matches } from './state';
+import { capacity, hasEnvironment, matches } from './state';
 import type {
   IQueueEntry,
   IRequestClass,
@@ -45,6 +45,7 @@ export class Reservations {
         head.seq > seq ||
         head.reserving ||
         !matches(cls.request, wp.pool) ||
+        !hasEnvironment(cls.request, wp.worker) ||
         capacity(wp, cls.minBytes) < cls.request.count
       ) {
         continue;
@@ -106,6 +107,7 @@ export class Reservations {
         for (const wp of pool.members) {
           if (
             wp.reservedBy === undefined &&
+            hasEnvironment(entry.request, wp.worker) &&
             (!best || wp.free > best.free) &&
             capacity(wp, entry.cls.minBytes) >= entry.request.count
           ) {

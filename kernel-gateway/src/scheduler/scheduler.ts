@@ -13,11 +13,12 @@ import { Explanations } from './explain';
 import { Placements } from './placements';
 import { DevicePools } from './pools';
 import { RequestQueue } from './queue';
-import { checkAcceleratorRequest } from './request';
+import { checkAcceleratorRequest, formatAcceleratorSpec } from './request';
 import { Reservations } from './reservations';
-import { minBytesOf } from './state';
+import { capacity, matches, minBytesOf } from './state';
 import type {
   IQueueEntry,
+  IScheduledRequest,
   IWorkerState,
   Policy as SchedulingPolicy
 } from './state';
@@ -116,7 +117,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       devices: new Map(),
       pools: new Map(),
       kernels: new Set(),
-      cpuKernels: 0
+      cpuKernels: 0,
+      environments: new Set()
     };
     let lost: string[] = [];
     let kept: Placements.ISurvivors['kept'] = [];
@@ -135,6 +137,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       this._dirtyCpu = true;
     }
     worker.acceptsCpu = acceptsCpu;
+    worker.environments = new Set(inventory.environments ?? []);
+    // Queued CPU requests that wait for an environment may find it here now.
+    this._dirtyCpu ||= acceptsCpu;
     this._devices.attach(
       worker,
       inventory.devices,
@@ -177,11 +182,15 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    * moves to other devices learns that it never could before it lets go of its own.
    *
    * @param request - what it asks for, in the normalised form (see {@link checkAcceleratorRequest}).
+   * @param environment - the environment the worker must have, if any.
    * @returns the request.
    * @throws {@link BadAcceleratorRequestError} for a request not in the normalised form, and
    *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
    */
-  check(request: IAcceleratorRequest): IAcceleratorRequest {
+  check(
+    request: IAcceleratorRequest,
+    environment?: string
+  ): IAcceleratorRequest {
     if (
       (request?.kind === 'gpu' || request?.kind === 'tpu') &&
       request.count === 0
@@ -193,7 +202,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
     // Normalised once at the edge (normalizeAcceleratorRequest): only checked here.
     checkAcceleratorRequest(request);
-    const why = this._explanations.whyUnsatisfiable(request);
+    const why =
+      this._explanations.whyUnsatisfiable(request) ??
+      this._withoutEnvironment(request, environment);
     if (why !== undefined) {
       throw new UnsatisfiableRequestError(why, request);
     }
@@ -205,6 +216,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    *
    * @param kernelId - the kernel that will hold the devices; one request per kernel.
    * @param request - what it asks for, in the normalised form (see {@link checkAcceleratorRequest}).
+   * @param environment - the environment the worker must have (its name as workers report it), if
+   *   any: the request is only placed on workers that have it.
    *
    * @throws {@link BadAcceleratorRequestError} for a request not in the normalised form, and
    *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
@@ -216,7 +229,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    */
   request(
     kernelId: string,
-    request: IAcceleratorRequest
+    request: IAcceleratorRequest,
+    environment?: string
   ): Scheduler.IRequestResult {
     if (this._placements.has(kernelId)) {
       throw new Error(`kernel ${kernelId} already holds a placement`);
@@ -224,7 +238,10 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (this._queue.has(kernelId)) {
       throw new Error(`kernel ${kernelId} already waits in the queue`);
     }
-    const normalized = this.check(request);
+    const normalized: IScheduledRequest = {
+      ...this.check(request, environment),
+      ...(environment !== undefined ? { environment } : {})
+    };
     const seq = this._queue.nextSeq();
     // Requests of the same shape already waiting do not fit, so this one would not either.
     if (!this._queue.waits(normalized)) {
@@ -298,7 +315,10 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     let position = 0;
     return [...this._queue.entries()].map(entry => ({
       kernelId: entry.kernelId,
-      request: { ...entry.request },
+      request: Private.withoutEnvironment(entry.request),
+      ...(entry.request.environment !== undefined
+        ? { environment: entry.request.environment }
+        : {}),
       position: ++position,
       since: entry.since,
       ...(entry.target ? { reservedWorkerId: entry.target.worker.id } : {})
@@ -348,12 +368,12 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    */
   private _place(
     kernelId: string,
-    request: IAcceleratorRequest,
+    request: IScheduledRequest,
     seq: number,
     entry?: IQueueEntry
   ): IPlacement | undefined {
     if (request.kind === 'cpu') {
-      const worker = this._cpu.pick(this.policy);
+      const worker = this._cpu.pick(this.policy, request.environment);
       if (!worker) {
         return undefined;
       }
@@ -378,6 +398,39 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     );
     this._reservations.noteBypass(wp, seq, this._queue.classes());
     return placement;
+  }
+
+  /**
+   * Why no connected worker that has an environment could ever hold a request, or undefined when
+   * one could (or the request names no environment).
+   */
+  private _withoutEnvironment(
+    request: IAcceleratorRequest,
+    environment: string | undefined
+  ): string | undefined {
+    if (environment === undefined) {
+      return undefined;
+    }
+    const having = [...this._workers.values()].filter(w =>
+      w.environments.has(environment)
+    );
+    if (having.length === 0) {
+      return `no connected worker has environment '${environment}'`;
+    }
+    const fits =
+      request.kind === 'cpu'
+        ? having.some(w => w.acceptsCpu)
+        : having.some(w =>
+            [...w.pools.values()].some(
+              wp =>
+                this._devices.pools.get(wp.pool.key) === wp.pool &&
+                matches(request, wp.pool) &&
+                capacity(wp, minBytesOf(request)) >= request.count
+            )
+          );
+    return fits
+      ? undefined
+      : `no worker with environment '${environment}' (${having.map(w => w.id).join(', ')}) could hold ${formatAcceleratorSpec(request)}`;
   }
 
   private _dequeue(entry: IQueueEntry): void {
@@ -503,6 +556,8 @@ export namespace Scheduler {
   export interface IQueuedRequest {
     kernelId: string;
     request: IAcceleratorRequest;
+    /** The environment its worker must have, if any. */
+    environment?: string;
     /** 1 for the request considered first. */
     position: number;
     /** When it was queued. */
@@ -534,5 +589,16 @@ export namespace Scheduler {
     workerId: string;
     deviceId: string;
     kernelIds: string[];
+  }
+}
+
+/** Module-private helpers. */
+namespace Private {
+  /** A queued request as the scheduler's callers know it: the environment apart. */
+  export function withoutEnvironment(
+    request: IScheduledRequest
+  ): IAcceleratorRequest {
+    const { environment: _environment, ...rest } = request;
+    return rest;
   }
 }

@@ -9,6 +9,12 @@ import type { IAcceleratorRequest } from './types';
 /** `pack` fills one worker before using the next; `spread` uses the worker with most free devices. */
 export type Policy = 'pack' | 'spread';
 
+/**
+ * A request as the scheduler keeps it: what it asks for, and the environment the worker must have
+ * (none: any worker).
+ */
+export type IScheduledRequest = IAcceleratorRequest & { environment?: string };
+
 /** One device that can be handed out. */
 export interface IDeviceState {
   device: IDevice;
@@ -58,6 +64,8 @@ export interface IWorkerState {
   kernels: Set<string>;
   /** How many of them hold no device. */
   cpuKernels: number;
+  /** The environments available here. */
+  environments: ReadonlySet<string>;
 }
 
 /** A placed kernel: its worker and the devices it holds there (none for a CPU kernel). */
@@ -70,7 +78,7 @@ export interface IPlaced {
 /** A waiting request. */
 export interface IQueueEntry {
   kernelId: string;
-  request: IAcceleratorRequest;
+  request: IScheduledRequest;
   /** Arrival order: lower is older. */
   seq: number;
   since: Date;
@@ -84,7 +92,7 @@ export interface IQueueEntry {
 /** Queued requests of one shape, oldest first. */
 export interface IRequestClass {
   signature: string;
-  request: IAcceleratorRequest;
+  request: IScheduledRequest;
   minBytes: number;
   entries: Map<string, IQueueEntry>;
 }
@@ -117,14 +125,26 @@ export function matches(request: IAcceleratorRequest, pool: IPool): boolean {
 }
 
 /** The shape of a request: requests of one shape are interchangeable. */
-export function signatureOf(request: IAcceleratorRequest): string {
+export function signatureOf(request: IScheduledRequest): string {
   return [
+    request.environment ?? '',
     request.kind,
     request.model?.toLowerCase() ?? '*',
     request.profile?.toLowerCase() ?? '',
     request.memoryGiB ?? '',
     request.count
   ].join('\u0000');
+}
+
+/** Whether a worker has the environment a request needs (any worker, for a request of none). */
+export function hasEnvironment(
+  request: IScheduledRequest,
+  worker: IWorkerState
+): boolean {
+  return (
+    request.environment === undefined ||
+    worker.environments.has(request.environment)
+  );
 }
 
 /** The memory each device of a request must have, in bytes; 0 when it asks for none. */

@@ -21,6 +21,8 @@ export interface IWorkerInventory {
   devices: IDevice[];
   /** Whether the worker takes CPU kernels (the embedded worker does). */
   acceptsCpu: boolean;
+  /** The environments available on the worker (requests that name one only go where it is). */
+  environments?: readonly string[];
   /**
    * Whether a cluster engine started the worker for one kernel, which takes its devices with
    * `adopt()`: nothing is ever placed there from requests or the queue.

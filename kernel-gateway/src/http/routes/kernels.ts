@@ -29,6 +29,7 @@ export function kernelsRouter(context: IGatewayContext): Router {
         name: body.name,
         env,
         cwd,
+        ...(body.environment ? { environment: body.environment } : {}),
         ...requestedAccelerator(body.accelerator, env)
       });
       response

@@ -22,6 +22,9 @@ export function sessionsRouter(context: IGatewayContext): Router {
         id: body.kernel.id ?? undefined,
         name: body.kernel.name ?? undefined,
         env,
+        ...(body.kernel.environment
+          ? { environment: body.kernel.environment }
+          : {}),
         ...requestedAccelerator(body.kernel.accelerator, env)
       }
     };
