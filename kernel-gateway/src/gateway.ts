@@ -51,6 +51,7 @@ import {
 } from './rooms';
 import { Scheduler } from './scheduler';
 import { StateStore } from './store';
+import { TerminalRegistry } from './terminals';
 
 /**
  * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
@@ -129,6 +130,15 @@ export class Gateway {
       provisioners: this.provisioners,
       kernelspecAccelerators: resolved.kernelspecAccelerators,
       environments: resolved.environments
+    });
+    this.terminals = new TerminalRegistry({
+      pool: this.pool,
+      scheduler: this.scheduler,
+      kernels: this.registry,
+      logger: options.logger,
+      maxTerminals: resolved.limits.maxTerminals,
+      replayChars: Private.TERMINAL_REPLAY_CHARS,
+      slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000
     });
     this.quota = new KernelQuota({
       kernels: this.registry,
@@ -212,13 +222,15 @@ export class Gateway {
       lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir),
       shares: this.shares,
       shareConnections: this.shareConnections,
-      collaboration: this.rooms
+      collaboration: this.rooms,
+      terminals: this.terminals
     });
     this.upgrades = new UpgradeRouter({
       registry: this.registry,
       auth: this.auth,
       events: this.events,
       rooms: this.rooms,
+      terminals: this.terminals,
       allowOrigins: resolved.allowOrigins,
       maxMessageBytes: resolved.maxMessageBytes,
       messagesPerSecond: resolved.limits.wsMessagesPerSecond,
@@ -242,6 +254,8 @@ export class Gateway {
   readonly pool: WorkerPool;
   readonly scheduler: Scheduler;
   readonly registry: KernelRegistry;
+  /** Shells on the workers' hosts (`/api/terminals`). */
+  readonly terminals: TerminalRegistry;
   /** Kernels per gateway and per user, and starts a minute. */
   readonly quota: KernelQuota;
   /** Wrong tokens per client address. */
@@ -308,6 +322,8 @@ export class Gateway {
       this.executions.dispose();
       this.accelerators.dispose();
       Object.values(this.provisioners).forEach(p => p.dispose());
+      // Terminals end with the gateway, remote ones too: their process groups are killed.
+      await this.terminals.closeAll('the gateway shut down');
       // Kernels on remote workers keep running: a restarted gateway adopts them.
       await this.registry.shutdownAll(true);
       // Rooms save what is unsaved and store what is unstored before the store closes.
@@ -353,6 +369,9 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** Characters of recent output kept per terminal for a browser that reconnects. */
+  export const TERMINAL_REPLAY_CHARS = 256 * 1024;
+
   /** How a share link's sockets are closed when it ends, and what they are told. */
   export function shareEnd(end: ShareEnd): { code: number; reason: string } {
     switch (end) {

@@ -425,7 +425,7 @@ describe('JupyterLab server API', () => {
         mode: 'multiple-document',
         settingsUrl: '/lab/api/settings',
         fullStaticUrl: '/static/lab',
-        terminalsAvailable: false,
+        terminalsAvailable: true,
         federated_extensions: [],
         serverRoot: rootDir
       });

@@ -9,6 +9,7 @@ import {
   MAX_GRPC_MESSAGE_BYTES,
   MessageQueue,
   sampleToProto,
+  terminalStreamMetadata,
   workerAuthMetadata,
   workerProtocol,
   type Command__Output,
@@ -16,6 +17,8 @@ import {
   type IAttributedSample,
   type KernelFrame,
   type KernelFrame__Output,
+  type TerminalFrame,
+  type TerminalFrame__Output,
   type WorkerGatewayClient,
   type WorkerMessage
 } from '../protocol';
@@ -71,6 +74,13 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         )
     );
     this._worker.on('samples', samples => this.sendSamples(samples));
+    this._worker.on('terminalOutput', (id, data) =>
+      this._terminalOutput(id, data)
+    );
+    this._worker.on('terminalExit', (id, reason) =>
+      this._terminalExit(id, reason)
+    );
+    this._worker.on('terminalWritable', id => this._terminalWritable(id));
     this._worker.on('lifecycle', (kernelId, event) => {
       this._send({
         lifecycle: {
@@ -164,6 +174,10 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     const wasRegistered = this._registered;
     this._registered = false;
     this._control = undefined;
+    // Terminals are not kept for the gateway's return (it closes them on its side too).
+    for (const id of [...this._terminals.keys()]) {
+      void this._worker.closeTerminal(id, 'the link to the gateway dropped');
+    }
     for (const stream of this._streams.values()) {
       stream.call?.end();
       stream.call = undefined;
@@ -275,6 +289,29 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         const id = command.shutdown_kernel.kernel_id;
         await this._worker.shutdownKernel(id);
         this._closeKernel(id);
+      } else if (command.open_terminal) {
+        const open = command.open_terminal;
+        this._openTerminal(open.terminal_id);
+        try {
+          await this._worker.openTerminal({
+            terminalId: open.terminal_id,
+            deviceIds: open.device_ids ?? [],
+            env: open.env ?? {},
+            cwd: open.cwd || undefined,
+            besideKernel: open.beside_kernel || undefined,
+            environment: open.environment || undefined,
+            rows: open.rows || 24,
+            cols: open.cols || 80
+          });
+        } catch (openError) {
+          this._terminalExit(open.terminal_id, 'it did not open');
+          throw openError;
+        }
+      } else if (command.resize_terminal) {
+        const { terminal_id, rows, cols } = command.resize_terminal;
+        this._worker.resizeTerminal(terminal_id, rows, cols);
+      } else if (command.close_terminal) {
+        await this._worker.closeTerminal(command.close_terminal.terminal_id);
       } else if (command.read_resource) {
         data = await this._worker.readKernelspecResource(
           command.read_resource.kernelspec,
@@ -417,6 +454,76 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     call.write(frame);
   }
 
+  /**
+   * Open a terminal's stream. Output goes up as the pty gives it; when the stream backs up, the pty
+   * is no longer read until it drains (its program then blocks on its writes). Keystrokes come down;
+   * when the pty's input backs up, the stream is no longer read until the terminal takes input.
+   */
+  private _openTerminal(terminalId: string): void {
+    const call = this._client.TerminalChannel(
+      terminalStreamMetadata(this._options.token, terminalId, this._worker.id)
+    );
+    const stream: Private.ITerminalStream = { call, input: [] };
+    this._terminals.set(terminalId, stream);
+    call.on('data', (frame: TerminalFrame__Output) => {
+      const data = (frame.data as Buffer | undefined)?.toString('utf8');
+      if (!data) {
+        return;
+      }
+      if (
+        stream.input.length > 0 ||
+        !this._worker.writeTerminal(terminalId, data)
+      ) {
+        stream.input.push(data);
+        call.pause();
+      }
+    });
+    call.on('drain', () => this._worker.pauseTerminal(terminalId, false));
+    const onEnd = () => {
+      if (this._terminals.get(terminalId) === stream) {
+        this._terminals.delete(terminalId);
+        void this._worker.closeTerminal(
+          terminalId,
+          'the gateway closed its stream'
+        );
+      }
+    };
+    call.on('error', onEnd);
+    call.on('end', onEnd);
+  }
+
+  private _terminalOutput(terminalId: string, data: Buffer): void {
+    const stream = this._terminals.get(terminalId);
+    if (stream && !stream.call.write({ data })) {
+      this._worker.pauseTerminal(terminalId, true);
+    }
+  }
+
+  private _terminalWritable(terminalId: string): void {
+    const stream = this._terminals.get(terminalId);
+    if (!stream) {
+      return;
+    }
+    while (stream.input.length > 0) {
+      if (!this._worker.writeTerminal(terminalId, stream.input[0])) {
+        return;
+      }
+      stream.input.shift();
+    }
+    stream.call.resume();
+  }
+
+  /** The terminal's last frame says why it ended; then its stream ends. */
+  private _terminalExit(terminalId: string, reason: string): void {
+    const stream = this._terminals.get(terminalId);
+    if (!stream) {
+      return;
+    }
+    this._terminals.delete(terminalId);
+    stream.call.write({ exit: reason });
+    stream.call.end();
+  }
+
   /** Write to the control stream, or keep lifecycle news until the gateway is back. */
   private _send(message: WorkerMessage): void {
     if (this._control && this._registered) {
@@ -444,6 +551,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
   private _retryTimer: NodeJS.Timeout | undefined;
   private _pending: WorkerMessage[] = [];
   private _streams = new Map<string, Private.IKernelStream>();
+  private _terminals = new Map<string, Private.ITerminalStream>();
 }
 
 export namespace WorkerAgent {
@@ -470,6 +578,12 @@ export namespace WorkerAgent {
 }
 
 namespace Private {
+  export interface ITerminalStream {
+    call: grpc.ClientDuplexStream<TerminalFrame, TerminalFrame__Output>;
+    /** Keystrokes the terminal declined, in order, until it takes input again. */
+    input: string[];
+  }
+
   export interface IKernelStream {
     call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output> | undefined;
     /** Client messages from the gateway that wait while the kernel restarts here. */

@@ -9,6 +9,7 @@ import type {
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,
+  ITerminalOpen,
   IWorkerConnection,
   IWorkerEvents
 } from '../protocol';
@@ -27,6 +28,7 @@ import { isolationEnv } from './kernels/isolation';
 import { KernelProcess } from './kernels/kernel-process';
 import type { KernelUser } from './kernels/kernel-user';
 import { KernelspecStore } from './kernels/kernelspecs';
+import { TerminalProcess } from './terminals';
 
 /**
  * A worker: runs kernels on this host. The embedded worker is an instance of this class living in the
@@ -197,7 +199,9 @@ export class Worker
       restarts: [],
       deviceIds: launch.deviceIds,
       executionState: 'starting',
-      sandbox
+      sandbox,
+      env,
+      cwd: launch.cwd
     };
     kernel.on('message', (channel, parts, header) => {
       if (channel === 'iopub' && header.msg_type === 'status') {
@@ -271,13 +275,122 @@ export class Worker
       return;
     }
     this._kernels.delete(kernelId);
+    await this._closeTerminalsBeside(kernelId, 'its kernel was shut down');
     await entry.kernel.shutdown();
     entry.kernel.removeAllListeners();
     await entry.sandbox?.dispose();
   }
 
+  async openTerminal(open: ITerminalOpen): Promise<void> {
+    const id = open.terminalId;
+    if (this._terminals.has(id)) {
+      throw new Error(`terminal ${id} is open already on worker ${this.id}`);
+    }
+    // Beside a kernel: what that kernel runs with, its devices, user and working directory.
+    const beside =
+      open.besideKernel === undefined
+        ? undefined
+        : this._kernels.get(open.besideKernel);
+    if (open.besideKernel !== undefined && !beside) {
+      throw new Error(
+        `kernel ${open.besideKernel} does not run on worker ${this.id}`
+      );
+    }
+    let env: Record<string, string>;
+    let sandbox: KernelUser.ISandbox | undefined;
+    if (beside) {
+      env = { ...beside.env, ...open.env };
+    } else {
+      const devices = this._devicesOf(open.deviceIds);
+      const tpuPort = devices.some(d => d.kind === 'tpu')
+        ? (await findFreePorts(1, '127.0.0.1'))[0]
+        : undefined;
+      const inherit = this._options.inheritEnv ?? INHERITED_ENV;
+      // An environment's variables (its PATH first): `python` and `pip` are the environment's.
+      const environment =
+        open.environment !== undefined
+          ? this.environmentFor(open.environment)
+          : undefined;
+      sandbox = await this._kernelUser?.prepare(open.cwd, this._log);
+      env = {
+        ...kernelEnvironment(
+          process.env,
+          this._kernelUser?.inheritable(inherit) ?? inherit,
+          environment?.env ?? {},
+          open.env
+        ),
+        ...sandbox?.env,
+        ...isolationEnv(devices, tpuPort)
+      };
+    }
+    delete env.JPY_PARENT_PID;
+    env.TERM = 'xterm-256color';
+    if (!env.LANG && !env.LC_ALL && !env.LC_CTYPE) {
+      env.LANG = 'C.UTF-8';
+    }
+    let terminal: TerminalProcess;
+    try {
+      terminal = new TerminalProcess({
+        id,
+        shell: this._options.terminalShell ?? TerminalProcess.defaultShell(),
+        env,
+        cwd: beside ? beside.cwd : open.cwd,
+        rows: open.rows,
+        cols: open.cols,
+        runAs: beside ? beside.sandbox?.runAs : sandbox?.runAs,
+        logger: this._log
+      });
+    } catch (error) {
+      await sandbox?.dispose();
+      throw error;
+    }
+    this._terminals.set(id, { terminal, besideKernel: open.besideKernel });
+    terminal.on('data', data => this.emit('terminalOutput', id, data));
+    terminal.on('writable', () => this.emit('terminalWritable', id));
+    terminal.on('exit', reason => {
+      if (this._terminals.get(id)?.terminal === terminal) {
+        this._terminals.delete(id);
+      }
+      void sandbox?.dispose();
+      this.emit('terminalExit', id, reason);
+    });
+    this._log.info(
+      { terminal: id, pid: terminal.pid, beside: open.besideKernel },
+      'terminal opened'
+    );
+  }
+
+  writeTerminal(terminalId: string, data: string): boolean {
+    return this._terminals.get(terminalId)?.terminal.write(data) ?? true;
+  }
+
+  resizeTerminal(terminalId: string, rows: number, cols: number): void {
+    this._terminals.get(terminalId)?.terminal.resize(rows, cols);
+  }
+
+  pauseTerminal(terminalId: string, paused: boolean): void {
+    this._terminals.get(terminalId)?.terminal.pause(paused);
+  }
+
+  async closeTerminal(
+    terminalId: string,
+    reason = 'it was closed'
+  ): Promise<void> {
+    await this._terminals.get(terminalId)?.terminal.close(reason);
+  }
+
+  /** The terminals open on this worker, by id. */
+  terminalIds(): string[] {
+    return [...this._terminals.keys()];
+  }
+
   async dispose(): Promise<void> {
     this._options.inventory?.dispose();
+    await Promise.all(
+      this.terminalIds().map(id =>
+        this.closeTerminal(id, `worker ${this.name} shut down`)
+      )
+    );
     await Promise.all(
       [...this._kernels.keys()].map(id => this.shutdownKernel(id))
     );
@@ -287,6 +400,28 @@ export class Worker
   /** The process id of a kernel, while it runs. */
   kernelPid(kernelId: string): number | undefined {
     return this._kernels.get(kernelId)?.kernel.pid;
+  }
+
+  /** The devices of this worker with these ids. */
+  private _devicesOf(ids: string[]): IDevice[] {
+    return ids.map(id => {
+      const device = this.devices.find(d => d.id === id);
+      if (!device) {
+        throw new Error(`worker ${this.id} has no device ${id}`);
+      }
+      return device;
+    });
+  }
+
+  private async _closeTerminalsBeside(
+    kernelId: string,
+    reason: string
+  ): Promise<void> {
+    await Promise.all(
+      [...this._terminals.values()]
+        .filter(t => t.besideKernel === kernelId)
+        .map(t => t.terminal.close(reason))
+    );
   }
 
   private _get(kernelId: string): KernelProcess {
@@ -316,6 +451,7 @@ export class Worker
         'kernel died too often; giving up'
       );
       this._kernels.delete(kernel.id);
+      await this._closeTerminalsBeside(kernel.id, 'its kernel died');
       await kernel.shutdown();
       await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
@@ -335,6 +471,7 @@ export class Worker
       this.emit('lifecycle', kernel.id, { state: 'restarted' });
     } catch (error) {
       this._kernels.delete(kernel.id);
+      await this._closeTerminalsBeside(kernel.id, 'its kernel died');
       await kernel.shutdown();
       await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
@@ -352,6 +489,7 @@ export class Worker
   private _kernels = new Map<string, Private.IEntry>();
   private _templates: IEnvironmentTemplate[] = [];
   private _environments: readonly IEnvironmentInfo[] = [];
+  private _terminals = new Map<string, Private.ITerminalEntry>();
 }
 
 export namespace Worker {
@@ -375,6 +513,8 @@ export namespace Worker {
      */
     kernelUser?: KernelUser;
     runtimeDir?: string;
+    /** The shell terminals run (default: `$SHELL`, else bash, else sh). */
+    terminalShell?: string;
     /** Larger messages from a kernel are replaced by a notice (default 128 MiB). */
     maxOutputBytes?: number;
     /** At most this many automatic restarts per window before a kernel is declared dead. */
@@ -401,6 +541,15 @@ namespace Private {
     executionState: string;
     /** The kernel's own directory and identity, when it runs as another user. */
     sandbox?: KernelUser.ISandbox;
+    /** What it runs with (a terminal beside it gets the same). */
+    env: Record<string, string>;
+    cwd?: string;
+  }
+
+  export interface ITerminalEntry {
+    terminal: TerminalProcess;
+    /** The kernel it runs beside: it closes when that kernel is gone. */
+    besideKernel?: string;
   }
 
   /** Follow the kernel's execution state from one of its iopub status messages. */

@@ -9,6 +9,8 @@ export interface ILimits {
   maxKernels: number;
   /** Kernels one principal (today only the owner; later each share link) may have. */
   maxKernelsPerUser: number;
+  /** Terminals open on this gateway at once; past it, 403. */
+  maxTerminals: number;
   /** Kernel starts one principal may make in a minute. */
   kernelStartsPerMinute: number;
   /**
@@ -40,12 +42,13 @@ export namespace ILimits {
 }
 
 /**
- * The defaults: 64 kernels (each user too), 30 starts a minute, 1000 messages a second (100 through a
+ * The defaults: 64 kernels (each user too), 16 terminals, 30 starts a minute, 1000 messages a second (100 through a
  * share link), 64 sockets per share link, 20 links per notebook, 20 wrong tokens a minute.
  */
 export const DEFAULT_LIMITS: ILimits = {
   maxKernels: 64,
   maxKernelsPerUser: 64,
+  maxTerminals: 16,
   kernelStartsPerMinute: 30,
   wsMessagesPerSecond: 1000,
   guestWsMessagesPerSecond: 100,

@@ -36,6 +36,7 @@ export interface IGatewayFlags extends IKernelHostFlags {
   iopubDataRateLimit?: number;
   maxKernels: number;
   maxKernelsPerUser: number;
+  maxTerminals: number;
   maxKernelStarts: number;
   maxWsMessages: number;
   maxGuestWsMessages: number;
@@ -102,6 +103,7 @@ export function gatewayOptions(
     limits: {
       maxKernels: flags.maxKernels,
       maxKernelsPerUser: flags.maxKernelsPerUser,
+      maxTerminals: flags.maxTerminals,
       kernelStartsPerMinute: flags.maxKernelStarts,
       wsMessagesPerSecond: flags.maxWsMessages,
       guestWsMessagesPerSecond: flags.maxGuestWsMessages,

@@ -152,6 +152,12 @@ export function gatewayCommand(): Command {
       DEFAULT_LIMITS.maxKernelsPerUser
     )
     .option(
+      '--max-terminals <n>',
+      'terminals open at once at most (0: no limit)',
+      number,
+      DEFAULT_LIMITS.maxTerminals
+    )
+    .option(
       '--max-kernel-starts <per-minute>',
       'kernel starts one user may make in a minute (0: no limit)',
       number,

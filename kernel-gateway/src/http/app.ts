@@ -19,6 +19,7 @@ import type { FileContentsManager } from '../contents';
 import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
 import type { RoomManager } from '../rooms';
+import type { TerminalRegistry } from '../terminals';
 import type { IGatewayContext } from './context';
 import { errorHandler, notFound } from './errors';
 import {
@@ -46,6 +47,7 @@ import { guardShares } from './share-guard';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
+import { terminalsRouter } from './routes/terminals';
 
 /** What the app serves, built by the gateway (gateway.ts). */
 export interface IAppServices {
@@ -70,6 +72,8 @@ export interface IAppServices {
   shareConnections: ShareConnections;
   /** Collaboration rooms (`PUT /api/collaboration/session/{path}`). */
   collaboration: RoomManager;
+  /** Terminals (`/api/terminals`). */
+  terminals: TerminalRegistry;
 }
 
 /** The express app of the gateway's REST API and pages (websockets are http/upgrade.ts's). */
@@ -148,6 +152,7 @@ export function createApp(services: IAppServices): Express {
   );
   app.use(sessionsRouter(context));
   app.use(acceleratorsRouter(services.accelerators, services.metrics));
+  app.use(terminalsRouter(context, services.terminals));
   app.use(filesRouter(services.contents));
   app.use(collaborationRouter(services.collaboration, auth, context.schemas));
   app.use(

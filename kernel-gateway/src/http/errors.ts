@@ -17,6 +17,7 @@ import {
   NoSuchSessionError,
   PathOutsideRootError
 } from '../kernels';
+import { TerminalError } from '../terminals';
 
 /** An error with an HTTP status; its message is shown to the client. */
 export class HttpError extends Error {
@@ -41,7 +42,8 @@ function statusOf(error: unknown): number | undefined {
   if (
     error instanceof HttpError ||
     error instanceof LimitError ||
-    error instanceof ShareError
+    error instanceof ShareError ||
+    error instanceof TerminalError
   ) {
     return error.status;
   }

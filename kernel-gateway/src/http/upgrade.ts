@@ -20,6 +20,7 @@ import {
 import type { EventBus } from '../events';
 import type { KernelRegistry, SessionStore } from '../kernels';
 import type { RoomManager } from '../rooms';
+import type { TerminalRegistry } from '../terminals';
 import { V1_SUBPROTOCOL, type Framing } from '../channels';
 import {
   shareKernelMessages,
@@ -31,6 +32,10 @@ import {
 const CHANNELS_PATH = /^\/api\/kernels\/([^/]+)\/channels\/?$/;
 const EVENTS_PATH = /^\/api\/events\/subscribe\/?$/;
 const ROOM_PATH = /^\/api\/collaboration\/room\/([^/]+)\/?$/;
+const TERMINAL_PATH = /^\/terminals\/websocket\/([^/]+)\/?$/;
+
+/** The largest frame a terminal's socket takes (a paste); larger ones close it with 1009. */
+const MAX_TERMINAL_FRAME_BYTES = 1024 * 1024;
 
 /**
  * Routes websocket upgrades. On `/api/kernels/{id}/channels`: checks the token (or sign-in cookie)
@@ -62,8 +67,18 @@ export class UpgradeRouter {
       maxPayload: options.maxMessageBytes,
       perMessageDeflate: false
     });
+    this._terminalsWss = new WebSocketServer({
+      noServer: true,
+      maxPayload: MAX_TERMINAL_FRAME_BYTES,
+      perMessageDeflate: false
+    });
     // ws's own refusals of malformed handshakes, as `{ reason, message }` like every other error.
-    for (const wss of [this._wss, this._eventsWss, this._roomsWss]) {
+    for (const wss of [
+      this._wss,
+      this._eventsWss,
+      this._roomsWss,
+      this._terminalsWss
+    ]) {
       wss.on('wsClientError', (error, socket) =>
         Private.refuse(
           socket,
@@ -83,7 +98,8 @@ export class UpgradeRouter {
     return (
       CHANNELS_PATH.test(pathname) ||
       (this._options.events !== undefined && EVENTS_PATH.test(pathname)) ||
-      (this._options.rooms !== undefined && ROOM_PATH.test(pathname))
+      (this._options.rooms !== undefined && ROOM_PATH.test(pathname)) ||
+      (this._options.terminals !== undefined && TERMINAL_PATH.test(pathname))
     );
   }
 
@@ -108,7 +124,12 @@ export class UpgradeRouter {
   }
 
   close(): void {
-    for (const wss of [this._wss, this._eventsWss, this._roomsWss]) {
+    for (const wss of [
+      this._wss,
+      this._eventsWss,
+      this._roomsWss,
+      this._terminalsWss
+    ]) {
       for (const client of wss.clients) {
         client.terminate();
       }
@@ -130,7 +151,10 @@ export class UpgradeRouter {
       ? this._options.events
       : undefined;
     const room = this._options.rooms ? ROOM_PATH.exec(url.pathname) : undefined;
-    if (!match && !events && !room) {
+    const terminal = this._options.terminals
+      ? TERMINAL_PATH.exec(url.pathname)
+      : undefined;
+    if (!match && !events && !room && !terminal) {
       return Private.refuse(socket, 404, 'Not a websocket endpoint');
     }
     const address = request.socket.remoteAddress;
@@ -170,6 +194,9 @@ export class UpgradeRouter {
     }
     if (room) {
       return this._joinRoom(room[1], access, url, request, socket, head);
+    }
+    if (terminal) {
+      return this._openTerminal(terminal[1], request, socket, head);
     }
     const kernelId = Private.decode(match![1]);
     if (kernelId === undefined) {
@@ -285,6 +312,35 @@ export class UpgradeRouter {
     });
   }
 
+  /** A terminal's socket (the owner's only: the share guard has no rule for it). */
+  private _openTerminal(
+    encodedName: string,
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer
+  ): void {
+    const terminals = this._options.terminals!;
+    const name = Private.decode(encodedName);
+    if (name === undefined) {
+      return Private.refuse(
+        socket,
+        400,
+        `Malformed percent-encoding in the terminal name: ${encodedName}`
+      );
+    }
+    const terminal = terminals.get(name);
+    if (!terminal) {
+      return Private.refuse(socket, 404, `Terminal does not exist: ${name}`);
+    }
+    this._terminalsWss.handleUpgrade(request, socket, head, ws => {
+      this._limitMessages(ws, undefined, undefined);
+      (socket as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(
+        true
+      );
+      terminals.connect(terminal, ws);
+    });
+  }
+
   /** An events socket: what clients send is ignored, every event of the bus is sent. */
   private _subscribe(
     events: EventBus,
@@ -348,6 +404,7 @@ export class UpgradeRouter {
   private _wss: WebSocketServer;
   private _eventsWss: WebSocketServer;
   private _roomsWss: WebSocketServer;
+  private _terminalsWss: WebSocketServer;
 }
 
 export namespace UpgradeRouter {
@@ -359,6 +416,8 @@ export namespace UpgradeRouter {
     events?: EventBus;
     /** The rooms `/api/collaboration/room/...` joins; without them that path is refused. */
     rooms?: RoomManager;
+    /** The terminals `/terminals/websocket/{name}` opens; without them that path is refused. */
+    terminals?: TerminalRegistry;
     allowOrigins: readonly string[];
     /** Larger frames close the socket with 1009. */
     maxMessageBytes: number;

@@ -1,13 +1,12 @@
 import type { ILabManifest } from './build';
 
 /**
- * Plugins that need server APIs Ferry does not offer (extension and plugin managers, terminals,
- * JupyterHub, news): disabled in every page, besides those the build itself names.
+ * Plugins that need server APIs Ferry does not offer (extension and plugin managers, JupyterHub,
+ * news): disabled in every page, besides those the build itself names.
  */
 const DISABLED_EXTENSIONS: readonly string[] = [
   '@jupyterlab/extensionmanager-extension',
   '@jupyterlab/pluginmanager-extension',
-  '@jupyterlab/terminal-extension',
   '@jupyterlab/hub-extension',
   '@jupyterlab/apputils-extension:announcements'
 ];
@@ -88,7 +87,7 @@ export function pageConfig(options: IPageOptions): Record<string, unknown> {
     mode: 'multiple-document',
     exposeAppInBrowser: true,
     notebookStartsKernel: true,
-    terminalsAvailable: false,
+    terminalsAvailable: true,
     cacheFiles: false,
     devMode: false,
     buildAvailable: false,
@@ -105,7 +104,11 @@ export function pageConfig(options: IPageOptions): Record<string, unknown> {
     ...(options.share ? Private.shareOverrides(options.share) : {}),
     federated_extensions: [],
     disabledExtensions: [
-      ...new Set([...DISABLED_EXTENSIONS, ...(options.manifest.disabled ?? [])])
+      ...new Set([
+        ...DISABLED_EXTENSIONS,
+        ...(options.share ? ['@jupyterlab/terminal-extension'] : []),
+        ...(options.manifest.disabled ?? [])
+      ])
     ],
     deferredExtensions: [],
     ignorePlugins: [],
@@ -178,6 +181,8 @@ namespace Private {
       treePath: share.path,
       mode: 'single-document',
       notebookStartsKernel: false,
+      // Terminals are the owner's alone: the page of a share link neither offers nor polls them.
+      terminalsAvailable: false,
       // For the lab's sharing plugin: which link, notebook and scope this page is (a JSON string, as
       // PageConfig options are strings).
       ferryShare: JSON.stringify(share)

@@ -6,6 +6,8 @@ import type {
   KernelFrame,
   KernelFrame__Output,
   Register__Output,
+  TerminalFrame,
+  TerminalFrame__Output,
   WorkerMessage__Output
 } from '../protocol/grpc';
 import { RemoteWorkerConnection } from './remote';
@@ -45,6 +47,11 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     worker.on('environments', () =>
       this.emit('workerChanged', worker, worker.runningKernels())
     );
+    worker.on('terminalOutput', (...args) =>
+      this.emit('terminalOutput', ...args)
+    );
+    worker.on('terminalExit', (...args) => this.emit('terminalExit', ...args));
+    worker.on('terminalWritable', id => this.emit('terminalWritable', id));
     worker.on('disconnected', () => this._onDisconnected(worker));
     worker.on('reconnected', kernels => {
       clearTimeout(this._graceTimers.get(worker.id));
@@ -148,6 +155,19 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     return true;
   }
 
+  /** Route a terminal stream a worker opened to its connection; false for an unknown one. */
+  attachTerminalStream(
+    workerId: string,
+    terminalId: string,
+    call: grpc.ServerDuplexStream<TerminalFrame__Output, TerminalFrame>
+  ): boolean {
+    const worker = this._workers.get(workerId);
+    return (
+      worker instanceof RemoteWorkerConnection &&
+      worker.attachTerminalStream(terminalId, call)
+    );
+  }
+
   /** Let go of a worker at once, with no grace period: a job worker whose job is over. */
   forget(id: string): void {
     const worker = this._workers.get(id);
@@ -203,6 +223,9 @@ export namespace WorkerPool {
     accepting: IWorkerEvents['accepting'];
     lifecycle: [kernelId: string, event: KernelLifecycleEvent];
     samples: [worker: IWorkerConnection, samples: IAttributedSample[]];
+    terminalOutput: IWorkerEvents['terminalOutput'];
+    terminalExit: IWorkerEvents['terminalExit'];
+    terminalWritable: IWorkerEvents['terminalWritable'];
     /** A worker appeared, came back or re-registered: these are the kernels it runs. */
     workerChanged: [worker: IWorkerConnection, kernels: IRunningKernel[]];
     /** A worker dropped; it has its grace period to come back. */

@@ -19,6 +19,8 @@ import {
   type KernelFrame,
   type KernelFrame__Output,
   type Register__Output,
+  type TerminalFrame,
+  type TerminalFrame__Output,
   type WorkerMessage__Output
 } from '../protocol/grpc';
 import type {
@@ -27,6 +29,7 @@ import type {
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,
+  ITerminalOpen,
   IWorkerConnection,
   IWorkerEvents,
   KernelLifecycleEvent
@@ -34,6 +37,9 @@ import type {
 
 /** How long a command may take before the gateway gives up on it. */
 const COMMAND_TIMEOUT_MS = 120_000;
+
+/** Keystrokes that may wait on a terminal's stream before writes are declined. */
+const MAX_TERMINAL_INPUT_BYTES = 1024 * 1024;
 
 /**
  * The gateway's handle on a worker that dialled in over gRPC. It outlives the connection: when the
@@ -137,6 +143,132 @@ export class RemoteWorkerConnection
     this.emit('accepting', kernelId);
   }
 
+  /**
+   * Take over a terminal's stream (opened by the worker once it runs the terminal). False for a
+   * terminal the gateway did not ask this worker to open.
+   */
+  attachTerminalStream(
+    terminalId: string,
+    call: grpc.ServerDuplexStream<TerminalFrame__Output, TerminalFrame>
+  ): boolean {
+    const terminal = this._terminals.get(terminalId);
+    if (!terminal || terminal.call) {
+      return false;
+    }
+    terminal.call = call;
+    call.on('data', (frame: TerminalFrame__Output) => {
+      const data = frame.data as Buffer | undefined;
+      if (data && data.length > 0) {
+        this.emit('terminalOutput', terminalId, data);
+      }
+      if (frame.exit != null) {
+        this._terminalEnded(terminalId, frame.exit || 'it ended');
+      }
+    });
+    call.on('drain', () => {
+      if (terminal.declined) {
+        terminal.declined = false;
+        this.emit('terminalWritable', terminalId);
+      }
+    });
+    const onEnd = () =>
+      this._terminalEnded(
+        terminalId,
+        `its stream from worker ${this.name} ended`
+      );
+    call.on('end', onEnd);
+    call.on('error', onEnd);
+    call.on('close', onEnd);
+    if (terminal.paused) {
+      call.pause();
+    }
+    this.emit('terminalWritable', terminalId);
+    return true;
+  }
+
+  async openTerminal(open: ITerminalOpen): Promise<void> {
+    if (this._terminals.has(open.terminalId)) {
+      throw new Error(`terminal ${open.terminalId} is open already`);
+    }
+    this._terminals.set(open.terminalId, {
+      call: undefined,
+      paused: false,
+      declined: false
+    });
+    try {
+      await this._command({
+        open_terminal: {
+          terminal_id: open.terminalId,
+          device_ids: open.deviceIds,
+          env: open.env,
+          cwd: open.cwd ?? '',
+          beside_kernel: open.besideKernel ?? '',
+          environment: open.environment ?? '',
+          rows: open.rows,
+          cols: open.cols
+        }
+      });
+    } catch (error) {
+      this._terminals.get(open.terminalId)?.call?.end();
+      this._terminals.delete(open.terminalId);
+      throw error;
+    }
+  }
+
+  /** False while its stream is not up yet or is a megabyte behind. */
+  writeTerminal(terminalId: string, data: string): boolean {
+    const terminal = this._terminals.get(terminalId);
+    if (!terminal) {
+      return true;
+    }
+    if (
+      !terminal.call ||
+      terminal.call.writableLength > MAX_TERMINAL_INPUT_BYTES
+    ) {
+      terminal.declined = true;
+      return false;
+    }
+    terminal.call.write({ data: Buffer.from(data, 'utf8') });
+    return true;
+  }
+
+  resizeTerminal(terminalId: string, rows: number, cols: number): void {
+    if (this._terminals.has(terminalId) && this.connected) {
+      this._command({
+        resize_terminal: { terminal_id: terminalId, rows, cols }
+      }).catch(error =>
+        this._log.warn(
+          { terminal: terminalId, err: (error as Error).message },
+          'terminal resize failed'
+        )
+      );
+    }
+  }
+
+  /** Stop reading the stream: HTTP/2 flow control then stops the worker reading the pty. */
+  pauseTerminal(terminalId: string, paused: boolean): void {
+    const terminal = this._terminals.get(terminalId);
+    if (!terminal || terminal.paused === paused) {
+      return;
+    }
+    terminal.paused = paused;
+    if (paused) {
+      terminal.call?.pause();
+    } else {
+      terminal.call?.resume();
+    }
+  }
+
+  async closeTerminal(terminalId: string): Promise<void> {
+    if (!this._terminals.has(terminalId)) {
+      return;
+    }
+    if (this.connected) {
+      await this._command({ close_terminal: { terminal_id: terminalId } });
+    }
+    this._terminalEnded(terminalId, 'it was closed');
+  }
+
   async listKernelspecs(): Promise<IKernelspecInfo[]> {
     return this._kernelspecs;
   }
@@ -209,6 +341,9 @@ export class RemoteWorkerConnection
     for (const stream of this._streams.values()) {
       stream.end();
     }
+    for (const id of [...this._terminals.keys()]) {
+      this._terminalEnded(id, `the gateway let go of worker ${this.name}`);
+    }
     this._control?.end();
     this._detach();
   }
@@ -225,6 +360,17 @@ export class RemoteWorkerConnection
       return;
     }
     this.emit('message', kernelId, frame.channel as Channel, parts, header);
+  }
+
+  /** A terminal is over: its stream ends, and `terminalExit` is emitted once. */
+  private _terminalEnded(terminalId: string, reason: string): void {
+    const terminal = this._terminals.get(terminalId);
+    if (!terminal) {
+      return;
+    }
+    this._terminals.delete(terminalId);
+    terminal.call?.end();
+    this.emit('terminalExit', terminalId, reason);
   }
 
   private _update(register: Register__Output): void {
@@ -252,6 +398,10 @@ export class RemoteWorkerConnection
       reject(new Error(`worker ${this.name} disconnected`));
     }
     this._commands.clear();
+    // Terminals are not kept for a worker's return: the worker closes them when its link drops.
+    for (const id of [...this._terminals.keys()]) {
+      this._terminalEnded(id, `worker ${this.name} disconnected`);
+    }
     this._log.warn('worker disconnected');
     this.emit('disconnected');
   }
@@ -345,4 +495,18 @@ export class RemoteWorkerConnection
     }
   >();
   private _nextRequest = 1;
+  private _terminals = new Map<string, Private.ITerminal>();
+}
+
+namespace Private {
+  /** A terminal the gateway asked this worker to open. */
+  export interface ITerminal {
+    /** Its stream, once the worker opened it. */
+    call:
+      grpc.ServerDuplexStream<TerminalFrame__Output, TerminalFrame> | undefined;
+    /** Whether the gateway stopped reading its output. */
+    paused: boolean;
+    /** Whether a write was declined (`terminalWritable` follows). */
+    declined: boolean;
+  }
 }

@@ -5,6 +5,7 @@ import type { WorkerPool } from './pool';
 import {
   KERNEL_ID_METADATA,
   MAX_GRPC_MESSAGE_BYTES,
+  TERMINAL_ID_METADATA,
   WORKER_ID_METADATA,
   workerProtocol,
   type Register__Output,
@@ -72,6 +73,27 @@ export class WorkerServer {
           return Private.refuse(
             call,
             `unknown worker ${workerId} or kernel ${kernelId}`,
+            grpc.status.NOT_FOUND
+          );
+        }
+      },
+      TerminalChannel: call => {
+        if (!this._authorized(call.metadata)) {
+          return Private.refuse(call, 'a valid worker token is required');
+        }
+        const terminalId = String(
+          call.metadata.get(TERMINAL_ID_METADATA)[0] ?? ''
+        );
+        const workerId = String(call.metadata.get(WORKER_ID_METADATA)[0] ?? '');
+        if (
+          !terminalId ||
+          !this._guard(call, 'terminal stream', () =>
+            options.pool.attachTerminalStream(workerId, terminalId, call)
+          )
+        ) {
+          return Private.refuse(
+            call,
+            `unknown worker ${workerId} or terminal ${terminalId}`,
             grpc.status.NOT_FOUND
           );
         }

@@ -31,6 +31,10 @@ export type {
 } from './generated/ferry/worker/v1/KernelFrame';
 export type { Command__Output } from './generated/ferry/worker/v1/Command';
 export type {
+  TerminalFrame,
+  TerminalFrame__Output
+} from './generated/ferry/worker/v1/TerminalFrame';
+export type {
   Register,
   Register__Output
 } from './generated/ferry/worker/v1/Register';
@@ -49,6 +53,9 @@ export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
 
 /** Metadata key naming the kernel of a `KernelChannel` stream. */
 export const KERNEL_ID_METADATA = 'ferry-kernel-id';
+
+/** Metadata key naming the terminal of a `TerminalChannel` stream. */
+export const TERMINAL_ID_METADATA = 'ferry-terminal-id';
 
 /** The largest message either side accepts (kernel messages can carry large outputs). */
 export const MAX_GRPC_MESSAGE_BYTES = 256 * 1024 * 1024;
@@ -83,6 +90,17 @@ export function workerAuthMetadata(
   if (workerId !== undefined) {
     metadata.set(WORKER_ID_METADATA, workerId);
   }
+  return metadata;
+}
+
+/** Call metadata of a terminal's stream: the worker token, the terminal's and the worker's ids. */
+export function terminalStreamMetadata(
+  token: string,
+  terminalId: string,
+  workerId: string
+): grpc.Metadata {
+  const metadata = workerAuthMetadata(token, undefined, workerId);
+  metadata.set(TERMINAL_ID_METADATA, terminalId);
   return metadata;
 }
 

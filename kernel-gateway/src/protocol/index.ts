@@ -29,6 +29,10 @@ export {
   type Register__Output,
   sampleFromProto,
   sampleToProto,
+  TERMINAL_ID_METADATA,
+  terminalStreamMetadata,
+  type TerminalFrame,
+  type TerminalFrame__Output,
   WORKER_ID_METADATA,
   workerAuthMetadata,
   type WorkerGatewayClient,
@@ -48,6 +52,7 @@ export type {
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,
+  ITerminalOpen,
   IWorkerConnection,
   IWorkerEvents,
   KernelLifecycleEvent

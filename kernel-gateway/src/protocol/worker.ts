@@ -63,6 +63,27 @@ export interface IKernelLaunch {
   environment?: string;
 }
 
+/** What the gateway asks a worker to open: a shell on a pty. */
+export interface ITerminalOpen {
+  /** The gateway's name for it, as in `/api/terminals`. */
+  terminalId: string;
+  /** The devices it holds: empty unless it asked for some; beside a kernel, that kernel's. */
+  deviceIds: string[];
+  /** Client-supplied variables, already filtered by the gateway's allowlist. */
+  env: Record<string, string>;
+  /** Working directory on the worker's host, if any (beside a kernel: the kernel's wins). */
+  cwd?: string;
+  /**
+   * A kernel this worker runs: the terminal gets its isolation environment, devices, user,
+   * environment and working directory.
+   */
+  besideKernel?: string;
+  /** An environment template's name (the worker's default when left out). */
+  environment?: string;
+  rows: number;
+  cols: number;
+}
+
 /** A kernel a worker runs, as it reports it after reconnecting. */
 export interface IRunningKernel {
   kernelId: string;
@@ -102,6 +123,15 @@ export interface IWorkerEvents {
   lifecycle: [kernelId: string, event: KernelLifecycleEvent];
   /** One batch of device telemetry (every second). */
   samples: [samples: IAttributedSample[]];
+  /** Output of a terminal's pty: raw bytes, in order. */
+  terminalOutput: [terminalId: string, data: Buffer];
+  /**
+   * A terminal ended (its shell exited, it was closed, its kernel or its worker went away), after
+   * its last output. Emitted once per terminal, also after {@link IWorkerConnection.closeTerminal}.
+   */
+  terminalExit: [terminalId: string, reason: string];
+  /** A terminal takes keystrokes again after {@link IWorkerConnection.writeTerminal} declined some. */
+  terminalWritable: [terminalId: string];
   /** A remote worker's connection dropped; its kernels may still be running there. */
   disconnected: [];
   /** A remote worker came back; these are the kernels it runs now. */
@@ -159,6 +189,26 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
 
   /** The kernels running on this worker now. */
   runningKernels(): IRunningKernel[];
+
+  /**
+   * Open a shell on a pty, as the worker's kernels run (same isolation environment and user), and
+   * resolve once it runs; its output follows as `terminalOutput` events.
+   */
+  openTerminal(open: ITerminalOpen): Promise<void>;
+  /**
+   * Type into a terminal. False when it cannot take more now (its input backs up, or a remote
+   * stream is not up yet): the data is not sent, and the caller keeps it until `terminalWritable`.
+   * Data for a terminal the worker does not run is dropped.
+   */
+  writeTerminal(terminalId: string, data: string): boolean;
+  resizeTerminal(terminalId: string, rows: number, cols: number): void;
+  /**
+   * Stop or restart reading a terminal's output: back-pressure from browsers that do not keep up
+   * reaches the program writing it (it blocks, as on a real terminal).
+   */
+  pauseTerminal(terminalId: string, paused: boolean): void;
+  /** Close a terminal, killing its process group; `terminalExit` follows. */
+  closeTerminal(terminalId: string): Promise<void>;
 
   /** Shut down every kernel this worker runs and let go of its resources. */
   dispose(): Promise<void>;

@@ -1,0 +1,61 @@
+import { Router } from 'express';
+import { filterKernelEnv, kernelWorkingDir } from '../../kernels';
+import type { RestSchemas } from '../../protocol';
+import { requestedAccelerator } from '../../scheduler';
+import { TerminalError, type TerminalRegistry } from '../../terminals';
+import type { IGatewayContext } from '../context';
+import { validateBody } from '../validation';
+
+/**
+ * `/api/terminals`, as jupyter_server serves it (list, open, one, close), with where a terminal
+ * runs: `{}` holds no device, `{"accelerator": ...}` devices of its own, `{"kernel": id}` beside a
+ * kernel. Share links never get here (the share guard has no rule for terminals).
+ */
+export function terminalsRouter(
+  context: IGatewayContext,
+  terminals: TerminalRegistry
+): Router {
+  const { schemas, options } = context;
+  const router = Router();
+  router.get('/api/terminals', (_request, response) => {
+    response.json(terminals.list().map(t => terminals.model(t)));
+  });
+  router.post(
+    '/api/terminals',
+    validateBody(schemas, 'TerminalCreateRequest'),
+    async (request, response) => {
+      const body = request.body as RestSchemas['TerminalCreateRequest'];
+      const env = filterKernelEnv(body.env, options.envAllow);
+      const target = requestedAccelerator(body.accelerator, env);
+      if (target.offer !== undefined) {
+        throw new TerminalError(
+          400,
+          `A terminal cannot start an offer's worker (${target.offer}): start a kernel on it, then open a terminal beside it`
+        );
+      }
+      // JupyterLab sends the file browser's directory, relative to the root.
+      const cwd = kernelWorkingDir(
+        options.rootDir,
+        body.cwd ? `${body.cwd.replace(/\/+$/, '')}/` : undefined
+      );
+      const terminal = await terminals.create({
+        name: body.name ?? undefined,
+        cwd,
+        env,
+        accelerator: target.accelerator,
+        kernel: body.kernel,
+        environment: body.environment
+      });
+      // 200, as jupyter_server answers (JupyterLab checks for it).
+      response.json(terminals.model(terminal));
+    }
+  );
+  router.get('/api/terminals/:name', (request, response) => {
+    response.json(terminals.model(terminals.require(request.params.name)));
+  });
+  router.delete('/api/terminals/:name', async (request, response) => {
+    await terminals.close(terminals.require(request.params.name).name);
+    response.status(204).end();
+  });
+  return router;
+}

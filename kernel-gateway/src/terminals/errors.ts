@@ -1,0 +1,9 @@
+/** A terminal request that cannot be done, with the HTTP status that says why. */
+export class TerminalError extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409 | 500 | 503,
+    message: string
+  ) {
+    super(message);
+  }
+}

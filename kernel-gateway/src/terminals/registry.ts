@@ -1,0 +1,381 @@
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import { LimitError } from '../auth';
+import type { KernelRegistry } from '../kernels';
+import type { WorkerPool } from '../pool';
+import type { IWorkerConnection, RestSchemas } from '../protocol';
+import {
+  formatAcceleratorSpec,
+  type IAcceleratorRequest,
+  type IPlacement,
+  type Scheduler
+} from '../scheduler';
+import { TerminalError } from './errors';
+import { ManagedTerminal } from './terminal';
+
+/** What a terminal is opened with. */
+export interface ITerminalRequest {
+  /** Its name (default: the lowest free number, as jupyter_server names terminals). */
+  name?: string;
+  /** Its working directory on the worker's host (ignored beside a kernel: the kernel's). */
+  cwd?: string;
+  /** Client-supplied variables, already filtered by the gateway's allowlist. */
+  env: Record<string, string>;
+  /** Devices of its own (queued like a kernel's when none are free); none: a CPU terminal. */
+  accelerator?: IAcceleratorRequest;
+  /** A running kernel to open it beside. */
+  kernel?: string;
+  /** An environment template's name. */
+  environment?: string;
+}
+
+/**
+ * The gateway's terminals: where each runs (a CPU worker, devices the scheduler hands out, or
+ * beside a kernel), the limit on how many, their output from the workers to their websockets, and
+ * their end (closed, shell exited, kernel or worker gone, gateway shut down).
+ *
+ * #### Notes
+ * A terminal holding devices asks the scheduler for them under the id `terminal:<name>`, so it
+ * counts against the devices like a kernel and waits in the same queue. Terminals are not adopted
+ * across a gateway restart: they close with it, their processes killed.
+ */
+export class TerminalRegistry {
+  constructor(options: TerminalRegistry.IOptions) {
+    this._options = options;
+    this._log = options.logger;
+    const { pool, scheduler } = options;
+    pool.on('terminalOutput', (id, data) =>
+      this._entries.get(id)?.terminal.output(data)
+    );
+    pool.on('terminalWritable', id =>
+      this._entries.get(id)?.terminal.writable()
+    );
+    pool.on('terminalExit', (id, reason) => this._ended(id, reason));
+    scheduler.on('assigned', (id, placement) => {
+      const entry = this._entries.get(Private.nameOf(id) ?? '');
+      if (entry) {
+        void this._placed(entry, placement).catch(() => undefined);
+      }
+    });
+  }
+
+  list(): ManagedTerminal[] {
+    return [...this._entries.values()].map(e => e.terminal);
+  }
+
+  get(name: string): ManagedTerminal | undefined {
+    return this._entries.get(name)?.terminal;
+  }
+
+  /** The terminal named `name`, or a 404. */
+  require(name: string): ManagedTerminal {
+    const terminal = this.get(name);
+    if (!terminal) {
+      throw new TerminalError(404, `Terminal does not exist: ${name}`);
+    }
+    return terminal;
+  }
+
+  /** The REST model: jupyter_server's `name` and `last_activity`, and where it runs. */
+  model(terminal: ManagedTerminal): RestSchemas['Terminal'] {
+    const placement = terminal.placement;
+    const position = this._options.scheduler.positionOf(
+      Private.schedulerId(terminal.name)
+    );
+    return {
+      name: terminal.name,
+      last_activity: terminal.lastActivity.toISOString(),
+      state: terminal.state === 'closed' ? 'running' : terminal.state,
+      accelerator: terminal.accelerator,
+      ...(placement
+        ? { worker: placement.worker.name, devices: placement.deviceIds }
+        : {}),
+      ...(terminal.kernelId ? { kernel: terminal.kernelId } : {}),
+      ...(position !== undefined ? { position } : {}),
+      connections: terminal.connections
+    };
+  }
+
+  /**
+   * Open a terminal. Resolves once its shell runs, or at once when it waits in the queue for its
+   * devices (its model says where it stands).
+   *
+   * @throws LimitError (403) past the limit on terminals; TerminalError: 409 for a name in use or a
+   * kernel that does not run, 400 for what cannot be asked, 503 when no worker takes terminals,
+   * 500 when the worker cannot open it; the scheduler's errors for devices no worker has.
+   */
+  async create(request: ITerminalRequest): Promise<ManagedTerminal> {
+    const max = this._options.maxTerminals;
+    if (max > 0 && this._entries.size >= max) {
+      throw new LimitError(
+        403,
+        `Too many terminals: ${max} are open, the most this gateway allows (--max-terminals); close one first`
+      );
+    }
+    const name = request.name ?? this._nextName();
+    if (this._entries.has(name)) {
+      throw new TerminalError(409, `A terminal named ${name} is open already`);
+    }
+    const { kernels, scheduler, pool } = this._options;
+    const kernel =
+      request.kernel === undefined ? undefined : kernels.get(request.kernel);
+    if (request.kernel !== undefined) {
+      if (request.accelerator) {
+        throw new TerminalError(
+          400,
+          'A terminal beside a kernel has that kernel\u2019s devices: ask for a kernel or an accelerator, not both'
+        );
+      }
+      if (!kernel) {
+        throw new TerminalError(
+          400,
+          `Kernel does not exist: ${request.kernel}`
+        );
+      }
+      if (!kernel.running || !kernel.placement) {
+        throw new TerminalError(
+          409,
+          `Kernel ${kernel.id} is not running (${kernel.phase}): a terminal beside it opens once it runs`
+        );
+      }
+    }
+    const accelerator =
+      request.accelerator && request.accelerator.kind !== 'cpu'
+        ? scheduler.check(request.accelerator)
+        : undefined;
+    const entry: Private.IEntry = {
+      request,
+      size: { rows: 24, cols: 80 },
+      terminal: new ManagedTerminal({
+        name,
+        accelerator: kernel
+          ? formatAcceleratorSpec(kernel.accelerator)
+          : formatAcceleratorSpec(accelerator ?? { kind: 'cpu', count: 0 }),
+        kernelId: kernel?.id,
+        replayChars: this._options.replayChars,
+        slowClientTimeoutMs: this._options.slowClientTimeoutMs,
+        write: text =>
+          entry.terminal.placement?.worker.writeTerminal(name, text) ?? false,
+        onResize: (rows, cols) => {
+          entry.size = { rows, cols };
+          if (entry.terminal.state === 'running') {
+            entry.terminal.placement?.worker.resizeTerminal(name, rows, cols);
+          }
+        },
+        onPause: paused =>
+          entry.terminal.placement?.worker.pauseTerminal(name, paused),
+        logger: this._log
+      })
+    };
+    this._entries.set(name, entry);
+    try {
+      if (kernel) {
+        const worker = pool.get(kernel.placement!.workerId);
+        if (!worker) {
+          throw new TerminalError(
+            409,
+            `The worker of kernel ${kernel.id} is gone`
+          );
+        }
+        await this._open(entry, worker, kernel.placement!.deviceIds);
+      } else if (accelerator) {
+        const result = scheduler.request(
+          Private.schedulerId(name),
+          accelerator
+        );
+        if (result.state === 'queued') {
+          entry.terminal.notice(
+            `waiting for ${formatAcceleratorSpec(accelerator)}: position ${result.position} in the queue`
+          );
+          this._log.info(
+            { terminal: name, position: result.position },
+            'terminal queued for its devices'
+          );
+          return entry.terminal;
+        }
+        await this._placed(entry, result.placement);
+      } else {
+        const worker = this._cpuWorker();
+        if (!worker) {
+          throw new TerminalError(
+            503,
+            'No worker takes terminals now: none is connected that runs CPU kernels'
+          );
+        }
+        await this._open(entry, worker, []);
+      }
+    } catch (error) {
+      this._entries.delete(name);
+      this._options.scheduler.release(Private.schedulerId(name));
+      entry.terminal.closed((error as Error).message);
+      throw error instanceof TerminalError || error instanceof LimitError
+        ? error
+        : new TerminalError(
+            500,
+            `The terminal could not be opened: ${(error as Error).message}`
+          );
+    }
+    return entry.terminal;
+  }
+
+  /** A browser's websocket for a terminal (the upgrade checked who may open it). */
+  connect(terminal: ManagedTerminal, ws: WebSocket): void {
+    terminal.connect(ws);
+  }
+
+  /** Close a terminal: its process group is killed and its browsers told. */
+  async close(name: string, reason = 'it was closed'): Promise<void> {
+    const entry = this._entries.get(name);
+    if (!entry) {
+      throw new TerminalError(404, `Terminal does not exist: ${name}`);
+    }
+    const worker = entry.terminal.placement?.worker;
+    // Its worker reports the end too: this reason is the one browsers are told.
+    entry.closing ??= reason;
+    try {
+      await worker?.closeTerminal(name);
+    } catch (error) {
+      this._log.warn(
+        { terminal: name, err: (error as Error).message },
+        'terminal close on its worker failed'
+      );
+    }
+    this._ended(name, reason);
+  }
+
+  /** Close every terminal (the gateway shuts down), remote ones too. */
+  async closeAll(reason: string): Promise<void> {
+    await Promise.all(
+      [...this._entries.keys()].map(name => this.close(name, reason))
+    );
+  }
+
+  /** Its devices were handed out (at once, or from the queue): open it there. */
+  private async _placed(
+    entry: Private.IEntry,
+    placement: IPlacement
+  ): Promise<void> {
+    const worker = this._options.pool.get(placement.workerId);
+    const name = entry.terminal.name;
+    try {
+      if (!worker) {
+        throw new Error(`worker ${placement.workerId} is gone`);
+      }
+      await this._open(entry, worker, placement.deviceIds);
+    } catch (error) {
+      this._ended(name, `it could not open: ${(error as Error).message}`);
+      throw error;
+    }
+  }
+
+  private async _open(
+    entry: Private.IEntry,
+    worker: IWorkerConnection,
+    deviceIds: string[]
+  ): Promise<void> {
+    const { terminal, request, size } = entry;
+    terminal.starting(worker, deviceIds);
+    await worker.openTerminal({
+      terminalId: terminal.name,
+      deviceIds,
+      env: request.env,
+      cwd: request.cwd,
+      besideKernel: terminal.kernelId,
+      environment: request.environment,
+      rows: size.rows,
+      cols: size.cols
+    });
+    if (this._entries.get(terminal.name) !== entry) {
+      // Closed while it opened.
+      await worker.closeTerminal(terminal.name).catch(() => undefined);
+      return;
+    }
+    terminal.running();
+    if (entry.size !== size) {
+      worker.resizeTerminal(terminal.name, entry.size.rows, entry.size.cols);
+    }
+    this._log.info(
+      {
+        terminal: terminal.name,
+        worker: worker.name,
+        devices: deviceIds,
+        kernel: terminal.kernelId
+      },
+      'terminal opened'
+    );
+  }
+
+  /** It ended: forget it, free its devices, tell its browsers why. */
+  private _ended(name: string, reason: string): void {
+    const entry = this._entries.get(name);
+    if (!entry) {
+      return;
+    }
+    this._entries.delete(name);
+    this._options.scheduler.release(Private.schedulerId(name));
+    entry.terminal.closed(entry.closing ?? reason);
+    this._log.info(
+      { terminal: name, reason: entry.closing ?? reason },
+      'terminal closed'
+    );
+  }
+
+  /** The worker of a terminal that holds no device: the embedded one, else one taking CPU kernels. */
+  private _cpuWorker(): IWorkerConnection | undefined {
+    const workers = this._options.pool.list();
+    return (
+      workers.find(w => !w.remote && w.acceptsCpu) ??
+      workers.find(w => w.connected && w.acceptsCpu)
+    );
+  }
+
+  private _nextName(): string {
+    let n = 1;
+    while (this._entries.has(String(n))) {
+      n++;
+    }
+    return String(n);
+  }
+
+  private _options: TerminalRegistry.IOptions;
+  private _log: Logger;
+  private _entries = new Map<string, Private.IEntry>();
+}
+
+export namespace TerminalRegistry {
+  export interface IOptions {
+    pool: WorkerPool;
+    scheduler: Scheduler;
+    kernels: KernelRegistry;
+    logger: Logger;
+    /** At most this many open terminals (0: no limit). */
+    maxTerminals: number;
+    /** Characters of recent output kept per terminal for reconnecting browsers. */
+    replayChars: number;
+    /** A browser that stays a megabyte behind for longer is closed with 1013. */
+    slowClientTimeoutMs: number;
+  }
+}
+
+namespace Private {
+  export interface IEntry {
+    terminal: ManagedTerminal;
+    request: ITerminalRequest;
+    /** The size browsers last asked for: it opens at that size. */
+    size: { rows: number; cols: number };
+    /** Why the gateway closes it, once it does. */
+    closing?: string;
+  }
+
+  const PREFIX = 'terminal:';
+
+  /** The id a terminal's devices are held under in the scheduler. */
+  export function schedulerId(name: string): string {
+    return `${PREFIX}${name}`;
+  }
+
+  /** The terminal a scheduler id names, if it names one. */
+  export function nameOf(id: string): string | undefined {
+    return id.startsWith(PREFIX) ? id.slice(PREFIX.length) : undefined;
+  }
+}
