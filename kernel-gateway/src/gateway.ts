@@ -38,6 +38,7 @@ import {
   UpgradeRouter,
   type IAppServices
 } from './http';
+import { JobService } from './jobs';
 import { KernelRegistry, SessionStore } from './kernels';
 import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
@@ -176,6 +177,17 @@ export class Gateway {
       rooms: this.rooms,
       logger: options.logger
     });
+    this.jobs = new JobService({
+      registry: this.registry,
+      pool: this.pool,
+      scheduler: this.scheduler,
+      store: this.state,
+      contents: this.contents,
+      logger: options.logger,
+      rootDir: resolved.rootDir,
+      envAllow: resolved.envAllow,
+      maxJobsPerUser: resolved.limits.maxJobsPerUser
+    });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
     }
@@ -185,7 +197,8 @@ export class Gateway {
       registry: this.registry,
       offers: resolved.offers,
       culling: resolved.culling,
-      notebookOf: kernelId => this.sessions.pathOf(kernelId)
+      notebookOf: kernelId =>
+        this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId)
     });
     this.metrics = createMetrics({
       accelerators: this.accelerators,
@@ -223,7 +236,8 @@ export class Gateway {
       shares: this.shares,
       shareConnections: this.shareConnections,
       collaboration: this.rooms,
-      terminals: this.terminals
+      terminals: this.terminals,
+      jobs: this.jobs
     });
     this.upgrades = new UpgradeRouter({
       registry: this.registry,
@@ -281,6 +295,8 @@ export class Gateway {
   readonly rooms: RoomManager;
   /** Cells the gateway itself runs, writing their outputs into the notebook's room. */
   readonly executions: CellExecutions;
+  /** Headless notebook jobs. */
+  readonly jobs: JobService;
   readonly app: Express;
   /** The websocket endpoints: kernel channels, the event stream and collaboration rooms. */
   readonly upgrades: UpgradeRouter;
@@ -319,6 +335,9 @@ export class Gateway {
     }
     this._closed = (async () => {
       this.registry.dispose();
+      // First: jobs on the embedded worker end with its kernels below, and are not to be recorded
+      // as failed for it (a restart finds them lost); remote ones go on and are adopted.
+      this.jobs.dispose();
       this.executions.dispose();
       this.accelerators.dispose();
       Object.values(this.provisioners).forEach(p => p.dispose());

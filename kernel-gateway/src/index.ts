@@ -14,6 +14,7 @@ export * from './engines';
 export * from './events';
 export * from './gateway';
 export * from './http';
+export * from './jobs';
 export * from './kernels';
 export * from './lab';
 export * from './log';

@@ -5,6 +5,8 @@ import {
   deviceToProto,
   environmentTemplateFromProto,
   environmentToProto,
+  jobEventToProto,
+  jobReportToProto,
   kernelspecToProto,
   MAX_GRPC_MESSAGE_BYTES,
   MessageQueue,
@@ -81,6 +83,12 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       this._terminalExit(id, reason)
     );
     this._worker.on('terminalWritable', id => this._terminalWritable(id));
+    // Dropped while the gateway is away: registering again reports each job as it stands.
+    this._worker.on('job', (jobId, event) => {
+      if (this._registered) {
+        this._send({ job: jobEventToProto(jobId, event) });
+      }
+    });
     this._worker.on('lifecycle', (kernelId, event) => {
       this._send({
         lifecycle: {
@@ -165,7 +173,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
           execution_state: k.executionState
         })),
         accepts_cpu: this._worker.acceptsCpu,
-        environments: this._worker.environments.map(environmentToProto)
+        environments: this._worker.environments.map(environmentToProto),
+        jobs: this._worker.runningJobs().map(jobReportToProto)
       }
     });
   }
@@ -312,6 +321,14 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         this._worker.resizeTerminal(terminal_id, rows, cols);
       } else if (command.close_terminal) {
         await this._worker.closeTerminal(command.close_terminal.terminal_id);
+      } else if (command.run_job) {
+        await this._worker.runJob({
+          jobId: command.run_job.job_id,
+          kernelId: command.run_job.kernel_id,
+          notebook: command.run_job.notebook_json
+        });
+      } else if (command.end_job) {
+        await this._worker.endJob(command.end_job.job_id);
       } else if (command.read_resource) {
         data = await this._worker.readKernelspecResource(
           command.read_resource.kernelspec,

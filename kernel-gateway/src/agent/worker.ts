@@ -6,6 +6,8 @@ import type { Logger } from 'pino';
 import type {
   IEnvironmentInfo,
   IEnvironmentTemplate,
+  IJobReport,
+  IJobRun,
   IKernelLaunch,
   IKernelspecInfo,
   IRunningKernel,
@@ -17,6 +19,7 @@ import type { ClientChannel, MessageParts } from '../protocol/wire';
 import { findFreePorts } from './kernels/connection';
 import type { DeviceInventory } from './devices/inventory';
 import type { IDevice } from '../protocol/devices';
+import { NotebookRun } from './jobs';
 import { INHERITED_ENV, kernelEnvironment } from './kernels/environment';
 import {
   argvWithInterpreter,
@@ -208,6 +211,7 @@ export class Worker
         Private.trackState(entry, parts);
       }
       this.emit('message', kernel.id, channel, parts, header);
+      entry.job?.message(channel, parts, header);
     });
     kernel.on('ready', () => this.emit('accepting', kernel.id));
     kernel.on('died', reason => void this._autoRestart(kernel, reason));
@@ -229,6 +233,50 @@ export class Worker
       deviceIds: entry.deviceIds,
       executionState: entry.executionState
     }));
+  }
+
+  async runJob(run: IJobRun): Promise<void> {
+    if (this._jobs.has(run.jobId)) {
+      return;
+    }
+    const entry = this._kernels.get(run.kernelId);
+    if (!entry) {
+      throw new Error(
+        `kernel ${run.kernelId} does not run on worker ${this.id}`
+      );
+    }
+    if (entry.job && !entry.job.finished) {
+      throw new Error(
+        `kernel ${run.kernelId} already runs job ${entry.job.jobId}`
+      );
+    }
+    const job = new NotebookRun({
+      run,
+      send: (channel, parts) => entry.kernel.send(channel, parts),
+      onEvent: event => this.emit('job', run.jobId, event),
+      logger: this._log,
+      outputBudgetBytes: this._options.jobOutputBudgetBytes
+    });
+    entry.job = job;
+    this._jobs.set(run.jobId, job);
+    job.start();
+  }
+
+  async endJob(jobId: string): Promise<void> {
+    const job = this._jobs.get(jobId);
+    if (!job) {
+      return;
+    }
+    job.cancel('the job was cancelled');
+    this._jobs.delete(jobId);
+    const entry = this._kernels.get(job.kernelId);
+    if (entry?.job === job) {
+      entry.job = undefined;
+    }
+  }
+
+  runningJobs(): IJobReport[] {
+    return [...this._jobs.values()].map(job => job.report());
   }
 
   /** The execution state of the kernel holding a device, or undefined when none holds it. */
@@ -276,6 +324,7 @@ export class Worker
     }
     this._kernels.delete(kernelId);
     await this._closeTerminalsBeside(kernelId, 'its kernel was shut down');
+    entry.job?.kernelEnded('the kernel was shut down');
     await entry.kernel.shutdown();
     entry.kernel.removeAllListeners();
     await entry.sandbox?.dispose();
@@ -452,6 +501,7 @@ export class Worker
       );
       this._kernels.delete(kernel.id);
       await this._closeTerminalsBeside(kernel.id, 'its kernel died');
+      entry.job?.kernelEnded(`the kernel died (${reason})`);
       await kernel.shutdown();
       await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
@@ -460,6 +510,8 @@ export class Worker
       });
       return;
     }
+    // A job's run does not survive its kernel's death: its cells' state is gone.
+    entry.job?.kernelEnded(`the kernel died (${reason})`);
     entry.restarts.push(now);
     this._log.warn({ kernel: kernel.id, reason }, 'kernel died; restarting');
     this.emit('lifecycle', kernel.id, { state: 'restarting', reason });
@@ -490,6 +542,7 @@ export class Worker
   private _templates: IEnvironmentTemplate[] = [];
   private _environments: readonly IEnvironmentInfo[] = [];
   private _terminals = new Map<string, Private.ITerminalEntry>();
+  private _jobs = new Map<string, NotebookRun>();
 }
 
 export namespace Worker {
@@ -515,6 +568,8 @@ export namespace Worker {
     runtimeDir?: string;
     /** The shell terminals run (default: `$SHELL`, else bash, else sh). */
     terminalShell?: string;
+    /** Bytes of output a job's notebook keeps at most (default 64 MiB). */
+    jobOutputBudgetBytes?: number;
     /** Larger messages from a kernel are replaced by a notice (default 128 MiB). */
     maxOutputBytes?: number;
     /** At most this many automatic restarts per window before a kernel is declared dead. */
@@ -541,6 +596,8 @@ namespace Private {
     executionState: string;
     /** The kernel's own directory and identity, when it runs as another user. */
     sandbox?: KernelUser.ISandbox;
+    /** The job whose notebook runs on this kernel, if any. */
+    job?: NotebookRun;
     /** What it runs with (a terminal beside it gets the same). */
     env: Record<string, string>;
     cwd?: string;

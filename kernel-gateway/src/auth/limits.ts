@@ -13,6 +13,8 @@ export interface ILimits {
   maxTerminals: number;
   /** Kernel starts one principal may make in a minute. */
   kernelStartsPerMinute: number;
+  /** Jobs one principal may have queued or running at once (`/api/jobs`). */
+  maxJobsPerUser: number;
   /**
    * Messages a second one websocket may send, sustained: bursts of {@link ILimits.burstSeconds}
    * seconds' worth pass (JupyterLab's "Run All" on a long notebook). Past it the socket is closed
@@ -42,7 +44,7 @@ export namespace ILimits {
 }
 
 /**
- * The defaults: 64 kernels (each user too), 16 terminals, 30 starts a minute, 1000 messages a second (100 through a
+ * The defaults: 64 kernels (each user too), 16 terminals, 30 starts a minute, 32 jobs queued or running per user, 1000 messages a second (100 through a
  * share link), 64 sockets per share link, 20 links per notebook, 20 wrong tokens a minute.
  */
 export const DEFAULT_LIMITS: ILimits = {
@@ -50,6 +52,7 @@ export const DEFAULT_LIMITS: ILimits = {
   maxKernelsPerUser: 64,
   maxTerminals: 16,
   kernelStartsPerMinute: 30,
+  maxJobsPerUser: 32,
   wsMessagesPerSecond: 1000,
   guestWsMessagesPerSecond: 100,
   connectionsPerLink: 64,

@@ -18,6 +18,7 @@ import {
 import type { FileContentsManager } from '../contents';
 import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
+import type { JobService } from '../jobs';
 import type { RoomManager } from '../rooms';
 import type { TerminalRegistry } from '../terminals';
 import type { IGatewayContext } from './context';
@@ -34,6 +35,7 @@ import { collaborationRouter } from './routes/collaboration';
 import { contentsRouter, filesRouter } from './routes/contents';
 import { eventsRouter } from './routes/events';
 import { executionRouter } from './routes/execution';
+import { jobsRouter } from './routes/jobs';
 import {
   isLabAsset,
   isLabPage,
@@ -74,6 +76,8 @@ export interface IAppServices {
   collaboration: RoomManager;
   /** Terminals (`/api/terminals`). */
   terminals: TerminalRegistry;
+  /** Headless notebook jobs (`/api/jobs`). */
+  jobs: JobService;
 }
 
 /** The express app of the gateway's REST API and pages (websockets are http/upgrade.ts's). */
@@ -151,6 +155,7 @@ export function createApp(services: IAppServices): Express {
     })
   );
   app.use(sessionsRouter(context));
+  app.use(jobsRouter(context, { jobs: services.jobs, auth }));
   app.use(acceleratorsRouter(services.accelerators, services.metrics));
   app.use(terminalsRouter(context, services.terminals));
   app.use(filesRouter(services.contents));

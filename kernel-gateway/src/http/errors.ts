@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { LimitError, ShareError } from '../auth';
+import { JobRequestError } from '../jobs';
 import {
   BadAcceleratorRequestError,
   PlacementConflictError,
@@ -41,6 +42,7 @@ export function errorBody(
 function statusOf(error: unknown): number | undefined {
   if (
     error instanceof HttpError ||
+    error instanceof JobRequestError ||
     error instanceof LimitError ||
     error instanceof ShareError ||
     error instanceof TerminalError

@@ -429,6 +429,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       this._scheduler.release(kernel.id);
       return;
     }
+    this.emit('placed', kernel);
     let worker: IWorkerConnection;
     try {
       worker = this._workerOf(kernel);
@@ -465,6 +466,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       },
       'kernel started'
     );
+    this.emit('started', kernel);
   }
 
   private _markDead(kernel: ManagedKernel, reason: string): void {
@@ -473,6 +475,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     this._log.error({ kernel: kernel.id, reason }, 'kernel is dead');
     this._scheduler.release(kernel.id);
+    this.emit('died', kernel, reason);
   }
 
   private _workerOf(kernel: ManagedKernel): IWorkerConnection {
@@ -508,6 +511,12 @@ export namespace KernelRegistry {
   /** The events of a registry: kernel actions (jupyter_server's `kernel_actions`). */
   export interface IEvents {
     action: [event: IKernelActionEvent];
+    /** A kernel got its placement: its process starts now (jobs follow their kernels by these). */
+    placed: [kernel: ManagedKernel];
+    /** A kernel's process runs, after a start, from the queue or on an engine's worker. */
+    started: [kernel: ManagedKernel];
+    /** A kernel is dead (its start failed, its process died for good, its worker is gone). */
+    died: [kernel: ManagedKernel, reason: string];
   }
 
   export interface IOptions {

@@ -10,6 +10,7 @@ import type {
   TerminalFrame__Output,
   WorkerMessage__Output
 } from '../protocol/grpc';
+import type { JobEvent } from '../protocol/jobs';
 import { RemoteWorkerConnection } from './remote';
 import type {
   IAttributedSample,
@@ -52,6 +53,7 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     );
     worker.on('terminalExit', (...args) => this.emit('terminalExit', ...args));
     worker.on('terminalWritable', id => this.emit('terminalWritable', id));
+    worker.on('job', (jobId, event) => this.emit('job', worker, jobId, event));
     worker.on('disconnected', () => this._onDisconnected(worker));
     worker.on('reconnected', kernels => {
       clearTimeout(this._graceTimers.get(worker.id));
@@ -226,6 +228,8 @@ export namespace WorkerPool {
     terminalOutput: IWorkerEvents['terminalOutput'];
     terminalExit: IWorkerEvents['terminalExit'];
     terminalWritable: IWorkerEvents['terminalWritable'];
+    /** Progress, output or the end of a job a worker runs. */
+    job: [worker: IWorkerConnection, jobId: string, event: JobEvent];
     /** A worker appeared, came back or re-registered: these are the kernels it runs. */
     workerChanged: [worker: IWorkerConnection, kernels: IRunningKernel[]];
     /** A worker dropped; it has its grace period to come back. */

@@ -12,6 +12,8 @@ import {
   deviceFromProto,
   environmentFromProto,
   environmentTemplateToProto,
+  jobEventFromProto,
+  jobReportFromProto,
   kernelspecFromProto,
   sampleFromProto,
   type Command__Output,
@@ -23,6 +25,7 @@ import {
   type TerminalFrame__Output,
   type WorkerMessage__Output
 } from '../protocol/grpc';
+import type { IJobReport, IJobRun } from '../protocol/jobs';
 import type {
   IEnvironmentInfo,
   IEnvironmentTemplate,
@@ -336,6 +339,28 @@ export class RemoteWorkerConnection
     return [...this._running];
   }
 
+  async runJob(run: IJobRun): Promise<void> {
+    await this._command({
+      run_job: {
+        job_id: run.jobId,
+        kernel_id: run.kernelId,
+        notebook_json: run.notebook
+      }
+    });
+  }
+
+  async endJob(jobId: string): Promise<void> {
+    this._jobs = this._jobs.filter(j => j.jobId !== jobId);
+    if (this.connected) {
+      await this._command({ end_job: { job_id: jobId } });
+    }
+  }
+
+  /** The jobs the worker reported when it last registered, less those ended since. */
+  runningJobs(): IJobReport[] {
+    return [...this._jobs];
+  }
+
   /** Let go of the worker's streams; its kernels keep running there (a gateway restart adopts them). */
   async dispose(): Promise<void> {
     for (const stream of this._streams.values()) {
@@ -387,6 +412,7 @@ export class RemoteWorkerConnection
       deviceIds: k.device_ids ?? [],
       executionState: k.execution_state || 'idle'
     }));
+    this._jobs = (register.jobs ?? []).map(jobReportFromProto);
   }
 
   private _detach(): void {
@@ -434,6 +460,18 @@ export class RemoteWorkerConnection
         environmentFromProto
       );
       this.emit('environments', this._environments);
+    } else if (message.job) {
+      let event;
+      try {
+        event = jobEventFromProto(message.job);
+      } catch {
+        this._log.warn(
+          { job: message.job.job_id },
+          'unreadable job event dropped'
+        );
+        return;
+      }
+      this.emit('job', message.job.job_id, event);
     } else if (message.samples) {
       this.emit(
         'samples',
@@ -481,6 +519,7 @@ export class RemoteWorkerConnection
   private _templates: readonly IEnvironmentTemplate[];
   private _environments: IEnvironmentInfo[] = [];
   private _running: IRunningKernel[] = [];
+  private _jobs: IJobReport[] = [];
   private _control:
     grpc.ServerDuplexStream<WorkerMessage__Output, GatewayMessage> | undefined;
   private _streams = new Map<

@@ -16,6 +16,19 @@ import type {
   IEnvironmentTemplate,
   IKernelspecInfo
 } from './worker';
+import type {
+  JobEvent as JobEventProto,
+  JobEvent__Output as JobEventProto__Output
+} from './generated/ferry/worker/v1/JobEvent';
+import type {
+  JobFinished,
+  JobFinished__Output
+} from './generated/ferry/worker/v1/JobFinished';
+import type {
+  JobReport,
+  JobReport__Output
+} from './generated/ferry/worker/v1/JobReport';
+import type { IJobFinished, IJobReport, JobEvent, JobRunStatus } from './jobs';
 
 export type { WorkerGatewayClient };
 export type { WorkerGatewayHandlers } from './generated/ferry/worker/v1/WorkerGateway';
@@ -283,4 +296,98 @@ export function sampleFromProto(sample: DeviceSample): IAttributedSample {
     out.note = sample.note;
   }
   return out;
+}
+
+/** A job event in its proto form. */
+export function jobEventToProto(jobId: string, event: JobEvent): JobEventProto {
+  switch (event.kind) {
+    case 'cell':
+      return {
+        job_id: jobId,
+        cell: {
+          index: event.index,
+          position: event.position,
+          count: event.count
+        }
+      };
+    case 'output':
+      return {
+        job_id: jobId,
+        output: {
+          index: event.index,
+          output_json: JSON.stringify(event.output)
+        }
+      };
+    case 'finished':
+      return { job_id: jobId, finished: jobFinishedToProto(event) };
+  }
+}
+
+/**
+ * A job event from its proto form.
+ *
+ * @throws for an output that is not JSON (a worker that does not speak this protocol).
+ */
+export function jobEventFromProto(event: JobEventProto__Output): JobEvent {
+  if (event.cell) {
+    return { kind: 'cell', ...event.cell };
+  }
+  if (event.output) {
+    return {
+      kind: 'output',
+      index: event.output.index,
+      output: JSON.parse(event.output.output_json) as Record<string, unknown>
+    };
+  }
+  return { kind: 'finished', ...jobFinishedFromProto(event.finished!) };
+}
+
+/** A job report in its proto form. */
+export function jobReportToProto(report: IJobReport): JobReport {
+  return {
+    job_id: report.jobId,
+    kernel_id: report.kernelId,
+    position: report.position,
+    count: report.count,
+    notebook_json: report.notebook,
+    ...(report.finished
+      ? { finished: jobFinishedToProto(report.finished) }
+      : {})
+  };
+}
+
+/** A job report from its proto form. */
+export function jobReportFromProto(report: JobReport__Output): IJobReport {
+  return {
+    jobId: report.job_id,
+    kernelId: report.kernel_id,
+    position: report.position,
+    count: report.count,
+    notebook: report.notebook_json,
+    ...(report.finished
+      ? { finished: jobFinishedFromProto(report.finished) }
+      : {})
+  };
+}
+
+function jobFinishedToProto(finished: IJobFinished): JobFinished {
+  return {
+    status: finished.status,
+    notebook_json: finished.notebook,
+    reason: finished.reason ?? '',
+    ...(finished.error ? { error: finished.error } : {})
+  };
+}
+
+function jobFinishedFromProto(finished: JobFinished__Output): IJobFinished {
+  return {
+    status: (['succeeded', 'failed', 'cancelled'] as const).includes(
+      finished.status as JobRunStatus
+    )
+      ? (finished.status as JobRunStatus)
+      : 'failed',
+    notebook: finished.notebook_json,
+    ...(finished.error ? { error: finished.error } : {}),
+    ...(finished.reason ? { reason: finished.reason } : {})
+  };
 }

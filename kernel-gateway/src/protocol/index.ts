@@ -19,6 +19,10 @@ export {
   environmentToProto,
   type GatewayMessage,
   type GatewayMessage__Output,
+  jobEventFromProto,
+  jobEventToProto,
+  jobReportFromProto,
+  jobReportToProto,
   KERNEL_ID_METADATA,
   type KernelFrame,
   type KernelFrame__Output,
@@ -41,6 +45,14 @@ export {
   type WorkerMessage__Output,
   workerProtocol
 } from './grpc';
+export type {
+  IJobError,
+  IJobFinished,
+  IJobReport,
+  IJobRun,
+  JobEvent,
+  JobRunStatus
+} from './jobs';
 export { type DeliverMessage, MessageQueue } from './message-queue';
 export type { RestSchemas } from './rest';
 export { ApiSchemas, eventSchemas, SCHEMA_DIR } from './schema';

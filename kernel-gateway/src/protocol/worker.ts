@@ -6,6 +6,7 @@ import type {
   MessageParts
 } from './wire';
 import type { IDevice, IDeviceSample } from './devices';
+import type { IJobReport, IJobRun, JobEvent } from './jobs';
 import type { RestSchemas } from './rest';
 
 /**
@@ -138,6 +139,8 @@ export interface IWorkerEvents {
   reconnected: [kernels: IRunningKernel[]];
   /** The environments the worker reports changed (it checked the gateway's templates). */
   environments: [environments: readonly IEnvironmentInfo[]];
+  /** Progress, output or the end of a job the worker runs. */
+  job: [jobId: string, event: JobEvent];
 }
 
 /**
@@ -209,6 +212,16 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   pauseTerminal(terminalId: string, paused: boolean): void;
   /** Close a terminal, killing its process group; `terminalExit` follows. */
   closeTerminal(terminalId: string): Promise<void>;
+
+  /**
+   * Run a notebook on one of this worker's kernels (a job): resolves once the run began; progress
+   * and its end come as `job` events.
+   */
+  runJob(run: IJobRun): Promise<void>;
+  /** Stop a job's run if it still runs (it ends `cancelled`), and forget it. */
+  endJob(jobId: string): Promise<void>;
+  /** The jobs this worker holds: running, or over and not yet ended by the gateway. */
+  runningJobs(): IJobReport[];
 
   /** Shut down every kernel this worker runs and let go of its resources. */
   dispose(): Promise<void>;

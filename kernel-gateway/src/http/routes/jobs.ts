@@ -1,0 +1,143 @@
+/**
+ * `/api/jobs`: submit a notebook to run headless, list and read jobs, cancel one, follow one as
+ * server-sent events, and download its executed notebook. Owner only: the share guard lets no
+ * link's holder reach these routes.
+ */
+import { Router, type Response } from 'express';
+import type { TokenAuth } from '../../auth';
+import type { JobService, JobStreamEvent } from '../../jobs';
+import type { RestSchemas } from '../../protocol';
+import type { IGatewayContext } from '../context';
+import { HttpError } from '../errors';
+import { validateBody } from '../validation';
+
+/** The routes of jobs. */
+export function jobsRouter(
+  context: IGatewayContext,
+  options: jobsRouter.IOptions
+): Router {
+  const { jobs, auth } = options;
+  const router = Router();
+  router.get('/api/jobs', (_request, response) => {
+    response.json(jobs.list());
+  });
+  router.post(
+    '/api/jobs',
+    validateBody(context.schemas, 'JobSubmitRequest'),
+    async (request, response) => {
+      const user = auth.principal(request);
+      if (user === undefined) {
+        throw new HttpError(403, 'Jobs are for the owner');
+      }
+      const job = await jobs.submit(
+        request.body as RestSchemas['JobSubmitRequest'],
+        user
+      );
+      response
+        .status(201)
+        .location(`/api/jobs/${encodeURIComponent(job.id)}`)
+        .json(job);
+    }
+  );
+  router.get('/api/jobs/:id', (request, response) => {
+    response.json(jobs.get(request.params.id));
+  });
+  router.delete('/api/jobs/:id', async (request, response) => {
+    response.json(await jobs.cancel(request.params.id));
+  });
+  router.get('/api/jobs/:id/notebook', (request, response) => {
+    const notebook = jobs.notebook(request.params.id);
+    const name = jobs.get(request.params.id).name.replace(/[^\w.-]+/g, '_');
+    response
+      .type('application/x-ipynb+json')
+      .attachment(name.endsWith('.ipynb') ? name : `${name}.ipynb`)
+      .send(notebook);
+  });
+  router.get('/api/jobs/:id/events', (request, response) => {
+    jobs.get(request.params.id);
+    response.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      // No buffering in a proxy between: each event goes out as it happens.
+      'X-Accel-Buffering': 'no'
+    });
+    response.flushHeaders();
+    const stream = new Private.EventStream(response);
+    let stop: () => void = () => undefined;
+    const close = () => {
+      stop();
+      clearInterval(keepAlive);
+    };
+    // A comment now and then: proxies and clients see the stream is alive while a cell runs long.
+    const keepAlive = setInterval(
+      () => stream.comment('keep-alive'),
+      Private.KEEP_ALIVE_MS
+    );
+    keepAlive.unref();
+    request.on('close', close);
+    stop = jobs.follow(request.params.id, event => {
+      if (!stream.send(event)) {
+        close();
+        response.destroy();
+        return;
+      }
+      if (event.type === 'end') {
+        close();
+        response.end();
+      }
+    });
+    if (response.writableEnded) {
+      stop();
+    }
+  });
+  return router;
+}
+
+/** The options of {@link jobsRouter}. */
+export namespace jobsRouter {
+  export interface IOptions {
+    jobs: JobService;
+    /** Who a request acts as (the per-user limit counts per principal). */
+    auth: TokenAuth;
+  }
+}
+
+namespace Private {
+  /** How often an idle event stream gets a comment. */
+  export const KEEP_ALIVE_MS = 15_000;
+
+  /** Bytes a follower may leave unread before its stream is closed (it can reconnect). */
+  export const MAX_WAITING_BYTES = 8 * 1024 * 1024;
+
+  /** Server-sent events on one response: `event:` and one `data:` line of JSON each. */
+  export class EventStream {
+    constructor(response: Response) {
+      this._response = response;
+    }
+
+    /** Write an event; false when the follower is too far behind (its stream should close). */
+    send(event: JobStreamEvent): boolean {
+      if (this._response.writableEnded || this._response.destroyed) {
+        return true;
+      }
+      if (this._response.writableLength > MAX_WAITING_BYTES) {
+        return false;
+      }
+      const data = 'job' in event ? event.job : event.data;
+      // JSON has no raw newlines, so one data line holds it.
+      this._response.write(
+        `event: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`
+      );
+      return true;
+    }
+
+    comment(text: string): void {
+      if (!this._response.writableEnded) {
+        this._response.write(`: ${text}\n\n`);
+      }
+    }
+
+    private _response: Response;
+  }
+}

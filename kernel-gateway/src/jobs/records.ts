@@ -1,0 +1,107 @@
+/**
+ * Jobs' records and executed notebooks in the gateway's embedded store, so both survive a restart.
+ * The newest {@link JobRecords.KEEP} jobs are kept; older ones that are over go, notebook and all.
+ *
+ * @packageDocumentation
+ */
+import type { Database } from 'lmdb';
+import type { RestSchemas } from '../protocol';
+import type { StateStore } from '../store';
+
+/** A job's REST model (schema `Job`). */
+type JobModel = RestSchemas['Job'];
+
+/** A job as the gateway keeps it: its REST model, and what only the gateway needs. */
+export interface IJobRecord extends JobModel {
+  /** Who submitted it (the principal the per-user limit counts for). */
+  user: string;
+  /** Whether its worker is remote (a job there may outlive a gateway restart). */
+  remote?: boolean;
+  /** Order of submission, oldest first. */
+  seq: number;
+}
+
+/** The states a job ends in. */
+export const FINAL_STATES: ReadonlySet<RestSchemas['JobState']> = new Set([
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed-out',
+  'lost'
+]);
+
+/** Jobs' records and notebooks, in two tables of the store. */
+export class JobRecords {
+  constructor(store: StateStore) {
+    this._records = store.table<IJobRecord>('jobs');
+    this._notebooks = store.table<string>('job-notebooks');
+    // Read once: records are few (at most KEEP) and read often; writes go through to the store.
+    for (const { value } of this._records.getRange()) {
+      this._cache.set(value.id, value);
+    }
+  }
+
+  /** Every record, oldest first. */
+  all(): IJobRecord[] {
+    return [...this._cache.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  get(id: string): IJobRecord | undefined {
+    return this._cache.get(id);
+  }
+
+  /** Keep a record; resolves once it is on disk. */
+  put(record: IJobRecord): Promise<void> {
+    this._cache.set(record.id, record);
+    return this._records.put(record.id, record).then(() => undefined);
+  }
+
+  /** Keep a job's executed notebook (nbformat JSON); resolves once it is on disk. */
+  async putNotebook(id: string, notebook: string): Promise<void> {
+    this._withNotebook.add(id);
+    await this._notebooks.put(id, notebook);
+  }
+
+  /** A job's executed notebook, once it is on disk. */
+  notebook(id: string): string | undefined {
+    return this._notebooks.get(id);
+  }
+
+  /** Whether a job has an executed notebook. */
+  hasNotebook(id: string): boolean {
+    return this._withNotebook.has(id) || this._notebooks.doesExist(id);
+  }
+
+  /** Forget a job and its notebook. */
+  delete(id: string): void {
+    this._cache.delete(id);
+    this._withNotebook.delete(id);
+    void this._records.remove(id);
+    void this._notebooks.remove(id);
+  }
+
+  /** Forget the oldest jobs that are over, past the newest {@link JobRecords.KEEP}. */
+  prune(): void {
+    const records = this.all();
+    let excess = records.length - JobRecords.KEEP;
+    for (const record of records) {
+      if (excess <= 0) {
+        break;
+      }
+      if (FINAL_STATES.has(record.state)) {
+        this.delete(record.id);
+        excess--;
+      }
+    }
+  }
+
+  private _cache = new Map<string, IJobRecord>();
+  private _withNotebook = new Set<string>();
+  private _records: Database<IJobRecord, StateStore.Key>;
+  private _notebooks: Database<string, StateStore.Key>;
+}
+
+export namespace JobRecords {
+  /** How many jobs are remembered at most (those over go first, oldest first). */
+  export const KEEP = 500;
+}
