@@ -196,6 +196,7 @@ export class Gateway {
       scheduler: this.scheduler,
       registry: this.registry,
       offers: resolved.offers,
+      environments: resolved.environments,
       culling: resolved.culling,
       notebookOf: kernelId =>
         this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId)

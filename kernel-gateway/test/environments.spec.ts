@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { parse } from 'yaml';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -6,9 +7,13 @@ import {
   argvWithInterpreter,
   checkEnvironments,
   checkProfilesFile,
+  createLogger,
   environmentTemplate,
   loadProfilesFile,
   resolveEnvironment,
+  SlurmProvisioner,
+  type IAcceleratorOffer,
+  type IEnvironmentInfo,
   type IEnvironmentProfile
 } from '../src';
 import {
@@ -48,6 +53,20 @@ describe('environment templates in the profiles file', () => {
     expect(profiles.environments[1].env).toEqual({
       XLA_PYTHON_CLIENT_PREALLOCATE: 'false'
     });
+  });
+
+  it("accepts the README's example profiles file", async () => {
+    const readme = await fs.readFile(
+      path.join(__dirname, '..', '..', 'README.md'),
+      'utf8'
+    );
+    const section = readme.slice(readme.indexOf('### Environments'));
+    const block = /```yaml\n([\s\S]*?)```/.exec(section)![1];
+    const profiles = checkProfilesFile(parse(block), 'README.md');
+    expect(profiles.environments.map(e => e.displayName)).toEqual([
+      'PyTorch 2.4',
+      'JAX 0.4'
+    ]);
   });
 
   it.each([
@@ -325,6 +344,43 @@ describe('kernels in environments', () => {
     await gw.api('DELETE', `/api/sessions/${response.body.id}`);
   });
 
+  it('lists environments per worker in /api/accelerators, with why one is missing', async () => {
+    const response = await gw.api('GET', '/api/accelerators');
+    expect(response.status).toBe(200);
+    expectSchema('Accelerators', response.body);
+    expect(response.body.environments).toEqual([
+      { name: 'pytorch', displayName: 'PyTorch' },
+      { name: 'jax', displayName: 'JAX' },
+      { name: 'remote-only', displayName: 'remote-only' },
+      { name: 'nowhere', displayName: 'nowhere' }
+    ]);
+    const byWorker = (name: string) =>
+      new Map(
+        (
+          response.body.workers.find((w: { name: string }) => w.name === name)
+            .environments as IEnvironmentInfo[]
+        ).map(e => [e.name, e])
+      );
+    const embedded = byWorker(gw.worker.name);
+    const far = byWorker('env-remote');
+    expect(embedded.get('pytorch')?.available).toBe(true);
+    expect(embedded.get('remote-only')).toEqual({
+      name: 'remote-only',
+      displayName: 'remote-only',
+      available: false,
+      reason: `no kernelspec 'remote-py' on ${gw.worker.name}`
+    });
+    expect(far.get('remote-only')?.available).toBe(true);
+    expect(far.get('kernelspec:remote-py')).toEqual({
+      name: 'kernelspec:remote-py',
+      displayName: 'Python on the remote worker',
+      available: true
+    });
+    expect(far.get('nowhere')?.reason).toBe(
+      `${path.join(dir, 'not-made', 'bin', 'python')} not found on env-remote`
+    );
+  });
+
   it('refuses an unknown environment with 400, listing the known ones', async () => {
     const response = await gw.api('POST', '/api/kernels', {
       name: 'python3',
@@ -359,5 +415,46 @@ describe('kernels in environments', () => {
     expect(response.body.message).toContain(
       `${gw.worker.name}: ${python} not found`
     );
+  });
+});
+
+describe('environments on cluster engines', () => {
+  it('loads the modules and runs the setup lines in the Slurm job script, before the worker', () => {
+    const provisioner = new SlurmProvisioner({
+      gateway: () => 'gw.example:8889',
+      token: 'secret-worker-token',
+      workerCommand: ['/opt/ferry/bin/ferry'],
+      logger: createLogger('silent'),
+      bin: { sbatch: '/bin/false', squeue: '/bin/false', scancel: '/bin/false' }
+    });
+    try {
+      const offer: IAcceleratorOffer = {
+        name: 'a100',
+        accelerator: { kind: 'gpu', model: 'A100', count: 1 },
+        slurm: { gres: 'gpu:a100:1' }
+      };
+      const { script } = provisioner.submission('k1', offer, {
+        name: 'pytorch',
+        prefix: '/opt/venvs/torch',
+        slurm: {
+          modules: ['cuda/12.4', 'cudnn/9'],
+          setup: ['source /opt/venvs/torch/bin/activate']
+        }
+      });
+      const lines = script.trimEnd().split('\n');
+      expect(lines.slice(2, 6)).toEqual([
+        '# Environment pytorch',
+        'module load cuda/12.4',
+        'module load cudnn/9',
+        'source /opt/venvs/torch/bin/activate'
+      ]);
+      expect(lines[6]).toMatch(/^exec '?\/opt\/ferry\/bin\/ferry'? worker /);
+      // Without an environment, the script is the worker alone.
+      expect(
+        provisioner.submission('k2', offer).script.trimEnd().split('\n')
+      ).toHaveLength(3);
+    } finally {
+      provisioner.dispose();
+    }
   });
 });

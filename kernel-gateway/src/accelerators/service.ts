@@ -1,7 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
 import { poolKeyOf, type Scheduler } from '../scheduler';
-import { offerEngine, type IAcceleratorOffer } from '../engines';
+import {
+  offerEngine,
+  type IAcceleratorOffer,
+  type IEnvironmentProfile
+} from '../engines';
 import { type IAttributedSample, type RestSchemas } from '../protocol';
 import { type WorkerPool } from '../pool';
 import type { ICullingOptions } from '../kernels';
@@ -69,6 +73,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           !worker.remote ||
           (worker as { connected?: boolean }).connected !== false,
         acceptsCpu: worker.acceptsCpu,
+        environments: worker.environments.map(e => ({ ...e })),
         devices: worker.devices.map(device => {
           const key = `${worker.id}/${device.id}`;
           const model: IDeviceModel = {
@@ -94,6 +99,9 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           position: entry.position,
           since: entry.since.toISOString(),
           ...entry.request,
+          ...(entry.environment !== undefined
+            ? { environment: entry.environment }
+            : {}),
           ...(entry.reservedWorkerId
             ? { reservedWorkerId: entry.reservedWorkerId }
             : {}),
@@ -111,6 +119,10 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         displayName: offer.displayName ?? offer.name,
         engine: offerEngine(offer),
         accelerator: { ...offer.accelerator }
+      })),
+      environments: (this._options.environments ?? []).map(e => ({
+        name: e.name,
+        displayName: e.displayName ?? e.name
       }))
     };
   }
@@ -194,6 +206,8 @@ export namespace AcceleratorService {
     registry: KernelRegistry;
     /** The offers of the profiles file. */
     offers?: IAcceleratorOffer[];
+    /** The environment templates of the profiles file. */
+    environments?: readonly IEnvironmentProfile[];
     /** Idle culling, whose deadlines free devices (for queued kernels' estimated waits). */
     culling?: ICullingOptions;
     /** The notebook a kernel runs for, to name the holders a queued kernel waits on. */

@@ -148,10 +148,15 @@ export abstract class ProvisionedJob
 /** Asks a cluster engine to start a worker for a kernel where the offer's accelerators are. */
 export interface IProvisioner {
   readonly engine: Engine;
-  /** Submit a job for `kernelId`; resolves once the engine accepted it. */
+  /**
+   * Submit a job for `kernelId`; resolves once the engine accepted it.
+   *
+   * @param environment - the environment the kernel runs in: its Slurm lines or Kubernetes image.
+   */
   provision(
     kernelId: string,
-    offer: IAcceleratorOffer
+    offer: IAcceleratorOffer,
+    environment?: IEnvironmentProfile
   ): Promise<IProvisionedJob>;
   /** Stop watching (jobs keep running). */
   dispose(): void;

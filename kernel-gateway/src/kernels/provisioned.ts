@@ -10,6 +10,7 @@ import {
   offerEngine,
   type Engine,
   type IAcceleratorOffer,
+  type IEnvironmentProfile,
   type IProvisionedJob,
   type IProvisioner
 } from '../engines';
@@ -25,6 +26,7 @@ export class ProvisionedKernels {
     this._host = options.host;
     this._offers = options.offers ?? [];
     this._provisioners = options.provisioners ?? {};
+    this._environments = options.environments ?? [];
   }
 
   /** The offers this gateway can start workers for (their engine is reachable). */
@@ -67,7 +69,11 @@ export class ProvisionedKernels {
     kernel.awaitingJob(offerRequest(offer));
     let job: IProvisionedJob;
     try {
-      job = await provisioner.provision(id, offer);
+      // In an environment: its Slurm lines or Kubernetes image.
+      const environment = this._environments.find(
+        e => e.name === kernel.launch.environment
+      );
+      job = await provisioner.provision(id, offer, environment);
     } catch (error) {
       throw new KernelStartError(
         `could not submit a ${engine} job for offer ${offer.name}: ${(error as Error).message}`
@@ -175,6 +181,7 @@ export class ProvisionedKernels {
   private _host: IKernelHost;
   private _offers: IAcceleratorOffer[];
   private _provisioners: Partial<Record<Engine, IProvisioner>>;
+  private _environments: readonly IEnvironmentProfile[];
 }
 
 /** The types of {@link ProvisionedKernels}. */
@@ -185,6 +192,8 @@ export namespace ProvisionedKernels {
     offers?: IAcceleratorOffer[];
     /** The engines that start workers for offers. */
     provisioners?: Partial<Record<Engine, IProvisioner>>;
+    /** The environment templates of the profiles file. */
+    environments?: readonly IEnvironmentProfile[];
   }
 
   /** An offer and the provisioner of its engine. */

@@ -72,7 +72,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._provisioned = new ProvisionedKernels({
       host,
       offers: options.offers,
-      provisioners: options.provisioners
+      provisioners: options.provisioners,
+      environments: options.environments
     });
     this._kernelspecs = new KernelspecCatalog({
       pool: options.pool,

@@ -24,6 +24,7 @@ import { NamespaceWatches } from './watch';
 import {
   jobWorkerId,
   type IAcceleratorOffer,
+  type IEnvironmentProfile,
   type IProvisionedJob,
   type IProvisioner
 } from '../types';
@@ -70,20 +71,31 @@ export class KubernetesProvisioner implements IProvisioner {
 
   async provision(
     kernelId: string,
-    offer: IAcceleratorOffer
+    requested: IAcceleratorOffer,
+    environment?: IEnvironmentProfile
   ): Promise<IProvisionedJob> {
-    if (!offer.kubernetes) {
-      throw new Error(`offer ${offer.name} has no kubernetes section`);
+    if (!requested.kubernetes) {
+      throw new Error(`offer ${requested.name} has no kubernetes section`);
     }
+    // An environment's image wins over the offer's.
+    const offer: IAcceleratorOffer = environment?.kubernetes
+      ? {
+          ...requested,
+          kubernetes: {
+            ...requested.kubernetes,
+            image: environment.kubernetes.image
+          }
+        }
+      : requested;
     const client = await this._client;
-    const namespace = offer.kubernetes.namespace ?? this._namespace(client);
+    const namespace = offer.kubernetes!.namespace ?? this._namespace(client);
     await this._ensureSecret(client, namespace);
     await this._watches.watch(client, namespace);
     const manifests = workerManifests({
       kernelId,
       offer,
       namespace,
-      image: offer.kubernetes.image ?? this._options.image ?? '',
+      image: offer.kubernetes!.image ?? this._options.image ?? '',
       workerCommand: this._options.workerCommand ?? ['ferry'],
       gateway: this._options.gateway(),
       secretName: this._secretName

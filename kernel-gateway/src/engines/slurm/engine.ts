@@ -12,6 +12,7 @@ import {
   jobWorkerId,
   ProvisionedJob,
   type IAcceleratorOffer,
+  type IEnvironmentProfile,
   type IProvisionedJob,
   type IProvisioner
 } from '../types';
@@ -62,9 +63,10 @@ export class SlurmProvisioner implements IProvisioner {
 
   async provision(
     kernelId: string,
-    offer: IAcceleratorOffer
+    offer: IAcceleratorOffer,
+    environment?: IEnvironmentProfile
   ): Promise<IProvisionedJob> {
-    const submission = this._submission(kernelId, offer);
+    const submission = this.submission(kernelId, offer, environment);
     const id = await this._client.submit(submission);
     const workerId = jobWorkerId(kernelId);
     const job = new Private.SlurmJob(id, workerId, () => this._cancel(id));
@@ -127,10 +129,14 @@ export class SlurmProvisioner implements IProvisioner {
     this._jobs.clear();
   }
 
-  /** What to submit for a kernel on an offer: the same for sbatch and slurmrestd. */
-  private _submission(
+  /**
+   * What to submit for a kernel on an offer: the same for sbatch and slurmrestd. In an environment,
+   * its script loads the environment's modules and runs its setup lines before the worker.
+   */
+  submission(
     kernelId: string,
-    offer: IAcceleratorOffer
+    offer: IAcceleratorOffer,
+    environment?: IEnvironmentProfile
   ): ISlurmSubmission {
     const slurm = offer.slurm;
     if (!slurm) {
@@ -172,6 +178,7 @@ export class SlurmProvisioner implements IProvisioner {
       script:
         '#!/bin/sh\n' +
         `# Ferry: a worker for kernel ${kernelId} (offer ${offer.name})\n` +
+        Private.environmentLines(environment) +
         `exec ${worker.map(Private.quote).join(' ')}\n`,
       env
     };
@@ -351,6 +358,20 @@ export namespace SlurmProvisioner {
 }
 
 namespace Private {
+  /** The job script's lines for an environment: its modules, then its setup lines. */
+  export function environmentLines(
+    environment: IEnvironmentProfile | undefined
+  ): string {
+    if (!environment?.slurm) {
+      return '';
+    }
+    const lines = [
+      `# Environment ${environment.name}`,
+      ...(environment.slurm.modules ?? []).map(m => `module load ${quote(m)}`),
+      ...(environment.slurm.setup ?? [])
+    ];
+    return lines.join('\n') + '\n';
+  }
   /** How each final Slurm state reads in a kernel's reason. */
   export const ENDINGS: Record<string, string> = {
     COMPLETED: 'completed',
