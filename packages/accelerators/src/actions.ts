@@ -20,6 +20,7 @@ import {
   kernelMatches,
   nearestOffer,
   readNotebookAccelerator,
+  readNotebookEnvironment,
   toNotebookMetadata
 } from './metadata';
 import type { IAcceleratorRequest } from './models';
@@ -318,9 +319,16 @@ namespace Private {
       return;
     }
     const base = from?.base ?? context.kernelPreference.name;
+    const environment = panel.model
+      ? readNotebookEnvironment(panel.model.metadata)
+      : null;
     await context.changeKernel({
       name: (base && acceleratorKernelspecName(specs, base, request)) ?? base,
-      env: { KERNEL_ACCELERATOR: toAcceleratorString(request) }
+      env: {
+        KERNEL_ACCELERATOR: toAcceleratorString(request),
+        // The notebook's environment (metadata.ferry.environment) goes with it.
+        ...(environment ? { KERNEL_ENVIRONMENT: environment } : {})
+      }
     } as Partial<Kernel.IModel>);
     const started = panel.sessionContext.session?.kernel;
     if (

@@ -68,6 +68,21 @@ export function readNotebookAccelerator(metadata: {
 }
 
 /**
+ * The environment a notebook's kernel runs in (`metadata.ferry.environment`), or `null` for none
+ * (or a malformed one).
+ *
+ * @param metadata - The notebook's top-level metadata.
+ */
+export function readNotebookEnvironment(metadata: {
+  readonly [key: string]: ReadonlyPartialJSONValue | undefined;
+}): string | null {
+  const name = Private.object(metadata[FERRY_METADATA_KEY])?.['environment'];
+  return typeof name === 'string' && /^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(name)
+    ? name
+    : null;
+}
+
+/**
  * The metadata to store a choice under: `{ accelerator: {kind, model?, count, profile?} }`, the
  * value of `metadata.ferry`.
  *

@@ -277,6 +277,25 @@ export function sameRequest(
  * The module-private parts.
  */
 namespace Private {
+  /** Whether a worker could ever hold a request (devices of its type, enough of them on it). */
+  export function holds(
+    worker: IAccelerators['workers'][number],
+    request: IAcceleratorRequest
+  ): boolean {
+    if (request.kind === 'cpu') {
+      return worker.acceptsCpu;
+    }
+    const model = request.model?.toLowerCase();
+    const profile = (request.profile ?? '').toLowerCase();
+    const matching = worker.devices.filter(
+      device =>
+        device.kind === request.kind &&
+        (model === undefined || device.model.toLowerCase() === model) &&
+        (device.profile ?? '').toLowerCase() === profile
+    );
+    return matching.length >= (request.count ?? 1);
+  }
+
   /**
    * Mark the offer the kernel already has, and say what choosing it does: nothing (it keeps its
    * devices, or its place in the queue). A kernel the model does not mention runs on the CPU.
@@ -439,4 +458,77 @@ namespace Private {
     }
     return group.kind === 'tpu' ? `TPU ${group.model}` : group.model;
   }
+}
+
+/**
+ * An environment of the profiles file with an accelerator choice: `PyTorch · GPU · H100 × 1`, and
+ * whether a connected worker has both (else why not, worker by worker).
+ */
+export interface IEnvironmentOffer {
+  /** The environment's name, as a kernel start asks for it. */
+  environment: string;
+  /** `PyTorch · GPU · H100 × 1`. */
+  label: string;
+  /** The accelerator choice, as {@link computeOffers} made it. */
+  offer: IAcceleratorOffer;
+  /** `unavailable` when no connected worker with the environment could hold the choice. */
+  availability: IAcceleratorOffer['availability'];
+  /** Why it is unavailable (or queued), in words. */
+  reason?: string;
+}
+
+/**
+ * Every environment of the profiles file crossed with the accelerator choices workers hold (offers
+ * of cluster engines left out: their environment is the engine's); a choice is unavailable where no
+ * connected worker that has the environment has such devices, with each worker's reason.
+ *
+ * @param model - The `/api/accelerators` model.
+ * @param offers - The accelerator choices, from {@link computeOffers}.
+ */
+export function computeEnvironmentOffers(
+  model: IAccelerators,
+  offers: IAcceleratorOffer[]
+): IEnvironmentOffer[] {
+  const result: IEnvironmentOffer[] = [];
+  const connected = model.workers.filter(worker => worker.connected);
+  for (const environment of model.environments ?? []) {
+    const having = connected.filter(worker =>
+      (worker.environments ?? []).some(
+        e => e.name === environment.name && e.available
+      )
+    );
+    const missing = connected
+      .filter(worker => !having.includes(worker))
+      .map(worker => {
+        const info = (worker.environments ?? []).find(
+          e => e.name === environment.name
+        );
+        return `${worker.name}: ${info?.reason ?? 'not reported'}`;
+      });
+    for (const offer of offers.filter(o => !o.engine)) {
+      const label = `${environment.displayName} · ${offer.label}`;
+      const holds = having.some(worker => Private.holds(worker, offer.request));
+      result.push(
+        holds
+          ? {
+              environment: environment.name,
+              label,
+              offer,
+              availability: offer.availability,
+              ...(offer.reason ? { reason: offer.reason } : {})
+            }
+          : {
+              environment: environment.name,
+              label,
+              offer,
+              availability: 'unavailable',
+              reason:
+                having.length === 0
+                  ? `No connected worker has ${environment.displayName} (${missing.join('; ')})`
+                  : `No worker with ${environment.displayName} has ${offer.label}`
+            }
+      );
+    }
+  }
+  return result;
 }

@@ -5,6 +5,7 @@ import {
   kernelMatches,
   nearestOffer,
   readNotebookAccelerator,
+  readNotebookEnvironment,
   toNotebookMetadata
 } from '../src/metadata';
 import { computeOffers } from '../src/offers';
@@ -247,5 +248,45 @@ describe('kernelMatches', () => {
         offer
       )
     ).toBe(false);
+  });
+});
+
+describe('readNotebookEnvironment', () => {
+  const validate = new Ajv().compile(schema);
+
+  it('keeps the environment beside the accelerator, as the schema says', () => {
+    const metadata = {
+      ferry: {
+        ...toNotebookMetadata({ kind: 'gpu', model: 'H100', count: 1 }),
+        environment: 'pytorch'
+      }
+    };
+    expect(validate(metadata)).toBe(true);
+    expect(readNotebookEnvironment(metadata)).toBe('pytorch');
+    expect(readNotebookAccelerator(metadata)?.request).toEqual({
+      kind: 'gpu',
+      model: 'H100',
+      count: 1
+    });
+    expect(
+      readNotebookEnvironment({ ferry: { environment: 'kernelspec:ir' } })
+    ).toBe('kernelspec:ir');
+  });
+
+  it('reads none from a notebook without one, or a malformed one', () => {
+    expect(readNotebookEnvironment({})).toBeNull();
+    // Colab and Kaggle name no environment that maps to one.
+    expect(
+      readNotebookEnvironment({
+        accelerator: 'GPU',
+        colab: { gpuType: 'T4' },
+        kaggle: { accelerator: 'gpu', dockerImageVersionId: 30588 }
+      })
+    ).toBeNull();
+    for (const bad of ['', ' torch', 'a b', 42]) {
+      const metadata = { ferry: { environment: bad } };
+      expect(readNotebookEnvironment(metadata)).toBeNull();
+      expect(validate(metadata)).toBe(false);
+    }
   });
 });

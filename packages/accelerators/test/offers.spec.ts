@@ -1,4 +1,8 @@
-import { computeOffers, kernelStatus } from '../src/offers';
+import {
+  computeEnvironmentOffers,
+  computeOffers,
+  kernelStatus
+} from '../src/offers';
 import { cluster, device, worker } from '@ferry/testing';
 
 describe('computeOffers', () => {
@@ -288,5 +292,89 @@ describe('kernelStatus', () => {
       workerName: 'w1'
     });
     expect(kernelStatus(model, 'cpu-kernel')).toBeUndefined();
+  });
+});
+
+describe('computeEnvironmentOffers', () => {
+  it('offers each environment with each choice, unavailable where no worker has both, and why', () => {
+    const model = {
+      time: '2026-01-01T00:00:10.000Z',
+      queue: [],
+      environments: [
+        { name: 'pytorch', displayName: 'PyTorch' },
+        { name: 'jax', displayName: 'JAX' }
+      ],
+      workers: [
+        worker('gpu-1', [device('g0', 'gpu', 'H100')], {
+          environments: [
+            { name: 'pytorch', displayName: 'PyTorch', available: true },
+            {
+              name: 'jax',
+              displayName: 'JAX',
+              available: false,
+              reason: '/opt/jax/bin/python not found on gpu-1'
+            }
+          ]
+        }),
+        worker('tpu-1', [device('t0', 'tpu', 'v5e')], {
+          acceptsCpu: false,
+          environments: [
+            { name: 'pytorch', displayName: 'PyTorch', available: false },
+            { name: 'jax', displayName: 'JAX', available: true }
+          ]
+        })
+      ]
+    };
+    const offers = computeEnvironmentOffers(model, computeOffers(model));
+    const byLabel = new Map(offers.map(o => [o.label, o]));
+    expect([...byLabel.keys()]).toEqual([
+      'PyTorch · CPU',
+      'PyTorch · GPU · H100 × 1',
+      'PyTorch · TPU · v5e-1',
+      'JAX · CPU',
+      'JAX · GPU · H100 × 1',
+      'JAX · TPU · v5e-1'
+    ]);
+    expect(byLabel.get('PyTorch · GPU · H100 × 1')).toMatchObject({
+      environment: 'pytorch',
+      availability: 'free'
+    });
+    expect(byLabel.get('JAX · TPU · v5e-1')?.availability).toBe('free');
+    // The GPU host lacks JAX, and the TPU host takes no CPU kernels.
+    expect(byLabel.get('JAX · GPU · H100 × 1')).toMatchObject({
+      availability: 'unavailable',
+      reason: 'No worker with JAX has GPU · H100 × 1'
+    });
+    expect(byLabel.get('JAX · CPU')?.availability).toBe('unavailable');
+    expect(byLabel.get('PyTorch · TPU · v5e-1')?.availability).toBe(
+      'unavailable'
+    );
+  });
+
+  it('says why, worker by worker, when no worker has an environment', () => {
+    const model = {
+      time: '2026-01-01T00:00:10.000Z',
+      queue: [],
+      environments: [{ name: 'jax', displayName: 'JAX' }],
+      workers: [
+        worker('gpu-1', [device('g0', 'gpu', 'H100')], {
+          environments: [
+            {
+              name: 'jax',
+              displayName: 'JAX',
+              available: false,
+              reason: '/opt/jax/bin/python not found on gpu-1'
+            }
+          ]
+        })
+      ]
+    };
+    const [cpu] = computeEnvironmentOffers(model, computeOffers(model));
+    expect(cpu).toMatchObject({
+      label: 'JAX · CPU',
+      availability: 'unavailable',
+      reason:
+        'No connected worker has JAX (gpu-1: /opt/jax/bin/python not found on gpu-1)'
+    });
   });
 });
