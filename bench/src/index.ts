@@ -34,6 +34,11 @@ import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
 import { floodMemory, type IFloodMemory } from './memory';
 import { formatRoomsReport, runRoomsBench, type IRoomsReport } from './rooms';
 import {
+  formatTerminalsReport,
+  runTerminalsBench,
+  type ITerminalsReport
+} from './terminals';
+import {
   jupyterServerVersion,
   startFerry,
   startFerryWorker,
@@ -92,6 +97,7 @@ export async function main(): Promise<number> {
   let scheduler: ISchedulerReport | undefined;
   let printFlood: IFloodMemory[] | undefined;
   let rooms: IRoomsReport | undefined;
+  let terminals: ITerminalsReport | undefined;
   try {
     const floorTarget = (client: ClientName) =>
       new FloorTarget(
@@ -242,6 +248,27 @@ export async function main(): Promise<number> {
     } finally {
       await roomsFerry.stop();
     }
+    // Terminals on a gateway of their own too (with a remote worker for the gRPC path).
+    const terminalsDir = path.join(dir, 'terminals');
+    const terminalsWorkerToken = randomUUID();
+    const terminalsFerry = await startFerry(
+      terminalsDir,
+      randomUUID(),
+      terminalsWorkerToken
+    );
+    try {
+      terminals = await runTerminalsBench(
+        terminalsFerry,
+        path.join(terminalsDir, 'ferry-root'),
+        terminalsWorkerToken,
+        log
+      );
+    } catch (error) {
+      failed = true;
+      log(`terminals: failed: ${(error as Error).message}`);
+    } finally {
+      await terminalsFerry.stop();
+    }
     log(
       'scheduler: simulating 1,000 workers x 8 devices, 10,000 placements and releases'
     );
@@ -304,6 +331,7 @@ export async function main(): Promise<number> {
     scheduler,
     printFlood,
     rooms,
+    terminals,
     targets: evaluateTargets(paths, serverStats, scheduler)
   };
   log('');
@@ -311,6 +339,10 @@ export async function main(): Promise<number> {
   if (rooms) {
     log('');
     log(formatRoomsReport(rooms));
+  }
+  if (terminals) {
+    log('');
+    log(formatTerminalsReport(terminals));
   }
   if (printFlood) {
     log(

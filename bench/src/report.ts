@@ -1,4 +1,5 @@
 import type { IRoomsReport } from './rooms';
+import type { ITerminalsReport } from './terminals';
 import type { IFloodMemory } from './memory';
 import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
@@ -106,6 +107,8 @@ export interface IBenchReport {
   printFlood?: IFloodMemory[];
   /** Collaboration rooms beside y-websocket's reference server. */
   rooms?: IRoomsReport;
+  /** Terminals: keystroke echo and `cat` throughput, through Ferry and on a local pty. */
+  terminals?: ITerminalsReport;
   targets: ITargetResult[];
 }
 
