@@ -101,6 +101,24 @@ describe('terminals', () => {
     await term.close();
   });
 
+  it('runs full-screen programs: vim draws on the alternate screen and quits', async () => {
+    const { name } = await open();
+    const term = await TerminalClient.connect(gw.url, name, gw.token);
+    term.run('echo ready-$((1+1))');
+    await term.waitFor(/ready-2/);
+    const from = term.output.length;
+    term.run('vim -u NONE -N');
+    // The alternate screen, and vim's empty-buffer tildes drawn down it.
+    await term.waitFor(/\x1b\[\?1049h[\s\S]*~[\s\S]*~/, from);
+    term.type('ihello from vim\x1b');
+    await term.waitFor(/hello from vim/, from);
+    term.type(':q!\r');
+    await term.waitFor(/\x1b\[\?1049l/, from);
+    term.run('echo back-$((2+2))');
+    await term.waitFor(/back-4/, from);
+    await term.close();
+  });
+
   it('replays recent output to a browser that reconnects', async () => {
     const { name } = await open();
     const first = await TerminalClient.connect(gw.url, name, gw.token);
