@@ -333,6 +333,27 @@ describe('kernels in environments', () => {
     expect(Number(parent)).toBe(remote.child.pid);
   });
 
+  it('lists a kernelspec per environment for stock clients, which starts in it', async () => {
+    const specs = (await gw.api('GET', '/api/kernelspecs')).body;
+    expect(Object.keys(specs.kernelspecs)).toEqual(
+      expect.arrayContaining(['python3.env-pytorch', 'python3.env-jax'])
+    );
+    // Listed only where a connected worker has it.
+    expect(specs.kernelspecs['python3.env-nowhere']).toBeUndefined();
+    expect(specs.kernelspecs['python3.env-pytorch'].spec.display_name).toBe(
+      `${specs.kernelspecs.python3.spec.display_name} · PyTorch`
+    );
+    const { stdout, model } = await runIn(
+      { name: 'python3.env-pytorch' },
+      'import sys\nprint(sys.executable)'
+    );
+    expect(stdout.trim()).toBe(path.join(dir, 'torch', 'bin', 'python'));
+    expect(model).toMatchObject({
+      name: 'python3.env-pytorch',
+      environment: 'pytorch'
+    });
+  });
+
   it('starts a session in an environment', async () => {
     const response = await gw.api('POST', '/api/sessions', {
       path: 'env.ipynb',

@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 import type { Logger } from 'pino';
-import type { IAcceleratorOffer } from '../engines';
+import type { IAcceleratorOffer, IEnvironmentProfile } from '../engines';
 import type { WorkerPool } from '../pool';
 import type { IKernelspecInfo } from '../protocol';
 import { BadAcceleratorRequestError, type Scheduler } from '../scheduler';
@@ -29,6 +29,7 @@ export class KernelspecCatalog {
     this._pool = options.pool;
     this._log = options.logger;
     this._defaultName = options.defaultKernelName ?? 'python3';
+    this._environments = options.environments ?? [];
     this._accelerators = new AcceleratorKernelspecs({
       setting: options.kernelspecAccelerators ?? 'none',
       scheduler: options.scheduler,
@@ -56,9 +57,16 @@ export class KernelspecCatalog {
     const names = [...byName.keys()];
     const preferred = this._defaultName;
     const specs = [...byName.values()];
+    const fallback = names.includes(preferred)
+      ? preferred
+      : (names[0] ?? preferred);
     return {
-      default: names.includes(preferred) ? preferred : (names[0] ?? preferred),
-      specs: [...specs, ...this._accelerators.derive(specs)]
+      default: fallback,
+      specs: [
+        ...specs,
+        ...this._accelerators.derive(specs),
+        ...this._inEnvironments(byName.get(fallback))
+      ]
     };
   }
 
@@ -68,6 +76,8 @@ export class KernelspecCatalog {
     const listed = (await this.list()).specs.find(s => s.name === name);
     if (listed && 'base' in listed) {
       name = listed.base;
+    } else if (listed) {
+      name = Private.environmentOf(listed)?.base ?? name;
     }
     for (const worker of this._pool.list()) {
       const specs = await worker.listKernelspecs();
@@ -102,6 +112,16 @@ export class KernelspecCatalog {
       );
     }
     const env = request.env ?? {};
+    const inEnvironment = Private.environmentOf(spec);
+    if (inEnvironment) {
+      // The request's own environment wins over the kernelspec's.
+      return {
+        name,
+        specName: inEnvironment.base,
+        target: request,
+        env: { ...env, KERNEL_ENVIRONMENT: inEnvironment.environment }
+      };
+    }
     if (!('base' in spec)) {
       return { name, specName: spec.name, target: request, env };
     }
@@ -141,10 +161,43 @@ export class KernelspecCatalog {
     return this._accelerators.nameFor(specName, target);
   }
 
+  /**
+   * The default kernelspec once more per environment some connected worker has
+   * (`python3.env-pytorch`, "Python 3 (ipykernel) · PyTorch"), for clients that can only pick a
+   * kernelspec: starting one starts the default kernelspec in that environment.
+   */
+  private _inEnvironments(
+    base: IKernelspecInfo | undefined
+  ): IKernelspecInfo[] {
+    if (!base) {
+      return [];
+    }
+    const workers = this._pool.list().filter(w => w.connected);
+    return this._environments
+      .filter(t =>
+        workers.some(w =>
+          w.environments.some(e => e.name === t.name && e.available)
+        )
+      )
+      .map(t => ({
+        ...base,
+        name: `${base.name}.env-${t.name}`,
+        spec: {
+          ...base.spec,
+          display_name: `${base.spec.display_name} · ${t.displayName ?? t.name}`,
+          metadata: {
+            ...base.spec.metadata,
+            [Private.METADATA_KEY]: { base: base.name, environment: t.name }
+          }
+        }
+      }));
+  }
+
   private _pool: WorkerPool;
   private _log: Logger;
   private _defaultName: string;
   private _accelerators: AcceleratorKernelspecs;
+  private _environments: readonly IEnvironmentProfile[];
 }
 
 /** The types of {@link KernelspecCatalog}. */
@@ -158,6 +211,8 @@ export namespace KernelspecCatalog {
     kernelspecAccelerators?: AcceleratorKernelspecs.Setting;
     /** The offers this gateway can start workers for. */
     offers: IAcceleratorOffer[];
+    /** The environment templates of the profiles file. */
+    environments?: readonly IEnvironmentProfile[];
   }
 
   /** What a start runs. */
@@ -170,5 +225,24 @@ export namespace KernelspecCatalog {
     target: IAcceleratorTarget;
     /** Its environment, `KERNEL_ACCELERATOR` saying what it runs on. */
     env: Record<string, string>;
+  }
+}
+
+/** Module-private helpers. */
+namespace Private {
+  /** Where an environment kernelspec's metadata says what it runs. */
+  export const METADATA_KEY = 'ferry_environment';
+
+  /** The base kernelspec and environment of an environment kernelspec, else undefined. */
+  export function environmentOf(
+    spec: IKernelspecInfo | IAcceleratorKernelspec
+  ): { base: string; environment: string } | undefined {
+    const value = (spec.spec.metadata as Record<string, unknown> | undefined)?.[
+      METADATA_KEY
+    ] as { base?: unknown; environment?: unknown } | undefined;
+    return typeof value?.base === 'string' &&
+      typeof value.environment === 'string'
+      ? { base: value.base, environment: value.environment }
+      : undefined;
   }
 }

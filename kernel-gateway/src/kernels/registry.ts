@@ -81,7 +81,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       logger: options.logger,
       defaultKernelName: options.defaultKernelName,
       kernelspecAccelerators: options.kernelspecAccelerators,
-      offers: this._provisioned.available()
+      offers: this._provisioned.available(),
+      environments: options.environments
     });
     this._moves = new KernelMoves({
       host,
