@@ -87,6 +87,61 @@ describe('accelerators with real ferry worker processes', () => {
     );
   });
 
+  it("reports the worker host's CPU, memory and disk over the link, as measured there", async () => {
+    // The worker sends its host's resources with every batch of samples: wait for the first.
+    const controller = new AbortController();
+    const stream = await fetch(
+      `${gw.url}/api/accelerators/stream?token=${gw.token}`,
+      { signal: controller.signal }
+    );
+    const reader = stream.body!.getReader();
+    let buffered = '';
+    let host: IAcceleratorsModel['workers'][number]['host'];
+    while (!host) {
+      const { value, done } = await reader.read();
+      if (done) {
+        throw new Error('stream ended');
+      }
+      buffered += Buffer.from(value).toString('utf8');
+      let end: number;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const data = buffered
+          .slice(0, end)
+          .split('\n')
+          .find(l => l.startsWith('data: '));
+        buffered = buffered.slice(end + 2);
+        const update = data
+          ? (JSON.parse(data.slice(6)) as IAcceleratorsModel)
+          : null;
+        host ??= update?.workers.find(w => w.name === 'gpu-host')?.host;
+      }
+    }
+    controller.abort();
+    // The worker runs on this machine, in this directory: its numbers are this machine's.
+    const disk = await fs.statfs(process.cwd());
+    expect(host).toMatchObject({
+      cpuCount: os.availableParallelism(),
+      memoryTotalBytes: os.totalmem(),
+      diskPath: process.cwd(),
+      diskTotalBytes: disk.blocks * disk.bsize
+    });
+    expect(host.memoryUsedBytes).toBeGreaterThan(0);
+    expect(host.memoryUsedBytes).toBeLessThanOrEqual(os.totalmem());
+    expect(host.diskUsedBytes).toBeGreaterThan(0);
+    expect(host.diskUsedBytes).toBeLessThanOrEqual(host.diskTotalBytes!);
+    expect(host.loadAverage).toBeGreaterThanOrEqual(0);
+    expect(host.cpuPercent).toBeGreaterThanOrEqual(0);
+    expect(host.cpuPercent).toBeLessThanOrEqual(100);
+    // And the REST picture carries it, valid against the contract.
+    const model = await accelerators();
+    expect(model.workers.find(w => w.name === 'gpu-host')!.host).toMatchObject({
+      cpuCount: os.availableParallelism(),
+      diskPath: process.cwd()
+    });
+    // A worker without a host sampler (this gateway's bare embedded one) reports none.
+    expect(model.workers.find(w => !w.remote)!.host).toBeUndefined();
+  });
+
   it('gives a gpu:1 kernel exactly its device, on the worker that has it', async () => {
     const response = await gw.api('POST', '/api/kernels', {
       name: 'python3',

@@ -6,7 +6,11 @@ import {
   type IAcceleratorOffer,
   type IEnvironmentProfile
 } from '../engines';
-import { type IAttributedSample, type RestSchemas } from '../protocol';
+import {
+  type IAttributedSample,
+  type IHostSample,
+  type RestSchemas
+} from '../protocol';
 import { type WorkerPool } from '../pool';
 import type { ICullingOptions } from '../kernels';
 import { QueueWaits, type IHolding, type ITypeState } from './waits';
@@ -36,6 +40,9 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     // Every change of who holds what, for how long holds last.
     this._onChanged = () => this._waits.observe(this._picture().holdings);
     options.scheduler.on('changed', this._onChanged);
+    options.pool.on('host', (worker, sample) =>
+      this._hosts.set(worker.id, sample)
+    );
     options.pool.on('samples', (worker, samples) => {
       for (const sample of samples) {
         const key = `${worker.id}/${sample.deviceId}`;
@@ -74,6 +81,9 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           (worker as { connected?: boolean }).connected !== false,
         acceptsCpu: worker.acceptsCpu,
         environments: worker.environments.map(e => ({ ...e })),
+        ...(this._hosts.has(worker.id)
+          ? { host: this._hosts.get(worker.id)! }
+          : {}),
         devices: worker.devices.map(device => {
           const key = `${worker.id}/${device.id}`;
           const model: IDeviceModel = {
@@ -194,6 +204,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
   private _waits: QueueWaits;
   private _onChanged: () => void;
   private _latest = new Map<string, IAttributedSample>();
+  private _hosts = new Map<string, IHostSample>();
   private _history = new Map<string, IAttributedSample[]>();
   private _fresh: (IAttributedSample & { workerId: string })[] = [];
   private _timer: NodeJS.Timeout;

@@ -7,6 +7,7 @@ import {
   environmentToProto,
   jobEventToProto,
   jobReportToProto,
+  hostSampleToProto,
   kernelspecToProto,
   MAX_GRPC_MESSAGE_BYTES,
   MessageQueue,
@@ -87,6 +88,11 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     this._worker.on('job', (jobId, event) => {
       if (this._registered) {
         this._send({ job: jobEventToProto(jobId, event) });
+      }
+    });
+    this._worker.on('host', sample => {
+      if (this._registered) {
+        this._send({ host: hostSampleToProto(sample) });
       }
     });
     this._worker.on('lifecycle', (kernelId, event) => {

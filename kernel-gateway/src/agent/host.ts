@@ -3,6 +3,7 @@ import {
   AllocatedDeviceSource,
   attributeMemory,
   DeviceInventory,
+  HostResources,
   NvidiaDeviceSource,
   RocmDeviceSource,
   SimulatedDeviceSource,
@@ -14,7 +15,8 @@ import { Worker } from './worker';
 /**
  * Build a worker for this host: discover its devices (nvidia-smi, rocm-smi, TPU chips on the PCI bus)
  * plus any declared with `simulate`, then sample them every second and emit the samples, with device
- * memory attributed to kernels, as the worker's `samples` events.
+ * memory attributed to kernels, as the worker's `samples` events; and the host's CPU, memory and
+ * disk (of `diskPath`) with each batch, as its `host` events.
  */
 export async function createHostWorker(
   options: createHostWorker.IOptions
@@ -56,7 +58,9 @@ export async function createHostWorker(
       return state === undefined ? undefined : state === 'busy';
     };
   }
+  const resources = new HostResources({ diskPath: options.diskPath });
   inventory.on('samples', samples => {
+    void resources.sample().then(sample => worker.emit('host', sample));
     void attributeMemory(samples, worker.kernelPids()).then(byDevice =>
       worker.emit(
         'samples',
@@ -84,5 +88,7 @@ export namespace createHostWorker {
     /** Offer the devices a cluster engine allocated to this job instead of discovering them. */
     allocated?: AllocatedDeviceSource.IOptions;
     sampleIntervalMs?: number;
+    /** The directory whose disk the host samples describe (default: the working directory). */
+    diskPath?: string;
   }
 }

@@ -334,7 +334,9 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
   Private.warnIfRootDirClosed(kernelUser, path.resolve(flags.rootDir), logger);
   const worker = await createHostWorker({
     logger,
-    ...kernelHostOptions(flags, kernelUser)
+    ...kernelHostOptions(flags, kernelUser),
+    // Kernels run in the root directory: the disk the sidebar shows is that one's.
+    diskPath: path.resolve(flags.rootDir)
   });
   // The embedded worker is one more worker: it checks the templates as a remote one does.
   await worker.declareEnvironments(

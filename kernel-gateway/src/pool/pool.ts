@@ -11,6 +11,7 @@ import type {
   WorkerMessage__Output
 } from '../protocol/grpc';
 import type { JobEvent } from '../protocol/jobs';
+import type { IHostSample } from '../protocol/devices';
 import { RemoteWorkerConnection } from './remote';
 import type {
   IAttributedSample,
@@ -54,6 +55,7 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     worker.on('terminalExit', (...args) => this.emit('terminalExit', ...args));
     worker.on('terminalWritable', id => this.emit('terminalWritable', id));
     worker.on('job', (jobId, event) => this.emit('job', worker, jobId, event));
+    worker.on('host', sample => this.emit('host', worker, sample));
     worker.on('disconnected', () => this._onDisconnected(worker));
     worker.on('reconnected', kernels => {
       clearTimeout(this._graceTimers.get(worker.id));
@@ -230,6 +232,8 @@ export namespace WorkerPool {
     terminalWritable: IWorkerEvents['terminalWritable'];
     /** Progress, output or the end of a job a worker runs. */
     job: [worker: IWorkerConnection, jobId: string, event: JobEvent];
+    /** A worker's host resources (CPU, memory, disk), with each batch of samples. */
+    host: [worker: IWorkerConnection, sample: IHostSample];
     /** A worker appeared, came back or re-registered: these are the kernels it runs. */
     workerChanged: [worker: IWorkerConnection, kernels: IRunningKernel[]];
     /** A worker dropped; it has its grace period to come back. */

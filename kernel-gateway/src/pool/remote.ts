@@ -14,6 +14,7 @@ import {
   environmentTemplateToProto,
   jobEventFromProto,
   jobReportFromProto,
+  hostSampleFromProto,
   kernelspecFromProto,
   sampleFromProto,
   type Command__Output,
@@ -472,6 +473,8 @@ export class RemoteWorkerConnection
         return;
       }
       this.emit('job', message.job.job_id, event);
+    } else if (message.host) {
+      this.emit('host', hostSampleFromProto(message.host));
     } else if (message.samples) {
       this.emit(
         'samples',

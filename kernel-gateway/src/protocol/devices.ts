@@ -18,6 +18,12 @@ export type IDevice = Omit<
 >;
 
 /**
+ * One sample of a worker host's own resources: CPU, memory and the disk its kernels write to
+ * (schema `HostSample`). A field that cannot be measured is absent, never 0.
+ */
+export type IHostSample = RestSchemas['HostSample'];
+
+/**
  * One sample of a device's telemetry (schema `DeviceSample`, before the gateway attributes memory
  * to kernels). A field a source cannot measure is absent (unknown), never 0.
  */

@@ -2,11 +2,15 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { SCHEMA_DIR } from './schema';
-import type { IDevice, IDeviceSample } from './devices';
+import type { IDevice, IDeviceSample, IHostSample } from './devices';
 import type { Device } from './generated/ferry/worker/v1/Device';
 import type { DeviceSample } from './generated/ferry/worker/v1/DeviceSample';
 import type { Environment } from './generated/ferry/worker/v1/Environment';
 import type { EnvironmentTemplate } from './generated/ferry/worker/v1/EnvironmentTemplate';
+import type {
+  HostSample,
+  HostSample__Output
+} from './generated/ferry/worker/v1/HostSample';
 import type { Kernelspec } from './generated/ferry/worker/v1/Kernelspec';
 import type { ProtoGrpcType } from './generated/worker';
 import type { WorkerGatewayClient } from './generated/ferry/worker/v1/WorkerGateway';
@@ -390,4 +394,42 @@ function jobFinishedFromProto(finished: JobFinished__Output): IJobFinished {
     ...(finished.error ? { error: finished.error } : {}),
     ...(finished.reason ? { reason: finished.reason } : {})
   };
+}
+
+/** A host sample for the wire; unknown fields stay unset. */
+export function hostSampleToProto(sample: IHostSample): HostSample {
+  return {
+    time: sample.time,
+    cpu_count: sample.cpuCount,
+    cpu_percent: sample.cpuPercent,
+    load_average: sample.loadAverage,
+    memory_total_bytes: sample.memoryTotalBytes,
+    memory_used_bytes: sample.memoryUsedBytes,
+    disk_path: sample.diskPath ?? '',
+    disk_total_bytes: sample.diskTotalBytes,
+    disk_used_bytes: sample.diskUsedBytes
+  };
+}
+
+/** A host sample from the wire; unset optional fields stay unknown. */
+export function hostSampleFromProto(sample: HostSample__Output): IHostSample {
+  const out: IHostSample = { time: sample.time || new Date().toISOString() };
+  const numbers: [keyof IHostSample, unknown][] = [
+    ['cpuCount', sample.cpu_count],
+    ['cpuPercent', sample.cpu_percent],
+    ['loadAverage', sample.load_average],
+    ['memoryTotalBytes', sample.memory_total_bytes],
+    ['memoryUsedBytes', sample.memory_used_bytes],
+    ['diskTotalBytes', sample.disk_total_bytes],
+    ['diskUsedBytes', sample.disk_used_bytes]
+  ];
+  for (const [key, value] of numbers) {
+    if (value != null && Number.isFinite(Number(value))) {
+      (out as unknown as Record<string, number>)[key] = Number(value);
+    }
+  }
+  if (sample.disk_path) {
+    out.diskPath = sample.disk_path;
+  }
+  return out;
 }

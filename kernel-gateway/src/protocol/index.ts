@@ -8,7 +8,12 @@
  * @packageDocumentation
  */
 
-export type { DeviceKind, IDevice, IDeviceSample } from './devices';
+export type {
+  DeviceKind,
+  IDevice,
+  IDeviceSample,
+  IHostSample
+} from './devices';
 export {
   type Command__Output,
   deviceFromProto,
@@ -17,6 +22,8 @@ export {
   environmentTemplateFromProto,
   environmentTemplateToProto,
   environmentToProto,
+  hostSampleFromProto,
+  hostSampleToProto,
   type GatewayMessage,
   type GatewayMessage__Output,
   jobEventFromProto,

@@ -5,7 +5,7 @@ import type {
   IMessageHeader,
   MessageParts
 } from './wire';
-import type { IDevice, IDeviceSample } from './devices';
+import type { IDevice, IDeviceSample, IHostSample } from './devices';
 import type { IJobReport, IJobRun, JobEvent } from './jobs';
 import type { RestSchemas } from './rest';
 
@@ -133,6 +133,8 @@ export interface IWorkerEvents {
   terminalExit: [terminalId: string, reason: string];
   /** A terminal takes keystrokes again after {@link IWorkerConnection.writeTerminal} declined some. */
   terminalWritable: [terminalId: string];
+  /** The host's own resources (CPU, memory, disk), sampled with each batch of device telemetry. */
+  host: [sample: IHostSample];
   /** A remote worker's connection dropped; its kernels may still be running there. */
   disconnected: [];
   /** A remote worker came back; these are the kernels it runs now. */

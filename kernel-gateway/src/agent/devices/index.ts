@@ -1,7 +1,7 @@
 /**
  * The worker's devices: discovery and telemetry of NVIDIA GPUs and MIG instances (nvidia-smi), AMD
  * GPUs (rocm-smi), TPU chips (PCI bus and libtpu runtime metrics) and simulated devices, combined
- * in one inventory that samples them all every second.
+ * in one inventory that samples them all every second; and the host's own CPU, memory and disk.
  *
  * @packageDocumentation
  */
@@ -18,6 +18,7 @@ export {
   parseNvidiaGpuCsv,
   parseNvidiaList
 } from './nvidia';
+export { HostResources } from './resources';
 export {
   amdModel,
   parseRocmSmiJson,
