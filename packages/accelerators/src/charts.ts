@@ -79,6 +79,31 @@ export const CHARTS: readonly IChartSpec[] = [
   }
 ];
 
+/**
+ * The chart as it should be drawn for these samples: only the series with a value in some sample
+ * (no legend entry for what the device never reported), or `null` when none has any.
+ *
+ * @param spec - The chart.
+ * @param history - The device's samples.
+ */
+export function chartWithData(
+  spec: IChartSpec,
+  history: readonly IDeviceSample[]
+): IChartSpec | null {
+  const series = spec.series.filter(item =>
+    history.some(sample => item.value(sample) !== null)
+  );
+  if (series.length === 0) {
+    return null;
+  }
+  const scales = new Set(series.map(item => item.scale));
+  return {
+    ...spec,
+    series,
+    axes: spec.axes.filter(axis => scales.has(axis.scale))
+  };
+}
+
 /** Whether any sample has a value for the chart. */
 export function hasChartData(
   spec: IChartSpec,
@@ -266,7 +291,20 @@ namespace Private {
           stroke: axis,
           grid: { stroke: grid, width: 1 },
           ticks: { stroke: grid },
-          size: 24
+          size: 24,
+          // A grid line every minute, labelled in minutes before now every other one, rather than one
+          // clock time for the whole chart.
+          splits: (_u, _axis, _min, max) =>
+            [5, 4, 3, 2, 1, 0].map(minutes => max - 60 * minutes),
+          values: (_u, values) =>
+            values.map((_v, i) => {
+              const minutes = values.length - 1 - i;
+              return minutes === 0
+                ? 'now'
+                : minutes % 2 === 0
+                  ? `−${minutes} min`
+                  : '';
+            })
         },
         ...spec.axes.map((item, index): uPlot.Axis => ({
           scale: item.scale,

@@ -1,47 +1,88 @@
 /**
- * A device's card in the "Accelerators" sidebar, as lumino virtual DOM: its name, which kernels
- * hold it with their memory, its latest metrics, and the charts its panel gives it.
+ * A device in the "Accelerators" sidebar, as lumino virtual DOM: a compact row (its name, who holds
+ * it with their memory, utilisation, memory and temperature at a glance) that expands into its
+ * details (every metric, and the charts its panel gives it).
  */
 
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
 import { formatDevice, formatGiB } from './labels';
 import type { IDevice } from './models';
+import { Overview } from './overview';
 
 /**
- * The device cards of the sidebar.
+ * The device rows of the sidebar.
  */
 export namespace DeviceCard {
-  /** What a card needs from its panel. */
+  /** What a row needs from its panel. */
   export interface IOptions {
     /** The element naming a kernel: a button for the user's own kernels, words for others. */
     kernel: (kernelId: string) => VirtualElement;
-    /** The device's charts. */
-    charts: VirtualElement[];
+    /** Whether its details show. */
+    expanded: boolean;
+    /** Show or hide its details. */
+    toggle: () => void;
+    /** The id of its details' element, unique in the page. */
+    detailsId: string;
+    /** The device's charts, rendered only while expanded. */
+    charts: () => VirtualElement[];
   }
 
   /**
-   * A device's card, keyed by the device's id among its worker's devices.
+   * A device's row, keyed by the device's id among its worker's devices.
    *
    * @param device - The device, with its holders and latest sample.
-   * @param options - How to name kernels, and the charts.
+   * @param options - How to name kernels, whether it is expanded, and the charts.
    */
   export function render(device: IDevice, options: IOptions): VirtualElement {
     const busy = device.kernels.length > 0;
+    const name = formatDevice({ ...device, simulated: false });
     return h.li(
       {
         key: device.id,
-        className: `jp-FerryAccelerators-device${busy ? ' jp-mod-busy' : ''}${device.simulated ? ' jp-mod-simulated' : ''}`,
+        className: `jp-FerryAccelerators-device${busy ? ' jp-mod-busy' : ''}${device.simulated ? ' jp-mod-simulated' : ''}${options.expanded ? ' jp-mod-expanded' : ''}`,
         'aria-label': formatDevice(device)
       },
       h.h4(
         { className: 'jp-FerryAccelerators-deviceName' },
-        formatDevice({ ...device, simulated: false }),
+        h.button(
+          {
+            className: 'jp-FerryAccelerators-deviceToggle',
+            type: 'button',
+            'aria-expanded': String(options.expanded),
+            'aria-controls': options.detailsId,
+            title: `${options.expanded ? 'Hide' : 'Show'} the details and charts of ${formatDevice(device)}`,
+            onclick: () => options.toggle()
+          },
+          name
+        ),
         device.simulated ? [' ', Private.SIMULATED] : null
       ),
       holders(device, options.kernel),
+      glance(device),
+      options.expanded ? details(device, options) : null
+    );
+  }
+
+  /**
+   * A device's details: every metric it reports and its charts.
+   *
+   * @param device - The device.
+   * @param options - The id of the element, and the charts.
+   */
+  export function details(
+    device: IDevice,
+    options: Pick<IOptions, 'detailsId' | 'charts'>
+  ): VirtualElement {
+    return h.div(
+      {
+        className: 'jp-FerryAccelerators-details',
+        id: options.detailsId,
+        role: 'region',
+        'aria-label': `Details of ${formatDevice(device)}`
+      },
       metrics(device),
-      options.charts
+      options.charts()
     );
   }
 
@@ -78,6 +119,55 @@ export namespace DeviceCard {
     );
   }
 
+  /**
+   * Utilisation, memory and temperature at a glance, with meters; what the device does not report
+   * is left out, and a device without any sample says so.
+   */
+  export function glance(device: IDevice): VirtualElement {
+    const sample = device.sample;
+    const name = formatDevice(device);
+    const stats: VirtualElement[] = [];
+    if (sample?.utilizationPercent !== undefined) {
+      const percent = Math.round(sample.utilizationPercent);
+      stats.push(
+        stat(
+          'busy',
+          'Busy',
+          Overview.meter(`Utilisation of ${name}`, percent),
+          `${percent} %`
+        )
+      );
+    }
+    const total = sample?.memoryTotalBytes ?? device.memoryBytes;
+    if (sample?.memoryUsedBytes !== undefined && total) {
+      stats.push(
+        stat(
+          'memory',
+          'Mem',
+          Overview.meter(
+            `Memory of ${name}: ${formatGiB(sample.memoryUsedBytes)} of ${formatGiB(total)}`,
+            (100 * sample.memoryUsedBytes) / total
+          ),
+          `${(sample.memoryUsedBytes / 2 ** 30).toFixed(1)}/${formatGiB(total)}`
+        )
+      );
+    }
+    if (sample?.temperatureC !== undefined) {
+      stats.push(
+        stat('temperature', '', null, `${Math.round(sample.temperatureC)} °C`)
+      );
+    }
+    return h.div(
+      { className: 'jp-FerryAccelerators-glance' },
+      stats.length
+        ? stats
+        : h.span(
+            { className: 'jp-FerryAccelerators-stat' },
+            sample ? 'no telemetry' : 'no sample yet'
+          )
+    );
+  }
+
   /** The metrics of a device as a description list; unknown fields are left out, never shown as 0. */
   export function metrics(device: IDevice): VirtualElement {
     const sample = device.sample;
@@ -95,6 +185,8 @@ export namespace DeviceCard {
             ? `${formatGiB(sample.memoryUsedBytes)} of ${formatGiB(total)}`
             : formatGiB(sample.memoryUsedBytes)
         ]);
+      } else if (total) {
+        rows.push(['Memory', `${formatGiB(total)} in all`]);
       }
       if (sample.temperatureC !== undefined) {
         rows.push(['Temperature', `${Math.round(sample.temperatureC)} °C`]);
@@ -119,9 +211,32 @@ export namespace DeviceCard {
     } else {
       rows.push(['Telemetry', 'no sample yet']);
     }
+    if (device.simulated) {
+      rows.push([
+        'Source',
+        "simulated: busy is its kernel's state, nothing is measured"
+      ]);
+    }
     return h.dl(
       { className: 'jp-FerryAccelerators-metrics' },
       rows.flatMap(([name, value]) => [h.dt(name), h.dd(value)])
+    );
+  }
+
+  /** One number at a glance: a short name, a meter and the value. */
+  function stat(
+    key: string,
+    name: string,
+    meter: VirtualElement | null,
+    value: string
+  ): VirtualElement {
+    return h.span(
+      { key, className: `jp-FerryAccelerators-stat jp-mod-${key}` },
+      name
+        ? h.span({ className: 'jp-FerryAccelerators-statName' }, name)
+        : null,
+      meter,
+      h.span({ className: 'jp-FerryAccelerators-statValue' }, value)
     );
   }
 }

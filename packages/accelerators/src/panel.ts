@@ -7,27 +7,35 @@ import type { Message } from '@lumino/messaging';
 import type { VirtualElement, VirtualNode } from '@lumino/virtualdom';
 import { h, VirtualDOM } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
-import { CHARTS, DeviceChart, hasChartData } from './charts';
+import { CHARTS, chartWithData, DeviceChart } from './charts';
 import { gatewayProblem } from './gateway';
 import { DeviceCard } from './devicecard';
+import { HeatStrip } from './heatstrip';
 import { formatAccelerator, formatDevice, formatWait } from './labels';
 import type { IAccelerators, IDevice, IQueueEntry, IWorker } from './models';
+import { Overview } from './overview';
 import type { AcceleratorStream } from './stream';
 import type { IAcceleratorManager } from './tokens';
 
 /**
- * The "Accelerators" sidebar: every device live (utilisation, memory, temperature, power, clocks,
- * ECC, which kernels hold it and their memory) with five-minute charts, the queue with each
- * waiting request's position, and the result of the last speed check.
+ * The "Accelerators" sidebar, designed for 1 to 64 devices: a heading with the connection's state,
+ * free devices per kind (GPUs and TPU chips apart), the queue with each waiting request's position,
+ * wait and its basis, and per worker its host's CPU, memory and disk and its devices. A device is a
+ * compact row (name, holder with its memory, utilisation, memory and temperature at a glance) that
+ * expands into every metric and five-minute charts; more than `HEAT_STRIP_MIN` devices of one model
+ * (a TPU slice) are a heat strip whose chosen cell shows its details below.
  *
  * #### Notes
  * While hidden it does no DOM work; it catches up from the manager's history when shown again.
- * Charts use uPlot, loaded on first show, and take their colours from JupyterLab's theme variables
- * at every redraw, so they follow a switch between light and dark themes (`refreshTheme` redraws
- * at once). The user's own kernels say "yours" in words and open their notebook when clicked.
+ * Charts use uPlot, loaded on first show, draw only the series a device reported (a simulated
+ * device has no memory line, a device without samples no chart), and take their colours from the
+ * theme's `--ferry-chart-*` variables at every redraw, so they follow a switch between light and
+ * dark themes (`refreshTheme` redraws at once). The user's own kernels say "yours" in words and
+ * open their notebook when clicked.
  *
  * The virtual DOM keeps an element while its place and tag stay the same (devices, workers and
- * queue entries are keyed by id), so focus on a kernel's button survives the updates each second.
+ * queue entries are keyed by id), so focus on a kernel's button or a device's toggle survives the
+ * updates each second.
  */
 export class AcceleratorPanel extends Widget {
   /**
@@ -131,7 +139,7 @@ export class AcceleratorPanel extends Widget {
     const model = this._manager.model;
     const seen = new Set<string>();
     this._modelContent = model
-      ? [this._queue(model), this._workers(model, seen)]
+      ? [Overview.counts(model), this._queue(model), this._workers(model, seen)]
       : Private.emptyModel();
     for (const [key, chart] of this._charts) {
       if (!seen.has(key)) {
@@ -177,7 +185,16 @@ export class AcceleratorPanel extends Widget {
   private _render(): void {
     const speed = this._speed();
     VirtualDOM.render(
-      [this._connection(), ...(speed ? [speed] : []), ...this._modelContent],
+      [
+        h.header(
+          { className: 'jp-FerryAccelerators-header' },
+          h.h2({ className: 'jp-FerryAccelerators-title' }, 'Accelerators'),
+          this._connection()
+        ),
+        ...this._modelContent.slice(0, 1),
+        ...(speed ? [speed] : []),
+        ...this._modelContent.slice(1)
+      ],
       this.node
     );
   }
@@ -337,6 +354,16 @@ export class AcceleratorPanel extends Widget {
 
   private _worker(worker: IWorker, seen: Set<string>): VirtualElement {
     const state = `${worker.remote ? '' : ' (embedded)'}${worker.connected ? '' : ' · disconnected'}`;
+    // Few devices of a model are rows; many (a TPU slice) are a heat strip.
+    const rows: IDevice[] = [];
+    const strips = new Map<string, IDevice[]>();
+    for (const [group, devices] of Private.groups(worker.devices)) {
+      if (devices.length > AcceleratorPanel.HEAT_STRIP_MIN) {
+        strips.set(group, devices);
+      } else {
+        rows.push(...devices);
+      }
+    }
     return h.section(
       {
         key: worker.id,
@@ -344,19 +371,111 @@ export class AcceleratorPanel extends Widget {
         'aria-label': `Worker ${worker.name}`
       },
       h.h3({ className: 'jp-FerryAccelerators-heading' }, worker.name + state),
-      h.ul(
-        { className: 'jp-FerryAccelerators-devices' },
-        worker.devices.map(device =>
-          DeviceCard.render(device, {
-            kernel: id => this._kernel(id),
-            charts: this._deviceCharts(worker, device, seen)
-          })
-        )
+      Overview.host(worker),
+      rows.length
+        ? h.ul(
+            { className: 'jp-FerryAccelerators-devices' },
+            rows.map(device => {
+              const key = `${worker.id}/${device.id}`;
+              const expanded = this._expanded.has(key);
+              return DeviceCard.render(device, {
+                kernel: id => this._kernel(id),
+                expanded,
+                toggle: () => this._toggle(key),
+                detailsId: Private.elementId('details', key),
+                charts: () => this._deviceCharts(worker, device, seen)
+              });
+            })
+          )
+        : null,
+      [...strips].map(([group, devices]) =>
+        this._strip(worker, group, devices, seen)
       )
     );
   }
 
-  /** The device's charts: utilisation always, the others once the device reported their data. */
+  /** Many devices of one model: a heat strip, and the selected one's details below it. */
+  private _strip(
+    worker: IWorker,
+    group: string,
+    devices: IDevice[],
+    seen: Set<string>
+  ): VirtualElement {
+    const key = `${worker.id}/${group}`;
+    const selected = devices.find(d => d.id === this._selected.get(key));
+    const first = devices[0];
+    const held = devices.filter(d => d.kernels.length > 0).length;
+    const title = `${devices.length} ${first.profile ? `${first.model} MIG ${first.profile}` : first.model} ${first.kind === 'tpu' ? 'TPU chips' : 'GPUs'}${first.simulated ? ' (simulated)' : ''}`;
+    return h.section(
+      {
+        key: `strip/${group}`,
+        className: 'jp-FerryAccelerators-strip',
+        'aria-label': title
+      },
+      h.h4(
+        { className: 'jp-FerryAccelerators-stripTitle' },
+        `${title} · ${devices.length - held} free`
+      ),
+      HeatStrip.render(devices, {
+        label: `${title} on ${worker.name}: utilisation of each; arrow keys choose one to show its details`,
+        idPrefix: Private.elementId('chip', key),
+        selected: selected?.id ?? null,
+        select: id => {
+          if (id === null) {
+            this._selected.delete(key);
+          } else {
+            this._selected.set(key, id);
+          }
+          this.update();
+        },
+        describe: device => this._describeDevice(device)
+      }),
+      HeatStrip.legend(),
+      selected
+        ? h.div(
+            {
+              key: `selected/${selected.id}`,
+              className: 'jp-FerryAccelerators-selected'
+            },
+            h.h4(
+              { className: 'jp-FerryAccelerators-deviceName' },
+              formatDevice(selected)
+            ),
+            DeviceCard.holders(selected, id => this._kernel(id)),
+            DeviceCard.details(selected, {
+              detailsId: Private.elementId(
+                'details',
+                `${worker.id}/${selected.id}`
+              ),
+              charts: () => this._deviceCharts(worker, selected, seen)
+            })
+          )
+        : h.p(
+            { className: 'jp-FerryAccelerators-stripHint' },
+            'Choose a chip to see its details.'
+          )
+    );
+  }
+
+  /** A device in words, for a heat strip's cell: `v5e · 3 (simulated): 100 % busy, in use by a.ipynb`. */
+  private _describeDevice(device: IDevice): string {
+    const percent = device.sample?.utilizationPercent;
+    const busy =
+      percent === undefined ? 'no sample yet' : `${Math.round(percent)} % busy`;
+    const holder = device.kernels.length
+      ? `in use by ${device.kernels.map(id => this._describeKernel(id).label).join(', ')}`
+      : 'free';
+    return `${formatDevice(device)}: ${busy}, ${holder}`;
+  }
+
+  private _toggle(key: string): void {
+    if (!this._expanded.delete(key)) {
+      this._expanded.add(key);
+    }
+    this.update();
+  }
+
+  /** The device's charts, each only once the device reported data for it, and only that data. */
   private _deviceCharts(
     worker: IWorker,
     device: IDevice,
@@ -364,12 +483,14 @@ export class AcceleratorPanel extends Widget {
   ): VirtualElement[] {
     const history = this._manager.history(worker.id, device.id);
     const charts: VirtualElement[] = [];
-    for (const spec of CHARTS) {
-      const key = `${worker.id}/${device.id}/${spec.id}`;
-      let chart = this._charts.get(key);
-      if (!chart && spec.id !== 'usage' && !hasChartData(spec, history)) {
+    for (const full of CHARTS) {
+      const spec = chartWithData(full, history);
+      if (!spec) {
         continue;
       }
+      // A chart is made again when a series appears (its legend and axes change).
+      const key = `${worker.id}/${device.id}/${spec.id}/${spec.series.map(s => s.label).join('+')}`;
+      let chart = this._charts.get(key);
       if (!chart) {
         chart = new DeviceChart({
           spec,
@@ -383,10 +504,10 @@ export class AcceleratorPanel extends Widget {
       charts.push(
         h.div(
           {
-            key: spec.id,
+            key,
             className: 'jp-FerryAccelerators-chart',
             role: 'img',
-            'aria-label': `${spec.title} of ${formatDevice(device)} over the last ${Private.duration(history.length)}`
+            'aria-label': `${spec.series.map(s => s.label.replace(/ \S+$/, '')).join(' and ')} of ${formatDevice(device)} over the last ${Private.duration(history.length)}`
           },
           chart
         )
@@ -405,6 +526,8 @@ export class AcceleratorPanel extends Widget {
   private _benchmark: AcceleratorPanel.IBenchmarkState | null = null;
   private _modelContent: VirtualNode[] = Private.emptyModel();
   private _charts = new Map<string, DeviceChart>();
+  private _expanded = new Set<string>();
+  private _selected = new Map<string, string>();
 }
 
 /**
@@ -420,6 +543,9 @@ export namespace AcceleratorPanel {
     /** Its notebook's path, which `openKernel` opens. */
     path?: string;
   }
+
+  /** More devices of one model than this on a worker show as a heat strip rather than rows. */
+  export const HEAT_STRIP_MIN = 16;
 
   /** Where the speed check stands. */
   export interface IBenchmarkState {
@@ -457,9 +583,28 @@ namespace Private {
   /** The workers' list. */
   export const WORKERS_ATTRS = { className: 'jp-FerryAccelerators-workers' };
 
-  /** The queue and the workers without a picture: empty. */
+  /** The counts, the queue and the workers without a picture: empty. */
   export function emptyModel(): VirtualNode[] {
-    return [h.section(QUEUE_ATTRS), h.div(WORKERS_ATTRS)];
+    return [
+      h.ul({ className: 'jp-FerryAccelerators-counts' }),
+      h.section(QUEUE_ATTRS),
+      h.div(WORKERS_ATTRS)
+    ];
+  }
+
+  /** The devices of a worker by model (and MIG profile), in their order. */
+  export function groups(devices: readonly IDevice[]): Map<string, IDevice[]> {
+    const groups = new Map<string, IDevice[]>();
+    for (const device of devices) {
+      const key = [device.kind, device.model, device.profile ?? ''].join('/');
+      groups.set(key, [...(groups.get(key) ?? []), device]);
+    }
+    return groups;
+  }
+
+  /** An element id from a worker's and device's ids, unique in the page. */
+  export function elementId(kind: string, key: string): string {
+    return `jp-FerryAccelerators-${kind}-${key.replace(/[^A-Za-z0-9_-]/g, '_')}`;
   }
 
   /** `42 s`, `3 min`. */

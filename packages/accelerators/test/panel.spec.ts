@@ -7,7 +7,7 @@ import { Widget } from '@lumino/widgets';
 import type { IAccelerators } from '../src/models';
 import { AcceleratorPanel } from '../src/panel';
 import { AcceleratorStatusItem } from '../src/statusitem';
-import { cluster, TestManager } from '@ferry/testing';
+import { cluster, device, TestManager, worker } from '@ferry/testing';
 
 /** The one seam: a manager whose model the test sets, as the stream would. */
 
@@ -86,7 +86,33 @@ describe('AcceleratorPanel', () => {
       card.querySelector('.jp-FerryAccelerators-holder')?.textContent
     ).toBe('In use by train.ipynb yours · 10.0 GiB');
     expect(card.classList).toContain('jp-mod-busy');
-    const metrics = Array.from(card.querySelectorAll('dt, dd')).map(
+    // At a glance: utilisation, memory and temperature, each number in words beside its meter.
+    expect(
+      card.querySelector('.jp-FerryAccelerators-glance')?.textContent
+    ).toBe('Busy87 %Mem10.0/80.0 GiB61 °C');
+    expect(
+      Array.from(card.querySelectorAll('[role="meter"]')).map(meter => [
+        meter.getAttribute('aria-label'),
+        meter.getAttribute('aria-valuenow')
+      ])
+    ).toEqual([
+      ['Utilisation of H100 · 0 (simulated)', '87'],
+      ['Memory of H100 · 0 (simulated): 10.0 GiB of 80.0 GiB', '13']
+    ]);
+    // Details on demand: the toggle says whether they show, and they list every metric.
+    const toggle = card.querySelector('button[aria-expanded]')!;
+    expect(toggle.getAttribute('aria-expanded')).toBe('false');
+    expect(card.querySelector('dl')).toBeNull();
+    (toggle as HTMLButtonElement).click();
+    MessageLoop.flush();
+    expect(toggle.getAttribute('aria-expanded')).toBe('true');
+    const details = document.getElementById(
+      toggle.getAttribute('aria-controls')!
+    )!;
+    expect(details.getAttribute('aria-label')).toBe(
+      'Details of H100 · 0 (simulated)'
+    );
+    const metrics = Array.from(details.querySelectorAll('dt, dd')).map(
       node => node.textContent
     );
     expect(metrics).toEqual([
@@ -97,14 +123,27 @@ describe('AcceleratorPanel', () => {
       'Temperature',
       '61 °C',
       'Power',
-      '350 of 700 W'
+      '350 of 700 W',
+      'Source',
+      "simulated: busy is its kernel's state, nothing is measured"
     ]);
     const free = panel.node.querySelectorAll('.jp-FerryAccelerators-device')[1];
     expect(
       free.querySelector('.jp-FerryAccelerators-holder')?.textContent
     ).toBe('Free');
     // A device with no sample says so rather than showing zeros.
-    expect(free.querySelector('dd')?.textContent).toBe('no sample yet');
+    expect(
+      free.querySelector('.jp-FerryAccelerators-glance')?.textContent
+    ).toBe('no sample yet');
+    // GPUs and TPU chips are counted apart.
+    expect(
+      Array.from(
+        panel.node.querySelectorAll('.jp-FerryAccelerators-count')
+      ).map(item => item.textContent)
+    ).toEqual([
+      '1/2 H100 GPUs free simulated',
+      '4/4 v5e TPU chips free simulated'
+    ]);
     expect(
       panel.node.querySelector('.jp-FerryAccelerators-queueItem')?.textContent
     ).toBe(
@@ -145,7 +184,7 @@ describe('AcceleratorPanel', () => {
     Widget.detach(panel);
   });
 
-  it('charts utilisation and memory, and temperature and power where the device reports them', () => {
+  it('charts, on demand, only what the device reported: no empty chart or legend', () => {
     Widget.attach(panel, document.body);
     manager.samples = [
       {
@@ -168,14 +207,139 @@ describe('AcceleratorPanel', () => {
     manager.push(busyCluster());
     MessageLoop.flush();
     const card = panel.node.querySelector('.jp-FerryAccelerators-device')!;
+    // No chart until asked for.
+    expect(card.querySelectorAll('[role="img"]')).toHaveLength(0);
+    card.querySelector<HTMLButtonElement>('button[aria-expanded]')!.click();
+    MessageLoop.flush();
+    // Only what the device reported: no memory line, so no "Memory %" legend.
     expect(
       Array.from(card.querySelectorAll('[role="img"]')).map(chart =>
         chart.getAttribute('aria-label')
       )
     ).toEqual([
-      'Utilisation and memory of H100 · 0 (simulated) over the last 2 s',
-      'Temperature and power of H100 · 0 (simulated) over the last 2 s'
+      'Busy of H100 · 0 (simulated) over the last 2 s',
+      'Temperature and Power of H100 · 0 (simulated) over the last 2 s'
     ]);
+    // A free simulated device without data gets no empty chart.
+    const free = panel.node.querySelectorAll('.jp-FerryAccelerators-device')[2];
+    free.querySelector<HTMLButtonElement>('button[aria-expanded]')!.click();
+    MessageLoop.flush();
+    expect(free.querySelector('.jp-FerryAccelerators-details')).not.toBeNull();
+    expect(free.querySelectorAll('[role="img"]')).toHaveLength(0);
+    Widget.detach(panel);
+  });
+
+  it("shows each worker host's CPU, memory and disk, and nothing before its first sample", () => {
+    Widget.attach(panel, document.body);
+    const model = busyCluster();
+    manager.push(model);
+    MessageLoop.flush();
+    expect(panel.node.querySelector('.jp-FerryAccelerators-host')).toBeNull();
+    model.workers[0].host = {
+      time: '2026-01-01T00:00:10.000Z',
+      cpuCount: 16,
+      cpuPercent: 23.4,
+      loadAverage: 3.25,
+      memoryTotalBytes: 64 * 2 ** 30,
+      memoryUsedBytes: 16 * 2 ** 30,
+      diskPath: '/home/ada',
+      diskTotalBytes: 512 * 2 ** 30,
+      diskUsedBytes: 128 * 2 ** 30
+    };
+    manager.push(model);
+    MessageLoop.flush();
+    const host = panel.node.querySelector('.jp-FerryAccelerators-host')!;
+    expect(host.getAttribute('aria-label')).toBe('Host resources of w1');
+    expect(
+      Array.from(host.querySelectorAll('li')).map(item => item.textContent)
+    ).toEqual([
+      'CPU23 % of 16 cores',
+      'RAM16.0 of 64.0 GiB',
+      'Disk128.0 of 512.0 GiB'
+    ]);
+    expect(
+      Array.from(host.querySelectorAll('[role="meter"]')).map(meter => [
+        meter.getAttribute('aria-label'),
+        meter.getAttribute('aria-valuenow')
+      ])
+    ).toEqual([
+      ['CPU 23 % busy of 16 cores, load 3.3', '23'],
+      ['Memory 16.0 GiB used of 64.0 GiB', '25'],
+      ['Disk 128.0 GiB used of 512.0 GiB at /home/ada', '25']
+    ]);
+    Widget.detach(panel);
+  });
+
+  it('shows a 64-chip slice as one heat strip, one tab stop, chosen with the arrow keys', () => {
+    Widget.attach(panel, document.body);
+    const chips = Array.from({ length: 64 }, (_, i) =>
+      device(`tpu${i}`, 'tpu', 'v5e', {
+        kernels: i < 8 ? ['kernel-aaaaaaaa'] : [],
+        sample: {
+          deviceId: `tpu${i}`,
+          time: '2026-01-01T00:00:10.000Z',
+          utilizationPercent: i < 8 ? 100 : 0,
+          kernelMemoryBytes: {}
+        }
+      })
+    );
+    manager.push({
+      time: '2026-01-01T00:00:10.000Z',
+      workers: [worker('tpu-host', chips)],
+      queue: []
+    });
+    MessageLoop.flush();
+    expect(
+      panel.node.querySelector('.jp-FerryAccelerators-count')?.textContent
+    ).toBe('56/64 v5e TPU chips free simulated');
+    // No row per chip: one strip, one cell per chip, each named in words.
+    expect(
+      panel.node.querySelectorAll('.jp-FerryAccelerators-device')
+    ).toHaveLength(0);
+    const strip = panel.node.querySelector('[role="listbox"]') as HTMLElement;
+    expect(strip.getAttribute('aria-label')).toBe(
+      '64 v5e TPU chips (simulated) on tpu-host: utilisation of each; arrow keys choose one to show its details'
+    );
+    const cells = strip.querySelectorAll('[role="option"]');
+    expect(cells).toHaveLength(64);
+    expect(cells[0].getAttribute('aria-label')).toBe(
+      'v5e · 0 (simulated): 100 % busy, in use by train.ipynb'
+    );
+    expect(cells[8].getAttribute('aria-label')).toBe(
+      'v5e · 8 (simulated): 0 % busy, free'
+    );
+    expect(strip.tabIndex).toBe(0);
+    expect(
+      Array.from(cells).every(cell => !cell.hasAttribute('tabindex'))
+    ).toBe(true);
+    strip.focus();
+    const key = (name: string) => {
+      strip.dispatchEvent(
+        new KeyboardEvent('keydown', { key: name, bubbles: true })
+      );
+      MessageLoop.flush();
+    };
+    const selected = () =>
+      document
+        .getElementById(strip.getAttribute('aria-activedescendant') ?? '')
+        ?.getAttribute('aria-label');
+    key('ArrowRight');
+    expect(selected()).toMatch(/^v5e · 0 /);
+    key('ArrowDown');
+    expect(selected()).toMatch(/^v5e · 16 /);
+    key('ArrowRight');
+    key('End');
+    expect(selected()).toMatch(/^v5e · 63 /);
+    // The chosen chip's details show below the strip, and the focus stayed on the strip.
+    expect(
+      panel.node.querySelector('.jp-FerryAccelerators-selected h4')?.textContent
+    ).toBe('v5e · 63 (simulated)');
+    expect(document.activeElement).toBe(strip);
+    key('Escape');
+    expect(strip.hasAttribute('aria-activedescendant')).toBe(false);
+    expect(
+      panel.node.querySelector('.jp-FerryAccelerators-selected')
+    ).toBeNull();
     Widget.detach(panel);
   });
 

@@ -38,8 +38,9 @@ export class TestManager implements IAcceleratorManager {
   offersFor(kernelId: string | undefined) {
     return this.model ? computeOffers(this.model, kernelId) : [];
   }
-  history(): readonly IDeviceSample[] {
-    return this.samples;
+  /** The samples whose `deviceId` is the device's. */
+  history(_workerId: string, deviceId: string): readonly IDeviceSample[] {
+    return this.samples.filter(sample => sample.deviceId === deviceId);
   }
   kernelStatus(kernelId: string) {
     return this.model ? kernelStatus(this.model, kernelId) : undefined;
