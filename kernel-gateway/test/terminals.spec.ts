@@ -2,10 +2,16 @@
  * Terminals on the embedded worker: a real gateway, a real pty running bash, real kernels holding a
  * simulated GPU, and websocket clients speaking terminado's protocol as JupyterLab does.
  */
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { createLogger, parseSimulateSpec, Worker } from '../src';
+import { createLogger, KernelUser, parseSimulateSpec, Worker } from '../src';
 import {
   expectSchema,
   pollUntil,
@@ -336,5 +342,40 @@ describe('terminals and the gateway shutting down', () => {
       10_000,
       50
     );
+  });
+});
+
+const describeAsRoot = process.getuid?.() === 0 ? describe : describe.skip;
+
+describeAsRoot('a terminal of a worker running as root', () => {
+  it('runs as the kernel user, with no group of root', async () => {
+    const rootDir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-terms-user-'))
+    );
+    chmodSync(rootDir, 0o755);
+    const gw = await startGateway({
+      rootDir,
+      worker: new Worker({
+        logger: createLogger('silent'),
+        kernelUser: KernelUser.resolve('nobody')
+      })
+    });
+    try {
+      const { name } = (await gw.api('POST', '/api/terminals', {})).body;
+      const term = await TerminalClient.connect(gw.url, name, gw.token);
+      term.run(
+        'echo "=$((1+1)) uid=[$(id -u)] groups=[$(id -G)] home=[$HOME]"'
+      );
+      const [, uid, groups, home] = await term.waitFor(
+        /=2 uid=\[(.*)\] groups=\[(.*)\] home=\[(.*)\]/
+      );
+      const nobody = KernelUser.resolve('nobody').account;
+      expect([Number(uid), groups]).toEqual([nobody.uid, String(nobody.gid)]);
+      expect(home).toMatch(/ferry-kernel-.*\/home$/);
+      await term.close();
+    } finally {
+      await gw.close();
+      rmSync(rootDir, { recursive: true, force: true });
+    }
   });
 });
