@@ -14,7 +14,9 @@ import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
+  currentKernelId,
   launchChromium,
+  newNotebook,
   startFerry,
   type ICommands
 } from './lab-pages';
@@ -194,6 +196,26 @@ describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
     await shows(/^hello-42$/m);
     const listed = await api('GET', '/api/terminals');
     expect(listed.body).toHaveLength(1);
+  });
+
+  it("opens beside a notebook's kernel from the Kernel menu's command", async () => {
+    await newNotebook(page);
+    const kernelId = await currentKernelId(page);
+    const before = (await api('GET', '/api/terminals')).body.length;
+    await page.locator('.lm-MenuBar-item', { hasText: 'Kernel' }).click();
+    await page
+      .locator('.lm-Menu-item', {
+        hasText: "New Terminal on This Kernel's Accelerator"
+      })
+      .click();
+    await page.locator('.jp-Terminal:visible').waitFor();
+    const terminals = (await api('GET', '/api/terminals')).body as {
+      kernel?: string;
+    }[];
+    expect(terminals).toHaveLength(before + 1);
+    expect(terminals.at(-1)!.kernel).toBe(kernelId);
+    await typeLine('echo "beside-$((5+5))"');
+    await shows(/^beside-10$/m);
   });
 
   it('beside a kernel: sees its device; resizes; Ctrl-C; reattaches after a reload', async () => {

@@ -38,6 +38,9 @@ namespace CommandIDs {
   export const changeAccelerator = 'ferry:change-accelerator';
   export const showAccelerators = 'ferry:show-accelerators';
   export const benchmark = 'ferry:benchmark-accelerator';
+  export const openTerminal = 'ferry:open-kernel-terminal';
+  /** JupyterLab's: opens a terminal by its name (terminal-extension). */
+  export const openTerminalByName = 'terminal:open';
   /** JupyterLab's: opens a file (docmanager-extension). */
   export const openDocument = 'docmanager:open';
   /** JupyterLab's: opens the settings editor (settingeditor-extension). */
@@ -244,6 +247,27 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     });
     palette?.addItem({
       command: CommandIDs.benchmark,
+      category: 'Kernel Operations'
+    });
+    app.commands.addCommand(CommandIDs.openTerminal, {
+      label: "New Terminal on This Kernel's Accelerator",
+      caption:
+        "Open a terminal beside this notebook's kernel: on its host, with its devices, environment and directory",
+      isEnabled: () =>
+        !!tracker.currentWidget?.sessionContext.session?.kernel &&
+        app.commands.hasCommand(CommandIDs.openTerminalByName),
+      execute: async () => {
+        const notebook = tracker.currentWidget;
+        const name = notebook
+          ? await AcceleratorActions.openTerminal(notebook)
+          : undefined;
+        if (name !== undefined) {
+          await app.commands.execute(CommandIDs.openTerminalByName, { name });
+        }
+      }
+    });
+    palette?.addItem({
+      command: CommandIDs.openTerminal,
       category: 'Kernel Operations'
     });
   }

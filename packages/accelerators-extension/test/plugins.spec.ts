@@ -96,10 +96,12 @@ describe('plugins', () => {
     expect(activated).toEqual([added[0].widget.id]);
     expect(palette).toEqual([
       'ferry:show-accelerators',
-      'ferry:benchmark-accelerator'
+      'ferry:benchmark-accelerator',
+      'ferry:open-kernel-terminal'
     ]);
-    // No notebook is open: nothing to measure.
+    // No notebook is open: nothing to measure, no kernel to open a terminal beside.
     expect(commands.isEnabled('ferry:benchmark-accelerator')).toBe(false);
+    expect(commands.isEnabled('ferry:open-kernel-terminal')).toBe(false);
     expect(
       added[0].widget.node.querySelector('.jp-FerryAccelerators-benchmark')
     ).not.toBeNull();

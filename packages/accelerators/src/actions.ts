@@ -5,9 +5,10 @@
  */
 
 import { showErrorMessage } from '@jupyterlab/apputils';
+import { URLExt } from '@jupyterlab/coreutils';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
-import { KernelMessage } from '@jupyterlab/services';
+import { KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { benchmarkCode, formatBenchmark, parseBenchmark } from './benchmark';
 import { chooseAccelerator } from './dialog';
 import { gatewayProblem } from './gateway';
@@ -31,6 +32,52 @@ import type { IAcceleratorManager } from './tokens';
  * The accelerator actions of a notebook.
  */
 export namespace AcceleratorActions {
+  /**
+   * Open a terminal beside the notebook's kernel: on its worker, with its devices, environment and
+   * working directory (Ferry's `POST /api/terminals` with `{"kernel": id}`).
+   *
+   * @param panel - The notebook whose kernel the terminal runs beside.
+   * @returns The terminal's name, for JupyterLab's `terminal:open`; undefined when none was opened
+   *   (the user was told why).
+   */
+  export async function openTerminal(
+    panel: NotebookPanel
+  ): Promise<string | undefined> {
+    const kernel = panel.sessionContext.session?.kernel;
+    const title = 'No terminal beside this kernel';
+    if (!kernel) {
+      await showErrorMessage(title, 'This notebook has no kernel running.');
+      return undefined;
+    }
+    const settings = kernel.serverSettings;
+    const url = URLExt.join(settings.baseUrl, 'api/terminals');
+    const response = await ServerConnection.makeRequest(
+      url,
+      { method: 'POST', body: JSON.stringify({ kernel: kernel.id }) },
+      settings
+    );
+    if (response.status !== 200) {
+      const error = await ServerConnection.ResponseError.create(response);
+      await showErrorMessage(title, error.message);
+      return undefined;
+    }
+    const model = (await response.json()) as { name: string; kernel?: string };
+    if (model.kernel !== kernel.id) {
+      // A server that is not Ferry (jupyter_server in front of it) opened a terminal of its own.
+      await ServerConnection.makeRequest(
+        URLExt.join(url, encodeURIComponent(model.name)),
+        { method: 'DELETE' },
+        settings
+      );
+      await showErrorMessage(
+        title,
+        'This server opens terminals on its own host only: open the lab Ferry serves to get a terminal beside the kernel.'
+      );
+      return undefined;
+    }
+    return model.name;
+  }
+
   /**
    * Call `callback` with the panel's kernel id now and whenever it changes.
    *
