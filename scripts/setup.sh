@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what Ferry needs, and only what is missing:
 #   - Debian packages: python3-ipykernel (a kernel to run) and, for `test`, python3-jupyter-server
-#     (the reference client), python3-numpy (the speed check's tests measure with it), chromium (the
+#     (the reference client), python3-numpy (the speed check's tests measure with it), python3-nbclient
+#     (the reference notebook executor jobs are compared with), chromium (the
 #     browser the JupyterLab tests drive), and slurm-wlm slurmctld slurmd slurm-client munge
 #     slurmrestd slurm-wlm-jwt-plugin (a real Slurm, with its REST API, for the Slurm engine's tests).
 #     Installed with apt-get when running as root; otherwise named.
@@ -17,6 +18,8 @@ python_has ipykernel || missing+=(python3-ipykernel)
 if [ "$purpose" = test ]; then
   python_has jupyter_server || missing+=(python3-jupyter-server)
   python_has numpy || missing+=(python3-numpy)
+  # The reference executor the jobs' results are compared with (kernel-gateway/test/jobs-reference.spec.ts).
+  python_has nbclient || missing+=(python3-nbclient)
   # The browser tests drive Debian's Chromium through playwright-core; never a downloaded browser.
   [ -x /usr/bin/chromium ] || missing+=(chromium)
 fi

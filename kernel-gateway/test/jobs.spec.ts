@@ -5,6 +5,7 @@
  * H100 (the second queues and runs after, each with its CUDA_VISIBLE_DEVICES); cancel and time
  * limits freeing the device; a failing cell; records and notebooks after a restart; guests kept out.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -18,6 +19,31 @@ import { expectSchema, startGateway, type ITestGateway } from './helpers';
 import { codeCell, notebook, outputsOf, textOf } from './notebooks';
 
 const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+
+const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
+
+/** `ferry <args>` with `env`; `onStderr` sees its standard error as it comes. */
+function ferry(
+  args: string[],
+  env: Record<string, string>,
+  onStderr?: (text: string, kill: (signal: NodeJS.Signals) => void) => void
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [FERRY, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      onStderr?.(stderr, signal => child.kill(signal));
+    });
+    child.on('error', reject);
+    child.on('close', code => resolve({ code, stdout, stderr }));
+  });
+}
 
 /** Every event of a job's stream, until its end. */
 async function eventsOf(
@@ -397,6 +423,116 @@ describe('jobs', () => {
     expect(written.cells[2].execution_count).toBeNull();
     expect(outputsOf(written, 2)).toEqual([]);
     expect(written.metadata.ferry.job.error).toEqual(done.error);
+  });
+
+  it('ferry run: streams the output, writes the executed notebook, exits 0, never prints the token', async () => {
+    const file = path.join(root, 'cli.ipynb');
+    writeFileSync(
+      file,
+      JSON.stringify(
+        notebook([
+          codeCell('lr = 0.01', ['parameters']),
+          codeCell(
+            'import os\nprint("lr is", lr, "on", os.environ["CUDA_VISIBLE_DEVICES"])'
+          )
+        ])
+      )
+    );
+    const output = path.join(root, 'cli-out.ipynb');
+    const result = await ferry(
+      [
+        'run',
+        file,
+        '--gateway',
+        gw.url,
+        '--accelerator',
+        'gpu:H100:1',
+        '-p',
+        'lr=0.1',
+        '-o',
+        output
+      ],
+      { FERRY_TOKEN: gw.token }
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('lr is 0.1 on 0\n');
+    expect(result.stderr).toMatch(/succeeded/);
+    expect(result.stdout + result.stderr).not.toContain(gw.token);
+    const executed = JSON.parse(readFileSync(output, 'utf8'));
+    expect(executed.metadata.ferry.job.parameters).toEqual({ lr: 0.1 });
+  });
+
+  it('ferry run: a failing cell exits non-zero and still writes the partial notebook', async () => {
+    const file = path.join(root, 'cli-fails.ipynb');
+    writeFileSync(
+      file,
+      JSON.stringify(
+        notebook([
+          codeCell('print("ran")'),
+          codeCell('raise ValueError("bad input")')
+        ])
+      )
+    );
+    const output = path.join(root, 'cli-fails-out.ipynb');
+    const result = await ferry(
+      ['run', file, '--gateway', gw.url, '-o', output],
+      {
+        FERRY_TOKEN: gw.token
+      }
+    );
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('ValueError');
+    expect(result.stderr).toMatch(
+      /failed: cell 2 raised ValueError: bad input/
+    );
+    const partial = JSON.parse(readFileSync(output, 'utf8'));
+    expect(textOf(outputsOf(partial, 0)[0].text)).toBe('ran\n');
+  });
+
+  it('ferry run: Ctrl-C cancels the job and frees its device', async () => {
+    const file = path.join(root, 'cli-loop.ipynb');
+    writeFileSync(
+      file,
+      JSON.stringify(
+        notebook([codeCell('print("looping", flush=True)\nwhile True: pass')])
+      )
+    );
+    let interrupted = false;
+    const result = await ferry(
+      ['run', file, '--gateway', gw.url, '--accelerator', 'gpu:H100:1'],
+      { FERRY_TOKEN: gw.token },
+      (stderr, kill) => {
+        if (!interrupted && stderr.includes('[cell 1/1]')) {
+          interrupted = true;
+          kill('SIGINT');
+        }
+      }
+    );
+    expect(result.code).toBe(130);
+    expect(result.stderr).toMatch(/cancelled/);
+    const [latest] = await client.list();
+    expect(latest.state).toBe('cancelled');
+    expect((await gw.api('GET', '/api/kernels')).body).toEqual([]);
+  });
+
+  it('ferry jobs lists the jobs; ferry jobs logs follows one to its end', async () => {
+    const job = await client.submit({
+      notebook: notebook([codeCell('print("logged")')])
+    });
+    const logs = await ferry(
+      ['jobs', 'logs', job.id.slice(0, 8), '--gateway', gw.url],
+      {
+        FERRY_TOKEN: gw.token
+      }
+    );
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toBe('logged\n');
+    const list = await ferry(['jobs', '--gateway', gw.url], {
+      FERRY_TOKEN: gw.token
+    });
+    expect(list.code).toBe(0);
+    expect(list.stdout.split('\n')[0]).toMatch(/^ID\s+STATE\s+NAME/);
+    expect(list.stdout).toContain(`${job.id.slice(0, 8)}  succeeded`);
   });
 
   it('limits the jobs one user may have queued or running', async () => {

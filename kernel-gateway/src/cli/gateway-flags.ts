@@ -36,6 +36,7 @@ export interface IGatewayFlags extends IKernelHostFlags {
   iopubDataRateLimit?: number;
   maxKernels: number;
   maxKernelsPerUser: number;
+  maxJobsPerUser: number;
   maxTerminals: number;
   maxKernelStarts: number;
   maxWsMessages: number;
@@ -103,6 +104,7 @@ export function gatewayOptions(
     limits: {
       maxKernels: flags.maxKernels,
       maxKernelsPerUser: flags.maxKernelsPerUser,
+      maxJobsPerUser: flags.maxJobsPerUser,
       maxTerminals: flags.maxTerminals,
       kernelStartsPerMinute: flags.maxKernelStarts,
       wsMessagesPerSecond: flags.maxWsMessages,

@@ -152,6 +152,12 @@ export function gatewayCommand(): Command {
       DEFAULT_LIMITS.maxKernelsPerUser
     )
     .option(
+      '--max-jobs-per-user <n>',
+      'jobs one user may have queued or running at once (0: no limit)',
+      number,
+      DEFAULT_LIMITS.maxJobsPerUser
+    )
+    .option(
       '--max-terminals <n>',
       'terminals open at once at most (0: no limit)',
       number,

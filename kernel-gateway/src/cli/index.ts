@@ -4,10 +4,18 @@
  */
 import { Command } from 'commander';
 import { gatewayCommand } from './gateway';
+import { jobsCommand, runCommand } from './run';
 import { VERSION } from './version';
 import { workerCommand } from './worker';
 
 export { VERSION } from './version';
+export {
+  JobClientError,
+  JobsClient,
+  type IJob,
+  type JobClientEvent
+} from './jobs-client';
+export { parseParameterValue } from './run';
 
 /** The `ferry` command line. */
 export function createProgram(): Command {
@@ -17,5 +25,7 @@ export function createProgram(): Command {
     )
     .version(VERSION)
     .addCommand(gatewayCommand())
-    .addCommand(workerCommand());
+    .addCommand(workerCommand())
+    .addCommand(runCommand())
+    .addCommand(jobsCommand());
 }

@@ -235,6 +235,10 @@ export class JobService {
     if (!job) {
       const model = this.model(this._record(id));
       listener({ type: 'state', job: model });
+      // A job that is over: its output, from its executed notebook.
+      for (const event of Private.outputEvents(this._records.notebook(id))) {
+        listener(event);
+      }
       listener({ type: 'end', job: model });
       return () => undefined;
     }
@@ -846,6 +850,49 @@ namespace Private {
     assign: () => '',
     literal: () => ''
   };
+
+  /** The outputs of an executed notebook (nbformat JSON), as a stream's events, cell by cell. */
+  export function outputEvents(text: string | undefined): JobStreamEvent[] {
+    if (text === undefined) {
+      return [];
+    }
+    let notebook: INotebook;
+    try {
+      notebook = JSON.parse(text) as INotebook;
+    } catch {
+      return [];
+    }
+    return notebook.cells.flatMap((cell, index) =>
+      (Array.isArray(cell.outputs) ? cell.outputs : []).map(
+        (output: Record<string, unknown>) =>
+          ({
+            type: 'output',
+            data: { index, output: Private.joined(output) }
+          }) as JobStreamEvent
+      )
+    );
+  }
+
+  /** An output as it was streamed: its multi-line strings joined (the file splits them). */
+  export function joined(
+    output: Record<string, unknown>
+  ): Record<string, unknown> {
+    const join = (value: unknown) =>
+      Array.isArray(value) ? value.join('') : value;
+    const copy: Record<string, unknown> = { ...output };
+    if ('text' in copy) {
+      copy.text = join(copy.text);
+    }
+    if (copy.data && typeof copy.data === 'object') {
+      copy.data = Object.fromEntries(
+        Object.entries(copy.data as Record<string, unknown>).map(([k, v]) => [
+          k,
+          /json$/.test(k) ? v : join(v)
+        ])
+      );
+    }
+    return copy;
+  }
 
   /** How many code cells with code a notebook runs. */
   export function codeCells(notebook: INotebook): number {
