@@ -147,6 +147,9 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
         .locator('.jp-FerryShare-toolbarButton:visible')
         .count()
     ).toBe(0);
+    // Nothing the page asked for on its way here was refused: the plugins that need the owner's
+    // APIs are left out of a link's page, and what the file browser and event stream poll answers.
+    expect(refused.get(visitor)).toEqual([]);
   });
 
   it('edits, cursors and names cross both ways', async () => {
@@ -216,7 +219,17 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     const viewer = await openLink((created.body as { url: string }).url, 'Bob');
     await cellText(viewer, 0, 'a = 1  # Ada was here');
     const cells = notebookPanel(viewer).locator('.jp-Notebook .jp-Cell');
-    const count = await cells.count();
+    // Every cell the owner has, synced and drawn, before counting them.
+    const count = await notebookPanel(owner)
+      .locator('.jp-Notebook .jp-Cell')
+      .count();
+    await viewer.waitForFunction(
+      expected =>
+        document.querySelectorAll(
+          '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell'
+        ).length === expected,
+      count
+    );
     const cell = cells.nth(0);
     await cell.locator('.cm-editor.jp-mod-readOnly').waitFor();
     await cell.locator('.cm-content').click();
@@ -341,6 +354,9 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     expect(me).toBe(403);
   });
 
+  /** What each visitor page was refused (HTTP 4xx/5xx answers, websocket errors). */
+  const refused = new Map<Page, string[]>();
+
   /** A page in a browser context of its own (its own cookies and storage: another person). */
   async function newPage(): Promise<Page> {
     const context = await browser.newContext({
@@ -355,6 +371,16 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   /** Open a share link as a new person does: the link page, a name, then the notebook. */
   async function openLink(url: string, name: string): Promise<Page> {
     const page = await newPage();
+    const failures: string[] = [];
+    refused.set(page, failures);
+    page.on('response', response => {
+      if (response.status() >= 400) {
+        failures.push(`${response.status()} ${response.url()}`);
+      }
+    });
+    page.on('websocket', ws =>
+      ws.on('socketerror', error => failures.push(`${ws.url()}: ${error}`))
+    );
     await page.goto(url);
     await page.getByLabel(/Your name/).fill(name);
     await page.getByRole('button', { name: /Open/ }).click();

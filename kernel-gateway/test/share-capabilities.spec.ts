@@ -56,6 +56,7 @@ describe('what a share link reaches', () => {
       const saved = await gw.api('PUT', `/api/contents/${name}`, NOTEBOOK);
       expect(saved.status).toBe(201);
     }
+    await gw.api('PUT', '/api/contents/folder', { type: 'directory' });
     const session = await gw.api('POST', '/api/sessions', {
       path: 'shared.ipynb',
       type: 'notebook',
@@ -123,8 +124,8 @@ describe('what a share link reaches', () => {
       const as = { token: view.token };
       const refused: [string, string, unknown?][] = [
         ['GET', '/api/contents/other.ipynb'],
-        ['GET', '/api/contents/'],
-        ['GET', '/api/contents'],
+        ['GET', '/api/contents/folder'],
+        ['GET', '/api/contents/folder/'],
         ['GET', '/api/contents/x/../other.ipynb'],
         ['GET', '/api/contents/%2E%2E/shared.ipynb'],
         ['GET', '/api/contents/shared.ipynb%2F..%2Fother.ipynb'],
@@ -280,7 +281,7 @@ describe('what a share link reaches', () => {
           status: 403
         });
       }
-      // The sockets too: another kernel's channels, the event stream, another notebook's room.
+      // The sockets too: another kernel's channels, another notebook's room.
       const otherRoom = await gw.api(
         'PUT',
         '/api/collaboration/session/other.ipynb',
@@ -288,7 +289,6 @@ describe('what a share link reaches', () => {
       );
       for (const pathname of [
         `/api/kernels/${otherKernelId}/channels`,
-        '/api/events/subscribe',
         `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`
       ]) {
         const outcome = await upgrade(wsUrl(pathname, view.token));
@@ -300,6 +300,47 @@ describe('what a share link reaches', () => {
           outcome.ws.close();
         }
       }
+    });
+
+    it('sees the folder its notebook is in listing that notebook alone, as the file browser polls it', async () => {
+      const as = { token: view.token };
+      const root = await gw.api('GET', '/api/contents', undefined, as);
+      expect(root.status).toBe(200);
+      expect(root.body).toMatchObject({ type: 'directory', path: '' });
+      expect(root.body.content.map((e: { name: string }) => e.name)).toEqual([
+        'shared.ipynb'
+      ]);
+      // The owner sees every file of it.
+      const owners = await gw.api('GET', '/api/contents');
+      expect(
+        owners.body.content.map((e: { name: string }) => e.name).sort()
+      ).toEqual(['folder', 'other.ipynb', 'shared.ipynb']);
+      const bare = await gw.api(
+        'GET',
+        '/api/contents?content=0',
+        undefined,
+        as
+      );
+      expect(bare.status).toBe(200);
+      expect(bare.body.content).toBeNull();
+    });
+
+    it("hears the event stream's events about its notebook only", async () => {
+      const outcome = await upgrade(wsUrl('/api/events/subscribe', view.token));
+      if (!('ws' in outcome)) {
+        throw new Error(`refused: ${JSON.stringify(outcome)}`);
+      }
+      const first = new Promise<{ path?: string; action?: string }>(resolve =>
+        outcome.ws.once('message', data => resolve(JSON.parse(String(data))))
+      );
+      // Events come in order: another notebook's save first, then the shared one's.
+      await gw.api('PUT', '/api/contents/other.ipynb', NOTEBOOK);
+      await gw.api('PUT', '/api/contents/shared.ipynb', NOTEBOOK);
+      expect(await first).toMatchObject({
+        path: 'shared.ipynb',
+        action: 'save'
+      });
+      outcome.ws.close();
     });
 
     it("opens the lab page on its notebook alone, telling nothing of the owner's directories", async () => {

@@ -101,7 +101,8 @@ export function createApp(services: IAppServices): Express {
     guardShares({
       auth,
       sessions: context.sessions,
-      registry: context.registry
+      registry: context.registry,
+      contents: services.contents
     })
   );
   // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.

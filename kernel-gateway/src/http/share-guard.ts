@@ -12,6 +12,7 @@ import {
   type TokenAuth
 } from '../auth';
 import type { KernelChannels } from '../channels';
+import type { FileContentsManager } from '../contents';
 import type { KernelRegistry, SessionStore } from '../kernels';
 import { GLOBAL_AWARENESS_ROOM } from '../rooms';
 import { errorBody } from './errors';
@@ -27,6 +28,8 @@ export interface IShareRuleContext {
   kernelId: string | undefined;
   sessions: SessionStore;
   registry: KernelRegistry;
+  /** The files, for the answers that show part of a folder (absent for websockets). */
+  contents?: FileContentsManager;
 }
 
 /** One thing a share link's holder may do. */
@@ -89,6 +92,21 @@ export const SHARE_RULES: readonly IShareRule[] = [
     methods: ['GET'],
     path: /^\/api\/contents\/(.+?)(?:\/checkpoints)?\/?$/,
     when: (path, { access }) => path === access.path
+  },
+  {
+    what: 'the folders on the way to the notebook, each listing only the next step towards it (what the file browser polls; nothing the link does not name)',
+    methods: ['GET'],
+    path: /^\/api\/contents(?:\/(.*?))?\/?$/,
+    when: (dir, { access, contents }) =>
+      contents !== undefined &&
+      (dir === '' || access.path.startsWith(`${dir}/`)),
+    answer: (context, request, response) =>
+      void Private.listTowards(context, request, response)
+  },
+  {
+    what: "the event stream, carrying only events about the notebook's file (http/upgrade.ts filters it)",
+    methods: ['WS'],
+    path: /^\/api\/events\/subscribe\/?$/
   },
   {
     what: "the notebook's bytes",
@@ -255,12 +273,19 @@ export function shareRule(
 export function shareRuleContext(
   access: IShareAccess,
   sessions: SessionStore,
-  registry: KernelRegistry
+  registry: KernelRegistry,
+  contents?: FileContentsManager
 ): IShareRuleContext {
   const session = sessions
     .list()
     .find(s => s.path === access.path && s.kernel !== null);
-  return { access, kernelId: session?.kernel?.id, sessions, registry };
+  return {
+    access,
+    kernelId: session?.kernel?.id,
+    sessions,
+    registry,
+    contents
+  };
 }
 
 /** The message of the 403 a share link's holder gets for what no rule allows. */
@@ -276,6 +301,7 @@ export function guardShares(options: {
   auth: TokenAuth;
   sessions: SessionStore;
   registry: KernelRegistry;
+  contents: FileContentsManager;
 }): RequestHandler {
   return (request, response, next) => {
     const access = options.auth.access(request);
@@ -286,7 +312,8 @@ export function guardShares(options: {
     const context = shareRuleContext(
       access,
       options.sessions,
-      options.registry
+      options.registry,
+      options.contents
     );
     const rule = shareRule(request.method, request.path, context);
     if (!rule) {
@@ -304,6 +331,33 @@ export function guardShares(options: {
 }
 
 namespace Private {
+  /**
+   * A folder on the way to the link's notebook, its listing cut to the one entry that leads there
+   * (`content=0` as the contents route answers it).
+   */
+  export async function listTowards(
+    { access, contents }: IShareRuleContext,
+    request: Request,
+    response: Response
+  ): Promise<void> {
+    const dir = target(request.path.replace(/^\/api\/contents\/?/, '')) ?? '';
+    const next = access.path.slice(dir ? dir.length + 1 : 0).split('/')[0];
+    try {
+      const model = await contents!.get(dir, { content: true });
+      const entries = Array.isArray(model.content) ? model.content : [];
+      response.json({
+        ...model,
+        content:
+          request.query.content === '0'
+            ? null
+            : entries.filter(entry => entry.name === next)
+      });
+    } catch (error) {
+      const status = (error as { status?: number }).status ?? 500;
+      response.status(status).json(errorBody(status, (error as Error).message));
+    }
+  }
+
   /** A percent-decoded segment; undefined when malformed. */
   export function decode(segment: string): string | undefined {
     try {

@@ -190,7 +190,7 @@ export class UpgradeRouter {
       return Private.refuse(socket, 403, refusal);
     }
     if (events) {
-      return this._subscribe(events, request, socket, head);
+      return this._subscribe(events, access, request, socket, head);
     }
     if (room) {
       return this._joinRoom(room[1], access, url, request, socket, head);
@@ -342,15 +342,23 @@ export class UpgradeRouter {
   }
 
   /** An events socket: what clients send is ignored, every event of the bus is sent. */
+  /**
+   * The event stream: every event for the owner; for a share link's holder, only events about its
+   * notebook's file (JupyterLab subscribes on every page, and a refused socket retries forever).
+   */
   private _subscribe(
     events: EventBus,
+    access: Access,
     request: IncomingMessage,
     socket: Duplex,
     head: Buffer
   ): void {
     this._eventsWss.handleUpgrade(request, socket, head, ws => {
-      this._limitMessages(ws, undefined, undefined);
+      this._limitMessages(ws, undefined, access);
       const unsubscribe = events.subscribe(event => {
+        if (access.kind === 'share' && event.path !== access.path) {
+          return;
+        }
         if (ws.readyState === ws.OPEN) {
           ws.send(JSON.stringify(event));
         }

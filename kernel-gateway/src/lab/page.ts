@@ -11,6 +11,16 @@ const DISABLED_EXTENSIONS: readonly string[] = [
   '@jupyterlab/apputils-extension:announcements'
 ];
 
+/**
+ * Plugins of the owner's own lab that a share link's page leaves out: what they use is the owner's
+ * alone (terminals, workspaces, the devices and their picker), so their requests would only be refused.
+ */
+const SHARE_DISABLED_EXTENSIONS: readonly string[] = [
+  '@jupyterlab/terminal-extension',
+  '@jupyterlab/workspaces-extension',
+  '@ferry/accelerators-extension'
+];
+
 /** The jupyter_server version JupyterLab is told it talks to (`notebookVersion`). */
 const SERVER_VERSION: readonly number[] = [2, 14, 0];
 
@@ -106,7 +116,7 @@ export function pageConfig(options: IPageOptions): Record<string, unknown> {
     disabledExtensions: [
       ...new Set([
         ...DISABLED_EXTENSIONS,
-        ...(options.share ? ['@jupyterlab/terminal-extension'] : []),
+        ...(options.share ? SHARE_DISABLED_EXTENSIONS : []),
         ...(options.manifest.disabled ?? [])
       ])
     ],
