@@ -23,6 +23,8 @@ import {
   type ITestGateway,
   expectSchema
 } from './helpers';
+import { JobsClient, type JobClientEvent } from '../src/cli/jobs-client';
+import { codeCell, notebook } from './notebooks';
 import { SlurmCluster } from './slurm-cluster';
 import { startWorker } from './workers';
 
@@ -682,6 +684,38 @@ describeSlurm('kernels on a real Slurm cluster (two fake GPUs)', () => {
         jobs => jobs.length === 0
       );
     }, 60_000);
+
+    it('runs a notebook job on a Slurm offer inside a Slurm job, and ends that job with it', async () => {
+      const client = new JobsClient({ url: gw.url, token: gw.token });
+      const job = await client.submit({
+        notebook: notebook([
+          codeCell(
+            "import os\nprint(os.environ['SLURM_JOB_ID'], os.environ['CUDA_VISIBLE_DEVICES'])"
+          )
+        ]),
+        accelerator: { offer: 'slurm-gpu' }
+      });
+      expect(job.accelerator).toBe('offer:slurm-gpu');
+      const events: JobClientEvent[] = [];
+      for await (const event of client.follow(job.id)) {
+        events.push(event);
+      }
+      const done = await client.get(job.id);
+      expect(done.state).toBe('succeeded');
+      expect(done.worker).toBe(`job-${done.kernel_id}`);
+      const printed = events.flatMap(e =>
+        e.type === 'output' ? [String(e.data.output.text)] : []
+      );
+      const [slurmJob, cuda] = printed.join('').trim().split(' ');
+      expect(slurmJob).toMatch(/^\d+$/);
+      expect(['0', '1']).toContain(cuda);
+      // Its kernel is gone, and so is the Slurm job its worker ran in.
+      expect((await gw.api('GET', '/api/kernels')).body).toEqual([]);
+      await until(
+        () => cluster.activeJobs(),
+        jobs => !jobs.includes(slurmJob)
+      );
+    }, 90_000);
   });
 
   describeRest('through slurmrestd', () => {
