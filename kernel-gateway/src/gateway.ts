@@ -39,7 +39,7 @@ import {
   type IAppServices
 } from './http';
 import { JobService } from './jobs';
-import { KernelRegistry, SessionStore } from './kernels';
+import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
 import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
@@ -136,6 +136,10 @@ export class Gateway {
       pool: this.pool,
       scheduler: this.scheduler,
       kernels: this.registry,
+      environments: new KernelEnvironments({
+        pool: this.pool,
+        templates: resolved.environments ?? []
+      }),
       logger: options.logger,
       maxTerminals: resolved.limits.maxTerminals,
       replayChars: Private.TERMINAL_REPLAY_CHARS,

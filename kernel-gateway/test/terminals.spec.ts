@@ -2,6 +2,7 @@
  * Terminals on the embedded worker: a real gateway, a real pty running bash, real kernels holding a
  * simulated GPU, and websocket clients speaking terminado's protocol as JupyterLab does.
  */
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   mkdirSync,
@@ -11,7 +12,14 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { createLogger, KernelUser, parseSimulateSpec, Worker } from '../src';
+import {
+  createLogger,
+  environmentTemplate,
+  KernelUser,
+  parseSimulateSpec,
+  Worker,
+  type IEnvironmentProfile
+} from '../src';
 import {
   expectSchema,
   pollUntil,
@@ -376,6 +384,60 @@ describeAsRoot('a terminal of a worker running as root', () => {
     } finally {
       await gw.close();
       rmSync(rootDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('terminals in environments', () => {
+  it("puts the environment's bin on PATH and sets its variables; an unknown one is a 400", async () => {
+    const dir = realpathSync(
+      mkdtempSync(path.join(tmpdir(), 'ferry-terms-env-'))
+    );
+    execFileSync('/usr/bin/python3', [
+      '-m',
+      'venv',
+      '--without-pip',
+      path.join(dir, 'torch')
+    ]);
+    const templates: IEnvironmentProfile[] = [
+      {
+        name: 'pytorch',
+        displayName: 'PyTorch',
+        prefix: path.join(dir, 'torch'),
+        env: { FERRY_TEST_FRAMEWORK: 'torch' }
+      }
+    ];
+    const gw = await startGateway({ rootDir: dir, environments: templates });
+    await gw.worker.declareEnvironments(templates.map(environmentTemplate));
+    try {
+      const opened = await gw.api('POST', '/api/terminals', {
+        environment: 'pytorch'
+      });
+      expect(opened.status).toBe(200);
+      const term = await TerminalClient.connect(
+        gw.url,
+        opened.body.name,
+        gw.token
+      );
+      // The shell's own rc files may put other directories first (pyenv here): the environment's
+      // bin is on PATH, with its prefix and variables.
+      term.run(
+        'echo "=$((1+1)) venv=[$VIRTUAL_ENV] fw=[$FERRY_TEST_FRAMEWORK] path=[:$PATH:]"'
+      );
+      const [, venv, framework, searchPath] = await term.waitFor(
+        /=2 venv=\[(.*)\] fw=\[(.*)\] path=\[(.*)\]/
+      );
+      expect([venv, framework]).toEqual([path.join(dir, 'torch'), 'torch']);
+      expect(searchPath).toContain(`:${path.join(dir, 'torch', 'bin')}:`);
+      await term.close();
+      const unknown = await gw.api('POST', '/api/terminals', {
+        environment: 'tensorflow'
+      });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.message).toMatch(/tensorflow[\s\S]*pytorch/);
+    } finally {
+      await gw.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

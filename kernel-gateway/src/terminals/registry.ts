@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { LimitError } from '../auth';
-import type { KernelRegistry } from '../kernels';
+import type { KernelEnvironments, KernelRegistry } from '../kernels';
 import type { WorkerPool } from '../pool';
 import type { IWorkerConnection, RestSchemas } from '../protocol';
 import {
@@ -25,7 +25,7 @@ export interface ITerminalRequest {
   accelerator?: IAcceleratorRequest;
   /** A running kernel to open it beside. */
   kernel?: string;
-  /** An environment template's name. */
+  /** An environment's name (else `KERNEL_ENVIRONMENT` in `env`; beside a kernel, the kernel's). */
   environment?: string;
 }
 
@@ -102,7 +102,9 @@ export class TerminalRegistry {
    *
    * @throws LimitError (403) past the limit on terminals; TerminalError: 409 for a name in use or a
    * kernel that does not run, 400 for what cannot be asked, 503 when no worker takes terminals,
-   * 500 when the worker cannot open it; the scheduler's errors for devices no worker has.
+   * 500 when the worker cannot open it; the scheduler's errors for devices no worker has;
+   * NoSuchEnvironmentError for an environment nothing knows, UnsatisfiableRequestError for one no
+   * connected worker has.
    */
   async create(request: ITerminalRequest): Promise<ManagedTerminal> {
     const max = this._options.maxTerminals;
@@ -139,12 +141,27 @@ export class TerminalRegistry {
         );
       }
     }
+    const { environments } = this._options;
+    const environment = environments.requested(request, request.env);
+    if (kernel && environment !== undefined) {
+      throw new TerminalError(
+        400,
+        `A terminal beside a kernel runs in that kernel\u2019s environment: ask for a kernel or an environment, not both`
+      );
+    }
     const accelerator =
       request.accelerator && request.accelerator.kind !== 'cpu'
-        ? scheduler.check(request.accelerator)
+        ? scheduler.check(request.accelerator, environment)
         : undefined;
+    if (environment !== undefined) {
+      environments.checkAvailable(
+        environment,
+        accelerator ?? { kind: 'cpu', count: 0 }
+      );
+    }
     const entry: Private.IEntry = {
       request,
+      environment,
       size: { rows: 24, cols: 80 },
       terminal: new ManagedTerminal({
         name,
@@ -195,7 +212,7 @@ export class TerminalRegistry {
         }
         await this._placed(entry, result.placement);
       } else {
-        const worker = this._cpuWorker();
+        const worker = this._cpuWorker(environment);
         if (!worker) {
           throw new TerminalError(
             503,
@@ -273,7 +290,7 @@ export class TerminalRegistry {
     worker: IWorkerConnection,
     deviceIds: string[]
   ): Promise<void> {
-    const { terminal, request, size } = entry;
+    const { terminal, request, size, environment } = entry;
     terminal.starting(worker, deviceIds);
     await worker.openTerminal({
       terminalId: terminal.name,
@@ -281,7 +298,7 @@ export class TerminalRegistry {
       env: request.env,
       cwd: request.cwd,
       besideKernel: terminal.kernelId,
-      environment: request.environment,
+      environment,
       rows: size.rows,
       cols: size.cols
     });
@@ -320,9 +337,18 @@ export class TerminalRegistry {
     );
   }
 
-  /** The worker of a terminal that holds no device: the embedded one, else one taking CPU kernels. */
-  private _cpuWorker(): IWorkerConnection | undefined {
-    const workers = this._options.pool.list();
+  /**
+   * The worker of a terminal that holds no device: the embedded one, else one taking CPU kernels;
+   * one that has its environment, when it asks for one.
+   */
+  private _cpuWorker(environment?: string): IWorkerConnection | undefined {
+    const workers = this._options.pool
+      .list()
+      .filter(
+        w =>
+          environment === undefined ||
+          w.environments.some(e => e.name === environment && e.available)
+      );
     return (
       workers.find(w => !w.remote && w.acceptsCpu) ??
       workers.find(w => w.connected && w.acceptsCpu)
@@ -347,6 +373,8 @@ export namespace TerminalRegistry {
     pool: WorkerPool;
     scheduler: Scheduler;
     kernels: KernelRegistry;
+    /** The environments a terminal may ask for, and which workers have them. */
+    environments: KernelEnvironments;
     logger: Logger;
     /** At most this many open terminals (0: no limit). */
     maxTerminals: number;
@@ -361,6 +389,8 @@ namespace Private {
   export interface IEntry {
     terminal: ManagedTerminal;
     request: ITerminalRequest;
+    /** The environment it runs in (beside a kernel: the kernel's, left to the worker). */
+    environment: string | undefined;
     /** The size browsers last asked for: it opens at that size. */
     size: { rows: number; cols: number };
     /** Why the gateway closes it, once it does. */
