@@ -322,6 +322,57 @@ describe('kernels in environments', () => {
     }
   });
 
+  it('moves a kernel to another environment under the same id, then out of every one', async () => {
+    const id = await startKernel(gw, {
+      name: 'python3',
+      environment: 'pytorch',
+      env: { KERNEL_ENVIRONMENT: 'pytorch' }
+    });
+    const client = await KernelSocket.connect(gw, id);
+    const executable = async () =>
+      (
+        await client.execute(
+          'import os, sys\nprint(sys.executable, os.environ.get("KERNEL_ENVIRONMENT"))'
+        )
+      ).stdout.trim();
+    try {
+      expect(await executable()).toBe(
+        `${path.join(dir, 'torch', 'bin', 'python')} pytorch`
+      );
+      const moved = await gw.api('POST', `/api/kernels/${id}/restart`, {
+        environment: 'jax'
+      });
+      expect(moved.status).toBe(200);
+      expect(moved.body).toMatchObject({ id, environment: 'jax' });
+      // The same websocket reaches the new process, which runs JAX's interpreter.
+      expect(await executable()).toBe(
+        `${path.join(dir, 'jax', 'bin', 'python')} jax`
+      );
+      // The sidebar and status bar read it from /api/accelerators.
+      const accelerators = await gw.api('GET', '/api/accelerators');
+      expectSchema('Accelerators', accelerators.body);
+      expect(accelerators.body.kernelEnvironments[id]).toBe('jax');
+      // An unknown one changes nothing.
+      const unknown = await gw.api('POST', `/api/kernels/${id}/restart`, {
+        environment: 'tensorflow'
+      });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.message).toContain('pytorch');
+      const none = await gw.api('POST', `/api/kernels/${id}/restart`, {
+        environment: null
+      });
+      expect(none.status).toBe(200);
+      expect(none.body.environment).toBeUndefined();
+      // The worker's own python3 kernelspec again, outside both venvs.
+      const plain = await executable();
+      expect(plain).toMatch(/ None$/);
+      expect(plain).not.toContain(dir);
+    } finally {
+      await client.close();
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  });
+
   it('places a kernel on the one worker that has its environment', async () => {
     const { stdout } = await runIn(
       { name: 'python3', environment: 'remote-only' },

@@ -133,7 +133,13 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       environments: (this._options.environments ?? []).map(e => ({
         name: e.name,
         displayName: e.displayName ?? e.name
-      }))
+      })),
+      kernelEnvironments: Object.fromEntries(
+        registry
+          .list()
+          .filter(kernel => kernel.launch.environment !== undefined)
+          .map(kernel => [kernel.id, kernel.launch.environment as string])
+      )
     };
   }
 

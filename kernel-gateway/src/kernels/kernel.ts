@@ -301,10 +301,19 @@ export class ManagedKernel {
     name: string;
     env: Record<string, string>;
     accelerator?: IAcceleratorRequest;
+    /** The environment it runs in there (none: its worker's own kernelspec). */
+    environment?: string;
   }): void {
     this._executionState = 'starting';
     this.channels.broadcastStatus('starting');
-    this._launch = { ...this._launch, env: target.env };
+    const { environment: _old, ...launch } = this._launch;
+    this._launch = {
+      ...launch,
+      env: target.env,
+      ...(target.environment !== undefined
+        ? { environment: target.environment }
+        : {})
+    };
     this._name = target.name;
     if (target.accelerator) {
       this._accelerator = target.accelerator;

@@ -1,7 +1,8 @@
 /**
  * Moving a kernel to other devices or another offer under the same id: its process stops, its
  * devices and engine job go, and it is placed anew like a new kernel, keeping its websockets,
- * replay buffer, environment and working directory.
+ * replay buffer, variables and working directory. A move may also change the environment it runs
+ * in (its interpreter): a kernel moved to another environment is placed on a worker that has it.
  *
  * @packageDocumentation
  */
@@ -22,6 +23,7 @@ import type { ProvisionedKernels } from './provisioned';
 import {
   describeTarget,
   withAccelerator,
+  withEnvironment,
   type IAcceleratorTarget
 } from './target';
 
@@ -34,28 +36,40 @@ export class KernelMoves {
   }
 
   /**
-   * Read a restart's target: an offer and its provisioner, or a request the cluster can meet.
+   * Read a restart's target: an offer and its provisioner, or a request the cluster can meet, in
+   * `environment` (none: the worker's own kernelspec).
    *
    * @throws the scheduler's errors for a request that can never be met, and
    *   BadAcceleratorRequestError for an unknown offer.
    */
   destination(
     target: IAcceleratorTarget,
-    kernel?: ManagedKernel
+    environment: string | undefined
   ): KernelMoves.Destination {
+    const inEnvironment = environment !== undefined ? { environment } : {};
     if (target.offer !== undefined) {
-      return this._provisioned.offerNamed(target.offer);
+      return {
+        ...this._provisioned.offerNamed(target.offer),
+        ...inEnvironment
+      };
     }
     return {
       accelerator: this._host.scheduler.check(
         target.accelerator ?? { kind: 'cpu', count: 0 },
-        kernel?.launch.environment
-      )
+        environment
+      ),
+      ...inEnvironment
     };
   }
 
-  /** Whether a kernel already asks for what `destination` names (a restart then stays in place). */
+  /**
+   * Whether a kernel already asks for what `destination` names, in the same environment (a restart
+   * then stays in place).
+   */
   runsOn(kernel: ManagedKernel, destination: KernelMoves.Destination): boolean {
+    if (kernel.launch.environment !== destination.environment) {
+      return false;
+    }
     if ('offer' in destination) {
       return kernel.provisioned?.offer.name === destination.offer.name;
     }
@@ -119,13 +133,24 @@ export class KernelMoves {
                   ? { offer: destination.offer.name }
                   : { accelerator: destination.accelerator }
               ) ?? kernel.specName),
-        env: withAccelerator(kernel.launch.env, spec),
+        env: withEnvironment(
+          withAccelerator(kernel.launch.env, spec),
+          destination.environment
+        ),
+        environment: destination.environment,
         ...('offer' in destination
           ? {}
           : { accelerator: destination.accelerator })
       });
       host.log.info(
-        { kernel: kernel.id, from, to: spec },
+        {
+          kernel: kernel.id,
+          from,
+          to: spec,
+          ...(destination.environment !== undefined
+            ? { environment: destination.environment }
+            : {})
+        },
         'moving kernel to other devices'
       );
       if ('offer' in destination) {
@@ -237,7 +262,11 @@ export namespace KernelMoves {
     provisioned: ProvisionedKernels;
   }
 
-  /** Where a kernel moves: a request the cluster can meet, or an offer and its engine. */
-  export type Destination =
-    { accelerator: IAcceleratorRequest } | ProvisionedKernels.IOffer;
+  /**
+   * Where a kernel moves: a request the cluster can meet, or an offer and its engine; and the
+   * environment it runs in there (none: the worker's own kernelspec).
+   */
+  export type Destination = (
+    { accelerator: IAcceleratorRequest } | ProvisionedKernels.IOffer
+  ) & { environment?: string };
 }

@@ -186,10 +186,19 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
    * its worker) and places the kernel anew like a new one: it may wait in the queue, and resolves
    * then at once (its model says where it stands). Its websockets, replay buffer, environment and
    * working directory stay; `KERNEL_ACCELERATOR` in its environment follows the move.
+   *
+   * An `environment` other than the kernel's (`null`: none) moves it too, on the same accelerator
+   * unless `target` names another: the new process runs that environment's interpreter, on a worker
+   * that has it (`KERNEL_ENVIRONMENT` follows). Unknown: {@link NoSuchEnvironmentError}; one no
+   * connected worker has: the scheduler's UnsatisfiableRequestError, saying why worker by worker.
    */
-  restart(id: string, target?: IAcceleratorTarget): Promise<ManagedKernel> {
+  restart(
+    id: string,
+    target?: IAcceleratorTarget,
+    environment?: string | null
+  ): Promise<ManagedKernel> {
     return announce(this._emitAction, 'restart', id, this.get(id)?.name, () =>
-      this._restart(id, target)
+      this._restart(id, target, environment)
     );
   }
 
@@ -316,11 +325,30 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
 
   private async _restart(
     id: string,
-    target?: IAcceleratorTarget
+    target?: IAcceleratorTarget,
+    environment?: string | null
   ): Promise<ManagedKernel> {
     const kernel = this.require(id);
-    if (target) {
-      const destination = this._moves.destination(target, kernel);
+    const inEnvironment =
+      environment === undefined
+        ? kernel.launch.environment
+        : environment === null
+          ? undefined
+          : this._environments.requested({ environment }, {});
+    if (target || inEnvironment !== kernel.launch.environment) {
+      // Another environment alone: the same accelerator (or offer) there.
+      const where: IAcceleratorTarget =
+        target ??
+        (kernel.provisioned
+          ? { offer: kernel.provisioned.offer.name }
+          : { accelerator: kernel.accelerator });
+      if (inEnvironment !== undefined && where.offer === undefined) {
+        this._environments.checkAvailable(
+          inEnvironment,
+          where.accelerator ?? { kind: 'cpu', count: 0 }
+        );
+      }
+      const destination = this._moves.destination(where, inEnvironment);
       if (!this._moves.runsOn(kernel, destination)) {
         return this._moves.move(kernel, destination);
       }

@@ -74,3 +74,20 @@ export function withAccelerator(
   const { KERNEL_ACCELERATOR: _old, ...rest } = env;
   return spec === 'cpu' ? rest : { ...rest, KERNEL_ACCELERATOR: spec };
 }
+
+/**
+ * A launch environment whose `KERNEL_ENVIRONMENT`, where the client set one, names the environment
+ * a kernel moves to (none removes it), so the new process does not read the old one.
+ */
+export function withEnvironment(
+  env: Record<string, string>,
+  environment: string | undefined
+): Record<string, string> {
+  if (env.KERNEL_ENVIRONMENT === undefined) {
+    return env;
+  }
+  const { KERNEL_ENVIRONMENT: _old, ...rest } = env;
+  return environment === undefined
+    ? rest
+    : { ...rest, KERNEL_ENVIRONMENT: environment };
+}

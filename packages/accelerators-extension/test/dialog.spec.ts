@@ -67,7 +67,10 @@ describe('the "Change Accelerator" dialog', () => {
     );
 
     press('Enter');
-    expect(await chosen).toEqual({ kind: 'gpu', model: 'H100', count: 1 });
+    expect(await chosen).toEqual({
+      request: { kind: 'gpu', model: 'H100', count: 1 },
+      environment: null
+    });
     expect(document.querySelector('.jp-Dialog')).toBeNull();
   });
 
@@ -83,5 +86,42 @@ describe('the "Change Accelerator" dialog', () => {
     expect(radios()[5].checked).toBe(true);
     press('Escape');
     expect(await chosen).toBeNull();
+  });
+
+  it('picks an environment and an accelerator, and names both on the restart button', async () => {
+    const model = {
+      ...cluster(),
+      environments: [{ name: 'pytorch', displayName: 'PyTorch' }]
+    };
+    model.workers[0].environments = [
+      { name: 'pytorch', displayName: 'PyTorch', available: true }
+    ];
+    const manager = new TestManager(model);
+    const chosen = chooseAccelerator({
+      manager,
+      kernelId: 'cpu-kernel',
+      value: { kind: 'cpu', count: 0 }
+    });
+    await waitForDialog();
+    const dialog = document.querySelector('.jp-Dialog')!;
+    const select = dialog.querySelector<HTMLSelectElement>(
+      '.jp-FerryPicker-environmentSelect'
+    )!;
+    const accept = () =>
+      dialog.querySelector('.jp-mod-accept .jp-Dialog-buttonLabel')
+        ?.textContent;
+    expect(accept()).toBe('Keep');
+    select.value = 'pytorch';
+    select.dispatchEvent(new Event('change', { bubbles: true }));
+    // The same CPU in another environment restarts the kernel.
+    expect(accept()).toBe('Restart on PyTorch · CPU');
+    radios()[0].focus();
+    press('ArrowDown');
+    expect(accept()).toBe('Restart on PyTorch · GPU · H100 × 1');
+    press('Enter');
+    expect(await chosen).toEqual({
+      request: { kind: 'gpu', model: 'H100', count: 1 },
+      environment: 'pytorch'
+    });
   });
 });

@@ -8,6 +8,7 @@ import { showErrorMessage } from '@jupyterlab/apputils';
 import { URLExt } from '@jupyterlab/coreutils';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
+import type { PartialJSONObject } from '@lumino/coreutils';
 import { KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { benchmarkCode, formatBenchmark, parseBenchmark } from './benchmark';
 import { chooseAccelerator } from './dialog';
@@ -155,8 +156,8 @@ export namespace AcceleratorActions {
   }
 
   /**
-   * When a notebook opens, ask again for the accelerator its metadata names: Ferry's own choice
-   * moves the kernel onto it at once (same id); a Colab or Kaggle choice opens the picker on the nearest
+   * When a notebook opens, ask again for the accelerator (and environment) its metadata names:
+   * Ferry's own choice moves the kernel onto it at once (same id), in its environment; a Colab or Kaggle choice opens the picker on the nearest
    * offer, since the user must accept a substitute. Does nothing where Ferry cannot be reached.
    *
    * @param panel - The notebook just opened.
@@ -175,7 +176,10 @@ export namespace AcceleratorActions {
     const choice = panel.model
       ? readNotebookAccelerator(panel.model.metadata)
       : null;
-    if (!choice) {
+    const environment = panel.model
+      ? readNotebookEnvironment(panel.model.metadata)
+      : null;
+    if (!choice && !environment) {
       return;
     }
     await panel.sessionContext.ready;
@@ -186,10 +190,23 @@ export namespace AcceleratorActions {
     try {
       const model = await manager.client.getKernel(kernel.id);
       // A kernel model without Ferry's field comes from a server that cannot place kernels.
-      if (
-        !model.accelerator ||
-        kernelMatches(model.accelerator, choice.request)
-      ) {
+      if (!model.accelerator) {
+        return;
+      }
+      const inEnvironment = (model.environment ?? null) === environment;
+      if (!choice) {
+        // Only an environment: the kernel goes there on what it runs on now.
+        if (!inEnvironment) {
+          await Private.moveKernel(
+            kernel,
+            manager,
+            model.accelerator,
+            environment
+          );
+        }
+        return;
+      }
+      if (kernelMatches(model.accelerator, choice.request) && inEnvironment) {
         return;
       }
       const own = kernelspecAccelerator(
@@ -202,21 +219,22 @@ export namespace AcceleratorActions {
         return;
       }
       if (choice.source === 'ferry') {
-        await Private.moveKernel(kernel, manager, choice.request);
+        await Private.moveKernel(kernel, manager, choice.request, environment);
       } else if (await Private.modelReady(manager)) {
         await changeAccelerator(panel, manager);
       }
     } catch (error) {
       console.warn(
-        `Could not start ${panel.context.path} on ${formatAccelerator(choice.request)}`,
+        `Could not start ${panel.context.path} on ${choice ? formatAccelerator(choice.request) : ''} ${environment ? `in ${environment}` : ''}`.trim(),
         error
       );
     }
   }
 
   /**
-   * Ask which accelerator to run on, store it in the notebook's metadata and restart the kernel on
-   * it. A Colab or Kaggle notebook starts on the nearest offer, with a note saying what it asked.
+   * Ask which accelerator (and, where the gateway declares them, which environment) to run on,
+   * store both in the notebook's metadata and restart the kernel there. A Colab or Kaggle notebook
+   * starts on the nearest offer, with a note saying what it asked.
    *
    * @param panel - The notebook whose accelerator changes.
    * @param manager - Where Ferry is, and what it offers.
@@ -242,6 +260,9 @@ export namespace AcceleratorActions {
     }
     const kernelId = panel.sessionContext.session?.kernel?.id;
     const status = kernelId ? manager.kernelStatus(kernelId) : undefined;
+    const kernelEnvironment = kernelId
+      ? Private.kernelEnvironment(manager, kernelId)
+      : null;
     const choice = readNotebookAccelerator(model.metadata);
     let value: IAcceleratorRequest | null = status ?? null;
     let note: string | undefined;
@@ -265,23 +286,29 @@ export namespace AcceleratorActions {
         .filter(Boolean)
         .join(' ');
     }
-    const request = await chooseAccelerator({
+    const chosen = await chooseAccelerator({
       manager,
       kernelId,
       value,
       note,
       warning: kernelId
-        ? 'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+        ? `Changing the ${manager.model?.environments?.length ? 'environment or accelerator' : 'accelerator'} restarts the kernel: its variables and everything else in its memory are lost.`
         : undefined,
-      label: `Accelerator for ${panel.title.label}`
+      label: `Accelerator for ${panel.title.label}`,
+      environment: kernelId
+        ? kernelEnvironment
+        : readNotebookEnvironment(model.metadata),
+      kernelEnvironment
     });
-    if (!request) {
+    if (!chosen) {
       return;
     }
-    Private.saveChoice(model, request);
+    const { request, environment } = chosen;
+    Private.saveChoice(model, request, environment);
     const current = kernelId ? manager.kernelStatus(kernelId) : undefined;
     if (
       kernelId &&
+      environment === Private.kernelEnvironment(manager, kernelId) &&
       (current
         ? kernelMatches(current, request)
         : request.kind === 'cpu' && !!manager.model)
@@ -290,10 +317,10 @@ export namespace AcceleratorActions {
       return;
     }
     try {
-      await Private.placeKernel(panel, manager, request);
+      await Private.placeKernel(panel, manager, request, environment);
     } catch (error) {
       await showErrorMessage(
-        `Could not start ${panel.title.label} on ${formatAccelerator(request)}`,
+        `Could not start ${panel.title.label} on ${Private.describe(manager, request, environment)}`,
         error as Error
       );
     }
@@ -322,15 +349,47 @@ namespace Private {
   /** Save a choice as the notebook's, keeping its other Ferry settings. */
   export function saveChoice(
     model: INotebookModel,
-    request: IAcceleratorRequest
+    request: IAcceleratorRequest,
+    environment?: string | null
   ): void {
     const ferry = model.getMetadata('ferry');
-    model.setMetadata('ferry', {
+    const saved: PartialJSONObject = {
       ...(ferry && typeof ferry === 'object' && !Array.isArray(ferry)
         ? ferry
         : {}),
       ...toNotebookMetadata(request)
-    });
+    };
+    // Left out: the environment saved stays; null: none.
+    if (environment === null) {
+      delete saved.environment;
+    } else if (environment !== undefined) {
+      saved.environment = environment;
+    }
+    model.setMetadata('ferry', saved);
+  }
+
+  /** The environment a kernel runs in, from the live model (`null`: none). */
+  export function kernelEnvironment(
+    manager: IAcceleratorManager,
+    kernelId: string
+  ): string | null {
+    return manager.model?.kernelEnvironments?.[kernelId] ?? null;
+  }
+
+  /** `PyTorch · GPU · H100 × 1`, or the accelerator alone outside any environment. */
+  export function describe(
+    manager: IAcceleratorManager,
+    request: IAcceleratorRequest,
+    environment: string | null
+  ): string {
+    const name =
+      environment &&
+      (manager.model?.environments?.find(e => e.name === environment)
+        ?.displayName ??
+        environment);
+    return name
+      ? `${name} · ${formatAccelerator(request)}`
+      : formatAccelerator(request);
   }
 
   /**
@@ -338,7 +397,7 @@ namespace Private {
    * restart with an accelerator); a notebook without a kernel starts one there.
    *
    * #### Notes
-   * A new kernel asks with `KERNEL_ACCELERATOR` in its environment. A Jupyter server in front of
+   * A new kernel asks with `KERNEL_ACCELERATOR` (and `KERNEL_ENVIRONMENT`) in its environment. A Jupyter server in front of
    * Ferry (`jupyter server --gateway-url`, 1.23) drops the environment a browser sends, so a kernel
    * that came up elsewhere is moved too: Ferry's endpoint is reached directly, with the gateway URL
    * and token of the manager's client.
@@ -351,7 +410,8 @@ namespace Private {
   export async function placeKernel(
     panel: NotebookPanel,
     manager: IAcceleratorManager,
-    request: IAcceleratorRequest
+    request: IAcceleratorRequest,
+    environment: string | null
   ): Promise<void> {
     // A notebook just opened may still be starting its kernel: move that one, not a second.
     await panel.sessionContext.ready;
@@ -362,35 +422,34 @@ namespace Private {
       specs?.kernelspecs[current?.name ?? context.kernelPreference.name ?? '']
     );
     if (current && !from) {
-      await moveKernel(current, manager, request);
+      await moveKernel(current, manager, request, environment);
       return;
     }
     const base = from?.base ?? context.kernelPreference.name;
-    const environment = panel.model
-      ? readNotebookEnvironment(panel.model.metadata)
-      : null;
     await context.changeKernel({
       name: (base && acceleratorKernelspecName(specs, base, request)) ?? base,
       env: {
         KERNEL_ACCELERATOR: toAcceleratorString(request),
-        // The notebook's environment (metadata.ferry.environment) goes with it.
+        // The environment chosen (saved as metadata.ferry.environment) goes with it.
         ...(environment ? { KERNEL_ENVIRONMENT: environment } : {})
       }
     } as Partial<Kernel.IModel>);
     const started = panel.sessionContext.session?.kernel;
+    if (!started) {
+      return;
+    }
+    const model = await manager.client.getKernel(started.id);
     if (
-      started &&
-      !kernelMatches(
-        (await manager.client.getKernel(started.id)).accelerator,
-        request
-      )
+      !kernelMatches(model.accelerator, request) ||
+      (model.environment ?? null) !== environment
     ) {
-      await moveKernel(started, manager, request);
+      await moveKernel(started, manager, request, environment);
     }
   }
 
   /**
-   * Move a kernel to other devices, keeping its id and its connection.
+   * Move a kernel to other devices (or into another environment: `null` for none, left out to
+   * keep its own), keeping its id and its connection.
    *
    * #### Notes
    * Ferry keeps the kernel's websockets open across the move and tells them `starting`, then
@@ -403,8 +462,9 @@ namespace Private {
   export async function moveKernel(
     kernel: Kernel.IKernelConnection,
     manager: IAcceleratorManager,
-    request: IAcceleratorRequest
+    request: IAcceleratorRequest,
+    environment?: string | null
   ): Promise<void> {
-    await manager.client.moveKernel(kernel.id, request);
+    await manager.client.moveKernel(kernel.id, request, environment);
   }
 }

@@ -64,6 +64,8 @@ export class AcceleratorClient {
    *
    * @param kernelId - The kernel.
    * @param accelerator - What to run on; what the kernel already has restarts it in place.
+   * @param environment - The environment to run in there (`null`: none); left out, the kernel keeps
+   *   its own. Another one than the kernel's moves it even on the same accelerator.
    * @returns The kernel's model once it runs, or waits in the queue.
    *
    * #### Notes
@@ -74,7 +76,8 @@ export class AcceleratorClient {
    */
   async moveKernel(
     kernelId: string,
-    accelerator: IAcceleratorRequest
+    accelerator: IAcceleratorRequest,
+    environment?: string | null
   ): Promise<IKernelModel> {
     const url = URLExt.join(
       this.serverSettings.baseUrl,
@@ -87,7 +90,9 @@ export class AcceleratorClient {
     const body = {
       accelerator: offer
         ? { offer }
-        : { kind, model, count, memoryGiB, profile }
+        : { kind, model, count, memoryGiB, profile },
+      // Left out: the kernel keeps its environment; null: none.
+      ...(environment !== undefined ? { environment } : {})
     };
     return (await this._request(url, {
       method: 'POST',

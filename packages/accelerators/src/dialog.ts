@@ -5,30 +5,55 @@
 import { Dialog } from '@jupyterlab/apputils';
 import { formatAccelerator } from './labels';
 import type { IAcceleratorRequest } from './models';
-import { sameRequest } from './offers';
+import { environmentChoices, offersInEnvironment, sameRequest } from './offers';
 import { AcceleratorPicker } from './picker';
 import type { IAcceleratorManager } from './tokens';
 
 /**
- * The "Change Accelerator" dialog: the offers with live free counts, starting on `value`.
+ * What the user chose in the dialog: an accelerator, and the environment to run in.
+ */
+export interface IAcceleratorChoice {
+  /** The accelerator (or offer). */
+  request: IAcceleratorRequest;
+  /** The environment (`null`: none, the worker's own kernelspec). */
+  environment: string | null;
+}
+
+/**
+ * The "Change Accelerator" dialog: the offers with live free counts, starting on `value`; where the
+ * gateway declares environments, an environment menu above them (`PyTorch · GPU · H100 × 1`).
  *
  * @param options - The manager whose offers are listed, the current choice, and the words around.
- * @returns The chosen request, or `null` when the user cancels.
+ * @returns The chosen accelerator and environment, or `null` when the user cancels.
  *
  * #### Notes
  * The list is a radio group: arrow keys, Home and End move the choice, Enter restarts on it,
- * Escape cancels. The free counts follow the manager while the dialog is open.
+ * Escape cancels. The free counts follow the manager while the dialog is open; so does each
+ * choice's availability in the chosen environment.
  */
 export async function chooseAccelerator(
   options: IChooseAcceleratorOptions
-): Promise<IAcceleratorRequest | null> {
+): Promise<IAcceleratorChoice | null> {
   const { manager, kernelId } = options;
+  const kernelEnvironment = options.kernelEnvironment ?? null;
+  const offersIn = (environment: string | null) =>
+    manager.model
+      ? offersInEnvironment(
+          manager.model,
+          manager.offersFor(kernelId),
+          environment,
+          kernelId ? kernelEnvironment : environment
+        )
+      : manager.offersFor(kernelId);
+  const environment = options.environment ?? null;
   const body = new AcceleratorPicker({
-    offers: manager.offersFor(kernelId),
+    offers: offersIn(environment),
     value: options.value,
     note: options.note,
     warning: options.warning,
-    label: options.label
+    label: options.label,
+    environments: environmentChoices(manager.model),
+    environment
   });
   const dialog = new Dialog<IAcceleratorRequest | null>({
     title: 'Change Accelerator',
@@ -58,19 +83,23 @@ export async function chooseAccelerator(
     }
   };
   const refresh = () => {
-    body.offers = manager.offersFor(kernelId);
+    body.offers = offersIn(body.environment);
     relabel();
   };
   manager.changed.connect(refresh);
   body.valueChanged.connect(relabel);
+  body.environmentChanged.connect(refresh);
   try {
     const launched = dialog.launch();
     relabel();
     const result = await launched;
-    return result.button.accept ? result.value : null;
+    return result.button.accept && result.value
+      ? { request: result.value, environment: body.environment }
+      : null;
   } finally {
     manager.changed.disconnect(refresh);
     body.valueChanged.disconnect(relabel);
+    body.environmentChanged.disconnect(refresh);
   }
 }
 
@@ -88,6 +117,10 @@ export interface IChooseAcceleratorOptions {
   warning?: string;
   /** The accessible name of the list. */
   label?: string;
+  /** The environment the dialog starts on (`null`, the default: none). */
+  environment?: string | null;
+  /** The environment the kernel that would move runs in (`null`, the default: none). */
+  kernelEnvironment?: string | null;
   /**
    * The kernel that would move, if any: offers are predicted for it (its own devices count as
    * free, its queue entry is not ahead of it) and its current choice is marked.
@@ -114,6 +147,12 @@ namespace Private {
     if (offer?.current) {
       return 'Keep';
     }
-    return `${kernelId ? 'Restart' : 'Start'} on ${formatAccelerator(value)}`;
+    const environment = picker.environments.find(
+      e => e.name === picker.environment
+    );
+    const where = environment
+      ? `${environment.displayName} · ${formatAccelerator(value)}`
+      : formatAccelerator(value);
+    return `${kernelId ? 'Restart' : 'Start'} on ${where}`;
   }
 }

@@ -532,3 +532,100 @@ export function computeEnvironmentOffers(
   }
   return result;
 }
+
+/**
+ * The accelerator choices in one environment, as the picker lists them: each with its
+ * availability there (unavailable, with why, where no connected worker that has the environment
+ * could hold it), offers of cluster engines as they are (their job starts in the environment).
+ *
+ * @param model - The `/api/accelerators` model.
+ * @param offers - The accelerator choices, from {@link computeOffers} (for a kernel, its own).
+ * @param environment - The environment chosen, `null` for none (the worker's own kernelspec).
+ * @param kernelEnvironment - The environment of the kernel that would move (`null`: none): a choice
+ *   stays `current` only in that environment, since another one restarts the kernel.
+ */
+export function offersInEnvironment(
+  model: IAccelerators,
+  offers: readonly IAcceleratorOffer[],
+  environment: string | null,
+  kernelEnvironment: string | null = null
+): IAcceleratorOffer[] {
+  const inEnvironment =
+    environment === null
+      ? [...offers]
+      : [
+          ...computeEnvironmentOffers(model, [...offers])
+            .filter(offer => offer.environment === environment)
+            .map(({ offer, availability, reason }) => {
+              const result: IAcceleratorOffer = { ...offer, availability };
+              delete result.reason;
+              return reason === undefined ? result : { ...result, reason };
+            }),
+          ...offers.filter(offer => offer.engine)
+        ];
+  if (environment === kernelEnvironment) {
+    return inEnvironment;
+  }
+  // Another environment restarts the kernel even on the devices it holds.
+  return inEnvironment.map(offer => {
+    if (!offer.current) {
+      return offer;
+    }
+    const { current: _current, reason: _reason, ...rest } = offer;
+    return offer.availability === 'queued'
+      ? {
+          ...rest,
+          reason: 'The kernel waits for it again, in the new environment'
+        }
+      : rest;
+  });
+}
+
+/**
+ * The environments a picker offers: each template of the profiles file, with why none of the
+ * connected workers has it (`undefined` when one does).
+ *
+ * @param model - The `/api/accelerators` model.
+ */
+export function environmentChoices(
+  model: IAccelerators | null
+): IEnvironmentChoice[] {
+  const connected = (model?.workers ?? []).filter(worker => worker.connected);
+  return (model?.environments ?? []).map(environment => {
+    const has = connected.some(worker =>
+      (worker.environments ?? []).some(
+        e => e.name === environment.name && e.available
+      )
+    );
+    return has
+      ? { name: environment.name, displayName: environment.displayName }
+      : {
+          name: environment.name,
+          displayName: environment.displayName,
+          unavailable: connected.length
+            ? `on no connected worker (${connected
+                .map(
+                  worker =>
+                    `${worker.name}: ${
+                      (worker.environments ?? []).find(
+                        e => e.name === environment.name
+                      )?.reason ?? 'not reported'
+                    }`
+                )
+                .join('; ')})`
+            : 'no worker is connected'
+        };
+  });
+}
+
+/**
+ * An environment the picker offers.
+ */
+export interface IEnvironmentChoice {
+  /** Its name, as a kernel start asks for it. */
+  name: string;
+  /** `PyTorch`. */
+  displayName: string;
+  /** Why no connected worker has it, when none does. */
+  unavailable?: string;
+}

@@ -3,7 +3,7 @@ import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import { formatAccelerator } from './labels';
 import type { IAcceleratorRequest } from './models';
-import type { IAcceleratorOffer } from './offers';
+import type { IAcceleratorOffer, IEnvironmentChoice } from './offers';
 import { sameRequest } from './offers';
 
 /**
@@ -14,6 +14,12 @@ import { sameRequest } from './offers';
  * The list is a radio group: arrow keys, Home and End move the choice, unavailable offers are
  * skipped. Every state is written out in words (and in each radio's accessible name), never shown by
  * colour alone. Set `offers` again to refresh free counts live; the choice is kept.
+ *
+ * Where the gateway declares environments, a menu above the list picks the one the kernel runs in
+ * (an environment no connected worker has says so, and why); each choice then reads
+ * `PyTorch · GPU · H100 × 1`. The owner sets `offers` for the chosen environment (see
+ * `offersInEnvironment`) when `environmentChanged` fires. Without environments the picker is the
+ * accelerator list alone.
  */
 export class AcceleratorPicker extends Widget {
   /**
@@ -40,6 +46,11 @@ export class AcceleratorPicker extends Widget {
         described.push(node.id);
       }
     }
+    this._environments = options.environments ?? [];
+    this._environment = options.environment ?? null;
+    if (this._environments.length) {
+      this.node.appendChild(this._renderEnvironments());
+    }
     this._list = document.createElement('div');
     this._list.className = 'jp-FerryPicker-list';
     this._list.setAttribute('role', 'radiogroup');
@@ -61,6 +72,28 @@ export class AcceleratorPicker extends Widget {
   set offers(offers: readonly IAcceleratorOffer[]) {
     this._offers = offers;
     this._render();
+  }
+
+  /** The environment chosen (`null`: none, the worker's own kernelspec). */
+  get environment(): string | null {
+    return this._environment;
+  }
+  set environment(environment: string | null) {
+    if (this._environmentSelect) {
+      this._environmentSelect.value = environment ?? '';
+    }
+    this._environment = environment;
+    this._render();
+  }
+
+  /** The environments offered (empty where the gateway declares none). */
+  get environments(): readonly IEnvironmentChoice[] {
+    return this._environments;
+  }
+
+  /** Emitted when the user picks another environment. */
+  get environmentChanged(): ISignal<this, string | null> {
+    return this._environmentChanged;
   }
 
   /** The chosen request, `null` when nothing is chosen. */
@@ -89,9 +122,14 @@ export class AcceleratorPicker extends Widget {
     return this._value;
   }
 
-  /** Handle the DOM events of the list. */
+  /** Handle the DOM events of the list and the environment menu. */
   handleEvent(event: Event): void {
-    if (event.type === 'change') {
+    const select = this._environmentSelect;
+    if (event.type === 'change' && select && event.target === select) {
+      this._environment = select.value || null;
+      this._render();
+      this._environmentChanged.emit(this._environment);
+    } else if (event.type === 'change') {
       const input = event.target as HTMLInputElement;
       const offer = this._offers[Number(input.dataset.index)];
       if (offer) {
@@ -117,6 +155,7 @@ export class AcceleratorPicker extends Widget {
     }
     this._list.removeEventListener('keydown', this);
     this._list.removeEventListener('change', this);
+    this._environmentSelect?.removeEventListener('change', this);
     Signal.clearData(this);
     super.dispose();
   }
@@ -184,8 +223,13 @@ export class AcceleratorPicker extends Widget {
       input => input === document.activeElement
     );
     this._list.textContent = '';
+    const environment = this._environments.find(
+      e => e.name === this._environment
+    );
     this._offers.forEach((offer, index) => {
-      this._list.appendChild(Private.renderOffer(offer, index, this._name));
+      this._list.appendChild(
+        Private.renderOffer(offer, index, this._name, environment?.displayName)
+      );
     });
     this._select(this._value);
     if (focused >= 0) {
@@ -210,7 +254,39 @@ export class AcceleratorPicker extends Widget {
     );
   }
 
+  /** The environment menu: `Environment [None ▾]`. */
+  private _renderEnvironments(): HTMLElement {
+    const row = document.createElement('label');
+    row.className = 'jp-FerryPicker-environment';
+    const caption = document.createElement('span');
+    caption.className = 'jp-FerryPicker-environmentLabel';
+    caption.textContent = 'Environment';
+    const select = document.createElement('select');
+    select.className = 'jp-FerryPicker-environmentSelect';
+    const none = document.createElement('option');
+    none.value = '';
+    none.textContent = 'None (the default Python)';
+    select.appendChild(none);
+    for (const environment of this._environments) {
+      const option = document.createElement('option');
+      option.value = environment.name;
+      option.textContent = environment.unavailable
+        ? `${environment.displayName} (unavailable: ${environment.unavailable})`
+        : environment.displayName;
+      select.appendChild(option);
+    }
+    select.value = this._environment ?? '';
+    select.addEventListener('change', this);
+    this._environmentSelect = select;
+    row.append(caption, select);
+    return row;
+  }
+
   private _name: string;
+  private _environments: readonly IEnvironmentChoice[];
+  private _environment: string | null;
+  private _environmentChanged = new Signal<this, string | null>(this);
+  private _environmentSelect: HTMLSelectElement | null = null;
   private _list: HTMLElement;
   private _offers: readonly IAcceleratorOffer[] = [];
   private _value: IAcceleratorRequest | null;
@@ -233,6 +309,10 @@ export namespace AcceleratorPicker {
     warning?: string;
     /** The accessible name of the list; `Accelerator` by default. */
     label?: string;
+    /** The environments to choose from; none (the default) shows no environment menu. */
+    environments?: readonly IEnvironmentChoice[];
+    /** The environment chosen at first (`null`: none). */
+    environment?: string | null;
   }
 
   /**
@@ -274,7 +354,8 @@ namespace Private {
   export function renderOffer(
     offer: IAcceleratorOffer,
     index: number,
-    name: string
+    name: string,
+    environment: string | undefined
   ): HTMLElement {
     const row = document.createElement('label');
     row.className = `jp-FerryPicker-item jp-mod-${offer.availability === 'queued' ? 'busy' : offer.availability}`;
@@ -284,9 +365,10 @@ namespace Private {
     input.className = 'jp-FerryPicker-radio';
     input.dataset.index = String(index);
     input.disabled = offer.availability === 'unavailable';
-    const label = formatAccelerator(offer.request, {
+    const accelerator = formatAccelerator(offer.request, {
       simulated: offer.simulated
     });
+    const label = environment ? `${environment} · ${accelerator}` : accelerator;
     const description = AcceleratorPicker.describe(offer);
     input.setAttribute('aria-label', `${label}: ${description}`);
     const title = document.createElement('span');

@@ -6,7 +6,7 @@ import type { IAcceleratorManager } from './tokens';
 
 /**
  * The status bar and toolbar item: what the current notebook's kernel runs on (`GPU · H100 × 1`,
- * `Queued · #2`, `CPU`), how busy its devices are, and how many devices are free in the cluster.
+ * `Queued · #2`, `CPU`, and its environment first where it runs in one: `PyTorch · GPU · H100 × 1`), how busy its devices are, and how many devices are free in the cluster.
  * It is a button: clicking it (or Enter/Space) calls `onClick`, which `actionLabel` names.
  */
 export class AcceleratorStatusItem extends Widget {
@@ -93,8 +93,15 @@ export class AcceleratorStatusItem extends Widget {
     const queued = model?.queue.find(
       entry => entry.kernelId === this._kernelId
     );
+    const environment = this._kernelId
+      ? Private.environmentName(model, this._kernelId)
+      : undefined;
     const kernel = this._kernelId
-      ? [formatStatus(status), queued ? formatWait(queued.wait) : '']
+      ? [
+          environment,
+          formatStatus(status),
+          queued ? formatWait(queued.wait) : ''
+        ]
           .filter(Boolean)
           .join(' · ')
       : 'No kernel';
@@ -164,6 +171,17 @@ namespace Private {
     return kind === 'tpu'
       ? `TPU chip${plural}`
       : `${kind.toUpperCase()}${plural}`;
+  }
+
+  /** The display name of the environment a kernel runs in, if it runs in one. */
+  export function environmentName(
+    model: IAccelerators | null,
+    kernelId: string
+  ): string | undefined {
+    const name = model?.kernelEnvironments?.[kernelId];
+    return name === undefined
+      ? undefined
+      : (model?.environments?.find(e => e.name === name)?.displayName ?? name);
   }
 
   /** The mean utilisation of a kernel's devices in their latest samples, if they report it. */

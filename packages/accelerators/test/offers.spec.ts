@@ -1,7 +1,9 @@
 import {
   computeEnvironmentOffers,
   computeOffers,
-  kernelStatus
+  environmentChoices,
+  kernelStatus,
+  offersInEnvironment
 } from '../src/offers';
 import { cluster, device, worker } from '@ferry/testing';
 
@@ -376,5 +378,86 @@ describe('computeEnvironmentOffers', () => {
       reason:
         'No connected worker has JAX (gpu-1: /opt/jax/bin/python not found on gpu-1)'
     });
+  });
+});
+
+describe('offersInEnvironment', () => {
+  /** One GPU host with PyTorch, a TPU host without it (and why), a kernel on the GPU. */
+  function model() {
+    return {
+      time: '2026-01-01T00:00:10.000Z',
+      queue: [],
+      environments: [
+        { name: 'pytorch', displayName: 'PyTorch' },
+        { name: 'jax', displayName: 'JAX' }
+      ],
+      kernelEnvironments: { k1: 'pytorch' },
+      workers: [
+        worker('gpu-1', [device('g0', 'gpu', 'H100', { kernels: ['k1'] })], {
+          environments: [
+            { name: 'pytorch', displayName: 'PyTorch', available: true },
+            {
+              name: 'jax',
+              displayName: 'JAX',
+              available: false,
+              reason: '/opt/jax/bin/python not found on gpu-1'
+            }
+          ]
+        }),
+        worker('tpu-1', [device('t0', 'tpu', 'v5e')], {
+          acceptsCpu: false,
+          environments: [
+            {
+              name: 'pytorch',
+              displayName: 'PyTorch',
+              available: false,
+              reason: '/opt/torch not found on tpu-1'
+            }
+          ]
+        })
+      ]
+    };
+  }
+
+  it('is the accelerator list itself outside any environment', () => {
+    const m = model();
+    const offers = computeOffers(m);
+    expect(offersInEnvironment(m, offers, null)).toEqual(offers);
+  });
+
+  it('marks what no worker with the environment holds unavailable, with why', () => {
+    const m = model();
+    const offers = offersInEnvironment(m, computeOffers(m), 'pytorch');
+    expect(offers.map(o => [o.label, o.availability, o.reason])).toEqual([
+      ['CPU', 'free', undefined],
+      ['GPU · H100 × 1', 'queued', expect.stringContaining('busy')],
+      ['TPU · v5e-1', 'unavailable', 'No worker with PyTorch has TPU · v5e-1']
+    ]);
+  });
+
+  it("keeps the kernel's choice current only in its own environment", () => {
+    const m = model();
+    const own = computeOffers(m, 'k1');
+    const same = offersInEnvironment(m, own, 'pytorch', 'pytorch');
+    expect(same.find(o => o.current)?.label).toBe('GPU · H100 × 1');
+    // Outside PyTorch the same GPU restarts the kernel: its own device is free for it, not current.
+    const none = offersInEnvironment(m, own, null, 'pytorch');
+    const gpu = none.find(o => o.label === 'GPU · H100 × 1');
+    expect(gpu).toMatchObject({ availability: 'free' });
+    expect(gpu?.current).toBeUndefined();
+    expect(gpu?.reason).toBeUndefined();
+  });
+
+  it('lists the environments, saying why none of the workers has one', () => {
+    expect(environmentChoices(model())).toEqual([
+      { name: 'pytorch', displayName: 'PyTorch' },
+      {
+        name: 'jax',
+        displayName: 'JAX',
+        unavailable:
+          'on no connected worker (gpu-1: /opt/jax/bin/python not found on gpu-1; tpu-1: not reported)'
+      }
+    ]);
+    expect(environmentChoices(cluster())).toEqual([]);
   });
 });

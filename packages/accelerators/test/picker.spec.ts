@@ -3,7 +3,7 @@
  */
 import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { computeOffers } from '../src/offers';
+import { computeOffers, offersInEnvironment } from '../src/offers';
 import { AcceleratorPicker } from '../src/picker';
 import { cluster, device, worker } from '@ferry/testing';
 
@@ -193,5 +193,60 @@ describe('AcceleratorPicker', () => {
     radios(picker)[5].click();
     expect(picker.getValue()).toEqual({ kind: 'tpu', model: 'v5e', count: 4 });
     Widget.detach(picker);
+  });
+
+  it('offers environment × accelerator where environments are declared, and none otherwise', () => {
+    const model = {
+      ...cluster(),
+      environments: [{ name: 'pytorch', displayName: 'PyTorch' }]
+    };
+    model.workers[0].environments = [
+      { name: 'pytorch', displayName: 'PyTorch', available: true }
+    ];
+    picker = new AcceleratorPicker({
+      offers: computeOffers(model),
+      value: { kind: 'gpu', model: 'H100', count: 1 },
+      environments: [
+        { name: 'pytorch', displayName: 'PyTorch' },
+        {
+          name: 'jax',
+          displayName: 'JAX',
+          unavailable: 'on no connected worker'
+        }
+      ]
+    });
+    const select = picker.node.querySelector<HTMLSelectElement>(
+      '.jp-FerryPicker-environmentSelect'
+    )!;
+    expect(Array.from(select.options).map(o => o.textContent)).toEqual([
+      'None (the default Python)',
+      'PyTorch',
+      'JAX (unavailable: on no connected worker)'
+    ]);
+    expect(select.value).toBe('');
+    const changed: (string | null)[] = [];
+    picker.environmentChanged.connect((_, name) => {
+      changed.push(name);
+      picker.offers = offersInEnvironment(model, computeOffers(model), name);
+    });
+    select.value = 'pytorch';
+    select.dispatchEvent(new Event('change', { bubbles: true }));
+    expect(changed).toEqual(['pytorch']);
+    expect(picker.environment).toBe('pytorch');
+    // Each choice names the environment; the choice made stays.
+    expect(
+      radios(picker).map(radio => radio.getAttribute('aria-label'))
+    ).toContain(
+      'PyTorch · GPU · H100 × 1 (simulated): 2 of 2 free · starts now'
+    );
+    expect(picker.value).toEqual({ kind: 'gpu', model: 'H100', count: 1 });
+
+    // Without environments there is no menu, and the labels are the accelerators alone.
+    picker.dispose();
+    picker = new AcceleratorPicker({ offers: computeOffers(model) });
+    expect(picker.node.querySelector('select')).toBeNull();
+    expect(rows(picker)[1].textContent).toBe(
+      'GPU · H100 × 1 (simulated)2 of 2 free · starts now'
+    );
   });
 });

@@ -53,15 +53,17 @@ export function kernelsRouter(context: IGatewayContext): Router {
     '/api/kernels/:id/restart',
     validateBody(schemas, 'KernelRestartRequest'),
     async (request, response) => {
-      const { accelerator } =
+      const { accelerator, environment } =
         request.body as RestSchemas['KernelRestartRequest'];
       const id = registry.require(request.params.id).id;
-      // No accelerator: in place (jupyter_server and JupyterLab send none). One: maybe a move.
+      // No accelerator: in place (jupyter_server and JupyterLab send none). One, or another
+      // environment: maybe a move.
       const kernel = await registry.restart(
         id,
         accelerator === undefined
           ? undefined
-          : requestedAccelerator(accelerator, {})
+          : requestedAccelerator(accelerator, {}),
+        environment
       );
       response.json(registry.model(kernel));
     }
