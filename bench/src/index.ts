@@ -32,6 +32,7 @@ import { sleep } from './requests';
 import { CLIENTS, type ClientName } from './types';
 import { BENCH_CONFIG, runScenarios, type IBenchPath } from './scenarios';
 import { floodMemory, type IFloodMemory } from './memory';
+import { formatJobsReport, runJobsBench, type IJobsReport } from './jobs';
 import { formatRoomsReport, runRoomsBench, type IRoomsReport } from './rooms';
 import {
   formatTerminalsReport,
@@ -98,6 +99,7 @@ export async function main(): Promise<number> {
   let printFlood: IFloodMemory[] | undefined;
   let rooms: IRoomsReport | undefined;
   let terminals: ITerminalsReport | undefined;
+  let jobs: IJobsReport | undefined;
   try {
     const floorTarget = (client: ClientName) =>
       new FloorTarget(
@@ -269,6 +271,18 @@ export async function main(): Promise<number> {
     } finally {
       await terminalsFerry.stop();
     }
+    // Jobs on a gateway of their own (with a remote worker of 8 simulated GPUs for the queue).
+    const jobsDir = path.join(dir, 'jobs');
+    const jobsWorkerToken = randomUUID();
+    const jobsFerry = await startFerry(jobsDir, randomUUID(), jobsWorkerToken);
+    try {
+      jobs = await runJobsBench(jobsFerry, jobsDir, jobsWorkerToken, log);
+    } catch (error) {
+      failed = true;
+      log(`jobs: failed: ${(error as Error).message}`);
+    } finally {
+      await jobsFerry.stop();
+    }
     log(
       'scheduler: simulating 1,000 workers x 8 devices, 10,000 placements and releases'
     );
@@ -332,6 +346,7 @@ export async function main(): Promise<number> {
     printFlood,
     rooms,
     terminals,
+    jobs,
     targets: evaluateTargets(paths, serverStats, scheduler)
   };
   log('');
@@ -343,6 +358,10 @@ export async function main(): Promise<number> {
   if (terminals) {
     log('');
     log(formatTerminalsReport(terminals));
+  }
+  if (jobs) {
+    log('');
+    log(formatJobsReport(jobs));
   }
   if (printFlood) {
     log(

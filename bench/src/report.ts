@@ -1,4 +1,5 @@
 import type { IRoomsReport } from './rooms';
+import type { IJobsReport } from './jobs';
 import type { ITerminalsReport } from './terminals';
 import type { IFloodMemory } from './memory';
 import type { IMemory } from './processes';
@@ -109,6 +110,8 @@ export interface IBenchReport {
   rooms?: IRoomsReport;
   /** Terminals: keystroke echo and `cat` throughput, through Ferry and on a local pty. */
   terminals?: ITerminalsReport;
+  /** Jobs: submit to executed notebook beside nbconvert, and a queue of jobs on simulated GPUs. */
+  jobs?: IJobsReport;
   targets: ITargetResult[];
 }
 

@@ -46,7 +46,8 @@ const NO_LIMITS: [string, string][] = [
   ['--max-kernels', '0'],
   ['--max-kernels-per-user', '0'],
   ['--max-kernel-starts', '0'],
-  ['--max-ws-messages', '0']
+  ['--max-ws-messages', '0'],
+  ['--max-jobs-per-user', '0']
 ];
 
 /** The options of NO_LIMITS and SAME_USER that a checkout's `ferry gateway` has (a baseline may be older). */
