@@ -214,6 +214,10 @@ describe('terminals', () => {
       state: 'running',
       devices: [gw.worker.devices[0].id]
     });
+    // The sidebar's picture says who holds it.
+    const devices = (await gw.api('GET', '/api/accelerators')).body.workers[0]
+      .devices;
+    expect(devices[0].kernels).toEqual([`terminal:${waiting.name}`]);
     // It holds the device: a kernel asking for it now waits.
     const queued = await gw.api('POST', '/api/kernels', {
       name: 'python3',

@@ -171,6 +171,17 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         holders.set(key, [...(holders.get(key) ?? []), kernel.id]);
       }
     }
+    // What else holds devices through the scheduler: terminals (`terminal:<name>`).
+    for (const allocation of this._options.scheduler.allocations()) {
+      const key = `${allocation.workerId}/${allocation.deviceId}`;
+      const known = holders.get(key) ?? [];
+      const others = allocation.kernelIds.filter(
+        id => !known.includes(id) && !registry.get(id)
+      );
+      if (others.length > 0) {
+        holders.set(key, [...known, ...others]);
+      }
+    }
     const holdings = new Map<string, IHolding>();
     const types = new Map<string, ITypeState>();
     for (const worker of pool.list()) {

@@ -189,6 +189,13 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       manager,
       describeKernel: id => {
         const path = paths.get(id);
+        if (id.startsWith('terminal:')) {
+          // A terminal holding devices of its own (terminals are the owner's alone).
+          return {
+            label: `terminal ${id.slice('terminal:'.length)}`,
+            own: true
+          };
+        }
         return path
           ? { label: PathExt.basename(path), path, own: true }
           : { label: `kernel ${id.slice(0, 8)}`, own: false };
