@@ -488,6 +488,37 @@ describe('kernels in environments', () => {
       `${gw.worker.name}: ${python} not found`
     );
   });
+
+  // Last: it restarts the gateway.
+  it('keeps the environment of a remote kernel adopted after a gateway restart', async () => {
+    const id = await startKernel(gw, {
+      name: 'python3',
+      environment: 'remote-only'
+    });
+    const workerPort = gw.gateway.workerPort!;
+    await gw.close();
+    gw = await startGateway({
+      workerPort,
+      workerToken: WORKER_TOKEN,
+      environments: templates
+    });
+    // The remote worker dials the new gateway and reports its kernel, with its environment.
+    const model = await pollUntil(
+      async () => (await gw.api('GET', `/api/kernels/${id}`)).body,
+      body => body?.id === id
+    );
+    try {
+      expectSchema('Kernel', model);
+      expect(model).toMatchObject({
+        environment: 'remote-only',
+        accelerator: { workerName: 'env-remote' }
+      });
+      const accelerators = (await gw.api('GET', '/api/accelerators')).body;
+      expect(accelerators.kernelEnvironments[id]).toBe('remote-only');
+    } finally {
+      await gw.api('DELETE', `/api/kernels/${id}`);
+    }
+  });
 });
 
 describe('environments on cluster engines', () => {

@@ -176,7 +176,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
           kernel_id: k.kernelId,
           kernel_name: k.kernelName,
           device_ids: k.deviceIds,
-          execution_state: k.executionState
+          execution_state: k.executionState,
+          environment: k.environment ?? ''
         })),
         accepts_cpu: this._worker.acceptsCpu,
         environments: this._worker.environments.map(environmentToProto),

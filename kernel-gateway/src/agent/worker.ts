@@ -199,6 +199,9 @@ export class Worker
     const entry: Private.IEntry = {
       kernel,
       kernelName: launch.kernelName,
+      ...(launch.environment !== undefined
+        ? { environment: launch.environment }
+        : {}),
       restarts: [],
       deviceIds: launch.deviceIds,
       executionState: 'starting',
@@ -231,7 +234,10 @@ export class Worker
       kernelId: entry.kernel.id,
       kernelName: entry.kernelName,
       deviceIds: entry.deviceIds,
-      executionState: entry.executionState
+      executionState: entry.executionState,
+      ...(entry.environment !== undefined
+        ? { environment: entry.environment }
+        : {})
     }));
   }
 
@@ -590,6 +596,8 @@ namespace Private {
     kernel: KernelProcess;
     /** The kernelspec the gateway asked for (an environment may launch another). */
     kernelName: string;
+    /** The environment it was started in, if any. */
+    environment?: string;
     /** Times of recent automatic restarts. */
     restarts: number[];
     deviceIds: string[];

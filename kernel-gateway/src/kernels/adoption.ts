@@ -83,10 +83,14 @@ export class KernelAdoption {
             ...(first.profile ? { profile: first.profile } : {})
           }
         : { kind: 'cpu', count: 0 };
+      // Its environment stays in its model, and in its launch should it move.
       const kernel = this._host.create(
         running.kernelId,
         running.kernelName,
-        accelerator
+        accelerator,
+        running.environment !== undefined
+          ? { env: {}, environment: running.environment }
+          : undefined
       );
       const placement = { workerId: worker.id, deviceIds: running.deviceIds };
       try {

@@ -28,7 +28,8 @@ export interface IKernelHost {
   create(
     id: string,
     name: string,
-    accelerator: IAcceleratorRequest
+    accelerator: IAcceleratorRequest,
+    launch?: ManagedKernel.ILaunch
   ): ManagedKernel;
 
   /**

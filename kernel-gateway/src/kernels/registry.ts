@@ -64,7 +64,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       list: () => this.list(),
       get: id => this._kernels.get(id),
       knows: kernel => this._kernels.get(kernel.id) === kernel,
-      create: (id, name, accelerator) => this._create(id, name, accelerator),
+      create: (id, name, accelerator, launch) =>
+        this._create(id, name, accelerator, launch ? { launch } : {}),
       placed: (kernel, placement) => this._placed(kernel, placement),
       markDead: (kernel, reason) => this._markDead(kernel, reason),
       forget: id => this._adoption.forget(id)

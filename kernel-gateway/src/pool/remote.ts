@@ -411,7 +411,8 @@ export class RemoteWorkerConnection
       kernelId: k.kernel_id,
       kernelName: k.kernel_name,
       deviceIds: k.device_ids ?? [],
-      executionState: k.execution_state || 'idle'
+      executionState: k.execution_state || 'idle',
+      ...(k.environment ? { environment: k.environment } : {})
     }));
     this._jobs = (register.jobs ?? []).map(jobReportFromProto);
   }

@@ -91,6 +91,8 @@ export interface IRunningKernel {
   kernelName: string;
   deviceIds: string[];
   executionState: string;
+  /** The environment it was started in, if any. */
+  environment?: string;
 }
 
 /** A device sample with the device memory each kernel uses (schema `DeviceSample`). */
