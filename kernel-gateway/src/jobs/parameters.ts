@@ -19,6 +19,8 @@ export interface IParameterSyntax {
   assign(name: string, value: string): string;
   /** A value as a literal of the language. */
   literal(value: unknown): string;
+  /** Names that cannot be assigned to (the language's keywords). */
+  reserved?: ReadonlySet<string>;
 }
 
 /** The tag of the cell whose values the injected cell overrides (papermill's). */
@@ -78,6 +80,12 @@ export function injectParameters(
   }
   const lines = [`${syntax.comment} Parameters`];
   for (const name of names) {
+    if (syntax.reserved?.has(name)) {
+      throw new JobRequestError(
+        400,
+        `Parameter ${name}: a keyword of the kernel's language cannot be a parameter's name`
+      );
+    }
     let literal: string;
     try {
       literal = syntax.literal(parameters[name]);
@@ -169,6 +177,12 @@ namespace Private {
   export const PYTHON: IParameterSyntax = {
     comment: '#',
     assign: (name, value) => `${name} = ${value}`,
-    literal: value => python(value)
+    literal: value => python(value),
+    // Python 3's keywords (keyword.kwlist).
+    reserved: new Set(
+      'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(
+        ' '
+      )
+    )
   };
 }

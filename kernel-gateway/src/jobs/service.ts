@@ -18,6 +18,7 @@ import {
   filterKernelEnv,
   kernelWorkingDir,
   NoSuchKernelspecError,
+  requestedWorkingDir,
   type KernelRegistry,
   type ManagedKernel
 } from '../kernels';
@@ -154,7 +155,7 @@ export class JobService {
         env,
         cwd: request.path
           ? kernelWorkingDir(this._options.rootDir, request.path)
-          : undefined,
+          : requestedWorkingDir(this._options.rootDir, env.KERNEL_WORKING_DIR),
         ...target
       });
     } catch (error) {
@@ -587,7 +588,16 @@ export class JobService {
     finished: IJobFinished | undefined,
     override?: { state: RestSchemas['JobState']; reason: string }
   ): Promise<void> {
-    job.finishing ??= this._finishing(job, finished, override);
+    // Never rejects: a job that cannot be written down is logged, not a crash of the gateway.
+    job.finishing ??= this._finishing(job, finished, override).catch(
+      (error: Error) => {
+        this._active.delete(job.record.id);
+        this._log.error(
+          { job: job.record.id, err: error.message },
+          'could not record the end of a job'
+        );
+      }
+    );
     return job.finishing;
   }
 
