@@ -230,7 +230,12 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     app.commands.addCommand(CommandIDs.showAccelerators, {
       label: 'Show Accelerators',
       caption: 'Show every GPU and TPU, who holds it, and the queue',
-      execute: () => app.shell.activateById(panel.id)
+      execute: () => {
+        app.shell.activateById(panel.id);
+        // The command palette gives the main area the focus back once a command ran: take it
+        // after that (the next frame), so that a keyboard user lands in the panel.
+        requestAnimationFrame(() => panel.activate());
+      }
     });
     palette?.addItem({
       command: CommandIDs.showAccelerators,

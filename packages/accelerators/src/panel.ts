@@ -49,6 +49,8 @@ export class AcceleratorPanel extends Widget {
     this.title.caption = 'Accelerators';
     this.node.setAttribute('role', 'region');
     this.node.setAttribute('aria-label', 'Accelerators');
+    // Focusable by script only (onActivateRequest), not a stop of its own in the Tab order.
+    this.node.tabIndex = -1;
     this._manager = options.manager;
     this._describeKernel =
       options.describeKernel ??
@@ -106,6 +108,17 @@ export class AcceleratorPanel extends Widget {
     this._manager.changed.disconnect(this._onChanged, this);
     this._manager.connectionChanged.disconnect(this._onConnection, this);
     super.dispose();
+  }
+
+  /**
+   * Take the focus when activated (from the command palette, or its tab by keyboard), so that a
+   * screen reader names the region and Tab goes on to its first control.
+   */
+  protected onActivateRequest(msg: Message): void {
+    super.onActivateRequest(msg);
+    if (this.isAttached && !this.node.contains(document.activeElement)) {
+      this.node.focus();
+    }
   }
 
   /** Catch up when shown. */
