@@ -365,6 +365,9 @@ describe('jobs', () => {
     expect(kernels.map((k: { id: string }) => k.id)).toEqual([
       holder.kernel_id
     ]);
+    // The job's kernel says whose it is.
+    expectSchema('Kernel', kernels[0]);
+    expect(kernels[0].job).toEqual({ id: holder.id, name: 'notebook.ipynb' });
     writeFileSync(release, '');
     expect((await finished(client, holder.id)).state).toBe('succeeded');
   });

@@ -152,6 +152,7 @@ export class JobService {
     try {
       kernel = await this._registry.start({
         name: kernelName,
+        job: { id, name },
         env,
         cwd: request.path
           ? kernelWorkingDir(this._options.rootDir, request.path)

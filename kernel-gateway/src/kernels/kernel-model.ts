@@ -45,6 +45,9 @@ export function kernelModel(
   if (kernel.launch.environment !== undefined) {
     model.environment = kernel.launch.environment;
   }
+  if (kernel.launch.job) {
+    model.job = { ...kernel.launch.job };
+  }
   const accelerator = Private.acceleratorStatus(kernel, pool, scheduler);
   if (accelerator) {
     model.accelerator = accelerator;

@@ -411,6 +411,8 @@ export namespace ManagedKernel {
     cwd?: string;
     /** The environment it runs in (its worker must have it). */
     environment?: string;
+    /** The job it runs, when a job started it. */
+    job?: { id: string; name: string };
   }
 
   export interface IOptions {

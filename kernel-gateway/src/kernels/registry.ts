@@ -268,7 +268,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     const launch = {
       env,
       cwd: request.cwd,
-      ...(environment !== undefined ? { environment } : {})
+      ...(environment !== undefined ? { environment } : {}),
+      ...(request.job ? { job: request.job } : {})
     };
     if (target.offer !== undefined) {
       const offer = this._provisioned.offerNamed(target.offer);

@@ -28,6 +28,8 @@ export interface IStartRequest extends IAcceleratorTarget {
    * `env` when the request names none).
    */
   environment?: string;
+  /** The job it runs, when a job started it (its model says so). */
+  job?: { id: string; name: string };
   /**
    * Whether `accelerator` or `offer` came from `KERNEL_ACCELERATOR` in `env` rather than the
    * request itself: an accelerator kernelspec's own choice then wins over it.
