@@ -518,10 +518,21 @@ describe('jobs', () => {
     expect((await gw.api('GET', '/api/kernels')).body).toEqual([]);
   });
 
-  it('ferry jobs lists the jobs; ferry jobs logs follows one to its end', async () => {
-    const job = await client.submit({
-      notebook: notebook([codeCell('print("logged")')])
-    });
+  it('ferry run --detach prints the job id; ferry jobs lists it; ferry jobs logs follows it to its end', async () => {
+    const file = path.join(root, 'cli-detach.ipynb');
+    writeFileSync(
+      file,
+      JSON.stringify(notebook([codeCell('print("logged")')]))
+    );
+    const detached = await ferry(
+      ['run', file, '--gateway', gw.url, '--detach'],
+      {
+        FERRY_TOKEN: gw.token
+      }
+    );
+    expect(detached.code).toBe(0);
+    const job = await client.get(detached.stdout.trim());
+    expect(job.name).toBe('cli-detach.ipynb');
     const logs = await ferry(
       ['jobs', 'logs', job.id.slice(0, 8), '--gateway', gw.url],
       {

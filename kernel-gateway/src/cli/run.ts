@@ -217,6 +217,12 @@ namespace Private {
         parameter.slice(equals + 1)
       );
     }
+    if (flags.detach && !flags.gateway) {
+      process.stderr.write(
+        'ferry run: --detach needs --gateway: a job on the gateway this command starts ends with it\n'
+      );
+      return EXIT_REFUSED;
+    }
     const embedded = flags.gateway ? undefined : await startEmbedded(flags);
     try {
       const client = embedded?.client ?? (await Private.client(flags));
@@ -253,6 +259,11 @@ namespace Private {
       let end: IJob | undefined;
       try {
         end = await follow(client, job.id, abort.signal);
+      } catch (error) {
+        process.stderr.write(
+          `ferry run: lost the job's event stream (${(error as Error).message}); the job goes on: ferry jobs logs ${job.id}\n`
+        );
+        return EXIT_FAILED;
       } finally {
         process.off('SIGINT', onInterrupt);
       }
