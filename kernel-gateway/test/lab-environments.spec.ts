@@ -1,0 +1,161 @@
+/// <reference lib="dom" />
+/**
+ * An environment picked in the hosted JupyterLab, in Chromium: `ferry gateway` with a profiles file
+ * that declares a PyTorch environment (a virtualenv this test makes over Debian's Python), a
+ * simulated GPU (no GPU here), and the picker's environment menu used as a user uses it. The
+ * notebook's kernel then prints its own interpreter: the virtualenv's.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { apiFor, pollUntil } from './helpers';
+import {
+  SCREENSHOTS,
+  appRestored,
+  browserMissing,
+  currentKernelId,
+  currentNotebook,
+  kernelIdle,
+  launchChromium,
+  newNotebook,
+  runCell,
+  save,
+  startFerry
+} from './lab-pages';
+
+const describeInBrowser = browserMissing ? describe.skip : describe;
+
+jest.setTimeout(120_000);
+
+describeInBrowser('an environment picked in the hosted JupyterLab', () => {
+  let ferry: ChildProcess;
+  let link: string;
+  let api: ReturnType<typeof apiFor>;
+  let browser: Browser;
+  let page: Page;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-env-'));
+    // A virtualenv over Debian's Python, which has ipykernel: its own interpreter.
+    execFileSync('/usr/bin/python3', [
+      '-m',
+      'venv',
+      '--without-pip',
+      '--system-site-packages',
+      path.join(dir, 'torch')
+    ]);
+    mkdirSync(path.join(dir, 'root'));
+    const profiles = path.join(dir, 'profiles.json');
+    writeFileSync(
+      profiles,
+      JSON.stringify({
+        environments: [
+          {
+            name: 'pytorch',
+            displayName: 'PyTorch',
+            prefix: path.join(dir, 'torch')
+          }
+        ]
+      })
+    );
+    ({ child: ferry, link } = await startFerry([
+      '--simulate',
+      'gpu:H100:1',
+      '--no-discover',
+      '--profiles',
+      profiles,
+      '--root-dir',
+      path.join(dir, 'root'),
+      '--lab-settings-dir',
+      path.join(dir, 'lab', 'user-settings')
+    ]));
+    const url = new URL(link);
+    api = apiFor(url.origin, url.searchParams.get('token')!);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.setDefaultTimeout(30_000);
+    await page.goto(link);
+    await appRestored(page);
+  });
+
+  afterEach(async () => {
+    const name = expect.getState().currentTestName;
+    if (page && name) {
+      await page.screenshot({
+        path: path.join(
+          SCREENSHOTS,
+          `last-${name.replace(/[^a-z0-9]+/gi, '-').slice(-60)}.png`
+        )
+      });
+    }
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (ferry && ferry.exitCode === null) {
+      const exited = new Promise(resolve => ferry.once('exit', resolve));
+      ferry.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs the notebook in "PyTorch · GPU · H100 × 1" once the user picks it', async () => {
+    await newNotebook(page);
+    const id = await currentKernelId(page);
+    const notebook = currentNotebook(page);
+    await notebook.locator('.jp-FerryPicker-toolbarItem').click();
+    const dialog = page.getByRole('dialog');
+    await dialog
+      .locator('.jp-FerryPicker-environmentSelect')
+      .selectOption({ label: 'PyTorch' });
+    await dialog
+      .getByRole('radio', { name: /^PyTorch · GPU · H100 × 1/ })
+      .check();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'picker-environment.png')
+    });
+    await dialog
+      .getByRole('button', { name: 'Restart on PyTorch · GPU · H100 × 1' })
+      .click();
+    // The same kernel, moved: in the environment, on the device.
+    const model = await pollUntil(
+      async () =>
+        (await api('GET', `/api/kernels/${id}`)).body as {
+          environment?: string;
+          execution_state: string;
+          accelerator?: { kind: string; state: string };
+        },
+      body =>
+        body.environment === 'pytorch' &&
+        body.accelerator?.kind === 'gpu' &&
+        body.execution_state === 'idle'
+    );
+    expect(model.accelerator?.state).toBe('assigned');
+    await kernelIdle(page);
+    expect(
+      (await runCell(page, 'import sys\nprint(sys.executable)')).trim()
+    ).toBe(path.join(dir, 'torch', 'bin', 'python'));
+    await expect(
+      notebook.locator('.jp-FerryPicker-toolbarItem').textContent()
+    ).resolves.toContain('PyTorch · GPU · H100 × 1');
+    // The choice is the notebook's: saved beside the accelerator.
+    await save(page);
+    const name = await page
+      .locator('.lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel')
+      .first()
+      .textContent();
+    const saved = await api('GET', `/api/contents/${name}?content=1`);
+    expect(
+      (saved.body as { content: { metadata: { ferry: unknown } } }).content
+        .metadata.ferry
+    ).toMatchObject({
+      environment: 'pytorch',
+      accelerator: { kind: 'gpu', model: 'H100', count: 1 }
+    });
+  });
+});
