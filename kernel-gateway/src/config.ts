@@ -5,7 +5,11 @@
 import type { ServerCredentials } from '@grpc/grpc-js';
 import { DEFAULT_LIMITS, type ILimits } from './auth/limits';
 import type { IRateLimits } from './channels';
-import type { AcceleratorKernelspecs, ICullingOptions } from './kernels';
+import type {
+  AcceleratorKernelspecs,
+  ICullingOptions,
+  KernelspecCatalog
+} from './kernels';
 import type { Scheduler } from './scheduler';
 import type { IAcceleratorOffer, IEnvironmentProfile } from './engines';
 
@@ -97,6 +101,13 @@ export interface IGatewayOptions {
    * (`parseKernelspecAccelerators` reads `gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100`).
    */
   kernelspecAccelerators: AcceleratorKernelspecs.Setting;
+  /**
+   * Which environments are also listed as kernelspecs (`python3.env-pytorch`): `auto` (default:
+   * each one a connected worker has, on the CPU), `all` (those, and each crossed with the
+   * accelerator kernelspecs' choices: `python3.env-pytorch.gpu-h100-x1`), `none`, or a list
+   * (`parseKernelspecEnvironments` reads `pytorch+accelerators,jax`).
+   */
+  kernelspecEnvironments?: KernelspecCatalog.EnvironmentSetting;
   /** Port of the gRPC endpoint remote workers dial; undefined: no remote workers. */
   workerPort?: number;
   /** Address of that endpoint (default: the HTTP address). */

@@ -130,6 +130,7 @@ export class Gateway {
       offers: resolved.offers,
       provisioners: this.provisioners,
       kernelspecAccelerators: resolved.kernelspecAccelerators,
+      kernelspecEnvironments: resolved.kernelspecEnvironments,
       environments: resolved.environments
     });
     this.terminals = new TerminalRegistry({

@@ -11,7 +11,10 @@ import {
   environmentTemplate,
   loadProfilesFile,
   resolveEnvironment,
+  parseKernelspecEnvironments,
+  parseSimulateSpec,
   SlurmProvisioner,
+  Worker,
   type IAcceleratorOffer,
   type IEnvironmentInfo,
   type IEnvironmentProfile
@@ -403,6 +406,79 @@ describe('kernels in environments', () => {
       name: 'python3.env-pytorch',
       environment: 'pytorch'
     });
+  });
+
+  it('lists environment × accelerator kernelspecs where the operator asks, which start and move there', async () => {
+    const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+    const worker = new Worker({
+      logger,
+      devices: parseSimulateSpec('gpu:H100:1'),
+      kernelTimings: { shutdownWaitMs: 2000 }
+    });
+    await worker.declareEnvironments(templates.map(environmentTemplate));
+    const combined = await startGateway({
+      worker,
+      environments: templates,
+      kernelspecAccelerators: 'auto',
+      kernelspecEnvironments: parseKernelspecEnvironments(
+        'pytorch+accelerators,jax'
+      )
+    });
+    try {
+      const specs = (await combined.api('GET', '/api/kernelspecs')).body;
+      expectSchema('KernelspecList', specs);
+      expect(
+        Object.keys(specs.kernelspecs).filter(name => name.includes('.env-'))
+      ).toEqual([
+        'python3.env-pytorch',
+        'python3.env-pytorch.gpu-h100-x1',
+        'python3.env-jax'
+      ]);
+      expect(
+        specs.kernelspecs['python3.env-pytorch.gpu-h100-x1'].spec.display_name
+      ).toBe(
+        `${specs.kernelspecs.python3.spec.display_name} · PyTorch · GPU · H100 × 1 (simulated)`
+      );
+      const id = await startKernel(combined, {
+        name: 'python3.env-pytorch.gpu-h100-x1'
+      });
+      const client = await KernelSocket.connect(combined, id);
+      try {
+        const where = async () =>
+          (
+            await client.execute(
+              'import os, sys\nprint(sys.executable, os.environ.get("CUDA_VISIBLE_DEVICES"))'
+            )
+          ).stdout.trim();
+        expect(await where()).toBe(
+          `${path.join(dir, 'torch', 'bin', 'python')} 0`
+        );
+        expect(
+          (await combined.api('GET', `/api/kernels/${id}`)).body
+        ).toMatchObject({
+          name: 'python3.env-pytorch.gpu-h100-x1',
+          environment: 'pytorch',
+          accelerator: { kind: 'gpu', model: 'H100', state: 'assigned' }
+        });
+        // Out of the environment on the same device: its name says so.
+        const moved = await combined.api('POST', `/api/kernels/${id}/restart`, {
+          environment: null
+        });
+        expect(moved.body.name).toBe('python3.gpu-h100-x1');
+        expect(await where()).toMatch(/ 0$/);
+        expect(await where()).not.toContain(dir);
+      } finally {
+        await client.close();
+        await combined.api('DELETE', `/api/kernels/${id}`);
+      }
+      // The operator's choice, read as written.
+      expect(parseKernelspecEnvironments('none')).toBe('none');
+      expect(() => parseKernelspecEnvironments('pytorch,+gpu')).toThrow(
+        "'+gpu' is not an environment name"
+      );
+    } finally {
+      await combined.close();
+    }
   });
 
   it('starts a session in an environment', async () => {

@@ -6,7 +6,10 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { InvalidArgumentError } from 'commander';
 import type { Gateway } from '../gateway';
-import { parseKernelspecAccelerators } from '../kernels';
+import {
+  parseKernelspecAccelerators,
+  parseKernelspecEnvironments
+} from '../kernels';
 import type { takeSecretEnv } from '../secrets';
 import type { IKernelHostFlags } from './options';
 
@@ -55,6 +58,7 @@ export interface IGatewayFlags extends IKernelHostFlags {
   shareDevices: number;
   /** Parsed, except the default `auto`, which commander hands over as it is. */
   kernelspecAccelerators: ReturnType<typeof parseKernelspecAccelerators>;
+  kernelspecEnvironments: ReturnType<typeof parseKernelspecEnvironments>;
   profiles?: string;
   jobGatewayHost?: string;
   jobOutputDir?: string;
@@ -65,6 +69,17 @@ export interface IGatewayFlags extends IKernelHostFlags {
   kubeconfig?: string;
   kubeNamespace?: string;
   kubeImage?: string;
+}
+
+/** `--kernelspec-environments`, parsed. */
+export function kernelspecEnvironments(
+  value: string
+): ReturnType<typeof parseKernelspecEnvironments> {
+  try {
+    return parseKernelspecEnvironments(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 /** `--kernelspec-accelerators`, parsed. */
@@ -136,6 +151,7 @@ export function gatewayOptions(
       maxKernelsPerDevice: Math.max(1, flags.shareDevices)
     },
     kernelspecAccelerators: flags.kernelspecAccelerators,
+    kernelspecEnvironments: flags.kernelspecEnvironments,
     slurm: {
       workerHost: flags.jobGatewayHost ?? flags.ip,
       workerCommand: flags.jobWorkerCommand?.split(/\s+/).filter(Boolean),

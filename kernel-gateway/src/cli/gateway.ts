@@ -21,6 +21,7 @@ import { readTokenFile, takeSecretEnv } from '../secrets';
 import {
   gatewayOptions,
   kernelspecAccelerators,
+  kernelspecEnvironments,
   type IGatewayFlags
 } from './gateway-flags';
 import { chooseKernelUser } from './kernel-user';
@@ -261,6 +262,12 @@ export function gatewayCommand(): Command {
       '--kernelspec-accelerators <choices>',
       'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at count 1, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',
       kernelspecAccelerators,
+      'auto'
+    )
+    .option(
+      '--kernelspec-environments <choices>',
+      'also list the default kernelspec once per environment of the profiles file (python3.env-pytorch, "Python 3 · PyTorch"): auto (each one a connected worker has), all (those, and each crossed with the --kernelspec-accelerators choices: python3.env-pytorch.gpu-h100-x1), none, or a list such as pytorch+accelerators,jax',
+      kernelspecEnvironments,
       'auto'
     )
     .option(

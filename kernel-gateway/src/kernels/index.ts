@@ -17,4 +17,5 @@ export * from './sessions';
 export * from './working-dir';
 export * from './env-policy';
 export * from './accelerator-kernelspecs';
+export { KernelspecCatalog, parseKernelspecEnvironments } from './kernelspecs';
 export { KernelEnvironments } from './environments';

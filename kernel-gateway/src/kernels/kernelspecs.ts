@@ -1,7 +1,8 @@
 /**
  * The kernelspecs the gateway offers: every worker's merged (the first worker's winning a name),
- * then their accelerator kernelspecs (`python3.gpu-h100-x1`), and what a start by one of those
- * names runs.
+ * then their accelerator kernelspecs (`python3.gpu-h100-x1`), the default one per environment
+ * (`python3.env-pytorch`, and where asked `python3.env-pytorch.gpu-h100-x1`), and what a start by
+ * one of those names runs.
  *
  * @packageDocumentation
  */
@@ -13,7 +14,8 @@ import { BadAcceleratorRequestError, type Scheduler } from '../scheduler';
 import {
   AcceleratorKernelspecs,
   sameAcceleratorTarget,
-  type IAcceleratorKernelspec
+  type IAcceleratorKernelspec,
+  type IKernelspecAcceleratorMetadata
 } from './accelerator-kernelspecs';
 import { NoSuchKernelspecError } from './errors';
 import {
@@ -23,6 +25,38 @@ import {
   type IStartRequest
 } from './target';
 
+/**
+ * Parse `--kernelspec-environments`: `auto`, `all`, `none`, or a comma-separated list of
+ * environment names, each with `+accelerators` to cross it with the accelerator choices too
+ * (`pytorch+accelerators,jax`).
+ *
+ * @throws Error saying what is wrong and what to write instead.
+ */
+export function parseKernelspecEnvironments(
+  text: string
+): KernelspecCatalog.EnvironmentSetting {
+  const usage =
+    'write auto, all, none, or a list of environment names such as pytorch+accelerators,jax';
+  const value = text.trim();
+  if (/^(auto|all|none)$/i.test(value)) {
+    return value.toLowerCase() as 'auto' | 'all' | 'none';
+  }
+  if (value === '') {
+    throw new Error(`the list of environment kernelspecs is empty: ${usage}`);
+  }
+  const listed: { name: string; accelerators: boolean }[] = [];
+  for (const item of value.split(',').map(part => part.trim())) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9._-]*)(\+accelerators)?$/.exec(item);
+    if (!match || /^(auto|all|none)$/i.test(match[1])) {
+      throw new Error(`'${item}' is not an environment name: ${usage}`);
+    }
+    if (!listed.some(l => l.name === match[1])) {
+      listed.push({ name: match[1], accelerators: match[2] !== undefined });
+    }
+  }
+  return listed;
+}
+
 /** Every worker's kernelspecs, merged, with their accelerator kernelspecs. */
 export class KernelspecCatalog {
   constructor(options: KernelspecCatalog.IOptions) {
@@ -30,6 +64,18 @@ export class KernelspecCatalog {
     this._log = options.logger;
     this._defaultName = options.defaultKernelName ?? 'python3';
     this._environments = options.environments ?? [];
+    this._scheduler = options.scheduler;
+    this._environmentSetting = options.kernelspecEnvironments ?? 'auto';
+    if (Array.isArray(this._environmentSetting)) {
+      const names = this._environments.map(t => t.name);
+      for (const listed of this._environmentSetting) {
+        if (!names.includes(listed.name)) {
+          throw new Error(
+            `--kernelspec-environments lists ${listed.name}, but the profiles have no environment of that name; environments: ${names.join(', ') || 'none (start the gateway with --profiles)'}`
+          );
+        }
+      }
+    }
     this._accelerators = new AcceleratorKernelspecs({
       setting: options.kernelspecAccelerators ?? 'none',
       scheduler: options.scheduler,
@@ -111,19 +157,18 @@ export class KernelspecCatalog {
         specs.map(s => s.name)
       );
     }
-    const env = request.env ?? {};
     const inEnvironment = Private.environmentOf(spec);
-    if (inEnvironment) {
-      // The request's own environment wins over the kernelspec's.
+    // An environment kernelspec's environment (the request's own `environment` still wins).
+    const env = inEnvironment
+      ? { ...request.env, KERNEL_ENVIRONMENT: inEnvironment.environment }
+      : (request.env ?? {});
+    if (!('base' in spec)) {
       return {
         name,
-        specName: inEnvironment.base,
+        specName: inEnvironment?.base ?? spec.name,
         target: request,
-        env: { ...env, KERNEL_ENVIRONMENT: inEnvironment.environment }
+        env
       };
-    }
-    if (!('base' in spec)) {
-      return { name, specName: spec.name, target: request, env };
     }
     const asked: AcceleratorKernelspecs.Target | undefined =
       request.offer !== undefined
@@ -156,9 +201,52 @@ export class KernelspecCatalog {
    */
   nameFor(
     specName: string,
-    target: AcceleratorKernelspecs.Target
+    target: AcceleratorKernelspecs.Target,
+    environment?: string
   ): string | undefined {
-    return this._accelerators.nameFor(specName, target);
+    if (environment === undefined) {
+      return this._accelerators.nameFor(specName, target);
+    }
+    const choice = this._environmentChoices().find(
+      c => c.template.name === environment
+    );
+    if (!choice) {
+      return undefined;
+    }
+    const inEnvironment = `${specName}.env-${environment}`;
+    if (target.accelerator?.kind === 'cpu') {
+      return inEnvironment;
+    }
+    return choice.accelerators
+      ? this._accelerators.nameFor(inEnvironment, target)
+      : undefined;
+  }
+
+  /** The environments listed as kernelspecs now (`--kernelspec-environments`). */
+  private _environmentChoices(): {
+    template: IEnvironmentProfile;
+    accelerators: boolean;
+  }[] {
+    const setting = this._environmentSetting;
+    if (setting === 'none') {
+      return [];
+    }
+    const workers = this._pool.list().filter(w => w.connected);
+    const had = this._environments.filter(t =>
+      workers.some(w =>
+        w.environments.some(e => e.name === t.name && e.available)
+      )
+    );
+    if (setting === 'auto' || setting === 'all') {
+      return had.map(template => ({
+        template,
+        accelerators: setting === 'all'
+      }));
+    }
+    return setting.flatMap(listed => {
+      const template = had.find(t => t.name === listed.name);
+      return template ? [{ template, accelerators: listed.accelerators }] : [];
+    });
   }
 
   /**
@@ -168,18 +256,13 @@ export class KernelspecCatalog {
    */
   private _inEnvironments(
     base: IKernelspecInfo | undefined
-  ): IKernelspecInfo[] {
+  ): (IKernelspecInfo | IAcceleratorKernelspec)[] {
     if (!base) {
       return [];
     }
-    const workers = this._pool.list().filter(w => w.connected);
-    return this._environments
-      .filter(t =>
-        workers.some(w =>
-          w.environments.some(e => e.name === t.name && e.available)
-        )
-      )
-      .map(t => ({
+    const listed: (IKernelspecInfo | IAcceleratorKernelspec)[] = [];
+    for (const { template: t, accelerators } of this._environmentChoices()) {
+      const inEnvironment: IKernelspecInfo = {
         ...base,
         name: `${base.name}.env-${t.name}`,
         spec: {
@@ -190,7 +273,39 @@ export class KernelspecCatalog {
             [Private.METADATA_KEY]: { base: base.name, environment: t.name }
           }
         }
-      }));
+      };
+      listed.push(inEnvironment);
+      if (!accelerators) {
+        continue;
+      }
+      // Crossed with the accelerator choices: python3.env-pytorch.gpu-h100-x1, each listed while
+      // a worker that has the environment could hold it. They run the real kernelspec.
+      for (const derived of this._accelerators.derive([inEnvironment])) {
+        if (derived.target.accelerator) {
+          try {
+            this._scheduler.check(derived.target.accelerator, t.name);
+          } catch {
+            continue;
+          }
+        }
+        const metadata = derived.spec.metadata as Record<string, unknown>;
+        listed.push({
+          ...derived,
+          base: base.name,
+          spec: {
+            ...derived.spec,
+            metadata: {
+              ...metadata,
+              ferry: {
+                ...(metadata.ferry as IKernelspecAcceleratorMetadata),
+                base: base.name
+              }
+            }
+          }
+        });
+      }
+    }
+    return listed;
   }
 
   private _pool: WorkerPool;
@@ -198,6 +313,8 @@ export class KernelspecCatalog {
   private _defaultName: string;
   private _accelerators: AcceleratorKernelspecs;
   private _environments: readonly IEnvironmentProfile[];
+  private _environmentSetting: KernelspecCatalog.EnvironmentSetting;
+  private _scheduler: Scheduler;
 }
 
 /** The types of {@link KernelspecCatalog}. */
@@ -213,7 +330,17 @@ export namespace KernelspecCatalog {
     offers: IAcceleratorOffer[];
     /** The environment templates of the profiles file. */
     environments?: readonly IEnvironmentProfile[];
+    /** Which environments are listed as kernelspecs of their own (default: `auto`). */
+    kernelspecEnvironments?: EnvironmentSetting;
   }
+
+  /**
+   * Which environments are listed as kernelspecs (`--kernelspec-environments`): none; `auto`, each
+   * one a connected worker has, on the CPU (`python3.env-pytorch`); `all`, those and each crossed
+   * with the accelerator kernelspecs' choices (`python3.env-pytorch.gpu-h100-x1`); or these.
+   */
+  export type EnvironmentSetting =
+    'none' | 'auto' | 'all' | { name: string; accelerators: boolean }[];
 
   /** What a start runs. */
   export interface IResolved {

@@ -131,7 +131,8 @@ export class KernelMoves {
                 kernel.specName,
                 'offer' in destination
                   ? { offer: destination.offer.name }
-                  : { accelerator: destination.accelerator }
+                  : { accelerator: destination.accelerator },
+                destination.environment
               ) ?? kernel.specName),
         env: withEnvironment(
           withAccelerator(kernel.launch.env, spec),

@@ -82,6 +82,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       logger: options.logger,
       defaultKernelName: options.defaultKernelName,
       kernelspecAccelerators: options.kernelspecAccelerators,
+      kernelspecEnvironments: options.kernelspecEnvironments,
       offers: this._provisioned.available(),
       environments: options.environments
     });
@@ -571,6 +572,8 @@ export namespace KernelRegistry {
     provisioners?: Partial<Record<Engine, IProvisioner>>;
     /** Which accelerator choices are listed as kernelspecs of their own (default: none). */
     kernelspecAccelerators?: AcceleratorKernelspecs.Setting;
+    /** Which environments are listed as kernelspecs of their own (default: `auto`). */
+    kernelspecEnvironments?: KernelspecCatalog.EnvironmentSetting;
     /** The environment templates of the profiles file. */
     environments?: readonly IEnvironmentProfile[];
   }
