@@ -61,6 +61,7 @@ export type {
   JobRunStatus
 } from './jobs';
 export { type DeliverMessage, MessageQueue } from './message-queue';
+export { nbformatOutput, type NbformatOutput } from './nbformat';
 export type { RestSchemas } from './rest';
 export { ApiSchemas, eventSchemas, SCHEMA_DIR } from './schema';
 export * from './wire';

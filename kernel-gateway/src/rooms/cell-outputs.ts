@@ -7,6 +7,7 @@
  * @packageDocumentation
  */
 import * as Y from 'yjs';
+import { nbformatOutput } from '../protocol';
 
 /** The outputs that asked to be updated later (`transient.display_id`), in one notebook. */
 export class DisplayIds {
@@ -108,7 +109,7 @@ export class CellOutputs {
       this._updateDisplay(content, bytes);
       return;
     }
-    const output = Private.nbformatOutput(msgType, content);
+    const output = nbformatOutput(msgType, content);
     if (!output) {
       return;
     }
@@ -252,43 +253,6 @@ namespace Private {
 
   /** At most this many outputs are remembered per display id. */
   export const MAX_OUTPUTS_PER_DISPLAY = 100;
-
-  /** The nbformat output of an iopub message; undefined for messages that are not output. */
-  export function nbformatOutput(
-    msgType: string,
-    content: Record<string, unknown>
-  ): Record<string, unknown> | undefined {
-    switch (msgType) {
-      case 'stream':
-        return {
-          output_type: 'stream',
-          name: content.name === 'stderr' ? 'stderr' : 'stdout',
-          text: typeof content.text === 'string' ? content.text : ''
-        };
-      case 'display_data':
-        return {
-          output_type: 'display_data',
-          data: content.data ?? {},
-          metadata: content.metadata ?? {}
-        };
-      case 'execute_result':
-        return {
-          output_type: 'execute_result',
-          execution_count: content.execution_count ?? null,
-          data: content.data ?? {},
-          metadata: content.metadata ?? {}
-        };
-      case 'error':
-        return {
-          output_type: 'error',
-          ename: content.ename ?? '',
-          evalue: content.evalue ?? '',
-          traceback: Array.isArray(content.traceback) ? content.traceback : []
-        };
-      default:
-        return undefined;
-    }
-  }
 
   /** An output as @jupyter/ydoc's `createOutputs` makes it: a stream's text as a `Y.Text`. */
   export function outputMap(output: Record<string, unknown>): Y.Map<unknown> {

@@ -16,6 +16,7 @@ import type {
   JobEvent,
   JobRunStatus
 } from '../../protocol/jobs';
+import { nbformatOutput } from '../../protocol/nbformat';
 import {
   createMessage,
   type Channel,
@@ -236,7 +237,10 @@ export class NotebookRun {
       current.clearOnOutput = false;
       this._clear(cell);
     }
-    const output = Private.toOutput(type, content);
+    const output = nbformatOutput(type, content);
+    if (!output) {
+      return;
+    }
     const bytes = JSON.stringify(output).length;
     if (this._bytes + bytes > this._budget) {
       if (!this._overBudget) {
@@ -411,45 +415,5 @@ namespace Private {
     const execution = record(cell.metadata.execution);
     cell.metadata.execution = execution;
     return execution;
-  }
-
-  /** An iopub output message's content as an nbformat output. */
-  export function toOutput(
-    type: string,
-    content: Record<string, unknown>
-  ): Record<string, unknown> {
-    switch (type) {
-      case 'stream':
-        return {
-          output_type: 'stream',
-          name: content.name === 'stderr' ? 'stderr' : 'stdout',
-          text: typeof content.text === 'string' ? content.text : ''
-        };
-      case 'execute_result':
-        return {
-          output_type: 'execute_result',
-          data: record(content.data),
-          metadata: record(content.metadata),
-          execution_count:
-            typeof content.execution_count === 'number'
-              ? content.execution_count
-              : null
-        };
-      case 'error':
-        return {
-          output_type: 'error',
-          ename: String(content.ename ?? ''),
-          evalue: String(content.evalue ?? ''),
-          traceback: Array.isArray(content.traceback)
-            ? content.traceback.map(String)
-            : []
-        };
-      default:
-        return {
-          output_type: 'display_data',
-          data: record(content.data),
-          metadata: record(content.metadata)
-        };
-    }
   }
 }
