@@ -591,6 +591,16 @@ describe('kernels in environments', () => {
       });
       const accelerators = (await gw.api('GET', '/api/accelerators')).body;
       expect(accelerators.kernelEnvironments[id]).toBe('remote-only');
+      // Its stream came back with it (the worker reopened it before it reported its environments).
+      const client = await KernelSocket.connect(gw, id);
+      try {
+        const run = await client.execute(
+          'import os\nprint(os.environ.get("FERRY_TEST_KERNELSPEC"))'
+        );
+        expect(run.stdout.trim()).toBe('remote-py');
+      } finally {
+        await client.close();
+      }
     } finally {
       await gw.api('DELETE', `/api/kernels/${id}`);
     }

@@ -128,8 +128,14 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     }
     // Nothing is placed on it before it said which environments it has (a worker too old to say
     // joins without them after a while).
+    // Its kernels' streams are attached meanwhile: it reopens them as soon as it is registered,
+    // and a kernel adopted once it joins must not have lost its stream (a gateway restart).
+    this._joining.set(worker.id, worker);
     const settle = (joins: boolean) => {
       clearTimeout(timer);
+      if (this._joining.get(worker.id) === worker) {
+        this._joining.delete(worker.id);
+      }
       worker.off('environments', join);
       worker.off('disconnected', leave);
       if (joins && !this._workers.has(worker.id)) {
@@ -151,7 +157,7 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     kernelId: string,
     call: grpc.ServerDuplexStream<KernelFrame__Output, KernelFrame>
   ): boolean {
-    const worker = this._workers.get(workerId);
+    const worker = this._workers.get(workerId) ?? this._joining.get(workerId);
     if (!(worker instanceof RemoteWorkerConnection)) {
       return false;
     }
@@ -209,6 +215,8 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
   private _options: WorkerPool.IOptions;
   private _log: Logger;
   private _workers = new Map<string, IWorkerConnection>();
+  /** Workers registered that wait to join until they report their environments. */
+  private _joining = new Map<string, RemoteWorkerConnection>();
   private _graceTimers = new Map<string, NodeJS.Timeout>();
 }
 
