@@ -23,7 +23,9 @@ import {
   newNotebook,
   runCell,
   save,
-  startFerry
+  showLeftPanel,
+  startFerry,
+  type ICommands
 } from './lab-pages';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -157,5 +159,41 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
       environment: 'pytorch',
       accelerator: { kind: 'gpu', model: 'H100', count: 1 }
     });
+  });
+
+  it('starts the reopened notebook in its saved environment', async () => {
+    const name = (await page
+      .locator('.lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel')
+      .first()
+      .textContent())!;
+    // "Close and Shut Down": its kernel goes with it.
+    await page.evaluate(() => {
+      void (
+        window as unknown as { jupyterapp: { commands: ICommands } }
+      ).jupyterapp.commands.execute('notebook:close-and-shutdown');
+    });
+    await page.getByRole('dialog').getByRole('button', { name: 'Ok' }).click();
+    await page
+      .locator('.lm-TabBar-tab', { hasText: name })
+      .waitFor({ state: 'detached' });
+    await showLeftPanel(page, 'filebrowser');
+    await page.locator('.jp-DirListing-item', { hasText: name }).dblclick();
+    // A fresh kernel, moved into PyTorch on the GPU as the metadata says.
+    await currentNotebook(page)
+      .locator('.jp-FerryPicker-toolbarItem')
+      .filter({ hasText: 'PyTorch · GPU · H100 × 1' })
+      .waitFor();
+    const id = await currentKernelId(page);
+    await pollUntil(
+      async () =>
+        (await api('GET', `/api/kernels/${id}`)).body as {
+          execution_state: string;
+        },
+      body => body.execution_state === 'idle'
+    );
+    await kernelIdle(page);
+    expect(
+      (await runCell(page, 'import sys\nprint(sys.executable)')).trim()
+    ).toBe(path.join(dir, 'torch', 'bin', 'python'));
   });
 });
