@@ -5,4 +5,5 @@ import './variables.css';
 import './status.css';
 import './picker.css';
 import './sidebar.css';
+import './dashboard.css';
 import './sharing.css';

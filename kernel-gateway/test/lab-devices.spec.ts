@@ -147,6 +147,11 @@ describeInBrowser('The device UI in Chromium (simulated devices)', () => {
         })
         .waitFor();
       expect(await details.innerText()).not.toContain('Memory %');
+      // Tab goes through the details (their one control) to the next device.
+      await page.keyboard.press('Tab');
+      expect(await focusedName(page)).toBe(
+        'Open the charts of H100 · 0 (simulated) in a tab'
+      );
       await page.keyboard.press('Tab');
       expect(await focusedName(page)).toBe('H100 · 1');
       await page.keyboard.press(' ');
@@ -158,6 +163,31 @@ describeInBrowser('The device UI in Chromium (simulated devices)', () => {
         .getByRole('button', { name: 'H100 · 1', expanded: false })
         .waitFor();
       await shoot(lab, 'devices-2-sidebar-1440-light', sidebar);
+
+      // Larger charts on demand, in a tab of the main area (as nvdashboard opens them).
+      await page.keyboard.press('Shift+Tab');
+      expect(await focusedName(page)).toBe(
+        'Open the charts of H100 · 0 (simulated) in a tab'
+      );
+      await page.keyboard.press('Enter');
+      const dashboard = page.getByRole('region', {
+        name: 'Charts of H100 · 0 (simulated)'
+      });
+      await dashboard
+        .getByRole('heading', { name: 'H100 · 0 (simulated)' })
+        .waitFor();
+      await dashboard.filter({ hasText: 'Free' }).waitFor();
+      await dashboard
+        .getByRole('img', {
+          name: /^Busy of H100 · 0 \(simulated\) over the last /
+        })
+        .waitFor();
+      await shoot(lab, 'devices-2-dashboard-1440-light');
+      await page
+        .locator('.lm-TabBar-tab', { hasText: 'H100 · 0 (simulated)' })
+        .locator('.lm-TabBar-tabCloseIcon')
+        .click();
+      await dashboard.waitFor({ state: 'detached' });
     });
 
     it('picks a GPU with the keyboard alone, and each prediction comes true', async () => {

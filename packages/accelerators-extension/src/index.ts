@@ -15,7 +15,8 @@ import { ILayoutRestorer } from '@jupyterlab/application';
 import {
   ICommandPalette,
   IThemeManager,
-  IToolbarWidgetRegistry
+  IToolbarWidgetRegistry,
+  MainAreaWidget
 } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import type { NotebookPanel } from '@jupyterlab/notebook';
@@ -28,6 +29,7 @@ import {
   AcceleratorManager,
   AcceleratorPanel,
   AcceleratorStatusItem,
+  DeviceDashboard,
   IAcceleratorManager
 } from '@ferry/accelerators';
 
@@ -37,6 +39,7 @@ import {
 namespace CommandIDs {
   export const changeAccelerator = 'ferry:change-accelerator';
   export const showAccelerators = 'ferry:show-accelerators';
+  export const openDeviceCharts = 'ferry:open-device-charts';
   export const benchmark = 'ferry:benchmark-accelerator';
   export const openTerminal = 'ferry:open-kernel-terminal';
   /** JupyterLab's: opens a terminal by its name (terminal-extension). */
@@ -161,7 +164,7 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
 const sidebarPlugin: JupyterFrontEndPlugin<void> = {
   id: '@ferry/accelerators-extension:sidebar',
   description:
-    'Adds the "Accelerators" sidebar: every GPU and TPU live, which kernel holds it (yours open their notebook), the queue, and a speed check.',
+    'Adds the "Accelerators" sidebar: every GPU and TPU live, which kernel holds it (yours open their notebook), the queue, the hosts, a speed check, and a device\'s charts in a tab.',
   autoStart: true,
   requires: [IAcceleratorManager],
   optional: [ILayoutRestorer, ICommandPalette, INotebookTracker, IThemeManager],
@@ -185,21 +188,22 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       }
     };
     refreshPaths();
+    const describeKernel = (id: string): AcceleratorPanel.IKernelInfo => {
+      const path = paths.get(id);
+      if (id.startsWith('terminal:')) {
+        // A terminal holding devices of its own (terminals are the owner's alone).
+        return {
+          label: `terminal ${id.slice('terminal:'.length)}`,
+          own: true
+        };
+      }
+      return path
+        ? { label: PathExt.basename(path), path, own: true }
+        : { label: `kernel ${id.slice(0, 8)}`, own: false };
+    };
     const panel = new AcceleratorPanel({
       manager,
-      describeKernel: id => {
-        const path = paths.get(id);
-        if (id.startsWith('terminal:')) {
-          // A terminal holding devices of its own (terminals are the owner's alone).
-          return {
-            label: `terminal ${id.slice('terminal:'.length)}`,
-            own: true
-          };
-        }
-        return path
-          ? { label: PathExt.basename(path), path, own: true }
-          : { label: `kernel ${id.slice(0, 8)}`, own: false };
-      },
+      describeKernel,
       openKernel: id => {
         const path = paths.get(id);
         if (path) {
@@ -215,6 +219,45 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
         void app.commands.execute(CommandIDs.openSettings, {
           query: 'Ferry Accelerators'
         });
+      },
+      openCharts: (workerId, deviceId) => {
+        void app.commands.execute(CommandIDs.openDeviceCharts, {
+          workerId,
+          deviceId
+        });
+      }
+    });
+    // A device's large charts in the main area, one tab per device, as nvdashboard opens them.
+    const dashboards = new Map<string, MainAreaWidget<DeviceDashboard>>();
+    app.commands.addCommand(CommandIDs.openDeviceCharts, {
+      label: 'Open Device Charts',
+      caption: "Open a device's charts in a tab",
+      execute: args => {
+        const workerId = String(args.workerId ?? '');
+        const deviceId = String(args.deviceId ?? '');
+        const key = `${workerId}/${deviceId}`;
+        let widget = dashboards.get(key);
+        if (!widget || widget.isDisposed) {
+          const content = new DeviceDashboard({
+            manager,
+            workerId,
+            deviceId,
+            kernelLabel: id => describeKernel(id).label
+          });
+          widget = new MainAreaWidget({ content });
+          widget.id = `jp-ferry-device-${key.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+          widget.title.icon = chipIcon;
+          widget.title.closable = true;
+          dashboards.set(key, widget);
+          widget.disposed.connect(() => dashboards.delete(key));
+          app.shell.add(widget, 'main', { mode: 'split-right' });
+        }
+        app.shell.activateById(widget.id);
+      }
+    });
+    themeManager?.themeChanged.connect(() => {
+      for (const widget of dashboards.values()) {
+        widget.content.refreshTheme();
       }
     });
     app.serviceManager.sessions.runningChanged.connect(() => {

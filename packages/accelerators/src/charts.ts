@@ -4,6 +4,7 @@
  */
 
 import type { VirtualElement } from '@lumino/virtualdom';
+import { h } from '@lumino/virtualdom';
 import type uPlot from 'uplot';
 import type { IDeviceSample } from './models';
 
@@ -133,6 +134,7 @@ export class DeviceChart implements VirtualElement.IRenderer {
     this.spec = options.spec;
     this._themeNode = options.themeNode;
     this._canDraw = options.canDraw;
+    this._height = options.height ?? CHART_HEIGHT;
   }
 
   /** What the chart shows. */
@@ -162,7 +164,7 @@ export class DeviceChart implements VirtualElement.IRenderer {
       }
       try {
         this._plot = new UPlot(
-          Private.chartOptions(this.spec, this._themeNode, host),
+          Private.chartOptions(this.spec, this._themeNode, host, this._height),
           Private.chartData(this.spec, this.history),
           host
         );
@@ -190,7 +192,7 @@ export class DeviceChart implements VirtualElement.IRenderer {
     if (this._plot && this._host) {
       this._plot.setSize({
         width: Math.max(120, this._host.clientWidth),
-        height: CHART_HEIGHT
+        height: this._height
       });
     }
   }
@@ -217,10 +219,111 @@ export class DeviceChart implements VirtualElement.IRenderer {
 
   private _themeNode: HTMLElement;
   private _canDraw: () => boolean;
+  private _height: number;
   private _host: HTMLElement | null = null;
   private _plot: uPlot | null = null;
   private _loading = false;
   private _isDisposed = false;
+}
+
+/**
+ * The charts of a widget's devices: made on first render, kept while rendered, disposed once a
+ * render pass no longer asks for them.
+ */
+export class DeviceChartSet {
+  /**
+   * Create a set.
+   *
+   * @param options - Where the theme's colours are read, when the charts may draw, their height.
+   */
+  constructor(options: Omit<DeviceChart.IOptions, 'spec'>) {
+    this._options = options;
+  }
+
+  /**
+   * The elements of a device's charts, each only once the device reported data for it, and only
+   * that data (no legend entry for a series it never sent).
+   *
+   * @param key - The device, unique in the widget (`worker/device`).
+   * @param name - The device's name, for the charts' accessible names.
+   * @param history - Its samples, oldest first.
+   */
+  render(
+    key: string,
+    name: string,
+    history: readonly IDeviceSample[]
+  ): VirtualElement[] {
+    const charts: VirtualElement[] = [];
+    for (const full of CHARTS) {
+      const spec = chartWithData(full, history);
+      if (!spec) {
+        continue;
+      }
+      // A chart is made again when a series appears (its legend and axes change).
+      const id = `${key}/${spec.id}/${spec.series.map(s => s.label).join('+')}`;
+      let chart = this._charts.get(id);
+      if (!chart) {
+        chart = new DeviceChart({ ...this._options, spec });
+        this._charts.set(id, chart);
+      }
+      this._seen.add(id);
+      chart.history = history;
+      const seconds = history.length;
+      charts.push(
+        h.div(
+          {
+            key: id,
+            className: 'jp-FerryAccelerators-chart',
+            role: 'img',
+            'aria-label': `${spec.series.map(s => s.label.replace(/ \S+$/, '')).join(' and ')} of ${name} over the last ${seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`}`
+          },
+          chart
+        )
+      );
+    }
+    return charts;
+  }
+
+  /** Start a render pass: charts not rendered until `endPass` are then disposed. */
+  startPass(): void {
+    this._seen.clear();
+  }
+
+  /** End a render pass, disposing the charts it did not render. */
+  endPass(): void {
+    for (const [id, chart] of this._charts) {
+      if (!this._seen.has(id)) {
+        chart.dispose();
+        this._charts.delete(id);
+      }
+    }
+  }
+
+  /** Redraw every chart with the current theme's colours. */
+  redraw(): void {
+    for (const chart of this._charts.values()) {
+      chart.redraw();
+    }
+  }
+
+  /** Fit every chart to its element's width. */
+  resize(): void {
+    for (const chart of this._charts.values()) {
+      chart.resize();
+    }
+  }
+
+  /** Dispose every chart. */
+  dispose(): void {
+    for (const chart of this._charts.values()) {
+      chart.dispose();
+    }
+    this._charts.clear();
+  }
+
+  private _options: Omit<DeviceChart.IOptions, 'spec'>;
+  private _charts = new Map<string, DeviceChart>();
+  private _seen = new Set<string>();
 }
 
 /**
@@ -235,6 +338,8 @@ export namespace DeviceChart {
     themeNode: HTMLElement;
     /** Whether the chart may draw now (its panel is attached). */
     canDraw: () => boolean;
+    /** Its height in pixels (`CHART_HEIGHT` by default, for the sidebar). */
+    height?: number;
   }
 }
 
@@ -267,7 +372,8 @@ namespace Private {
   export function chartOptions(
     spec: IChartSpec,
     themeNode: HTMLElement,
-    chartNode: HTMLElement
+    chartNode: HTMLElement,
+    height: number
   ): uPlot.Options {
     const axis = themed(themeNode, '--ferry-chart-axis', '#616161');
     const grid = themed(themeNode, '--ferry-chart-grid', '#e0e0e0');
@@ -282,7 +388,7 @@ namespace Private {
     }
     return {
       width: Math.max(120, chartNode.clientWidth || 240),
-      height: CHART_HEIGHT,
+      height,
       legend: { show: true, live: false },
       cursor: { show: false },
       scales,

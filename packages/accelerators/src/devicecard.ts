@@ -26,6 +26,8 @@ export namespace DeviceCard {
     detailsId: string;
     /** The device's charts, rendered only while expanded. */
     charts: () => VirtualElement[];
+    /** Opens the device's charts in the main area; no button without it. */
+    openCharts?: () => void;
   }
 
   /**
@@ -72,8 +74,9 @@ export namespace DeviceCard {
    */
   export function details(
     device: IDevice,
-    options: Pick<IOptions, 'detailsId' | 'charts'>
+    options: Pick<IOptions, 'detailsId' | 'charts' | 'openCharts'>
   ): VirtualElement {
+    const open = options.openCharts;
     return h.div(
       {
         className: 'jp-FerryAccelerators-details',
@@ -82,7 +85,18 @@ export namespace DeviceCard {
         'aria-label': `Details of ${formatDevice(device)}`
       },
       metrics(device),
-      options.charts()
+      options.charts(),
+      open
+        ? h.button(
+            {
+              className: 'jp-FerryAccelerators-openCharts',
+              type: 'button',
+              'aria-label': `Open the charts of ${formatDevice(device)} in a tab`,
+              onclick: () => open()
+            },
+            'Open charts in a tab'
+          )
+        : null
     );
   }
 

@@ -10,6 +10,7 @@
 export * from './actions';
 export * from './benchmark';
 export * from './client';
+export * from './dashboard';
 export * from './dialog';
 export * from './gateway';
 export * from './kernelspecs';

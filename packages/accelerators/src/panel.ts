@@ -7,7 +7,7 @@ import type { Message } from '@lumino/messaging';
 import type { VirtualElement, VirtualNode } from '@lumino/virtualdom';
 import { h, VirtualDOM } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
-import { CHARTS, chartWithData, DeviceChart } from './charts';
+import { DeviceChartSet } from './charts';
 import { gatewayProblem } from './gateway';
 import { DeviceCard } from './devicecard';
 import { HeatStrip } from './heatstrip';
@@ -58,6 +58,7 @@ export class AcceleratorPanel extends Widget {
     this._openKernel = options.openKernel ?? null;
     this._onBenchmark = options.onBenchmark ?? null;
     this._onConfigure = options.onConfigure ?? null;
+    this._openCharts = options.openCharts ?? null;
     this._manager.changed.connect(this._onChanged, this);
     this._manager.connectionChanged.connect(this._onConnection, this);
     this._onConnection(this._manager, this._manager.connectionState);
@@ -84,9 +85,7 @@ export class AcceleratorPanel extends Widget {
 
   /** Redraw the charts with the current theme's colours. */
   refreshTheme(): void {
-    for (const chart of this._charts.values()) {
-      chart.redraw();
-    }
+    this._charts.redraw();
   }
 
   /** Redraw: kernel names changed (a notebook was opened, renamed or closed). */
@@ -101,10 +100,7 @@ export class AcceleratorPanel extends Widget {
     if (this.isDisposed) {
       return;
     }
-    for (const chart of this._charts.values()) {
-      chart.dispose();
-    }
-    this._charts.clear();
+    this._charts.dispose();
     this._manager.changed.disconnect(this._onChanged, this);
     this._manager.connectionChanged.disconnect(this._onConnection, this);
     super.dispose();
@@ -136,9 +132,7 @@ export class AcceleratorPanel extends Widget {
   /** Redraw charts at their new size. */
   protected onResize(msg: Widget.ResizeMessage): void {
     super.onResize(msg);
-    for (const chart of this._charts.values()) {
-      chart.resize();
-    }
+    this._charts.resize();
   }
 
   /** Render the latest model. */
@@ -150,16 +144,11 @@ export class AcceleratorPanel extends Widget {
     }
     // No picture (yet, or any more: the manager follows another gateway) empties the lists.
     const model = this._manager.model;
-    const seen = new Set<string>();
+    this._charts.startPass();
     this._modelContent = model
-      ? [Overview.counts(model), this._queue(model), this._workers(model, seen)]
+      ? [Overview.counts(model), this._queue(model), this._workers(model)]
       : Private.emptyModel();
-    for (const [key, chart] of this._charts) {
-      if (!seen.has(key)) {
-        chart.dispose();
-        this._charts.delete(key);
-      }
-    }
+    this._charts.endPass();
     this._render();
   }
 
@@ -353,7 +342,7 @@ export class AcceleratorPanel extends Widget {
     );
   }
 
-  private _workers(model: IAccelerators, seen: Set<string>): VirtualElement {
+  private _workers(model: IAccelerators): VirtualElement {
     return h.div(
       Private.WORKERS_ATTRS,
       model.workers.length === 0
@@ -361,11 +350,11 @@ export class AcceleratorPanel extends Widget {
             { className: 'jp-FerryAccelerators-empty' },
             'No worker is connected.'
           )
-        : model.workers.map(worker => this._worker(worker, seen))
+        : model.workers.map(worker => this._worker(worker))
     );
   }
 
-  private _worker(worker: IWorker, seen: Set<string>): VirtualElement {
+  private _worker(worker: IWorker): VirtualElement {
     const state = `${worker.remote ? '' : ' (embedded)'}${worker.connected ? '' : ' · disconnected'}`;
     // Few devices of a model are rows; many (a TPU slice) are a heat strip.
     const rows: IDevice[] = [];
@@ -396,14 +385,13 @@ export class AcceleratorPanel extends Widget {
                 expanded,
                 toggle: () => this._toggle(key),
                 detailsId: Private.elementId('details', key),
-                charts: () => this._deviceCharts(worker, device, seen)
+                charts: () => this._deviceCharts(worker, device),
+                openCharts: this._openChartsOf(worker, device)
               });
             })
           )
         : null,
-      [...strips].map(([group, devices]) =>
-        this._strip(worker, group, devices, seen)
-      )
+      [...strips].map(([group, devices]) => this._strip(worker, group, devices))
     );
   }
 
@@ -411,8 +399,7 @@ export class AcceleratorPanel extends Widget {
   private _strip(
     worker: IWorker,
     group: string,
-    devices: IDevice[],
-    seen: Set<string>
+    devices: IDevice[]
   ): VirtualElement {
     const key = `${worker.id}/${group}`;
     const selected = devices.find(d => d.id === this._selected.get(key));
@@ -460,7 +447,8 @@ export class AcceleratorPanel extends Widget {
                 'details',
                 `${worker.id}/${selected.id}`
               ),
-              charts: () => this._deviceCharts(worker, selected, seen)
+              charts: () => this._deviceCharts(worker, selected),
+              openCharts: this._openChartsOf(worker, selected)
             })
           )
         : h.p(
@@ -488,45 +476,22 @@ export class AcceleratorPanel extends Widget {
     this.update();
   }
 
-  /** The device's charts, each only once the device reported data for it, and only that data. */
-  private _deviceCharts(
+  /** What opens a device's charts in the main area, if the panel can. */
+  private _openChartsOf(
     worker: IWorker,
-    device: IDevice,
-    seen: Set<string>
-  ): VirtualElement[] {
-    const history = this._manager.history(worker.id, device.id);
-    const charts: VirtualElement[] = [];
-    for (const full of CHARTS) {
-      const spec = chartWithData(full, history);
-      if (!spec) {
-        continue;
-      }
-      // A chart is made again when a series appears (its legend and axes change).
-      const key = `${worker.id}/${device.id}/${spec.id}/${spec.series.map(s => s.label).join('+')}`;
-      let chart = this._charts.get(key);
-      if (!chart) {
-        chart = new DeviceChart({
-          spec,
-          themeNode: this.node,
-          canDraw: () => this.isAttached
-        });
-        this._charts.set(key, chart);
-      }
-      seen.add(key);
-      chart.history = history;
-      charts.push(
-        h.div(
-          {
-            key,
-            className: 'jp-FerryAccelerators-chart',
-            role: 'img',
-            'aria-label': `${spec.series.map(s => s.label.replace(/ \S+$/, '')).join(' and ')} of ${formatDevice(device)} over the last ${Private.duration(history.length)}`
-          },
-          chart
-        )
-      );
-    }
-    return charts;
+    device: IDevice
+  ): (() => void) | undefined {
+    const open = this._openCharts;
+    return open ? () => open(worker.id, device.id) : undefined;
+  }
+
+  /** The device's charts (see `DeviceChartSet.render`). */
+  private _deviceCharts(worker: IWorker, device: IDevice): VirtualElement[] {
+    return this._charts.render(
+      `${worker.id}/${device.id}`,
+      formatDevice(device),
+      this._manager.history(worker.id, device.id)
+    );
   }
 
   private _manager: IAcceleratorManager;
@@ -534,11 +499,15 @@ export class AcceleratorPanel extends Widget {
   private _openKernel: ((kernelId: string) => void) | null;
   private _onBenchmark: (() => void) | null;
   private _onConfigure: (() => void) | null;
+  private _openCharts: ((workerId: string, deviceId: string) => void) | null;
   private _state: AcceleratorStream.State = 'idle';
   private _problem: string | null = null;
   private _benchmark: AcceleratorPanel.IBenchmarkState | null = null;
   private _modelContent: VirtualNode[] = Private.emptyModel();
-  private _charts = new Map<string, DeviceChart>();
+  private _charts = new DeviceChartSet({
+    themeNode: this.node,
+    canDraw: () => this.isAttached
+  });
   private _expanded = new Set<string>();
   private _selected = new Map<string, string>();
 }
@@ -580,6 +549,8 @@ export namespace AcceleratorPanel {
     onBenchmark?: () => void;
     /** Shows "Open settings" beside a message that Ferry cannot be reached. */
     onConfigure?: () => void;
+    /** Shows "Open charts in a tab" in a device's details, which calls this. */
+    openCharts?: (workerId: string, deviceId: string) => void;
   }
 }
 

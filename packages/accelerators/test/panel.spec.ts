@@ -5,6 +5,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import type { IAccelerators } from '../src/models';
+import { DeviceDashboard } from '../src/dashboard';
 import { AcceleratorPanel } from '../src/panel';
 import { AcceleratorStatusItem } from '../src/statusitem';
 import { cluster, device, TestManager, worker } from '@ferry/testing';
@@ -340,6 +341,66 @@ describe('AcceleratorPanel', () => {
     expect(
       panel.node.querySelector('.jp-FerryAccelerators-selected')
     ).toBeNull();
+    Widget.detach(panel);
+  });
+
+  it("offers a device's charts in a tab, and the tab follows the device", () => {
+    const charts: string[] = [];
+    const withCharts = new AcceleratorPanel({
+      manager,
+      openCharts: (workerId, deviceId) => charts.push(`${workerId}/${deviceId}`)
+    });
+    Widget.attach(withCharts, document.body);
+    manager.push(busyCluster());
+    MessageLoop.flush();
+    const card = withCharts.node.querySelector('.jp-FerryAccelerators-device')!;
+    card.querySelector<HTMLButtonElement>('button[aria-expanded]')!.click();
+    MessageLoop.flush();
+    const open = card.querySelector<HTMLButtonElement>(
+      'button[aria-label="Open the charts of H100 · 0 (simulated) in a tab"]'
+    )!;
+    expect(open.textContent).toBe('Open charts in a tab');
+    open.click();
+    expect(charts).toEqual(['w1/gpu0']);
+    // Without the option (as in the panel above) there is no such button.
+    Widget.attach(panel, document.body);
+    MessageLoop.flush();
+    panel.node
+      .querySelector<HTMLButtonElement>(
+        '.jp-FerryAccelerators-device button[aria-expanded]'
+      )!
+      .click();
+    MessageLoop.flush();
+    expect(
+      panel.node.querySelector('.jp-FerryAccelerators-openCharts')
+    ).toBeNull();
+
+    const dashboard = new DeviceDashboard({
+      manager,
+      workerId: 'w1',
+      deviceId: 'gpu0',
+      kernelLabel: id => (id === 'kernel-aaaaaaaa' ? 'train.ipynb' : id)
+    });
+    Widget.attach(dashboard, document.body);
+    MessageLoop.flush();
+    expect(dashboard.title.label).toBe('H100 · 0 (simulated)');
+    expect(dashboard.node.getAttribute('aria-label')).toBe(
+      'Charts of H100 · 0 (simulated)'
+    );
+    expect(dashboard.node.querySelector('h2')?.textContent).toBe(
+      'H100 · 0 (simulated)'
+    );
+    expect(
+      dashboard.node.querySelector('.jp-FerryAccelerators-holder')?.textContent
+    ).toBe('In use by train.ipynb · 10.0 GiB');
+    // Its worker gone, the tab says so rather than showing the last numbers.
+    manager.push({ ...busyCluster(), workers: [] });
+    MessageLoop.flush();
+    expect(dashboard.node.textContent).toBe(
+      'gpu0 is no longer reported by its worker.'
+    );
+    dashboard.dispose();
+    withCharts.dispose();
     Widget.detach(panel);
   });
 
