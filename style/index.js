@@ -7,3 +7,4 @@ import './picker.css';
 import './sidebar.css';
 import './dashboard.css';
 import './sharing.css';
+import './jobs.css';

@@ -611,25 +611,30 @@ export class JobService {
     clearTimeout(job.timer);
     clearTimeout(job.graceTimer);
     const ending = override ?? job.ending;
-    record.state =
-      ending?.state ??
-      (finished?.status === 'succeeded'
-        ? 'succeeded'
-        : finished?.status === 'cancelled'
-          ? 'cancelled'
-          : 'failed');
+    // How it ended is made up apart and shown at once, when the notebook is written and the
+    // devices free: a client that reads `succeeded` finds the executed notebook.
+    const final: IJobRecord = {
+      ...record,
+      state:
+        ending?.state ??
+        (finished?.status === 'succeeded'
+          ? 'succeeded'
+          : finished?.status === 'cancelled'
+            ? 'cancelled'
+            : 'failed'),
+      finished: new Date().toISOString()
+    };
     const reason = ending?.reason ?? finished?.reason;
     if (reason) {
-      record.reason = reason;
+      final.reason = reason;
     }
     if (finished?.error) {
-      record.error = finished.error;
+      final.error = finished.error;
     }
-    record.finished = new Date().toISOString();
     const kernelId = record.kernel_id;
     if (kernelId && this._registry.get(kernelId)) {
       await this._registry
-        .shutdown(kernelId, `job ${record.state}`)
+        .shutdown(kernelId, `job ${final.state}`)
         .catch((error: Error) =>
           this._log.warn(
             { job: record.id, err: error.message },
@@ -642,8 +647,9 @@ export class JobService {
     }
     const executed = finished?.notebook ?? job.partial;
     if (executed !== undefined) {
-      await this._keepNotebook(job, executed);
+      await this._keepNotebook(final, executed);
     }
+    Object.assign(record, final);
     await this._records.put(record);
     this._active.delete(record.id);
     this._log.info(
@@ -657,11 +663,7 @@ export class JobService {
   }
 
   /** Keep the executed notebook in the store and write it to its output path, if it has one. */
-  private async _keepNotebook(
-    job: Private.IActive,
-    text: string
-  ): Promise<void> {
-    const { record } = job;
+  private async _keepNotebook(record: IJobRecord, text: string): Promise<void> {
     let notebook: INotebook;
     try {
       notebook = JSON.parse(text) as INotebook;

@@ -1,0 +1,158 @@
+/// <reference lib="dom" />
+/**
+ * "Run as Job…" in a real browser: `ferry gateway` serving the hosted JupyterLab, driven in Debian's
+ * Chromium. A notebook with a `parameters` cell is run as a job from its toolbar: the accelerator
+ * picker, the parameters form read from that cell, then the Jobs panel follows the job to its end,
+ * and the executed notebook (with the value typed in) lies beside the source. The GPU is simulated.
+ */
+import type { ChildProcess } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import {
+  SCREENSHOTS,
+  appRestored,
+  browserMissing,
+  launchChromium,
+  startFerry,
+  type ICommands
+} from './lab-pages';
+import { codeCell, notebook } from './notebooks';
+
+const describeInBrowser = browserMissing ? describe.skip : describe;
+
+jest.setTimeout(120_000);
+
+describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
+  let ferry: ChildProcess;
+  let link: string;
+  let browser: Browser;
+  let page: Page;
+  let rootDir: string;
+  let labDir: string;
+
+  beforeAll(async () => {
+    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-jobs-root-'));
+    labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-jobs-settings-'));
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    writeFileSync(
+      path.join(rootDir, 'sweep.ipynb'),
+      JSON.stringify(
+        notebook([
+          codeCell('lr = 0.01  # learning rate\nepochs = 1', ['parameters']),
+          codeCell(
+            'import os\nprint("lr", lr, "epochs", epochs, "on", os.environ.get("CUDA_VISIBLE_DEVICES"))'
+          )
+        ])
+      )
+    );
+    ({ child: ferry, link } = await startFerry([
+      '--simulate',
+      'gpu:H100:1',
+      '--no-discover',
+      '--root-dir',
+      rootDir,
+      '--lab-settings-dir',
+      path.join(labDir, 'user-settings'),
+      // Jobs are remembered in the state store: this test's own, not the user's.
+      '--state-dir',
+      path.join(labDir, 'state')
+    ]));
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.setDefaultTimeout(30_000);
+  });
+
+  afterEach(async () => {
+    await page?.screenshot({
+      path: path.join(SCREENSHOTS, 'last-lab-jobs.png')
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (ferry && ferry.exitCode === null) {
+      const exited = new Promise(resolve => ferry.once('exit', resolve));
+      ferry.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(labDir, { recursive: true, force: true });
+  });
+
+  it('runs a notebook as a job on the GPU picked, with a parameter typed in, and shows it succeed', async () => {
+    await page.goto(link);
+    await appRestored(page);
+    await page.evaluate(
+      () =>
+        (
+          window as unknown as { jupyterapp: { commands: ICommands } }
+        ).jupyterapp.commands.execute('docmanager:open', {
+          path: 'sweep.ipynb'
+        }) as Promise<unknown>
+    );
+    const panel = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
+    await panel.locator('.jp-Cell').first().waitFor();
+    await panel.locator('.jp-FerryJobs-toolbarButton').click();
+
+    // The accelerator: the picker, as for a kernel.
+    const picker = page.getByRole('dialog');
+    const h100 = picker.getByRole('radio', { name: /H100/ });
+    await h100.waitFor();
+    await h100.check();
+    await picker
+      .getByRole('button', { name: 'Start on GPU · H100 × 1' })
+      .click();
+
+    // The parameters, read from the cell tagged `parameters`.
+    const form = page.getByRole('dialog').filter({ hasText: 'as a job' });
+    const lr = form.getByLabel('lr');
+    await lr.waitFor();
+    expect(await lr.inputValue()).toBe('0.01');
+    expect(await form.getByLabel('epochs').inputValue()).toBe('1');
+    await lr.fill('0.5');
+    await form.screenshot({ path: path.join(SCREENSHOTS, 'run-as-job.png') });
+    await form.getByRole('button', { name: 'Run' }).click();
+
+    // The Jobs panel follows it to its end.
+    const job = page.locator('.jp-FerryJobs-job[data-state="succeeded"]');
+    await job.waitFor({ timeout: 60_000 });
+    expect(await job.locator('.jp-FerryJobs-name').textContent()).toBe(
+      'sweep.ipynb'
+    );
+    expect(await job.locator('.jp-FerryJobs-details').textContent()).toMatch(
+      /^gpu:H100:1 on /
+    );
+    await page
+      .locator('#jp-ferry-jobs')
+      .screenshot({ path: path.join(SCREENSHOTS, 'jobs-panel.png') });
+
+    // Beside the source: the executed notebook, with the value typed in.
+    const written = readdirSync(rootDir).find(name =>
+      /^sweep\.job-[0-9a-f]{8}\.ipynb$/.test(name)
+    );
+    expect(written).toBeDefined();
+    const executed = JSON.parse(
+      readFileSync(path.join(rootDir, written!), 'utf8')
+    );
+    expect(executed.cells[1].source.join('')).toBe('# Parameters\nlr = 0.5\n');
+    expect(executed.cells[2].outputs[0].text.join('')).toBe(
+      'lr 0.5 epochs 1 on 0\n'
+    );
+
+    // Its link opens the executed notebook in JupyterLab.
+    await job.locator('.jp-FerryJobs-open').click();
+    await page
+      .locator('.lm-TabBar-tab', { hasText: written! })
+      .first()
+      .waitFor();
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * @packageDocumentation
+ * @module jobs-extension
+ * Ferry's jobs in JupyterLab: "Run as Job…" on a notebook (toolbar and command palette) with the
+ * accelerator picker and a parameters form read from its `parameters` cell, and the Jobs panel.
+ */
+import {
+  chooseAccelerator,
+  IAcceleratorManager,
+  readNotebookAccelerator
+} from '@ferry/accelerators';
+import {
+  ILabShell,
+  ILayoutRestorer,
+  type JupyterFrontEnd,
+  type JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  Dialog,
+  ICommandPalette,
+  IToolbarWidgetRegistry,
+  Notification,
+  showDialog,
+  ToolbarButton
+} from '@jupyterlab/apputils';
+import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
+import { LabIcon } from '@jupyterlab/ui-components';
+import { JobsClient } from './client';
+import { JobsPanel } from './panel';
+import { ParametersForm, readParameters } from './parameters';
+
+export { JobsClient, type IJob, type IJobSubmitRequest } from './client';
+export { JobsPanel } from './panel';
+export { ParametersForm, parseValue, readParameters } from './parameters';
+
+namespace CommandIDs {
+  export const runAsJob = 'ferry:run-as-job';
+  export const showJobs = 'ferry:show-jobs';
+}
+
+/** The icon of jobs: a play triangle in a box. */
+const jobIcon = new LabIcon({
+  name: 'ferry:job',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 4h16v16H4zm2 2v12h12V6zm3 2.5 7 3.5-7 3.5z"/></g></svg>'
+});
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/jobs-extension:plugin',
+  description:
+    'Adds "Run as Job…" (notebook toolbar and command palette): the notebook runs headless on the accelerator picked, with the parameters typed in; and the Jobs panel.',
+  autoStart: true,
+  requires: [IAcceleratorManager, INotebookTracker],
+  optional: [
+    ICommandPalette,
+    IToolbarWidgetRegistry,
+    ILabShell,
+    ILayoutRestorer
+  ],
+  activate: (
+    app: JupyterFrontEnd,
+    manager: IAcceleratorManager,
+    notebooks: INotebookTracker,
+    palette: ICommandPalette | null,
+    toolbar: IToolbarWidgetRegistry | null,
+    labShell: ILabShell | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const client = new JobsClient(app.serviceManager.serverSettings);
+    const panel = new JobsPanel({
+      client,
+      open: path => void app.commands.execute('docmanager:open', { path })
+    });
+    panel.title.icon = jobIcon;
+    app.shell.add(panel, 'right', { rank: 600 });
+    restorer?.add(panel, panel.id);
+    const showJobs = () => {
+      labShell?.activateById(panel.id);
+      void panel.refresh();
+    };
+    app.commands.addCommand(CommandIDs.showJobs, {
+      label: 'Show Jobs',
+      caption: 'The notebooks running headless, and those that ran',
+      execute: showJobs
+    });
+    app.commands.addCommand(CommandIDs.runAsJob, {
+      label: 'Run as Job…',
+      caption:
+        'Run this notebook headless on an accelerator, with parameters; the executed notebook is written beside it',
+      icon: jobIcon,
+      isEnabled: () => !!notebooks.currentWidget,
+      execute: async () => {
+        const notebook = notebooks.currentWidget;
+        if (notebook) {
+          const job = await Private.runAsJob(notebook, manager, client);
+          if (job) {
+            showJobs();
+          }
+        }
+      }
+    });
+    palette?.addItem({ command: CommandIDs.runAsJob, category: 'Notebook' });
+    palette?.addItem({ command: CommandIDs.showJobs, category: 'Notebook' });
+    toolbar?.addFactory('Notebook', 'run-as-job', () => {
+      const button = new ToolbarButton({
+        icon: jobIcon,
+        tooltip: 'Run this notebook headless on an accelerator (a job)',
+        onClick: () => void app.commands.execute(CommandIDs.runAsJob)
+      });
+      button.addClass('jp-FerryJobs-toolbarButton');
+      return button;
+    });
+  }
+};
+
+export default [plugin];
+
+namespace Private {
+  /**
+   * Ask for the accelerator (the picker, starting on the notebook's choice) and the parameters,
+   * save the notebook, and submit it; resolves with the job, or undefined when the user cancels.
+   */
+  export async function runAsJob(
+    notebook: NotebookPanel,
+    manager: IAcceleratorManager,
+    client: JobsClient
+  ): Promise<unknown> {
+    const metadata = notebook.model?.metadata ?? {};
+    const choice = await chooseAccelerator({
+      manager,
+      value: readNotebookAccelerator(metadata)?.request ?? null,
+      label: 'Accelerator for the job'
+    });
+    if (!choice) {
+      return undefined;
+    }
+    const cell = notebook.content.widgets.find(c => {
+      const tags = c.model.getMetadata('tags');
+      return Array.isArray(tags) && tags.includes('parameters');
+    });
+    const form = new ParametersForm(
+      readParameters(cell?.model.sharedModel.getSource() ?? '')
+    );
+    const result = await showDialog({
+      title: `Run ${notebook.context.path} as a job`,
+      body: form,
+      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Run' })]
+    });
+    if (!result.button.accept) {
+      return undefined;
+    }
+    // The job runs the file: what is on screen is saved first.
+    await notebook.context.save();
+    try {
+      const job = await client.submit({
+        path: notebook.context.path,
+        accelerator: choice.request,
+        parameters: result.value ?? {}
+      });
+      Notification.success(
+        `Job ${job.name} ${job.state}${job.position ? ` (#${job.position} in the queue)` : ''}: the executed notebook goes to ${job.output_path}`,
+        { autoClose: 5000 }
+      );
+      return job;
+    } catch (error) {
+      await showDialog({
+        title: 'The job was not started',
+        body: (error as Error).message,
+        buttons: [Dialog.okButton()]
+      });
+      return undefined;
+    }
+  }
+}

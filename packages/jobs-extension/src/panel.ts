@@ -1,0 +1,193 @@
+/**
+ * The Jobs panel: every job of the gateway with its state, a progress bar of its cells, its
+ * accelerator and duration, links to its executed notebook and its log (the event stream), and
+ * cancel. Refreshed by a lumino Poll (standby while hidden).
+ */
+import { Poll } from '@lumino/polling';
+import { h, VirtualDOM, type VirtualElement } from '@lumino/virtualdom';
+import { Widget } from '@lumino/widgets';
+import type { IJob, JobsClient } from './client';
+
+/** The states a job ends in. */
+const FINAL = new Set([
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed-out',
+  'lost'
+]);
+
+/** The Jobs panel. */
+export class JobsPanel extends Widget {
+  constructor(options: JobsPanel.IOptions) {
+    super();
+    this._client = options.client;
+    this._open = options.open;
+    this.id = 'jp-ferry-jobs';
+    this.addClass('jp-FerryJobs');
+    this.title.caption = 'Jobs: notebooks run headless on accelerators';
+    this._poll = new Poll({
+      factory: () => this.refresh(),
+      frequency: { interval: 2000, backoff: true, max: 30000 },
+      standby: () => !this.isVisible && 'when-hidden'
+    });
+  }
+
+  /** The jobs as last read. */
+  get jobs(): readonly IJob[] {
+    return this._jobs;
+  }
+
+  /** Read the jobs now and render them. */
+  async refresh(): Promise<void> {
+    try {
+      this._jobs = await this._client.list();
+      this._error = '';
+    } catch (error) {
+      this._error = (error as Error).message;
+    }
+    this._render();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._poll.dispose();
+    super.dispose();
+  }
+
+  protected onAfterShow(): void {
+    void this._poll.refresh();
+  }
+
+  private _render(): void {
+    const rows = this._jobs.map(job => this._row(job));
+    VirtualDOM.render(
+      [
+        h.div({ className: 'jp-FerryJobs-header' }, 'Jobs'),
+        ...(this._error
+          ? [
+              h.div(
+                { className: 'jp-FerryJobs-error', role: 'alert' },
+                this._error
+              )
+            ]
+          : []),
+        rows.length > 0
+          ? h.ul({ className: 'jp-FerryJobs-list' }, rows)
+          : h.div(
+              { className: 'jp-FerryJobs-empty' },
+              'No jobs yet: "Run as Job…" on a notebook starts one.'
+            )
+      ],
+      this.node
+    );
+  }
+
+  private _row(job: IJob): VirtualElement {
+    const cells = job.cells ?? 0;
+    const done = FINAL.has(job.state)
+      ? job.state === 'succeeded'
+        ? cells
+        : Math.max(0, (job.cell ?? 0) - 1)
+      : Math.max(0, (job.cell ?? 0) - 1);
+    const state =
+      job.state +
+      (job.position ? ` (#${job.position} in the queue)` : '') +
+      (job.state === 'running' ? ` · cell ${job.cell ?? 0} of ${cells}` : '');
+    const links: VirtualElement[] = [];
+    if (job.has_notebook) {
+      links.push(
+        job.output_path
+          ? h.button(
+              {
+                className: 'jp-FerryJobs-open',
+                title: `Open ${job.output_path}`,
+                onclick: () => this._open(job.output_path!)
+              },
+              'Notebook'
+            )
+          : h.a(
+              {
+                className: 'jp-FerryJobs-download',
+                href: this._client.notebookUrl(job.id),
+                download: job.name
+              },
+              'Notebook'
+            )
+      );
+    }
+    links.push(
+      h.a(
+        {
+          className: 'jp-FerryJobs-logs',
+          href: this._client.eventsUrl(job.id),
+          target: '_blank',
+          rel: 'noopener'
+        },
+        'Log'
+      )
+    );
+    if (!FINAL.has(job.state)) {
+      links.push(
+        h.button(
+          {
+            className: 'jp-FerryJobs-cancel',
+            title:
+              'Cancel this job: its kernel is shut down and its devices freed',
+            onclick: () => void this._cancel(job.id)
+          },
+          'Cancel'
+        )
+      );
+    }
+    return h.li(
+      {
+        className: `jp-FerryJobs-job jp-mod-${job.state}`,
+        dataset: { jobId: job.id, state: job.state }
+      },
+      h.div({ className: 'jp-FerryJobs-name', title: job.id }, job.name),
+      h.div({ className: 'jp-FerryJobs-state' }, state),
+      h.progress({
+        className: 'jp-FerryJobs-progress',
+        max: String(Math.max(cells, 1)),
+        value: String(done)
+      }),
+      h.div(
+        { className: 'jp-FerryJobs-details' },
+        `${job.accelerator}${job.worker_name ? ` on ${job.worker_name}` : ''}${
+          job.duration !== undefined ? ` · ${job.duration.toFixed(1)} s` : ''
+        }`
+      ),
+      ...(job.reason && job.state !== 'succeeded'
+        ? [h.div({ className: 'jp-FerryJobs-reason' }, job.reason)]
+        : []),
+      h.div({ className: 'jp-FerryJobs-links' }, links)
+    );
+  }
+
+  private async _cancel(id: string): Promise<void> {
+    try {
+      await this._client.cancel(id);
+    } catch (error) {
+      this._error = (error as Error).message;
+    }
+    await this.refresh();
+  }
+
+  private _client: JobsClient;
+  private _open: (path: string) => void;
+  private _poll: Poll;
+  private _jobs: IJob[] = [];
+  private _error = '';
+}
+
+/** The options of {@link JobsPanel}. */
+export namespace JobsPanel {
+  export interface IOptions {
+    client: JobsClient;
+    /** Open a notebook under the root (the executed one). */
+    open: (path: string) => void;
+  }
+}

@@ -1,0 +1,1 @@
+import '@ferry/style/index.js';
