@@ -38,6 +38,9 @@ import type { Worker } from './worker';
 /** Kernel output kept per kernel while the gateway is unreachable. */
 const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 
+/** Terminal output gathered into one frame at most. */
+const MAX_TERMINAL_FRAME_BYTES = 256 * 1024;
+
 /** Bytes that may wait to go to the gateway on one kernel's stream before output is skipped. */
 const MAX_STREAM_WAITING_BYTES = 16 * 1024 * 1024;
 
@@ -487,7 +490,13 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     const call = this._client.TerminalChannel(
       terminalStreamMetadata(this._options.token, terminalId, this._worker.id)
     );
-    const stream: Private.ITerminalStream = { call, input: [] };
+    const stream: Private.ITerminalStream = {
+      call,
+      input: [],
+      output: [],
+      outputBytes: 0,
+      flushTimer: undefined
+    };
     this._terminals.set(terminalId, stream);
     call.on('data', (frame: TerminalFrame__Output) => {
       const data = (frame.data as Buffer | undefined)?.toString('utf8');
@@ -506,6 +515,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     const onEnd = () => {
       if (this._terminals.get(terminalId) === stream) {
         this._terminals.delete(terminalId);
+        clearImmediate(stream.flushTimer);
+        stream.output = [];
         void this._worker.closeTerminal(
           terminalId,
           'the gateway closed its stream'
@@ -516,9 +527,44 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     call.on('end', onEnd);
   }
 
+  /**
+   * A pty's output: the chunks of one turn of the event loop (a pty gives 4 KiB at a time) go up as
+   * one frame.
+   */
   private _terminalOutput(terminalId: string, data: Buffer): void {
     const stream = this._terminals.get(terminalId);
-    if (stream && !stream.call.write({ data })) {
+    if (!stream) {
+      return;
+    }
+    stream.output.push(data);
+    stream.outputBytes += data.length;
+    if (stream.outputBytes >= MAX_TERMINAL_FRAME_BYTES) {
+      this._flushTerminal(terminalId, stream);
+    } else {
+      stream.flushTimer ??= setImmediate(() =>
+        this._flushTerminal(terminalId, stream)
+      );
+    }
+  }
+
+  private _flushTerminal(
+    terminalId: string,
+    stream: Private.ITerminalStream
+  ): void {
+    if (stream.flushTimer) {
+      clearImmediate(stream.flushTimer);
+      stream.flushTimer = undefined;
+    }
+    if (stream.output.length === 0) {
+      return;
+    }
+    const data =
+      stream.output.length === 1
+        ? stream.output[0]
+        : Buffer.concat(stream.output, stream.outputBytes);
+    stream.output = [];
+    stream.outputBytes = 0;
+    if (!stream.call.write({ data })) {
       this._worker.pauseTerminal(terminalId, true);
     }
   }
@@ -543,6 +589,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     if (!stream) {
       return;
     }
+    this._flushTerminal(terminalId, stream);
     this._terminals.delete(terminalId);
     stream.call.write({ exit: reason });
     stream.call.end();
@@ -606,6 +653,10 @@ namespace Private {
     call: grpc.ClientDuplexStream<TerminalFrame, TerminalFrame__Output>;
     /** Keystrokes the terminal declined, in order, until it takes input again. */
     input: string[];
+    /** Output of this turn of the event loop, sent as one frame at its end. */
+    output: Buffer[];
+    outputBytes: number;
+    flushTimer: NodeJS.Immediate | undefined;
   }
 
   export interface IKernelStream {

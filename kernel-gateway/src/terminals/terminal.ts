@@ -82,6 +82,7 @@ export class ManagedTerminal {
 
   /** A notice of Ferry's own in the terminal (waiting for devices, why it ended). */
   notice(text: string): void {
+    this._flush();
     const line = `\r\n\x1b[2m[ferry] ${text}\x1b[0m\r\n`;
     this._output.keep(line);
     this._broadcast(JSON.stringify(['stdout', line]));
@@ -91,9 +92,34 @@ export class ManagedTerminal {
   output(data: Buffer): void {
     this._lastActivity = new Date();
     const text = this._output.decode(data);
-    if (text.length > 0) {
-      this._broadcast(JSON.stringify(['stdout', text]));
+    if (text.length === 0) {
+      return;
     }
+    // The chunks that arrive in one turn of the event loop (a pty gives 4 KiB at a time) go as one
+    // frame: a keystroke's echo waits for nothing, a flood is framed and encoded less often.
+    this._pending.push(text);
+    this._pendingChars += text.length;
+    if (this._pendingChars >= Private.MAX_FRAME_CHARS) {
+      this._flush();
+    } else {
+      this._flushTimer ??= setImmediate(() => this._flush());
+    }
+  }
+
+  /** Send what output waits to go, as one `stdout` frame. */
+  private _flush(): void {
+    if (this._flushTimer) {
+      clearImmediate(this._flushTimer);
+      this._flushTimer = undefined;
+    }
+    if (this._pending.length === 0) {
+      return;
+    }
+    const text =
+      this._pending.length === 1 ? this._pending[0] : this._pending.join('');
+    this._pending = [];
+    this._pendingChars = 0;
+    this._broadcast(JSON.stringify(['stdout', text]));
   }
 
   /** Its worker takes keystrokes again. */
@@ -136,6 +162,8 @@ export class ManagedTerminal {
       );
       return;
     }
+    // What waits to go is in the replay already: sent before this socket joins.
+    this._flush();
     const client: Private.IClient = { slowTimer: undefined };
     this._clients.set(ws, client);
     ws.send(JSON.stringify(['setup', {}]));
@@ -287,6 +315,9 @@ export class ManagedTerminal {
   private _input: string[] = [];
   private _inputChars = 0;
   private _paused = false;
+  private _pending: string[] = [];
+  private _pendingChars = 0;
+  private _flushTimer: NodeJS.Immediate | undefined;
 }
 
 export namespace ManagedTerminal {
@@ -309,6 +340,9 @@ export namespace ManagedTerminal {
 }
 
 namespace Private {
+  /** Output that waits for the next turn of the event loop at most, in characters. */
+  export const MAX_FRAME_CHARS = 256 * 1024;
+
   export interface IClient {
     /** Closes the socket when it stays behind. */
     slowTimer: NodeJS.Timeout | undefined;

@@ -64,7 +64,10 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
         (signal
           ? `its shell was killed by signal ${signal}`
           : `its shell exited with code ${exitCode}`);
-      this._killSession('SIGKILL');
+      // What the shell left in its session (jobs, `nohup` ones too) gets a hangup to clean up
+      // after itself (lock files, temporary files), then what is left of it is killed.
+      this._killSession('SIGHUP');
+      setTimeout(() => this._killSession('SIGKILL'), HANGUP_GRACE_MS).unref();
       this._log.info({ reason }, 'terminal ended');
       this.emit('exit', reason);
     });
