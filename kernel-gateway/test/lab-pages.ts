@@ -82,7 +82,7 @@ export async function startFerry(
       userInfo().username,
       ...args
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] }
+    { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] }
   );
   let stderr = '';
   child.stderr!.on('data', chunk => (stderr += chunk));

@@ -20,11 +20,13 @@ import {
   startFerry,
   type ICommands
 } from './lab-pages';
+import { useOwnHome } from './terminal-clients';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
 jest.setTimeout(120_000);
 
+useOwnHome();
 describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
   let ferry: ChildProcess;
   let link: string;

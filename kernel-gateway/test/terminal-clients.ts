@@ -2,7 +2,9 @@
  * A terminal's websocket client for tests, speaking terminado's JSON protocol as JupyterLab does:
  * it keeps everything the terminal printed and waits for text to appear in it.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import WebSocket from 'ws';
 
 /** A browser-like client of `/terminals/websocket/{name}`. */
@@ -121,4 +123,17 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Give the shells this test file's terminals start (as this user) a home of their own, empty: their
+ * rc files are then the test's, not this machine user's, whose ~/.bashrc may do slow or stateful
+ * work (pyenv's rehash takes a lock file that a shell closed half-way through leaves behind, and
+ * every later interactive shell of that user then waits for it). Child processes the test spawns
+ * with `process.env` get it too.
+ */
+export function useOwnHome(): string {
+  const home = mkdtempSync(path.join(tmpdir(), 'ferry-terminal-home-'));
+  process.env.HOME = home;
+  return home;
 }

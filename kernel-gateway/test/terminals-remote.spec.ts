@@ -19,11 +19,12 @@ import {
   startKernel,
   type ITestGateway
 } from './helpers';
-import { alive, TerminalClient } from './terminal-clients';
+import { alive, TerminalClient, useOwnHome } from './terminal-clients';
 import { startWorker, type IWorkerProcess } from './workers';
 
 const WORKER_TOKEN = 'terminals-remote-worker-token';
 
+useOwnHome();
 describe('a terminal on a remote worker', () => {
   let gw: ITestGateway;
   let remote: IWorkerProcess;

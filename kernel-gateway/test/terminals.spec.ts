@@ -28,8 +28,9 @@ import {
   type ITestGateway
 } from './helpers';
 import { makeLink, NOTEBOOK, upgrade } from './share-clients';
-import { alive, TerminalClient } from './terminal-clients';
+import { alive, TerminalClient, useOwnHome } from './terminal-clients';
 
+useOwnHome();
 describe('terminals', () => {
   let gw: ITestGateway;
   let rootDir: string;
