@@ -5,8 +5,12 @@ import { OutputTail, processExited, stopProcess } from './processes';
 import { sleep } from './requests';
 import type { IBenchKernel, IFanOut, IThroughput } from './types';
 
-/** The interpreter of the Python clients (Debian's: python3-zmq and python3-websocket are there). */
-export const CLIENT_PYTHON = '/usr/bin/python3';
+/**
+ * The interpreter of the Python clients: Debian's (python3-zmq and python3-websocket are there), or
+ * `FERRY_BENCH_PYTHON`.
+ */
+export const CLIENT_PYTHON =
+  process.env.FERRY_BENCH_PYTHON ?? '/usr/bin/python3';
 
 /** The Python clients (a source file: the build does not copy it). */
 const PYTHON_CLIENT = path.join(__dirname, '..', 'src', 'python_client.py');

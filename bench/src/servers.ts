@@ -8,8 +8,12 @@ import type { IServerEndpoint } from './gateway-target';
 import { OutputTail, processExited, stopProcess } from './processes';
 import { sleep } from './requests';
 
-/** The interpreter jupyter_server runs under (Debian's). */
-export const SYSTEM_PYTHON = '/usr/bin/python3';
+/**
+ * The interpreter jupyter_server runs under: Debian's, or `FERRY_BENCH_PYTHON` on a host whose
+ * `python3` lacks the Jupyter packages.
+ */
+export const SYSTEM_PYTHON =
+  process.env.FERRY_BENCH_PYTHON ?? '/usr/bin/python3';
 
 /** A server process the bench started. */
 export interface IRunningServer extends IServerEndpoint {

@@ -25,6 +25,7 @@ function fixture(name: string): string {
 
 const H100_0 = 'GPU-3f2a9c1e-8b7d-4e60-a1f5-2c9d0e7b6a41';
 const H100_1 = 'GPU-b81d4e07-25c6-4f3a-9e8b-7a0c5d1f2e93';
+const H200 = 'GPU-8be40d03-ad95-7082-878f-31e2874dc2f5';
 const A100_MIG = 'GPU-6c1f0d2a-93b4-1e7c-58a2-f0d4c9b7e318';
 const A100_WHOLE = 'GPU-e2a95d17-0c4b-8f63-7d1e-3b80a6c5f294';
 const A100_MIG_NO_INSTANCES = 'GPU-41c7b0e8-5f2d-a936-1e4c-d8f2b7a05e61';
@@ -296,6 +297,45 @@ describe('NvidiaDeviceSource', () => {
     expect(samples[0].utilizationPercent).toBe(97);
     expect(samples[0].processes).toHaveLength(2);
     expect(Date.parse(samples[0].time)).not.toBeNaN();
+  });
+
+  it('reads a real H200, recorded on a lent GPU machine while a torch process held memory', async () => {
+    // nvidia-smi 580.159 on one NVIDIA H200 (driver 580.159.04), recorded 2026-11-27 by the device
+    // check: PyTorch, started from a Ferry kernel, held 3 GiB of tensors there (pid 543).
+    const command = await fakeNvidiaSmi('nvidia-smi-h200', {
+      gpus: 'nvidia-smi-h200.csv',
+      list: 'nvidia-smi-L-h200.txt',
+      apps: 'compute-apps-h200.csv'
+    });
+    const source = new NvidiaDeviceSource({ command });
+    const devices = await source.discover();
+    expect(devices).toEqual([
+      {
+        id: H200,
+        kind: 'gpu',
+        vendor: 'nvidia',
+        model: 'H200',
+        name: 'NVIDIA H200',
+        visibleId: H200,
+        memoryBytes: 143771 * MIB,
+        labels: {},
+        simulated: false
+      }
+    ]);
+    const [sample] = await source.sample(devices);
+    expect(sample).toMatchObject({
+      deviceId: H200,
+      utilizationPercent: 0,
+      memoryUsedBytes: 6763 * MIB,
+      memoryTotalBytes: 143771 * MIB,
+      temperatureC: 42,
+      powerW: 121.3,
+      powerLimitW: 700,
+      smClockMHz: 1980,
+      memoryClockMHz: 3201,
+      eccUncorrected: 0,
+      processes: [{ pid: 543, memoryBytes: 6754 * MIB }]
+    });
   });
 
   it('finds MIG instances through nvidia-smi -L', async () => {
