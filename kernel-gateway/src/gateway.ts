@@ -93,6 +93,11 @@ export class Gateway {
       this.shareConnections.close(shareId, code, reason);
       this.rooms.closeShare(shareId, code, reason);
     });
+    // A visitor's new name reaches the sockets they have open (collaborators see it at once).
+    this.shares.onRenamed((shareId, visitor) => {
+      this.shareConnections.rename(shareId, visitor.id, visitor.name);
+      this.rooms.renameVisitor(shareId, visitor.id, visitor.name);
+    });
     this.events.subscribe(event => {
       if (
         event.schema_id === EventBus.CONTENTS_SERVICE &&

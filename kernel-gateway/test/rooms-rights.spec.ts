@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import * as Y from 'yjs';
 import type { ShareScope } from '../src';
 import { pollUntil } from './helpers';
+import { cookiesOf } from './share-clients';
 import {
   cellSource,
   cellSources,
@@ -380,6 +381,85 @@ describe('rooms: rights per connection and hostile clients', () => {
       expect(entry.visitors).toEqual([
         { name: 'Guest (API client)', since: expect.any(String) }
       ]);
+    });
+
+    it("shows a visitor's new name to the room at once, without a reconnect", async () => {
+      writeFileSync(path.join(rooms.rootDir, 'rename.ipynb'), notebook(['r']));
+      const { fileId } = (await session('rename.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const commentLink = await link('rename.ipynb', 'comment');
+      const exchange = await rooms.gw.api(
+        'POST',
+        '/api/shares/exchange',
+        { token: commentLink.token },
+        { token: null }
+      );
+      expect(exchange.status).toBe(200);
+      const cookie = cookiesOf(exchange);
+      const xsrf = /_xsrf=([^;]*)/.exec(cookie)![1];
+      const browser = {
+        token: null,
+        headers: { Cookie: cookie, 'X-XSRFToken': xsrf }
+      };
+      const guest = await RawRoomClient.connect(
+        rooms.gw.url,
+        room,
+        {},
+        { Cookie: cookie }
+      );
+      rooms.raws.push(guest);
+      await guest.sync();
+      guest.sendAwareness([
+        { clientId: 4242, clock: 1, state: { user: { name: 'Anyone' } } }
+      ]);
+      const nameSeen = async () =>
+        (owner.awareness.getStates().get(4242)?.user as { name?: string })
+          ?.name;
+      expect(
+        await pollUntil(nameSeen, name => name?.startsWith('Guest ') ?? false)
+      ).toMatch(/^Guest /);
+
+      const renamed = await rooms.gw.api(
+        'PUT',
+        '/api/shares/current/visitor',
+        { name: 'Ada Lovelace' },
+        browser
+      );
+      expect(renamed.status).toBe(200);
+      // The same socket: the owner sees the new name, and so does the owner's list of visitors.
+      expect(await pollUntil(nameSeen, name => name === 'Ada Lovelace')).toBe(
+        'Ada Lovelace'
+      );
+      expect(owner.awareness.getStates().get(4242)!.user).toMatchObject({
+        display_name: 'Ada Lovelace',
+        initials: 'AL'
+      });
+      expect(rooms.gw.gateway.rooms.visitors(commentLink.id)).toEqual([
+        { name: 'Ada Lovelace', since: expect.any(String) }
+      ]);
+      const listed = await rooms.gw.api('GET', '/api/shares');
+      const entry = listed.body.find(
+        (s: { id: string }) => s.id === commentLink.id
+      );
+      expect(entry.visitors).toEqual([
+        { name: 'Ada Lovelace', since: expect.any(String) }
+      ]);
+      // Comments are written under the new name from now on, on the same socket.
+      guest.change(doc => {
+        const thread = new Y.Array<unknown>();
+        thread.push([
+          { id: 'c1', author: 'Ada Lovelace', text: 'hi', time: 1 }
+        ]);
+        doc.getMap('comments').set('cell-0', thread);
+      });
+      await until(
+        owner.doc,
+        doc => doc.getMap('comments').get('cell-0') !== undefined
+      );
+      expect(guest.denied).toEqual([]);
+      expect(guest.ws.readyState).toBe(guest.ws.OPEN);
     });
 
     it('closes the sockets of a revoked link at once', async () => {

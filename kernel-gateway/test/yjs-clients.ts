@@ -123,15 +123,17 @@ export class RawRoomClient {
     ws.on('message', (data: Buffer) => this._receive(new Uint8Array(data)));
   }
 
-  /** Connect to `room`; resolves once the socket is open. */
+  /** Connect to `room` (with `headers`: a visitor's cookie); resolves once the socket is open. */
   static async connect(
     url: string,
     room: string,
-    query: Record<string, string>
+    query: Record<string, string>,
+    headers: Record<string, string> = {}
   ): Promise<RawRoomClient> {
     const search = new URLSearchParams(query).toString();
     const ws = new WebSocket(
-      `${url.replace(/^http/, 'ws')}/api/collaboration/room/${room}?${search}`
+      `${url.replace(/^http/, 'ws')}/api/collaboration/room/${room}?${search}`,
+      { headers }
     );
     const client = new RawRoomClient(ws);
     await new Promise<void>((resolve, reject) => {

@@ -15,6 +15,8 @@ export interface IClosableSocket {
  */
 export interface IShareRooms {
   closeShare(shareId: string, code: number, reason: string): void;
+  /** A visitor of `shareId` picked a new name: their open room sockets go by it from now on. */
+  renameVisitor(shareId: string, visitorId: string, name: string): void;
   visitors(shareId: string): { name: string; since: string | number | Date }[];
 }
 
@@ -43,20 +45,39 @@ export class ShareConnections {
    *
    * @param name - the display name of who opened it (a visitor's, or the link's label for an API
    * client), for the owner's list of who is connected.
+   * @param visitorId - the visitor's id, so that a new name they pick is shown (see {@link rename}).
    */
-  track(shareId: string, socket: IClosableSocket, name: string): void {
+  track(
+    shareId: string,
+    socket: IClosableSocket,
+    name: string,
+    visitorId?: string
+  ): void {
     let sockets = this._sockets.get(shareId);
     if (!sockets) {
       sockets = new Map();
       this._sockets.set(shareId, sockets);
     }
-    sockets.set(socket, { name, since: new Date().toISOString() });
+    sockets.set(socket, {
+      name,
+      since: new Date().toISOString(),
+      visitorId
+    });
     socket.once('close', () => {
       sockets.delete(socket);
       if (sockets.size === 0 && this._sockets.get(shareId) === sockets) {
         this._sockets.delete(shareId);
       }
     });
+  }
+
+  /** The visitor `visitorId` of `shareId` goes by `name` now, on the sockets open already too. */
+  rename(shareId: string, visitorId: string, name: string): void {
+    for (const entry of this._sockets.get(shareId)?.values() ?? []) {
+      if (entry.visitorId === visitorId) {
+        entry.name = name;
+      }
+    }
   }
 
   /** The sockets open through `shareId`. */
@@ -89,7 +110,10 @@ export class ShareConnections {
     }
   }
 
-  private _sockets = new Map<string, Map<IClosableSocket, IConnectedVisitor>>();
+  private _sockets = new Map<
+    string,
+    Map<IClosableSocket, IConnectedVisitor & { visitorId?: string }>
+  >();
 }
 
 export namespace ShareConnections {

@@ -233,7 +233,24 @@ export class ShareStore implements IShareResolver {
     }
     const checked = this.checkName(name);
     await this._visitors.put(visitorId, { ...visitor, name: checked });
-    return { id: visitorId, name: checked };
+    const renamed = { id: visitorId, name: checked };
+    for (const listener of [...this._renameListeners]) {
+      listener(visitor.shareId, renamed);
+    }
+    return renamed;
+  }
+
+  /**
+   * Call `listener` when a visitor picks a new display name (their open sockets carry the name
+   * they were opened with until told).
+   *
+   * @returns a function that stops the calls.
+   */
+  onRenamed(
+    listener: (shareId: string, visitor: { id: string; name: string }) => void
+  ): () => void {
+    this._renameListeners.add(listener);
+    return () => this._renameListeners.delete(listener);
   }
 
   /** `name` made tidy (trimmed, NFC), or a ShareError saying why it cannot be a visitor's. */
@@ -272,6 +289,7 @@ export class ShareStore implements IShareResolver {
   dispose(): void {
     clearTimeout(this._timer);
     this._listeners.clear();
+    this._renameListeners.clear();
   }
 
   private _resolve(
@@ -399,6 +417,9 @@ export class ShareStore implements IShareResolver {
   /** visitor id -> visitor */
   private _visitors: Database<Private.IVisitorRecord, StateStore.Key>;
   private _listeners = new Set<(shareId: string, end: ShareEnd) => void>();
+  private _renameListeners = new Set<
+    (shareId: string, visitor: { id: string; name: string }) => void
+  >();
   /** Links whose end was announced while this gateway runs. */
   private _announced = new Set<string>();
   /** Links whose notebook was deleted while this gateway runs. */

@@ -253,11 +253,8 @@ export class UpgradeRouter {
    * revoked or expires). Sockets of other endpoints (rooms) call this too.
    */
   trackShare(ws: WebSocket, access: IShareAccess): void {
-    this._options.shareConnections.track(
-      access.shareId,
-      ws,
-      visitorName(access).name
-    );
+    const { id, name } = visitorName(access);
+    this._options.shareConnections.track(access.shareId, ws, name, id);
   }
 
   /**

@@ -31,13 +31,13 @@ interface IVisitorName {
 export class RoomConnection implements Room.IPeer {
   constructor(options: RoomConnection.IOptions) {
     this.room = options.room;
-    this.access = options.access;
+    this._access = options.access;
     this._ws = options.ws;
     this._rule = changeRule(options.access);
     this._awarenessOnly = options.awarenessOnly ?? false;
     this._maxBufferedBytes =
       options.maxBufferedBytes ?? RoomConnection.MAX_BUFFERED_BYTES;
-    this.visitor =
+    this._visitor =
       options.access.kind === 'share' ? visitorName(options.access) : undefined;
     this._ws.binaryType = 'nodebuffer';
     this._ws.on('message', data => this._receive(data as Buffer));
@@ -57,9 +57,16 @@ export class RoomConnection implements Room.IPeer {
   }
 
   readonly room: Room;
-  readonly access: Access;
+
+  /** Who the connection acts as (a visitor's name follows {@link renameVisitor}). */
+  get access(): Access {
+    return this._access;
+  }
+
   /** A share link holder's name and id (undefined for the owner). */
-  readonly visitor: IVisitorName | undefined;
+  get visitor(): IVisitorName | undefined {
+    return this._visitor;
+  }
   /** When the connection came. */
   readonly since = new Date();
   readonly clientIds = new Set<number>();
@@ -86,6 +93,22 @@ export class RoomConnection implements Room.IPeer {
       this._ws.terminate();
     }
     this._closed();
+  }
+
+  /**
+   * The visitor `visitorId` picked the name `name`: when this connection is theirs, it goes by it
+   * from now on (its comments are written under it), and the awareness states it speaks for are
+   * stamped with it again, so everyone in the room sees the new name without reconnecting.
+   */
+  renameVisitor(visitorId: string, name: string): void {
+    const access = this._access;
+    if (access.kind !== 'share' || access.visitor?.id !== visitorId) {
+      return;
+    }
+    this._access = { ...access, visitor: { id: visitorId, name } };
+    this._visitor = visitorName(this._access);
+    this._rule = changeRule(this._access);
+    this.room.restamp(this, this._stamp);
   }
 
   /** Called once when the socket is gone. */
@@ -188,6 +211,8 @@ export class RoomConnection implements Room.IPeer {
     this.onClose?.();
   }
 
+  private _access: Access;
+  private _visitor: IVisitorName | undefined;
   private _ws: WebSocket;
   private _rule: ChangeRule | undefined;
   private _awarenessOnly: boolean;

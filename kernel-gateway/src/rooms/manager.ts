@@ -254,6 +254,18 @@ export class RoomManager {
     }
   }
 
+  /** The visitor `visitorId` of `shareId` picked the name `name`: their open sockets go by it. */
+  renameVisitor(shareId: string, visitorId: string, name: string): void {
+    for (const connection of this._connections) {
+      if (
+        connection.access.kind === 'share' &&
+        connection.access.shareId === shareId
+      ) {
+        connection.renameVisitor(visitorId, name);
+      }
+    }
+  }
+
   /** Who is connected to a document through the share link `shareId`, one entry a visitor. */
   visitors(shareId: string): IVisitorPresence[] {
     const earliest = new Map<string, { name: string; since: Date }>();

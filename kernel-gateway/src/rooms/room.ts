@@ -155,6 +155,37 @@ export class Room {
     applyAwarenessUpdate(this.awareness, relayed, connection);
   }
 
+  /**
+   * Stamp again the awareness states `connection` speaks for (its visitor took a new name): each
+   * is relayed to everyone with its clock moved on, as if the client had renewed it.
+   */
+  restamp(
+    connection: Room.IPeer,
+    stamp: (state: Record<string, unknown>) => Record<string, unknown>
+  ): void {
+    const states = this.awareness.getStates();
+    const entries: Private.IAwarenessEntry[] = [];
+    for (const clientId of connection.clientIds) {
+      const state = states.get(clientId);
+      const meta = this.awareness.meta.get(clientId);
+      if (state && meta && this._awarenessOwners.get(clientId) === connection) {
+        entries.push({
+          clientId,
+          clock: meta.clock + 1,
+          state: stamp(state),
+          bytes: 0
+        });
+      }
+    }
+    if (entries.length > 0) {
+      applyAwarenessUpdate(
+        this.awareness,
+        Private.writeAwareness(entries),
+        connection
+      );
+    }
+  }
+
   /** Every awareness state, for a client's query. */
   awarenessStates(): Uint8Array {
     return Private.awarenessMessage(
