@@ -33,15 +33,20 @@ export function parseNotebook(text: string): JsonObject {
  * cells' `trusted` flags left out (trust is the notary's, never the file's).
  */
 export function serializeNotebook(nb: object): string {
-  const copy = JSON.parse(JSON.stringify(nb)) as JsonObject;
+  // sortKeys makes a new object or array of every one in `nb` (the caller's notebook is left as it
+  // is) and shares the strings: no JSON round trip, which copied a notebook of large outputs twice.
+  const copy = sortKeys(nb as Json) as JsonObject;
   for (const cell of copy.cells as JsonObject[]) {
+    if (typeof cell !== 'object' || cell === null || Array.isArray(cell)) {
+      continue;
+    }
     mapCellStrings(cell, splitLines);
     const metadata = cell.metadata;
     if (metadata && typeof metadata === 'object' && !Array.isArray(metadata)) {
       delete metadata.trusted;
     }
   }
-  return JSON.stringify(sortKeys(copy), null, 1) + '\n';
+  return JSON.stringify(copy, null, 1) + '\n';
 }
 
 /** Whether a value has the shape of a notebook (an object with a list of cell objects). */

@@ -102,14 +102,17 @@ export class RoomFile {
     const sessionId = randomUUID();
     // Numbered past the old history, which the reset removes whole.
     const base = history?.nextSeq ?? 0;
-    await store.reset(id, base, Y.encodeStateAsUpdate(doc), {
+    const file = new RoomFile(options, kind, doc, sessionId, model);
+    file._seq = base + 1;
+    file._baseSeq = base;
+    // The history starts from the doc as the room holds it (its state marks too): the same bytes as
+    // the first client's step 2, so a large notebook is encoded once, not twice. The marks' own
+    // update, stored after it, changes nothing.
+    await store.reset(id, base, file.room.wholeUpdate(), {
       sessionId,
       hash: model.hash,
       savedSeq: base
     });
-    const file = new RoomFile(options, kind, doc, sessionId, model);
-    file._seq = base + 1;
-    file._baseSeq = base;
     return file;
   }
 

@@ -83,22 +83,29 @@ export class Room {
    * one encoding, not one each.
    */
   missing(stateVector: Uint8Array): Uint8Array {
-    const empty = stateVector.length === 1 && stateVector[0] === 0;
-    if (empty && this._wholeDoc) {
-      return this._wholeDoc;
+    if (stateVector.length === 1 && stateVector[0] === 0) {
+      return this._wholeDocMessage();
     }
-    const encoder = encoding.createEncoder();
-    encoding.writeVarUint(encoder, MessageType.Sync);
-    encoding.writeVarUint(encoder, SyncType.Step2);
-    encoding.writeVarUint8Array(
-      encoder,
-      Y.encodeStateAsUpdate(this.doc, stateVector)
-    );
-    const message = encoding.toUint8Array(encoder);
-    if (empty) {
-      this._wholeDoc = message;
+    return Private.step2(Y.encodeStateAsUpdate(this.doc, stateVector));
+  }
+
+  /**
+   * The whole doc as one update: the same bytes as the step 2 a client with nothing gets (encoded
+   * once until the doc changes; a room loaded from its file stores it as its history's start, so a
+   * large notebook is encoded once on its way to the first client, not twice).
+   */
+  wholeUpdate(): Uint8Array {
+    const message = this._wholeDocMessage();
+    return message.subarray(this._wholeDocOffset);
+  }
+
+  private _wholeDocMessage(): Uint8Array {
+    if (!this._wholeDoc) {
+      const update = Y.encodeStateAsUpdate(this.doc);
+      this._wholeDoc = Private.step2(update);
+      this._wholeDocOffset = this._wholeDoc.length - update.length;
     }
-    return message;
+    return this._wholeDoc;
   }
 
   /**
@@ -214,11 +221,7 @@ export class Room {
 
   private _onUpdate = (update: Uint8Array, origin: unknown): void => {
     this._wholeDoc = undefined;
-    const encoder = encoding.createEncoder();
-    encoding.writeVarUint(encoder, MessageType.Sync);
-    encoding.writeVarUint(encoder, SyncType.Update);
-    encoding.writeVarUint8Array(encoder, update);
-    const message = encoding.toUint8Array(encoder);
+    const message = Private.syncMessage(SyncType.Update, update);
     for (const connection of this._connections) {
       if (connection !== origin) {
         connection.send(message);
@@ -249,6 +252,8 @@ export class Room {
   private _connections = new Set<Room.IPeer>();
   /** The step 2 of a client that has nothing, while the doc is unchanged. */
   private _wholeDoc: Uint8Array | undefined;
+  /** Where the update starts in {@link _wholeDoc} (after the message's header). */
+  private _wholeDocOffset = 0;
   private _awarenessOwners = new Map<number, Room.IPeer>();
   private _isolateShares: boolean;
 }
@@ -321,6 +326,20 @@ namespace Private {
       encoding.writeVarString(encoder, JSON.stringify(entry.state));
     }
     return encoding.toUint8Array(encoder);
+  }
+
+  /** A sync message of `type` carrying `update`. */
+  export function syncMessage(type: SyncType, update: Uint8Array): Uint8Array {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MessageType.Sync);
+    encoding.writeVarUint(encoder, type);
+    encoding.writeVarUint8Array(encoder, update);
+    return encoding.toUint8Array(encoder);
+  }
+
+  /** A step 2 carrying `update`. */
+  export function step2(update: Uint8Array): Uint8Array {
+    return syncMessage(SyncType.Step2, update);
   }
 
   export function awarenessMessage(update: Uint8Array): Uint8Array {
