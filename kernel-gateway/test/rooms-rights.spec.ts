@@ -316,6 +316,56 @@ describe('rooms: rights per connection and hostile clients', () => {
       expect(cellSources(owner.doc)).toEqual(['c']);
     });
 
+    it("refuses a comment link's oversized update and awareness state unread, and closes a socket sending huge frames", async () => {
+      writeFileSync(path.join(rooms.rootDir, 'big.ipynb'), notebook(['b']));
+      const { fileId } = (await session('big.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const commentLink = await link('big.ipynb', 'comment');
+      const commenter = await visitor(room, commentLink.token);
+      // A comment of its own, which the rule would allow, but of 1.5 MiB.
+      const denial = commenter.nextDenial();
+      commenter.change(doc => {
+        const thread = new Y.Array<unknown>();
+        thread.push([
+          {
+            id: 'v1',
+            author: 'Guest (API client)',
+            text: 'x'.repeat(1.5 * 1024 * 1024),
+            time: ''
+          }
+        ]);
+        doc.getMap('comments').set('cell-0', thread);
+      });
+      expect(await denial).toMatch(
+        /comment link may send updates of \d+ bytes at most/
+      );
+      // An awareness state over 64 KiB is dropped; the same client's next small one is relayed.
+      commenter.sendAwareness([
+        {
+          clientId: 5151,
+          clock: 1,
+          state: { user: { bio: 'y'.repeat(70_000) } }
+        }
+      ]);
+      commenter.sendAwareness([
+        { clientId: 5152, clock: 1, state: { user: { name: 'small' } } }
+      ]);
+      await pollUntil(
+        async () => owner.awareness.getStates().get(5152),
+        state => state !== undefined
+      );
+      expect(owner.awareness.getStates().has(5151)).toBe(false);
+      expect(owner.doc.getMap('comments').size).toBe(0);
+      expect(commenter.ws.readyState).toBe(commenter.ws.OPEN);
+      // A frame past what such a link may send at all is refused before it is read whole.
+      const flooder = await visitor(room, commentLink.token);
+      flooder.sendUpdate(new Uint8Array(3 * 1024 * 1024));
+      expect((await flooder.closed).code).toBe(1009);
+      expect(owner.doc.getMap('comments').size).toBe(0);
+    });
+
     it('lets an edit link edit', async () => {
       writeFileSync(path.join(rooms.rootDir, 'edit.ipynb'), notebook(['e']));
       const { fileId } = (await session('edit.ipynb')).body;

@@ -45,6 +45,12 @@ const MAX_TERMINAL_FRAME_BYTES = 1024 * 1024;
  * with the connection's access. Addresses past their wrong-token limit are refused (429),
  * and a socket that sends more messages a second than allowed is closed (1008).
  */
+/**
+ * The largest frame a view, comment or run link's room socket may send (a larger one closes it,
+ * 1009): a little over what rooms/ lets such a link's update be.
+ */
+export const SMALL_ROOM_FRAME_BYTES = 2 * 1024 * 1024;
+
 export class UpgradeRouter {
   constructor(options: UpgradeRouter.IOptions) {
     this._options = options;
@@ -67,6 +73,13 @@ export class UpgradeRouter {
       maxPayload: options.maxMessageBytes,
       perMessageDeflate: false
     });
+    // A view, comment or run link writes only small things into a room (comments, bookkeeping):
+    // its frames are capped far lower, so a large one is refused (1009) before it is buffered.
+    this._smallRoomsWss = new WebSocketServer({
+      noServer: true,
+      maxPayload: Math.min(options.maxMessageBytes, SMALL_ROOM_FRAME_BYTES),
+      perMessageDeflate: false
+    });
     this._terminalsWss = new WebSocketServer({
       noServer: true,
       maxPayload: MAX_TERMINAL_FRAME_BYTES,
@@ -77,6 +90,7 @@ export class UpgradeRouter {
       this._wss,
       this._eventsWss,
       this._roomsWss,
+      this._smallRoomsWss,
       this._terminalsWss
     ]) {
       wss.on('wsClientError', (error, socket) =>
@@ -128,6 +142,7 @@ export class UpgradeRouter {
       this._wss,
       this._eventsWss,
       this._roomsWss,
+      this._smallRoomsWss,
       this._terminalsWss
     ]) {
       for (const client of wss.clients) {
@@ -303,7 +318,11 @@ export class UpgradeRouter {
       return Private.refuse(socket, 403, refusal);
     }
     const sessionId = url.searchParams.get('sessionId') || undefined;
-    this._roomsWss.handleUpgrade(request, socket, head, ws => {
+    const wss =
+      access.kind === 'share' && access.scope !== 'edit'
+        ? this._smallRoomsWss
+        : this._roomsWss;
+    wss.handleUpgrade(request, socket, head, ws => {
       this._limitMessages(ws, undefined, access);
       void rooms.connect(ws, name, access, sessionId);
     });
@@ -409,6 +428,7 @@ export class UpgradeRouter {
   private _wss: WebSocketServer;
   private _eventsWss: WebSocketServer;
   private _roomsWss: WebSocketServer;
+  private _smallRoomsWss: WebSocketServer;
   private _terminalsWss: WebSocketServer;
 }
 

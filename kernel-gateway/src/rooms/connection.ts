@@ -155,10 +155,23 @@ export class RoomConnection implements Room.IPeer {
     if (this._awarenessOnly) {
       return;
     }
+    if (
+      this._restricted &&
+      update.length > RoomConnection.MAX_RESTRICTED_UPDATE_BYTES
+    ) {
+      // What such a link may write (comments, bookkeeping) is small: a larger update is refused
+      // unread, so a flood of large ones costs the gateway nothing to refuse.
+      this.send(
+        permissionDenied(
+          `this ${this._scopeName()} may send updates of ${RoomConnection.MAX_RESTRICTED_UPDATE_BYTES} bytes at most: it was not applied`
+        )
+      );
+      return;
+    }
     if (this._rule && !updateAllowed(this.room.doc, update, this._rule)) {
       this.send(
         permissionDenied(
-          `this ${this.access.kind === 'share' ? `${this.access.scope} link` : 'connection'} may not make this change: it was not applied`
+          `this ${this._scopeName()} may not make this change: it was not applied`
         )
       );
       return;
@@ -178,6 +191,17 @@ export class RoomConnection implements Room.IPeer {
       return;
     }
     this.room.saver().then(reply, () => reply('failed'));
+  }
+
+  private _scopeName(): string {
+    return this.access.kind === 'share'
+      ? `${this.access.scope} link`
+      : 'connection';
+  }
+
+  /** Whether this connection may change only small things (comments, bookkeeping). */
+  private get _restricted(): boolean {
+    return this.access.kind === 'share' && this.access.scope !== 'edit';
   }
 
   /** A visitor's awareness carries their name, whatever name the client put there. */
@@ -234,5 +258,10 @@ export namespace RoomConnection {
   }
 
   export const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+  /**
+   * The largest update a view, comment or run link's connection may send: what they may change
+   * (their comments, `state.dirty`) is far smaller; a larger update is refused without being read.
+   */
+  export const MAX_RESTRICTED_UPDATE_BYTES = 1024 * 1024;
   export const PING_INTERVAL_MS = 30_000;
 }

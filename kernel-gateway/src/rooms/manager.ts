@@ -183,10 +183,16 @@ export class RoomManager {
     }
     // What the client sends while its room loads is kept for the room (its sync step 1).
     const early: Buffer[] = [];
+    let earlyBytes = 0;
     const keep = (data: Buffer) => {
-      if (early.length < Private.MAX_EARLY_MESSAGES) {
+      earlyBytes += data.length;
+      if (
+        early.length < Private.MAX_EARLY_MESSAGES &&
+        earlyBytes <= Private.MAX_EARLY_BYTES
+      ) {
         early.push(data);
       } else {
+        early.length = 0;
         ws.close(
           RoomCloseCode.TryAgainLater,
           'Too many messages before the room opened'
@@ -482,6 +488,9 @@ namespace Private {
 
   /** Messages a client may send before its room is loaded (its step 1 and awareness). */
   export const MAX_EARLY_MESSAGES = 64;
+
+  /** Bytes those messages may hold together (a client's step 1 and awareness are a few KiB). */
+  export const MAX_EARLY_BYTES = 16 * 1024 * 1024;
 
   /** The 1003 reason a revoked link's sockets get: JupyterLab shows it and stops reconnecting. */
   export const REVOKED = JSON.stringify({

@@ -302,12 +302,17 @@ namespace Private {
     for (let i = 0; i < count; i++) {
       const clientId = decoding.readVarUint(decoder);
       const clock = decoding.readVarUint(decoder);
-      const text = decoding.readVarString(decoder);
-      const state = JSON.parse(text) as unknown;
+      const raw = decoding.readVarUint8Array(decoder);
+      if (raw.length > Room.MAX_STATE_BYTES) {
+        // Dropped whatever it holds: not decoded, not parsed.
+        entries.push({ clientId, clock, bytes: raw.length, state: null });
+        continue;
+      }
+      const state = JSON.parse(Private.utf8.decode(raw)) as unknown;
       entries.push({
         clientId,
         clock,
-        bytes: text.length,
+        bytes: raw.length,
         state:
           typeof state === 'object' && state !== null && !Array.isArray(state)
             ? (state as Record<string, unknown>)
@@ -316,6 +321,8 @@ namespace Private {
     }
     return entries;
   }
+
+  export const utf8 = new TextDecoder();
 
   export function writeAwareness(entries: IAwarenessEntry[]): Uint8Array {
     const encoder = encoding.createEncoder();
