@@ -301,7 +301,7 @@ describe('NvidiaDeviceSource', () => {
 
   it('reads a real H200, recorded on a lent GPU machine while a torch process held memory', async () => {
     // nvidia-smi 580.159 on one NVIDIA H200 (driver 580.159.04), recorded 2026-11-27 by the device
-    // check: PyTorch, started from a Ferry kernel, held 3 GiB of tensors there (pid 543).
+    // check: PyTorch, started from a Ferry kernel, held two 3 GiB tensors there (pid 543).
     const command = await fakeNvidiaSmi('nvidia-smi-h200', {
       gpus: 'nvidia-smi-h200.csv',
       list: 'nvidia-smi-L-h200.txt',
