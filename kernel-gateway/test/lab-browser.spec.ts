@@ -24,9 +24,11 @@ import {
   newNotebook,
   runCell,
   save,
+  screenshotStep,
   showLeftPanel,
   startCell,
   startFerry,
+  stopFerry,
   type ICommands
 } from './lab-pages';
 
@@ -87,25 +89,12 @@ describeInBrowser(
     });
 
     afterEach(async () => {
-      const state = expect.getState();
-      if (page && state.currentTestName) {
-        // The page as the step left it: the first thing to look at when a step fails.
-        const name = state.currentTestName
-          .replace(/[^a-z0-9]+/gi, '-')
-          .slice(-60);
-        await page.screenshot({
-          path: path.join(SCREENSHOTS, `last-${name}.png`)
-        });
-      }
+      await screenshotStep(page);
     });
 
     afterAll(async () => {
       await browser?.close();
-      if (ferry && ferry.exitCode === null) {
-        const exited = new Promise(resolve => ferry.once('exit', resolve));
-        ferry.kill('SIGTERM');
-        await exited;
-      }
+      await stopFerry(ferry);
       rmSync(rootDir, { recursive: true, force: true });
       rmSync(labDir, { recursive: true, force: true });
     });

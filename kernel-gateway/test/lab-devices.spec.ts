@@ -24,8 +24,10 @@ import {
   currentNotebook,
   launchChromium,
   newNotebook,
+  screenshotStep,
   startCell,
   startFerry,
+  stopFerry,
   type ICommands
 } from './lab-pages';
 
@@ -58,17 +60,9 @@ describeInBrowser('The device UI in Chromium (simulated devices)', () => {
   });
 
   afterEach(async () => {
-    // The page as the step left it: the first thing to look at when a step fails.
-    const name = expect.getState().currentTestName;
-    const page = browser?.contexts().flatMap(context => context.pages())[0];
-    if (page && name) {
-      await page.screenshot({
-        path: path.join(
-          SCREENSHOTS,
-          `last-${name.replace(/[^a-z0-9]+/gi, '-').slice(-60)}.png`
-        )
-      });
-    }
+    await screenshotStep(
+      browser?.contexts().flatMap(context => context.pages())[0]
+    );
   });
 
   describe('2 simulated H100s', () => {
@@ -484,11 +478,7 @@ async function openLab(browser: Browser, simulate: string): Promise<ILab> {
   let ferry: ChildProcess | undefined;
   const close = async () => {
     await page?.close();
-    if (ferry && ferry.exitCode === null) {
-      const exited = new Promise(resolve => ferry!.once('exit', resolve));
-      ferry.kill('SIGTERM');
-      await exited;
-    }
+    await stopFerry(ferry);
     rmSync(rootDir, { recursive: true, force: true });
     rmSync(labDir, { recursive: true, force: true });
   };

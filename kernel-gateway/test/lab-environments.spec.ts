@@ -23,8 +23,10 @@ import {
   newNotebook,
   runCell,
   save,
+  screenshotStep,
   showLeftPanel,
   startFerry,
+  stopFerry,
   type ICommands
 } from './lab-pages';
 
@@ -85,24 +87,12 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
   });
 
   afterEach(async () => {
-    const name = expect.getState().currentTestName;
-    if (page && name) {
-      await page.screenshot({
-        path: path.join(
-          SCREENSHOTS,
-          `last-${name.replace(/[^a-z0-9]+/gi, '-').slice(-60)}.png`
-        )
-      });
-    }
+    await screenshotStep(page);
   });
 
   afterAll(async () => {
     await browser?.close();
-    if (ferry && ferry.exitCode === null) {
-      const exited = new Promise(resolve => ferry.once('exit', resolve));
-      ferry.kill('SIGTERM');
-      await exited;
-    }
+    await stopFerry(ferry);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -22,7 +22,9 @@ import {
   appRestored,
   browserMissing,
   launchChromium,
+  screenshotStep,
   startFerry,
+  stopFerry,
   type ICommands
 } from './lab-pages';
 import { codeCell, notebook } from './notebooks';
@@ -72,18 +74,12 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
   });
 
   afterEach(async () => {
-    await page?.screenshot({
-      path: path.join(SCREENSHOTS, 'last-lab-jobs.png')
-    });
+    await screenshotStep(page);
   });
 
   afterAll(async () => {
     await browser?.close();
-    if (ferry && ferry.exitCode === null) {
-      const exited = new Promise(resolve => ferry.once('exit', resolve));
-      ferry.kill('SIGTERM');
-      await exited;
-    }
+    await stopFerry(ferry);
     rmSync(rootDir, { recursive: true, force: true });
     rmSync(labDir, { recursive: true, force: true });
   });

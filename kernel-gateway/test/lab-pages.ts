@@ -101,6 +101,35 @@ export async function startFerry(
   return { child, link };
 }
 
+/** Stop a gateway `startFerry` started (SIGTERM), and wait until it has exited. */
+export async function stopFerry(
+  child: ChildProcess | undefined
+): Promise<void> {
+  if (child && child.exitCode === null) {
+    const exited = new Promise(resolve => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+/**
+ * Keep the page as the current test left it, `<prefix>-<the test's name>.png` in
+ * {@link SCREENSHOTS}: the first thing to look at when a step fails. For `afterEach`.
+ */
+export async function screenshotStep(
+  page: Page | undefined,
+  prefix = 'last',
+  nameChars = 60
+): Promise<void> {
+  const name = expect.getState().currentTestName;
+  if (page && !page.isClosed() && name) {
+    const slug = name.replace(/[^a-z0-9]+/gi, '-').slice(-nameChars);
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, `${prefix}-${slug}.png`)
+    });
+  }
+}
+
 /** Wait until JupyterLab has started and restored its layout. */
 export async function appRestored(page: Page): Promise<void> {
   await page.waitForFunction(() => 'jupyterapp' in window);

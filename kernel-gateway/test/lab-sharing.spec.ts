@@ -26,7 +26,9 @@ import {
   appRestored,
   browserMissing,
   launchChromium,
-  startFerry
+  screenshotStep,
+  startFerry,
+  stopFerry
 } from './lab-pages';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -82,30 +84,13 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   });
 
   afterEach(async () => {
-    const name = expect.getState().currentTestName;
-    if (!name) {
-      return;
-    }
-    const slug = name.replace(/[^a-z0-9]+/gi, '-').slice(-50);
-    for (const [who, page] of [
-      ['owner', owner],
-      ['visitor', visitor]
-    ] as const) {
-      if (page && !page.isClosed()) {
-        await page.screenshot({
-          path: path.join(SCREENSHOTS, `share-${who}-${slug}.png`)
-        });
-      }
-    }
+    await screenshotStep(owner, 'share-owner', 50);
+    await screenshotStep(visitor, 'share-visitor', 50);
   });
 
   afterAll(async () => {
     await browser?.close();
-    if (ferry && ferry.exitCode === null) {
-      const exited = new Promise(resolve => ferry.once('exit', resolve));
-      ferry.kill('SIGTERM');
-      await exited;
-    }
+    await stopFerry(ferry);
     rmSync(rootDir, { recursive: true, force: true });
     rmSync(stateDir, { recursive: true, force: true });
   });

@@ -17,7 +17,9 @@ import {
   currentKernelId,
   launchChromium,
   newNotebook,
+  screenshotStep,
   startFerry,
+  stopFerry,
   type ICommands
 } from './lab-pages';
 import { useOwnHome } from './terminal-clients';
@@ -58,24 +60,12 @@ describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
   });
 
   afterEach(async () => {
-    const name = expect.getState().currentTestName;
-    if (page && name) {
-      await page.screenshot({
-        path: path.join(
-          SCREENSHOTS,
-          `last-${name.replace(/[^a-z0-9]+/gi, '-').slice(-60)}.png`
-        )
-      });
-    }
+    await screenshotStep(page);
   });
 
   afterAll(async () => {
     await browser?.close();
-    if (ferry && ferry.exitCode === null) {
-      const exited = new Promise(resolve => ferry.once('exit', resolve));
-      ferry.kill('SIGTERM');
-      await exited;
-    }
+    await stopFerry(ferry);
     rmSync(rootDir, { recursive: true, force: true });
     rmSync(labDir, { recursive: true, force: true });
   });
