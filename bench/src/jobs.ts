@@ -6,14 +6,12 @@
  * complete, none lost, and they leave the queue in the order they were submitted.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { JobsClient, type IJob } from '@ferry/kernel-gateway';
 import {
-  startFerry,
+  runAlone,
   startFerryWorker,
   SYSTEM_PYTHON,
   type IRunningServer
@@ -286,30 +284,5 @@ function timings(values: number[]): ITimings {
   };
 }
 
-/** `node bench/lib/jobs.js`: this bench alone, on a gateway of its own. */
-async function main(): Promise<number> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-bench-jobs-'));
-  const workerToken = randomUUID();
-  const server = await startFerry(dir, randomUUID(), workerToken);
-  try {
-    const report = await runJobsBench(server, dir, workerToken, line =>
-      process.stdout.write(`${line}\n`)
-    );
-    process.stdout.write(`${formatJobsReport(report)}\n`);
-    process.stdout.write(`${JSON.stringify(report)}\n`);
-    return 0;
-  } finally {
-    await server.stop();
-    await fs.rm(dir, { recursive: true, force: true });
-  }
-}
-
-if (require.main === module) {
-  main().then(
-    code => process.exit(code),
-    error => {
-      process.stderr.write(`${(error as Error).stack}\n`);
-      process.exit(1);
-    }
-  );
-}
+// `node bench/lib/jobs.js`: this bench alone, on a gateway of its own.
+runAlone(module, 'jobs', runJobsBench, formatJobsReport);

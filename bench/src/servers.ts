@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import { userInfo } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { findFreePorts } from '@ferry/kernel-gateway';
@@ -294,4 +295,47 @@ function running(
       await exited;
     }
   };
+}
+
+/**
+ * Run one part of the bench alone (`node bench/lib/<part>.js`) when that file is the program: a
+ * gateway of its own in a temporary directory, `run` against it, then the report as text and as JSON
+ * on stdout; exits 0, or 1 with the error's stack.
+ */
+export function runAlone<T>(
+  module: NodeModule,
+  name: string,
+  run: (
+    server: IRunningServer,
+    dir: string,
+    workerToken: string,
+    log: (line: string) => void
+  ) => Promise<T>,
+  format: (report: T) => string
+): void {
+  if (require.main !== module) {
+    return;
+  }
+  const main = async () => {
+    const dir = await fs.mkdtemp(path.join(tmpdir(), `ferry-bench-${name}-`));
+    const workerToken = randomUUID();
+    const server = await startFerry(dir, randomUUID(), workerToken);
+    try {
+      const report = await run(server, dir, workerToken, line =>
+        process.stdout.write(`${line}\n`)
+      );
+      process.stdout.write(`${format(report)}\n`);
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+    } finally {
+      await server.stop();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  };
+  main().then(
+    () => process.exit(0),
+    error => {
+      process.stderr.write(`${(error as Error).stack}\n`);
+      process.exit(1);
+    }
+  );
 }

@@ -7,15 +7,13 @@
  *
  * @packageDocumentation
  */
-import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as pty from '@lydell/node-pty';
 import WebSocket from 'ws';
 import { percentile } from './measurements';
-import { startFerry, startFerryWorker, type IRunningServer } from './servers';
+import { runAlone, startFerryWorker, type IRunningServer } from './servers';
 
 /** The sizes of the terminals bench. */
 export const TERMINALS_CONFIG = {
@@ -284,35 +282,11 @@ namespace Private {
   }
 }
 
-/** `node bench/lib/terminals.js`: this bench alone, on a gateway of its own. */
-async function main(): Promise<number> {
-  const dir = await fs.mkdtemp(
-    path.join(os.tmpdir(), 'ferry-bench-terminals-')
-  );
-  const workerToken = randomUUID();
-  const server = await startFerry(dir, randomUUID(), workerToken);
-  try {
-    const report = await runTerminalsBench(
-      server,
-      path.join(dir, 'ferry-root'),
-      workerToken,
-      line => process.stdout.write(`${line}\n`)
-    );
-    process.stdout.write(`${formatTerminalsReport(report)}\n`);
-    process.stdout.write(`${JSON.stringify(report)}\n`);
-    return 0;
-  } finally {
-    await server.stop();
-    await fs.rm(dir, { recursive: true, force: true });
-  }
-}
-
-if (require.main === module) {
-  main().then(
-    code => process.exit(code),
-    error => {
-      process.stderr.write(`${(error as Error).stack}\n`);
-      process.exit(1);
-    }
-  );
-}
+// `node bench/lib/terminals.js`: this bench alone, on a gateway of its own.
+runAlone(
+  module,
+  'terminals',
+  (server, dir, workerToken, log) =>
+    runTerminalsBench(server, path.join(dir, 'ferry-root'), workerToken, log),
+  formatTerminalsReport
+);
