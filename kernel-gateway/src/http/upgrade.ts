@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
+  mayEdit,
   MessageRate,
   originRefusal,
   visitorName,
@@ -38,6 +39,12 @@ const TERMINAL_PATH = /^\/terminals\/websocket\/([^/]+)\/?$/;
 const MAX_TERMINAL_FRAME_BYTES = 1024 * 1024;
 
 /**
+ * The largest frame a view, comment or run link's room socket may send (a larger one closes it,
+ * 1009): a little over what rooms/ lets such a link's update be.
+ */
+const SMALL_ROOM_FRAME_BYTES = 2 * 1024 * 1024;
+
+/**
  * Routes websocket upgrades. On `/api/kernels/{id}/channels`: checks the token (or sign-in cookie)
  * and the origin, waits for the kernel to be ready, picks the framing, and hands the socket to the
  * kernel's channels. Also serves `/api/events/subscribe`: every event of the bus, one JSON text frame
@@ -45,12 +52,6 @@ const MAX_TERMINAL_FRAME_BYTES = 1024 * 1024;
  * with the connection's access. Addresses past their wrong-token limit are refused (429),
  * and a socket that sends more messages a second than allowed is closed (1008).
  */
-/**
- * The largest frame a view, comment or run link's room socket may send (a larger one closes it,
- * 1009): a little over what rooms/ lets such a link's update be.
- */
-export const SMALL_ROOM_FRAME_BYTES = 2 * 1024 * 1024;
-
 export class UpgradeRouter {
   constructor(options: UpgradeRouter.IOptions) {
     this._options = options;
@@ -318,10 +319,7 @@ export class UpgradeRouter {
       return Private.refuse(socket, 403, refusal);
     }
     const sessionId = url.searchParams.get('sessionId') || undefined;
-    const wss =
-      access.kind === 'share' && access.scope !== 'edit'
-        ? this._smallRoomsWss
-        : this._roomsWss;
+    const wss = mayEdit(access) ? this._roomsWss : this._smallRoomsWss;
     wss.handleUpgrade(request, socket, head, ws => {
       this._limitMessages(ws, undefined, access);
       void rooms.connect(ws, name, access, sessionId);

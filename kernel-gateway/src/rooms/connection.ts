@@ -156,7 +156,7 @@ export class RoomConnection implements Room.IPeer {
       return;
     }
     if (
-      this._restricted &&
+      !mayEdit(this.access) &&
       update.length > RoomConnection.MAX_RESTRICTED_UPDATE_BYTES
     ) {
       // What such a link may write (comments, bookkeeping) is small: a larger update is refused
@@ -197,11 +197,6 @@ export class RoomConnection implements Room.IPeer {
     return this.access.kind === 'share'
       ? `${this.access.scope} link`
       : 'connection';
-  }
-
-  /** Whether this connection may change only small things (comments, bookkeeping). */
-  private get _restricted(): boolean {
-    return this.access.kind === 'share' && this.access.scope !== 'edit';
   }
 
   /** A visitor's awareness carries their name, whatever name the client put there. */
