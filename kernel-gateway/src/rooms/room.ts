@@ -49,11 +49,9 @@ export class Room {
   /** Take in a connection: send it the doc's state vector and everyone's awareness. */
   join(connection: Room.IPeer): void {
     this._connections.add(connection);
-    const encoder = encoding.createEncoder();
-    encoding.writeVarUint(encoder, MessageType.Sync);
-    encoding.writeVarUint(encoder, SyncType.Step1);
-    encoding.writeVarUint8Array(encoder, Y.encodeStateVector(this.doc));
-    connection.send(encoding.toUint8Array(encoder));
+    connection.send(
+      Private.syncMessage(SyncType.Step1, Y.encodeStateVector(this.doc))
+    );
     if (!this._isolated(connection) && this.awareness.getStates().size > 0) {
       connection.send(
         Private.awarenessMessage(
@@ -335,12 +333,12 @@ namespace Private {
     return encoding.toUint8Array(encoder);
   }
 
-  /** A sync message of `type` carrying `update`. */
-  export function syncMessage(type: SyncType, update: Uint8Array): Uint8Array {
+  /** A sync message of `type` carrying `payload` (a state vector in step 1, else an update). */
+  export function syncMessage(type: SyncType, payload: Uint8Array): Uint8Array {
     const encoder = encoding.createEncoder();
     encoding.writeVarUint(encoder, MessageType.Sync);
     encoding.writeVarUint(encoder, type);
-    encoding.writeVarUint8Array(encoder, update);
+    encoding.writeVarUint8Array(encoder, payload);
     return encoding.toUint8Array(encoder);
   }
 
