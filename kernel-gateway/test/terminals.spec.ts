@@ -107,9 +107,14 @@ describe('terminals', () => {
     term.run('stty size');
     await term.waitFor(/[\r\n]33 101\r\n/);
 
-    term.run('sleep 100; echo slept');
-    await term.waitFor(/sleep 100; echo slept\r\n/);
+    term.run('echo sleeping-$((3+4)); sleep 100; echo slept');
+    await term.waitFor(/sleeping-7/);
+    // Interrupt once the command runs (its first output, computed so that the echo of the typed
+    // line cannot match), and type on once the shell is back at its prompt, as a user does: a
+    // terminal's line discipline drops what was typed ahead when ^C comes.
+    const interrupted = term.output.length;
     term.type('\x03');
+    await term.waitFor(/\^C[\s\S]*[#$] $/, interrupted);
     term.run('echo after-$((2+3))');
     await term.waitFor(/after-5/);
     expect(term.output).not.toContain('\r\nslept');
