@@ -12,6 +12,7 @@ import {
   readFileSync,
   realpathSync,
   rmSync,
+  statSync,
   symlinkSync,
   utimesSync,
   writeFileSync
@@ -147,6 +148,15 @@ describe('contents API', () => {
     expect(onDisk.indexOf('"cells"')).toBeLessThan(
       onDisk.indexOf('"metadata"')
     );
+    // The save answers with the file it wrote (a client compares it with what is on disk later).
+    expect(saved).toMatchObject({
+      hash: sha256(Buffer.from(onDisk)),
+      hash_algorithm: 'sha256',
+      size: Buffer.byteLength(onDisk),
+      last_modified: statSync(
+        path.join(rootDir, 'Untitled.ipynb')
+      ).mtime.toISOString()
+    });
   });
 
   it('reopens a notebook saved trusted as trusted, and no other', async () => {

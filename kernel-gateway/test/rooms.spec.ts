@@ -341,6 +341,34 @@ describe('collaboration rooms', () => {
       ).toBe('');
     });
 
+    it('takes a change made on disk while the room saves (between its write and its return)', async () => {
+      const file = path.join(rooms.rootDir, 'racing.ipynb');
+      writeFileSync(file, notebook(['base']));
+      const { fileId } = (await session('racing.ipynb')).body;
+      const writer = provider(`json:notebook:${fileId}`);
+      await synced(writer);
+      // The other write lands at the worst moment: just after the room's save wrote the file, before
+      // the save is over. The room must not take that file for its own save.
+      const { contents } = rooms.gw.gateway;
+      const save = contents.save;
+      contents.save = async (...args) => {
+        const saved = await save.apply(contents, args);
+        contents.save = save;
+        writeFileSync(file, notebook(['from elsewhere']));
+        return saved;
+      };
+      try {
+        cellSource(writer.doc, 0).insert(4, ' edited');
+        await until(
+          writer.doc,
+          doc => cellSources(doc).join('|') === 'from elsewhere'
+        );
+      } finally {
+        contents.save = save;
+      }
+      expect(sourcesOnDisk(file)).toEqual(['from elsewhere']);
+    });
+
     it('changes only what a change on disk changed: cells, and cursors in them, stay', async () => {
       const file = path.join(rooms.rootDir, 'one-cell.ipynb');
       writeFileSync(file, notebook(['first', 'second', 'third']));

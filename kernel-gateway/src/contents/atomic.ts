@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { constants, promises as fs } from 'node:fs';
+import { constants, promises as fs, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import { copyContent, type RootedDir } from './rooted';
@@ -46,12 +46,13 @@ export async function writeAtomic(
  * (callers resolve a symlink that stays inside the root first, to write what it leads to).
  *
  * @param data - the new content, or an open file to copy it from.
+ * @returns the stats of the file written (its modification time and size).
  */
 export async function writeAtomicIn(
   dir: RootedDir,
   name: string,
   data: Buffer | string | FileHandle
-): Promise<void> {
+): Promise<Stats> {
   const old = await dir.lstat(name);
   const mode = old?.isFile() ? old.mode & 0o7777 : undefined;
   const temp = temporaryName();
@@ -63,6 +64,7 @@ export async function writeAtomicIn(
       constants.O_NOFOLLOW,
     mode ?? 0o666
   );
+  let written: Stats;
   try {
     try {
       if (typeof data === 'string' || Buffer.isBuffer(data)) {
@@ -74,10 +76,14 @@ export async function writeAtomicIn(
       if (mode !== undefined) {
         await handle.chmod(mode);
       }
+      // What was written, taken before the rename: stat the name afterwards and a write made by
+      // someone else in between would pass for this one.
+      written = await handle.stat();
     } finally {
       await handle.close();
     }
     await fs.rename(dir.child(temp), dir.child(name));
+    return written;
   } catch (error) {
     await fs.rm(dir.child(temp), { force: true });
     throw error;

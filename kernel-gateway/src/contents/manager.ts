@@ -28,7 +28,12 @@ import { NotebookNotary } from './notary';
 import { RootedPaths } from './paths';
 import { StaleTemporaries } from './temporaries';
 import { ChunkedUploads } from './uploads';
-import { emptyModel, writeModel, type ISaveRequest } from './write';
+import {
+  emptyModel,
+  writeModel,
+  type ISaveRequest,
+  type IWritten
+} from './write';
 
 /** A file opened to be sent as it is (`/files/...`); the caller closes `handle`. */
 export interface IServedFile {
@@ -223,19 +228,23 @@ export class FileContentsManager {
       // A symlink that stays inside the root is saved through: what it leads to is written.
       const entry = await this._paths.locate(api, true);
       let created: boolean;
-      let message: string | undefined;
+      let written: IWritten;
       try {
         created = !(await entry.lstat());
         if (created) {
           checkNewName(path.posix.basename(api));
         }
-        message = await writeModel(api, entry, request, this._notary);
+        written = await writeModel(api, entry, request, this._notary);
       } finally {
         await entry.close();
       }
-      const model = await this._get(api, { content: false });
-      if (message) {
-        model.message = message;
+      // The model says what this save wrote (time, size, hash), even if the file changed since.
+      const model = {
+        ...(await this._get(api, { content: false })),
+        ...written.file
+      };
+      if (written.message) {
+        model.message = written.message;
       }
       if (model.type === 'notebook') {
         await this._checkpoints.ensure(api);
@@ -422,7 +431,7 @@ export class FileContentsManager {
   private async _writeAt(
     apiPath: string,
     request: ISaveRequest
-  ): Promise<string | undefined> {
+  ): Promise<IWritten> {
     const entry = await this._paths.locate(apiPath, true);
     try {
       return await writeModel(apiPath, entry, request, this._notary);

@@ -108,7 +108,7 @@ export class ContentsModels {
       this._fileContent(model, bytes, content, options);
     }
     if (options.hash && bytes) {
-      Object.assign(model, Private.hash(bytes));
+      Object.assign(model, contentHash(bytes));
     }
     return model;
   }
@@ -287,6 +287,17 @@ export class ContentsModels {
   private _temporaries: StaleTemporaries;
 }
 
+/** A model's `hash` and `hash_algorithm` for a file's bytes. */
+export function contentHash(bytes: Buffer): {
+  hash: string;
+  hash_algorithm: string;
+} {
+  return {
+    hash: createHash('sha256').update(bytes).digest('hex'),
+    hash_algorithm: 'sha256'
+  };
+}
+
 export namespace ContentsModels {
   export interface IOptions {
     paths: RootedPaths;
@@ -308,15 +319,5 @@ namespace Private {
     } catch {
       return undefined;
     }
-  }
-
-  export function hash(bytes: Buffer): {
-    hash: string;
-    hash_algorithm: string;
-  } {
-    return {
-      hash: createHash('sha256').update(bytes).digest('hex'),
-      hash_algorithm: 'sha256'
-    };
   }
 }

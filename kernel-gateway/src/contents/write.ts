@@ -2,10 +2,10 @@
  * Saving a whole model: a directory made, a notebook signed (when trusted) and written atomically,
  * a file's text or base64 content written atomically; and what a PUT may carry.
  */
-import { promises as fs } from 'node:fs';
+import { promises as fs, type Stats } from 'node:fs';
 import { writeAtomicIn } from './atomic';
 import { ContentsError, showName } from './errors';
-import type { ContentsType } from './models';
+import { contentHash, type ContentsType, type IContentsModel } from './models';
 import { isNotebook, newNotebook, serializeNotebook } from './notebook';
 import { NotebookNotary } from './notary';
 import type { RootedEntry } from './rooted';
@@ -20,13 +20,24 @@ export type ISaveRequest = {
   [field in keyof RestSchemas['ContentsSaveRequest']]?: unknown;
 };
 
-/** Write a whole model; resolves with a validation message for a doubtful notebook. */
+/** What a save wrote. */
+export interface IWritten {
+  /** A validation message for a doubtful notebook. */
+  message?: string;
+  /** The file as written, before anyone else could change it (none for a directory). */
+  file?: Pick<
+    IContentsModel,
+    'last_modified' | 'size' | 'hash' | 'hash_algorithm'
+  >;
+}
+
+/** Write a whole model. */
 export async function writeModel(
   apiPath: string,
   entry: RootedEntry,
   request: ISaveRequest,
   notary: NotebookNotary | undefined
-): Promise<string | undefined> {
+): Promise<IWritten> {
   const { type, content, format } = request;
   if (type === undefined || type === null || type === '') {
     throw new ContentsError(400, 'No file type provided');
@@ -38,7 +49,7 @@ export async function writeModel(
     } else if (!stat.isDirectory()) {
       throw new ContentsError(400, `Not a directory: ${showName(apiPath)}`);
     }
-    return undefined;
+    return {};
   }
   if (content === undefined) {
     throw new ContentsError(400, 'No file content provided');
@@ -58,17 +69,30 @@ export async function writeModel(
     if (notary && NotebookNotary.trusted(content)) {
       await notary.sign(text);
     }
-    await writeAtomicIn(entry.dir, entry.name, text);
+    const bytes = Buffer.from(text);
+    const file = writtenFile(
+      bytes,
+      await writeAtomicIn(entry.dir, entry.name, bytes)
+    );
     return typeof content.nbformat === 'number' && content.nbformat >= 4
-      ? undefined
-      : `Notebook validation failed: nbformat ${JSON.stringify(content.nbformat)} is not 4`;
+      ? { file }
+      : {
+          file,
+          message: `Notebook validation failed: nbformat ${JSON.stringify(content.nbformat)} is not 4`
+        };
   }
-  await writeAtomicIn(
-    entry.dir,
-    entry.name,
-    fileBytes(apiPath, content, format)
-  );
-  return undefined;
+  const bytes = fileBytes(apiPath, content, format);
+  return {
+    file: writtenFile(bytes, await writeAtomicIn(entry.dir, entry.name, bytes))
+  };
+}
+
+function writtenFile(bytes: Buffer, stat: Stats): IWritten['file'] {
+  return {
+    last_modified: stat.mtime.toISOString(),
+    size: stat.size,
+    ...contentHash(bytes)
+  };
 }
 
 /** The bytes a file model's `content` stands for in its `format` (`text` or `base64`). */

@@ -274,13 +274,14 @@ export class RoomFile {
     const upto = this._seq - 1;
     const started = performance.now();
     try {
-      await contents.save(path, {
+      // The hash and stamp of what this save wrote, not of a read after it: a change made on
+      // disk in between (a `git checkout`) would pass for the save, and never reach the room.
+      const { model } = await contents.save(path, {
         type: this._kind.type,
         format: this._kind.format,
         content: this._kind.read(this.room.doc)
       });
-      const model = await readFileState(contents, path, this._kind, false);
-      this._hash = model.hash;
+      this._hash = model.hash ?? '';
       this._stamp = fileStamp(model);
       this._saveCostMs = performance.now() - started;
     } catch (error) {
