@@ -51,6 +51,8 @@ describe('rooms across restarts', () => {
   let port = 0;
   let url = '';
   const providers: WebsocketProvider[] = [];
+  /** Lets go of room loads a test held (a failed test too: the gateway can then stop). */
+  let releaseLoads = (): void => undefined;
 
   /** Start a gateway on the state directory, on the port of the one before (clients reconnect). */
   async function start(
@@ -109,6 +111,7 @@ describe('rooms across restarts', () => {
   });
 
   afterEach(async () => {
+    releaseLoads();
     providers.splice(0).forEach(p => {
       p.destroy();
       p.doc.destroy();
@@ -308,6 +311,59 @@ describe('rooms across restarts', () => {
     await synced(first);
     cellSource(second.doc, 0).insert(4, '!');
     await until(first.doc, doc => cellSources(doc).join('|') === 'free!');
+  });
+
+  it('while a room loads, a client may send its step 1 and awareness, not a flood', async () => {
+    await stop();
+    await start({ freeAfterMs: 50 });
+    writeFileSync(path.join(rootDir, 'slow.ipynb'), notebook(['loaded']));
+    const { fileId, sessionId } = await session('slow.ipynb');
+    const room = `json:notebook:${fileId}`;
+    await pollUntil(
+      async () => gateway!.rooms.openRooms,
+      open => !open.includes(room)
+    );
+    // The room's load waits on its file until the test lets it go: what clients send meanwhile is
+    // held, up to 64 messages and 16 MiB.
+    const { contents } = gateway!;
+    const read = contents.read;
+    const held = new Promise<void>(resolve => (releaseLoads = resolve));
+    contents.read = async (...args) => {
+      await held;
+      return read.apply(contents, args);
+    };
+    const connect = () =>
+      RawRoomClient.connect(url, room, { token, sessionId });
+    const [polite, chatty, bulky] = await Promise.all([
+      connect(),
+      connect(),
+      connect()
+    ]);
+    const served = polite.sync();
+    polite.sendAwareness([
+      { clientId: polite.doc.clientID, clock: 1, state: { user: 'p' } }
+    ]);
+    for (let clock = 1; clock <= 65; clock++) {
+      chatty.sendAwareness([
+        { clientId: chatty.doc.clientID, clock, state: { user: 'c' } }
+      ]);
+    }
+    const big = 'x'.repeat(9 * 2 ** 20);
+    for (const clock of [1, 2]) {
+      bulky.sendAwareness([
+        { clientId: bulky.doc.clientID, clock, state: { big } }
+      ]);
+    }
+    const tooMany = {
+      code: 1013,
+      reason: 'Too many messages before the room opened'
+    };
+    expect(await chatty.closed).toEqual(tooMany);
+    expect(await bulky.closed).toEqual(tooMany);
+    releaseLoads();
+    await served;
+    expect(cellSources(polite.doc)).toEqual(['loaded']);
+    polite.ws.close();
   });
 
   it('file ids follow a folder renamed and are forgotten when it is deleted', async () => {
