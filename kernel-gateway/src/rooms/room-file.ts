@@ -71,18 +71,27 @@ export class RoomFile {
         `No file has id ${name.fileId}`
       );
     }
-    const model = await readFileState(contents, path, kind);
     const meta = store.meta(id);
     const history = meta ? store.history(id) : undefined;
-    if (meta && history && history.updates.length > 0) {
+    // With a stored history, the file's hash alone says whether it is still the file's: a large
+    // notebook is then neither decoded, parsed nor checked by the notary, only hashed.
+    const stored = meta && history && history.updates.length > 0;
+    let model = await readFileState(contents, path, kind, !stored);
+    if (meta && history && stored) {
+      const whole = Y.mergeUpdates(history.updates);
       const doc = new Y.Doc();
-      Y.applyUpdate(doc, Y.mergeUpdates(history.updates));
+      Y.applyUpdate(doc, whole);
+      if (meta.hash !== model.hash) {
+        model = await readFileState(contents, path, kind);
+      }
       // The file rewritten with the same content (reformatted, checked out again, or saved just
       // before the meta could be): the stored history is still the file's, and so is the session.
       const rewritten =
         meta.hash !== model.hash && sameContent(kind, doc, model.content);
       if (meta.hash === model.hash || rewritten) {
-        const file = new RoomFile(options, kind, doc, meta.sessionId, model);
+        const file = new RoomFile(options, kind, doc, meta.sessionId, model, {
+          wholeUpdate: whole
+        });
         file._seq = history.nextSeq;
         file._baseSeq = history.nextSeq - history.updates.length;
         if (rewritten) {
@@ -121,7 +130,8 @@ export class RoomFile {
     kind: IDocumentKind,
     doc: Y.Doc,
     sessionId: string,
-    model: IFileState
+    model: IFileState,
+    room: Pick<Room.IOptions, 'wholeUpdate'> = {}
   ) {
     this.fileId = options.name.fileId;
     this._options = options;
@@ -129,7 +139,7 @@ export class RoomFile {
     this._kind = kind;
     this._hash = model.hash;
     this._stamp = fileStamp(model);
-    this.room = new Room({ id: options.id, doc, sessionId });
+    this.room = new Room({ id: options.id, doc, sessionId, ...room });
     this.room.saver = () => this.save();
     doc.on('update', this._onUpdate);
     this._markState({ path: this.path, hash: this._hash });

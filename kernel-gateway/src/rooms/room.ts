@@ -26,6 +26,10 @@ export class Room {
     this.doc = options.doc;
     this.sessionId = options.sessionId;
     this._isolateShares = options.isolateShares ?? false;
+    if (options.wholeUpdate) {
+      this._wholeDoc = Private.step2(options.wholeUpdate);
+      this._wholeDocOffset = this._wholeDoc.length - options.wholeUpdate.length;
+    }
     this.awareness = new Awareness(this.doc);
     this.awareness.setLocalState(null);
     this.doc.on('update', this._onUpdate);
@@ -280,6 +284,11 @@ export namespace Room {
      * who is online and which files they have open is not a link holder's business).
      */
     isolateShares?: boolean;
+    /**
+     * An update that holds the whole doc as it is (the stored history it was loaded from): the
+     * first clients get it as it is, without the doc being encoded again.
+     */
+    wholeUpdate?: Uint8Array;
   }
 }
 
