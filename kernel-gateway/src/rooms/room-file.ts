@@ -116,8 +116,10 @@ export class RoomFile {
     file._baseSeq = base;
     // The history starts from the doc as the room holds it (its state marks too): the same bytes as
     // the first client's step 2, so a large notebook is encoded once, not twice. The marks' own
-    // update, stored after it, changes nothing.
-    await store.reset(id, base, file.room.wholeUpdate(), {
+    // update is in it, and not stored again: a history of one update reloads as it is, unmerged.
+    const whole = file.room.wholeUpdate();
+    file._unstored = [];
+    await store.reset(id, base, whole, {
       sessionId,
       hash: model.hash,
       savedSeq: base
