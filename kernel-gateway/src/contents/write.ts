@@ -64,12 +64,11 @@ export async function writeModel(
         'Notebook content must be an object with a list of cells'
       );
     }
-    // Serialised once (trust flags left out): the file's text is also what the notary signs.
-    const text = serializeNotebook(content);
+    // Serialised once (trust flags left out): the file's bytes are also what the notary signs.
+    const bytes = Buffer.from(serializeNotebook(content));
     if (notary && NotebookNotary.trusted(content)) {
-      await notary.sign(text);
+      await notary.sign(bytes);
     }
-    const bytes = Buffer.from(text);
     const file = writtenFile(
       bytes,
       await writeAtomicIn(entry.dir, entry.name, bytes)
