@@ -140,6 +140,27 @@ describe('REST API', () => {
     await gw.api('DELETE', `/api/kernels/${id}`);
   });
 
+  it('starts a kernel for a notebook whose folder does not exist in its nearest existing folder, as jupyter_server does', async () => {
+    for (const [notebook, expected] of [
+      ['project/not-made/yet/a.ipynb', 'project'],
+      ['nowhere/a.ipynb', '']
+    ]) {
+      const session = await gw.api('POST', '/api/sessions', {
+        path: notebook,
+        type: 'notebook',
+        kernel: { name: 'python3' }
+      });
+      expect(session.status).toBe(201);
+      const client = await KernelSocket.connect(gw, session.body.kernel.id);
+      const run = await client.execute('import os\nprint(os.getcwd())');
+      expect(run.stdout.trim()).toBe(
+        await fs.realpath(path.join(rootDir, expected))
+      );
+      await client.close();
+      await gw.api('DELETE', `/api/sessions/${session.body.id}`);
+    }
+  });
+
   it('honours KERNEL_WORKING_DIR inside the root, and only there', async () => {
     const inside = path.join(rootDir, 'project');
     for (const [dir, expected] of [

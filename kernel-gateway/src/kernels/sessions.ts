@@ -3,7 +3,7 @@ import type { IKernelModel } from './kernel-model';
 import type { KernelRegistry } from './registry';
 import type { IAcceleratorRequest } from '../scheduler';
 import type { RestSchemas } from '../protocol';
-import { kernelWorkingDir } from './working-dir';
+import { existingWorkingDir, kernelWorkingDir } from './working-dir';
 
 /** The session model of the Jupyter Server REST API (schema `Session`). */
 export type ISessionModel = RestSchemas['Session'];
@@ -163,7 +163,10 @@ export class SessionStore {
       offer: request.kernel?.offer,
       fromEnvironment: request.kernel?.fromEnvironment,
       environment: request.kernel?.environment,
-      cwd: kernelWorkingDir(this._rootDir, path)
+      cwd: await existingWorkingDir(
+        this._rootDir,
+        kernelWorkingDir(this._rootDir, path)
+      )
     });
     return kernel.id;
   }

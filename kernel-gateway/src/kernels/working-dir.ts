@@ -1,3 +1,4 @@
+import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 
 /** Raised for a path that would leave the root directory. */
@@ -42,4 +43,28 @@ export function requestedWorkingDir(
   }
   const target = path.resolve(directory);
   return target === root || target.startsWith(root + path.sep) ? target : root;
+}
+
+/**
+ * `dir` (inside `rootDir`), or its nearest ancestor that is a directory, the root at most: a kernel
+ * for a notebook whose folder does not exist (yet, or on this host) starts there instead of failing,
+ * as jupyter_server's `cwd_for_path` does.
+ */
+export async function existingWorkingDir(
+  rootDir: string,
+  dir: string
+): Promise<string> {
+  const root = path.resolve(rootDir);
+  let current = path.resolve(dir);
+  while (
+    current !== root &&
+    current.startsWith(root + path.sep) &&
+    !(await fs.stat(current).then(
+      stat => stat.isDirectory(),
+      () => false
+    ))
+  ) {
+    current = path.dirname(current);
+  }
+  return current;
 }

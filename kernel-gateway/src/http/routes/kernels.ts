@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import {
   filterKernelEnv,
+  existingWorkingDir,
   kernelWorkingDir,
   requestedWorkingDir
 } from '../../kernels';
@@ -22,9 +23,12 @@ export function kernelsRouter(context: IGatewayContext): Router {
     async (request, response) => {
       const body = request.body as RestSchemas['KernelStartRequest'];
       const env = filterKernelEnv(body.env, options.envAllow);
-      const cwd = body.path
-        ? kernelWorkingDir(options.rootDir, body.path)
-        : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR);
+      const cwd = await existingWorkingDir(
+        options.rootDir,
+        body.path
+          ? kernelWorkingDir(options.rootDir, body.path)
+          : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR)
+      );
       const kernel = await registry.start({
         name: body.name,
         env,
