@@ -27,8 +27,7 @@ export class Room {
     this.sessionId = options.sessionId;
     this._isolateShares = options.isolateShares ?? false;
     if (options.wholeUpdate) {
-      this._wholeDoc = Private.step2(options.wholeUpdate);
-      this._wholeDocOffset = this._wholeDoc.length - options.wholeUpdate.length;
+      this._keepWhole(options.wholeUpdate);
     }
     this.awareness = new Awareness(this.doc);
     this.awareness.setLocalState(null);
@@ -102,11 +101,13 @@ export class Room {
   }
 
   private _wholeDocMessage(): Uint8Array {
-    if (!this._wholeDoc) {
-      const update = Y.encodeStateAsUpdate(this.doc);
-      this._wholeDoc = Private.step2(update);
-      this._wholeDocOffset = this._wholeDoc.length - update.length;
-    }
+    return this._wholeDoc ?? this._keepWhole(Y.encodeStateAsUpdate(this.doc));
+  }
+
+  /** Keep `update`, the whole doc as it is now, as the step 2 of clients that have nothing. */
+  private _keepWhole(update: Uint8Array): Uint8Array {
+    this._wholeDoc = Private.step2(update);
+    this._wholeDocOffset = this._wholeDoc.length - update.length;
     return this._wholeDoc;
   }
 
