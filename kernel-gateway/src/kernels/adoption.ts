@@ -39,9 +39,21 @@ export class KernelAdoption {
       );
   }
 
-  /** A worker appeared or came back: learn its devices, and adopt kernels it runs that we lack. */
-  workerChanged(worker: IWorkerConnection, kernels: IRunningKernel[]): void {
+  /**
+   * A worker appeared or came back: learn its devices, and adopt kernels it runs that we lack.
+   *
+   * @param reported - whether `kernels` is the worker's own report as it registered: then a kernel
+   *   running there that it lacks is dead (a new process of the worker runs none of the old one's).
+   */
+  workerChanged(
+    worker: IWorkerConnection,
+    kernels: IRunningKernel[],
+    reported = false
+  ): void {
     const { pool, scheduler, log } = this._host;
+    if (reported) {
+      this._notReported(worker, kernels);
+    }
     this._workerBack(worker, kernels);
     const owner = this._provisioned.ownerOf(worker.id);
     if (!owner && isJobWorkerId(worker.id) && kernels.length === 0) {
@@ -160,6 +172,31 @@ export class KernelAdoption {
       case 'dead':
         this._host.markDead(kernel, event.reason);
         break;
+    }
+  }
+
+  /**
+   * A worker registered without kernels the gateway has running there: it restarted (kill -9, a
+   * reboot) within its grace period, or its kernels died while it was away. They are dead, their
+   * devices free (a kernel queued for them is placed), and their clients told.
+   */
+  private _notReported(
+    worker: IWorkerConnection,
+    kernels: IRunningKernel[]
+  ): void {
+    const running = new Set(kernels.map(k => k.kernelId));
+    for (const kernel of this._host.list()) {
+      if (
+        kernel.placement?.workerId === worker.id &&
+        kernel.running &&
+        !running.has(kernel.id)
+      ) {
+        this._host.markDead(
+          kernel,
+          `its worker ${worker.name} registered again without it: the worker restarted ` +
+            'and no longer runs it'
+        );
+      }
     }
   }
 

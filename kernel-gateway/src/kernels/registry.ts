@@ -117,8 +117,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._pool.on('lifecycle', (id, event) =>
       this._adoption.lifecycle(id, event)
     );
-    this._pool.on('workerChanged', (worker, kernels) =>
-      this._adoption.workerChanged(worker, kernels)
+    this._pool.on('workerChanged', (worker, kernels, reported) =>
+      this._adoption.workerChanged(worker, kernels, reported)
     );
     this._pool.on('workerLost', (worker, reason) =>
       this._adoption.workerLost(worker, reason)

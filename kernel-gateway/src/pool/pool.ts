@@ -47,7 +47,7 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     worker.on('samples', samples => this.emit('samples', worker, samples));
     // What it has changed: queued kernels waiting for an environment may fit now.
     worker.on('environments', () =>
-      this.emit('workerChanged', worker, worker.runningKernels())
+      this.emit('workerChanged', worker, worker.runningKernels(), false)
     );
     worker.on('terminalOutput', (...args) =>
       this.emit('terminalOutput', ...args)
@@ -60,9 +60,9 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     worker.on('reconnected', kernels => {
       clearTimeout(this._graceTimers.get(worker.id));
       this._graceTimers.delete(worker.id);
-      this.emit('workerChanged', worker, kernels);
+      this.emit('workerChanged', worker, kernels, true);
     });
-    this.emit('workerChanged', worker, worker.runningKernels());
+    this.emit('workerChanged', worker, worker.runningKernels(), true);
   }
 
   get(id: string): IWorkerConnection | undefined {
@@ -108,8 +108,9 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     if (existing) {
       this._log.info({ worker: existing.id }, 'worker registered again');
       existing.attach(call, filtered, unknown);
-      // A re-registration on a live link (new kernelspecs, devices) still changes what we know.
-      this.emit('workerChanged', existing, existing.runningKernels());
+      // A re-registration on a live link (new kernelspecs, devices; or a new process of the worker
+      // before its old link was seen to drop) still changes what we know, kernels included.
+      this.emit('workerChanged', existing, existing.runningKernels(), true);
       return;
     }
     const worker = new RemoteWorkerConnection(
@@ -242,8 +243,16 @@ export namespace WorkerPool {
     job: [worker: IWorkerConnection, jobId: string, event: JobEvent];
     /** A worker's host resources (CPU, memory, disk), with each batch of samples. */
     host: [worker: IWorkerConnection, sample: IHostSample];
-    /** A worker appeared, came back or re-registered: these are the kernels it runs. */
-    workerChanged: [worker: IWorkerConnection, kernels: IRunningKernel[]];
+    /**
+     * A worker appeared, came back or re-registered: these are the kernels it runs. `reported`: the
+     * list is the worker's own report as it registered, the truth: a kernel placed there that it
+     * lacks is gone (its process restarted, say); else it is only what the gateway knows.
+     */
+    workerChanged: [
+      worker: IWorkerConnection,
+      kernels: IRunningKernel[],
+      reported: boolean
+    ];
     /** A worker dropped; it has its grace period to come back. */
     workerDisconnected: [worker: IWorkerConnection];
     /** A worker stayed away past its grace period: it and its kernels are gone. */

@@ -101,7 +101,12 @@ export class RemoteWorkerConnection
     unknownKernelIds: string[]
   ): void {
     const wasDisconnected = this._control === undefined;
-    this._control?.end();
+    if (this._control) {
+      // A new process of the worker, before its old link was seen to drop: what the old one was
+      // asked will never be answered.
+      this._control.end();
+      this._rejectCommands(`worker ${this.name} registered again`);
+    }
     this._control = call;
     this._update(register);
     call.write({
@@ -422,16 +427,22 @@ export class RemoteWorkerConnection
       return;
     }
     this._control = undefined;
-    for (const { reject } of this._commands.values()) {
-      reject(new Error(`worker ${this.name} disconnected`));
-    }
-    this._commands.clear();
+    this._rejectCommands(`worker ${this.name} disconnected`);
     // Terminals are not kept for a worker's return: the worker closes them when its link drops.
     for (const id of [...this._terminals.keys()]) {
       this._terminalEnded(id, `worker ${this.name} disconnected`);
     }
     this._log.warn('worker disconnected');
     this.emit('disconnected');
+  }
+
+  /** Fail every command that waits for the worker's answer. */
+  private _rejectCommands(reason: string): void {
+    const pending = [...this._commands.values()];
+    this._commands.clear();
+    for (const { reject } of pending) {
+      reject(new Error(reason));
+    }
   }
 
   private _onMessage(message: WorkerMessage__Output): void {
