@@ -1,15 +1,25 @@
 /**
  * A kernel message too large to relay is replaced by a notice under the cell that printed it, without
  * building a string of it, and the kernel stays usable: a real gateway, a real embedded worker and a
- * real ipykernel, in both framings.
+ * real ipykernel, in both framings. One far over the limit is never received whole: the gateway's
+ * memory stays below its size.
  */
+import { readFileSync } from 'node:fs';
 import { createLogger, Worker } from '../src';
+import { startGatewayProcess } from './gateway-process';
 import {
   KernelSocket,
+  parentOf,
   startGateway,
   startKernel,
   type ITestGateway
 } from './helpers';
+
+/** The peak resident memory of a process, in MiB (`VmHWM`). */
+function peakRssMib(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)![1]) / 1024;
+}
 
 describe('kernel messages over the output limit', () => {
   let gw: ITestGateway;
@@ -19,7 +29,7 @@ describe('kernel messages over the output limit', () => {
   });
 
   it.each(['legacy', 'v1'] as const)(
-    'a 3 MB print under a 1 MiB limit becomes a notice, and the kernel runs on (%s)',
+    'a 1.5 MB print under a 1 MiB limit becomes a notice, and the kernel runs on (%s)',
     async framing => {
       gw = await startGateway({
         worker: new Worker({
@@ -30,17 +40,18 @@ describe('kernel messages over the output limit', () => {
       });
       const id = await startKernel(gw);
       const client = await KernelSocket.connect(gw, id, { framing });
-      const big = await client.execute("print('y' * 3_000_000)");
+      // Received (within the frame limit's headroom) and replaced by an exact notice.
+      const big = await client.execute("print('y' * 1_500_000)");
       expect(big.reply.content).toMatchObject({ status: 'ok' });
       expect(big.stdout).toBe('');
       expect(big.stderr).toMatch(
-        /^\[Ferry\] A message of 2\.9 MiB from the kernel was not relayed: messages over 1\.0 MiB are dropped \(--max-output-mb\)\.\n$/
+        /^\[Ferry\] A message of 1\.4 MiB from the kernel was not relayed: messages over 1\.0 MiB are dropped \(--max-output-mb\)\.\n$/
       );
       // A reply over the limit is answered as an error, not left unanswered.
       const msgId = client.send('shell', 'execute_request', {
         code: '',
         silent: false,
-        user_expressions: { big: "'y' * 3_000_000" }
+        user_expressions: { big: "'y' * 1_500_000" }
       });
       const reply = await client.next(
         m =>
@@ -58,6 +69,67 @@ describe('kernel messages over the output limit', () => {
     60000
   );
 
+  it.each(['legacy', 'v1'] as const)(
+    'a 30 MB print under a 1 MiB limit is dropped as it arrives, with a notice, and the kernel runs on (%s)',
+    async framing => {
+      gw = await startGateway({
+        worker: new Worker({
+          logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+          maxOutputBytes: 2 ** 20,
+          kernelTimings: { shutdownWaitMs: 2000 }
+        })
+      });
+      const id = await startKernel(gw);
+      const client = await KernelSocket.connect(gw, id, { framing });
+      // Its execution ends as usual (reply, then idle) though its output went with the connection.
+      const big = await client.execute("print('y' * 30_000_000)");
+      expect(big.reply.content).toMatchObject({ status: 'ok' });
+      expect(big.stdout).toBe('');
+      expect(big.stderr).toBe(
+        '[Ferry] A message from the kernel over 1.0 MiB was dropped as it arrived ' +
+          '(--max-output-mb); output it sent meanwhile may be missing.\n'
+      );
+      // A reply dropped so is answered as an error, not left unanswered.
+      const msgId = client.send('shell', 'execute_request', {
+        code: '',
+        silent: false,
+        user_expressions: { big: "'y' * 30_000_000" }
+      });
+      const reply = await client.next(
+        m => m.header.msg_type === 'execute_reply' && parentOf(m) === msgId
+      );
+      expect(reply.content).toMatchObject({
+        status: 'error',
+        ename: 'MessageTooLarge'
+      });
+      const after = await client.execute("print('still here')");
+      expect(after.stdout).toBe('still here\n');
+      expect(after.stderr).toBe('');
+      await client.close();
+    },
+    60000
+  );
+
+  it('a 300 MB print under an 8 MiB limit never reaches the gateway: its peak memory stays far below', async () => {
+    const process = await startGatewayProcess(['--max-output-mb', '8']);
+    try {
+      const id = await startKernel(process);
+      const client = await KernelSocket.connect(process, id);
+      const huge = await client.execute("print('x' * 300_000_000)");
+      // The gateway process hosts the embedded worker, whose sockets read the kernel's output
+      // (116 MiB before the print; 403 MiB when the message was received whole).
+      expect(peakRssMib(process.child.pid!)).toBeLessThan(250);
+      expect(huge.reply.content).toMatchObject({ status: 'ok' });
+      expect(huge.stderr).toMatch(
+        /^\[Ferry\] A message from the kernel over 8\.0 MiB was dropped as it arrived/
+      );
+      expect((await client.execute('print(6 * 7)')).stdout).toBe('42\n');
+      await client.close();
+    } finally {
+      await process.stop();
+    }
+  }, 120000);
+
   it('an output over 512 MiB (beyond what a JavaScript string can hold) is a notice under the default limit', async () => {
     gw = await startGateway();
     const id = await startKernel(gw);
@@ -67,7 +139,7 @@ describe('kernel messages over the output limit', () => {
     );
     expect(huge.reply.content).toMatchObject({ status: 'ok' });
     expect(huge.stderr).toMatch(
-      /^\[Ferry\] A message of 572\.\d MiB from the kernel was not relayed: messages over 128\.0 MiB are dropped/
+      /^\[Ferry\] A message from the kernel over 128\.0 MiB was dropped as it arrived/
     );
     expect((await client.execute('print(6 * 7)')).stdout).toBe('42\n');
     await client.close();

@@ -2,6 +2,8 @@
  * The ZeroMQ side of one kernel process: its shell, stdin, control and iopub sockets under one
  * session and signing key, read without pause; what comes from the kernel is verified and held to
  * the output-size limit before it is handed on, and Ferry's own requests wait here for their replies.
+ * The limit holds while receiving: ZeroMQ drops a connection whose next frame is larger (it never
+ * reads it), and the socket is replaced and the loss made good here (a notice, a reply, a status).
  *
  * @packageDocumentation
  */
@@ -11,12 +13,14 @@ import * as zmq from 'zeromq';
 import {
   createMessage,
   decodeFrames,
+  decodeHeader,
   encodeFrames,
   MessageSigner,
   partsByteLength,
   WireError,
   type Channel,
   type ClientChannel,
+  type IMessageHeader,
   type MessageParts
 } from '../../protocol/wire';
 import { zmqUrl, type IConnectionInfo } from './connection';
@@ -29,6 +33,16 @@ import { SocketWriter } from './socket-writer';
 export const MAX_OUTPUT_BYTES = 128 * 2 ** 20;
 
 /**
+ * How much larger than the output limit one frame may be before ZeroMQ drops it as it arrives. A
+ * message just over the limit is still received and replaced by an exact notice (its size, its
+ * parent); anything larger never takes more memory than this.
+ */
+const FRAME_HEADROOM_BYTES = 2 ** 20;
+
+/** Requests awaiting their reply that are remembered per socket (for a reply ZeroMQ dropped). */
+const MAX_AWAITED_REPLIES = 256;
+
+/**
  * The sockets of one kernel process, connected to the ports of its connection file. A new process
  * (a restart, a retry with fresh ports) gets new sockets: a new session and a new key.
  */
@@ -39,39 +53,14 @@ export class KernelSockets {
   constructor(info: IConnectionInfo, options: KernelSockets.IOptions) {
     this._options = options;
     this._log = options.log;
+    this._info = info;
     const session = randomUUID();
-    const routingId = session;
     this.session = session;
     this._signer = new MessageSigner(info.key, info.signature_scheme);
-    // The kernel binds as it starts: retry the connection quickly rather than every 100 ms.
-    const socketOptions = { linger: 0, reconnectInterval: 10 };
-    const shell = new zmq.Dealer({ routingId, ...socketOptions });
-    // stdin must share shell's identity: the kernel addresses input_request to the shell requester.
-    const stdin = new zmq.Dealer({ routingId, ...socketOptions });
-    const control = new zmq.Dealer({ routingId, ...socketOptions });
-    // No high-water mark: the sockets are always read (whoever relays further skips output within
-    // a memory budget when its reader is behind), so ZeroMQ never drops output on its own.
-    const iopub = new zmq.Subscriber({
-      ...socketOptions,
-      receiveHighWaterMark: 0
-    });
-    shell.connect(zmqUrl(info, info.shell_port));
-    stdin.connect(zmqUrl(info, info.stdin_port));
-    control.connect(zmqUrl(info, info.control_port));
-    iopub.connect(zmqUrl(info, info.iopub_port));
-    iopub.subscribe();
-    const onSendError = (error: Error) =>
-      this._log.error({ err: error.message }, 'send to kernel failed');
-    this._all = [shell, stdin, control, iopub];
-    this._writers = {
-      shell: new SocketWriter(shell, onSendError),
-      stdin: new SocketWriter(stdin, onSendError),
-      control: new SocketWriter(control, onSendError)
-    };
-    void this._pump(shell, 'shell');
-    void this._pump(stdin, 'stdin');
-    void this._pump(control, 'control');
-    void this._pump(iopub, 'iopub');
+    this._maxBytes = options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
+    for (const channel of Private.CHANNELS) {
+      this._open(channel, false);
+    }
   }
 
   /** The session of the messages Ferry originates on these sockets. */
@@ -79,6 +68,9 @@ export class KernelSockets {
 
   /** Send a message to the kernel on one of its channels, signed with its key. */
   write(channel: ClientChannel, parts: MessageParts): void {
+    if (channel !== 'stdin') {
+      this._awaitReply(channel, parts[0], false);
+    }
     this._writers[channel].write(encodeFrames(this._signer, parts));
   }
 
@@ -102,6 +94,7 @@ export class KernelSockets {
         clearTimeout(timer);
         resolve(result);
       });
+      this._awaitReply(channel, parts[0], true);
       this._writers[channel].write(encodeFrames(this._signer, parts));
     });
     return { msgId: header.msg_id, reply };
@@ -134,11 +127,51 @@ export class KernelSockets {
 
   /** Close the sockets; the requests that still wait get an error reply (`KernelStopped`). */
   close(): void {
-    this._all.forEach(s => s.close());
+    this._closed = true;
+    Private.CHANNELS.forEach(channel => this._sockets[channel]?.close());
     for (const settle of this._pending.values()) {
       settle({ status: 'error', ename: 'KernelStopped' });
     }
     this._pending.clear();
+  }
+
+  /**
+   * Open the socket of one channel (again, after ZeroMQ dropped the last one: `afterDrop`), with
+   * the frame limit, and read it and its events.
+   */
+  private _open(channel: Channel, afterDrop: boolean): void {
+    const info = this._info;
+    // The kernel binds as it starts: retry the connection quickly rather than every 100 ms.
+    const options = {
+      linger: 0,
+      reconnectInterval: 10,
+      maxMessageSize: this._maxBytes + FRAME_HEADROOM_BYTES
+    };
+    let socket: zmq.Dealer | zmq.Subscriber;
+    if (channel === 'iopub') {
+      // No high-water mark: the sockets are always read (whoever relays further skips output within
+      // a memory budget when its reader is behind), so ZeroMQ never drops output on its own.
+      const iopub = new zmq.Subscriber({ ...options, receiveHighWaterMark: 0 });
+      iopub.connect(zmqUrl(info, info.iopub_port));
+      iopub.subscribe();
+      socket = iopub;
+    } else {
+      // stdin must share shell's identity: the kernel addresses input_request to the shell requester.
+      const dealer = new zmq.Dealer({ routingId: this.session, ...options });
+      dealer.connect(zmqUrl(info, info[`${channel}_port`]));
+      const writer = this._writers[channel];
+      if (writer) {
+        writer.replace(dealer);
+      } else {
+        this._writers[channel] = new SocketWriter(dealer, error =>
+          this._log.error({ err: error.message }, 'send to kernel failed')
+        );
+      }
+      socket = dealer;
+    }
+    this._sockets[channel] = socket;
+    void this._pump(socket, channel);
+    void this._watch(socket, channel, afterDrop);
   }
 
   private async _pump(
@@ -159,6 +192,137 @@ export class KernelSockets {
     }
   }
 
+  /**
+   * Watch a socket's connection. ZeroMQ drops it when a frame over the limit arrives, before
+   * reading the frame, and never reconnects after such a drop: the socket is replaced by a new one.
+   * Once that one is connected (the kernel lives: a kernel that died never answers), what the drop
+   * lost is made good.
+   */
+  private async _watch(
+    socket: zmq.Dealer | zmq.Subscriber,
+    channel: Channel,
+    afterDrop: boolean
+  ): Promise<void> {
+    try {
+      for await (const event of socket.events) {
+        if (socket.closed || this._closed) {
+          return;
+        }
+        if (event.type === 'disconnect') {
+          socket.close();
+          this._open(channel, true);
+          return;
+        }
+        if (event.type === 'handshake' && afterDrop) {
+          afterDrop = false;
+          this._dropped(channel);
+        }
+      }
+    } catch {
+      // The socket closed under its observer.
+    }
+  }
+
+  /**
+   * A message from the kernel over the limit was dropped on `channel` as it arrived: clients get a
+   * notice under the cell that was running; a reply dropped on shell or control is answered with
+   * an error (the kernel answers in order: it is the oldest awaited); after a drop on iopub,
+   * where the kernel's status may have gone too, the kernel is asked for its state.
+   */
+  private _dropped(channel: Channel): void {
+    this._log.warn(
+      { channel, maxBytes: this._maxBytes },
+      'kernel message over the output limit dropped as it arrived'
+    );
+    const text =
+      `[Ferry] A message from the kernel over ${Private.mib(this._maxBytes)} was dropped as it ` +
+      'arrived (--max-output-mb); output it sent meanwhile may be missing.\n';
+    const parent = parseObject(this._lastIopubParent) ?? {};
+    this._options.onMessage(
+      'iopub',
+      createMessage('stream', { name: 'stderr', text }, this.session, parent)
+        .parts
+    );
+    if (channel === 'shell' || channel === 'control') {
+      const request = this._awaited[channel].shift();
+      if (request?.own) {
+        this.settle(request.header.msg_id, {
+          status: 'error',
+          ename: 'MessageTooLarge'
+        });
+      } else if (request) {
+        this._options.onMessage(
+          channel,
+          Private.errorReply(request.header, text, this.session)
+        );
+      }
+    } else if (channel === 'iopub' && typeof parent.msg_id === 'string') {
+      const { msgId, reply } = this.request(
+        'shell',
+        'kernel_info_request',
+        {},
+        60000
+      );
+      this._resync = { parent, msgId };
+      void reply.then(
+        () => this._resynced(msgId),
+        () => undefined
+      );
+    }
+  }
+
+  /**
+   * The kernel's state is known again after a drop on iopub (its answer to Ferry's request came):
+   * the status `idle` of the request whose output was dropped, which went with it, is published
+   * unless it came after all.
+   */
+  private _resynced(msgId: string): void {
+    const resync = this._resync;
+    if (resync?.msgId !== msgId) {
+      return;
+    }
+    this._resync = undefined;
+    this._options.onMessage(
+      'iopub',
+      createMessage(
+        'status',
+        { execution_state: 'idle' },
+        this.session,
+        resync.parent
+      ).parts
+    );
+  }
+
+  /** Remember a request on shell or control until its reply comes. */
+  private _awaitReply(
+    channel: 'shell' | 'control',
+    headerPart: Buffer,
+    own: boolean
+  ): void {
+    const header = decodeHeader([headerPart]);
+    if (!header?.msg_type.endsWith('_request')) {
+      return;
+    }
+    const awaited = this._awaited[channel];
+    awaited.push({ header, own });
+    if (awaited.length > MAX_AWAITED_REPLIES) {
+      awaited.shift();
+    }
+  }
+
+  /** A reply came: its request, and any older one (the kernel answers in order), waits no more. */
+  private _replied(channel: 'shell' | 'control', parts: MessageParts): void {
+    const awaited = this._awaited[channel];
+    if (awaited.length === 0) {
+      return;
+    }
+    const msgId = parseObject(parts[1])?.msg_id;
+    const index = awaited.findIndex(r => r.header.msg_id === msgId);
+    if (index >= 0) {
+      awaited.splice(0, index + 1);
+    }
+  }
+
   private _receive(channel: Channel, frames: Buffer[]): void {
     let parts: MessageParts;
     try {
@@ -173,7 +337,15 @@ export class KernelSockets {
       }
       throw error;
     }
-    const maxBytes = this._options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
+    if (channel === 'shell' || channel === 'control') {
+      this._replied(channel, parts);
+    } else if (channel === 'iopub') {
+      this._lastIopubParent = parts[1];
+      if (this._resync) {
+        this._whileResyncing(parts);
+      }
+    }
+    const maxBytes = this._maxBytes;
     if (partsByteLength(parts) > maxBytes) {
       parts = Private.tooLarge(channel, parts, maxBytes, this.session);
       this._log.warn(
@@ -184,15 +356,46 @@ export class KernelSockets {
     this._options.onMessage(channel, parts);
   }
 
+  /**
+   * An iopub message after a drop there: the `idle` of the request whose output was dropped means
+   * it did not go with it; the status of Ferry's request comes after that `idle` would have.
+   */
+  private _whileResyncing(parts: MessageParts): void {
+    const resync = this._resync!;
+    const parentId = parseObject(parts[1])?.msg_id;
+    if (parentId === resync.msgId) {
+      this._resynced(resync.msgId);
+    } else if (
+      parentId === resync.parent.msg_id &&
+      decodeHeader(parts)?.msg_type === 'status' &&
+      parseObject(parts[3])?.execution_state === 'idle'
+    ) {
+      this._resync = undefined;
+    }
+  }
+
   private _options: KernelSockets.IOptions;
   private _log: Logger;
+  private _info: IConnectionInfo;
   private _signer: MessageSigner;
-  private _all: zmq.Socket[];
-  private _writers: Record<ClientChannel, SocketWriter>;
+  private _maxBytes: number;
+  private _closed = false;
+  private _sockets: Partial<Record<Channel, zmq.Dealer | zmq.Subscriber>> = {};
+  private _writers = {} as Record<ClientChannel, SocketWriter>;
   private _pending = new Map<
     string,
     (reply: Record<string, unknown>) => void
   >();
+  /** Requests on shell and control whose replies have not come yet, oldest first. */
+  private _awaited: Record<'shell' | 'control', Private.IAwaitedReply[]> = {
+    shell: [],
+    control: []
+  };
+  /** The parent header part of the last message on iopub: where a notice of a drop goes. */
+  private _lastIopubParent: Buffer = Buffer.from('{}');
+  /** After a drop on iopub: the request whose status may be lost, and Ferry's request that tells. */
+  private _resync:
+    { parent: Record<string, unknown>; msgId: string } | undefined;
 }
 
 export namespace KernelSockets {
@@ -216,6 +419,44 @@ export function parseObject(part: Buffer): Record<string, unknown> | undefined {
 }
 
 namespace Private {
+  /** Every socket of a kernel. */
+  export const CHANNELS: readonly Channel[] = [
+    'shell',
+    'stdin',
+    'control',
+    'iopub'
+  ];
+
+  /** A request on shell or control that waits for its reply. */
+  export interface IAwaitedReply {
+    header: IMessageHeader;
+    /** Whether Ferry sent it (its reply settles a promise here, not a client's request). */
+    own: boolean;
+  }
+
+  export function mib(bytes: number): string {
+    return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  }
+
+  /** The reply to `request` when its own was dropped: an error saying why. */
+  export function errorReply(
+    request: IMessageHeader,
+    text: string,
+    session: string
+  ): MessageParts {
+    return createMessage(
+      request.msg_type.replace(/_request$/, '_reply'),
+      {
+        status: 'error',
+        ename: 'MessageTooLarge',
+        evalue: text.trim(),
+        traceback: []
+      },
+      session,
+      request
+    ).parts;
+  }
+
   /**
    * What clients get instead of a message over the limit: output becomes a line on stderr under the
    * cell that printed it; a reply keeps its type and parent, with an error as its content. Either
@@ -227,7 +468,6 @@ namespace Private {
     maxBytes: number,
     session: string
   ): MessageParts {
-    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
     const text =
       `[Ferry] A message of ${mib(partsByteLength(parts))} from the kernel was not relayed: ` +
       `messages over ${mib(maxBytes)} are dropped (--max-output-mb).\n`;

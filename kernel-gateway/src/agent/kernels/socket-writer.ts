@@ -2,7 +2,8 @@ import type * as zmq from 'zeromq';
 
 /**
  * Sends frames on one ZeroMQ socket in order, one send in flight at a time (zeromq allows no more).
- * Frames still queued when the socket closes are dropped: the kernel is going away.
+ * The socket may be replaced (the kernel's connection was dropped): what waits goes to the new one.
+ * Frames still queued when the socket closes for good are dropped: the kernel is going away.
  */
 export class SocketWriter {
   /**
@@ -21,16 +22,29 @@ export class SocketWriter {
     }
   }
 
+  /** Send on `socket` from now on, what waits first (a send cut short by the swap is repeated). */
+  replace(socket: zmq.Dealer): void {
+    this._socket = socket;
+  }
+
   private async _flush(): Promise<void> {
     this._flushing = true;
     try {
       let frames: Buffer[] | undefined;
-      while ((frames = this._queue.shift()) && !this._socket.closed) {
-        await this._socket.send(frames);
-      }
-    } catch (error) {
-      if (!this._socket.closed) {
-        this._onError(error as Error);
+      while ((frames = this._queue[0]) && !this._socket.closed) {
+        const socket = this._socket;
+        try {
+          await socket.send(frames);
+        } catch (error) {
+          if (socket !== this._socket) {
+            continue;
+          }
+          if (!socket.closed) {
+            this._onError(error as Error);
+          }
+          break;
+        }
+        this._queue.shift();
       }
     } finally {
       this._queue = [];
