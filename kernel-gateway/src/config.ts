@@ -10,6 +10,7 @@ import type {
   ICullingOptions,
   KernelspecCatalog
 } from './kernels';
+import type { RestSchemas } from './protocol';
 import type { Scheduler } from './scheduler';
 import type { IAcceleratorOffer, IEnvironmentProfile } from './engines';
 
@@ -128,6 +129,11 @@ export interface IGatewayOptions {
   slurm?: ISlurmSettings;
   /** Kubernetes settings for the offers that name Kubernetes. */
   kubernetes?: IKubernetesSettings;
+  /**
+   * What holds the embedded worker's kernels and terminals (its cgroups, or rlimit), for
+   * `GET /api/status`: the worker's `processLimits.info`.
+   */
+  processLimits?: RestSchemas['ProcessLimits'];
 }
 
 /** The defaults, for a gateway a person runs on their own machine. */

@@ -31,6 +31,7 @@ import { isolationEnv } from './kernels/isolation';
 import { KernelProcess } from './kernels/kernel-process';
 import type { KernelUser } from './kernels/kernel-user';
 import { KernelspecStore } from './kernels/kernelspecs';
+import { ProcessLimits } from './kernels/process-limits';
 import { TerminalProcess } from './terminals';
 
 /**
@@ -57,6 +58,15 @@ export class Worker
     this._kernelUser = options.kernelUser?.isSelf
       ? undefined
       : options.kernelUser;
+    this.processLimits =
+      options.processLimits ??
+      ProcessLimits.detect({
+        maxProcesses: options.maxProcesses,
+        memoryBytes: options.memoryBytes,
+        sharedUser: this._kernelUser === undefined,
+        logger: this._log
+      });
+    this.processLimits.log();
   }
 
   readonly id: string;
@@ -66,6 +76,9 @@ export class Worker
   readonly remote = false;
   /** In-process: always reachable. */
   readonly connected = true;
+
+  /** What holds each kernel's and terminal's processes (a cgroup each, where the host allows). */
+  readonly processLimits: ProcessLimits;
 
   /** The environments this worker has, as last checked by {@link declareEnvironments}. */
   get environments(): readonly IEnvironmentInfo[] {
@@ -185,6 +198,13 @@ export class Worker
     };
     // ipykernel exits by itself when this process goes away (its parent poller watches this pid).
     env.JPY_PARENT_PID = String(process.pid);
+    let enclosure: ProcessLimits.IEnclosure;
+    try {
+      enclosure = this.processLimits.enclose(`kernel-${launch.kernelId}`);
+    } catch (error) {
+      await sandbox?.dispose();
+      throw error;
+    }
     const kernel = new KernelProcess({
       id: launch.kernelId,
       spec,
@@ -194,6 +214,7 @@ export class Worker
       runAs: sandbox?.runAs,
       logger: this._log,
       maxOutputBytes: this._options.maxOutputBytes,
+      enclosure,
       ...this._options.kernelTimings
     });
     const entry: Private.IEntry = {
@@ -206,6 +227,7 @@ export class Worker
       deviceIds: launch.deviceIds,
       executionState: 'starting',
       sandbox,
+      enclosure,
       env,
       cwd: launch.cwd
     };
@@ -224,6 +246,7 @@ export class Worker
       entry.executionState = 'idle';
     } catch (error) {
       this._kernels.delete(kernel.id);
+      await enclosure.dispose();
       await sandbox?.dispose();
       throw error;
     }
@@ -333,6 +356,7 @@ export class Worker
     entry.job?.kernelEnded('the kernel was shut down');
     await entry.kernel.shutdown();
     entry.kernel.removeAllListeners();
+    await entry.enclosure.dispose();
     await entry.sandbox?.dispose();
   }
 
@@ -384,7 +408,9 @@ export class Worker
       env.LANG = 'C.UTF-8';
     }
     let terminal: TerminalProcess;
+    let enclosure: ProcessLimits.IEnclosure | undefined;
     try {
+      enclosure = this.processLimits.enclose(`terminal-${id}`);
       terminal = new TerminalProcess({
         id,
         shell: this._options.terminalShell ?? TerminalProcess.defaultShell(),
@@ -393,9 +419,11 @@ export class Worker
         rows: open.rows,
         cols: open.cols,
         runAs: beside ? beside.sandbox?.runAs : sandbox?.runAs,
+        enclosure,
         logger: this._log
       });
     } catch (error) {
+      await enclosure?.dispose();
       await sandbox?.dispose();
       throw error;
     }
@@ -406,7 +434,8 @@ export class Worker
       if (this._terminals.get(id)?.terminal === terminal) {
         this._terminals.delete(id);
       }
-      void sandbox?.dispose();
+      // Its home goes once nothing of it runs any more.
+      void terminal.ended.then(() => sandbox?.dispose());
       this.emit('terminalExit', id, reason);
     });
     this._log.info(
@@ -450,6 +479,7 @@ export class Worker
       [...this._kernels.keys()].map(id => this.shutdownKernel(id))
     );
     await fs.rm(this._runtimeDir, { recursive: true, force: true });
+    await this.processLimits.dispose();
   }
 
   /** The process id of a kernel, while it runs. */
@@ -509,6 +539,7 @@ export class Worker
       await this._closeTerminalsBeside(kernel.id, 'its kernel died');
       entry.job?.kernelEnded(`the kernel died (${reason})`);
       await kernel.shutdown();
+      await entry.enclosure.dispose();
       await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
         state: 'dead',
@@ -531,6 +562,7 @@ export class Worker
       this._kernels.delete(kernel.id);
       await this._closeTerminalsBeside(kernel.id, 'its kernel died');
       await kernel.shutdown();
+      await entry.enclosure.dispose();
       await entry.sandbox?.dispose();
       this.emit('lifecycle', kernel.id, {
         state: 'dead',
@@ -578,6 +610,15 @@ export namespace Worker {
     jobOutputBudgetBytes?: number;
     /** Larger messages from a kernel are replaced by a notice (default 128 MiB). */
     maxOutputBytes?: number;
+    /**
+     * Processes and threads each kernel and each terminal may have (default
+     * 1024; 0: no limit). Detected: see {@link ProcessLimits}.
+     */
+    maxProcesses?: number;
+    /** Memory each kernel and each terminal may take (default: no limit; needs cgroups). */
+    memoryBytes?: number;
+    /** The limits already detected (instead of `maxProcesses` and `memoryBytes`). */
+    processLimits?: ProcessLimits;
     /** At most this many automatic restarts per window before a kernel is declared dead. */
     autoRestartLimit?: number;
     autoRestartWindowMs?: number;
@@ -604,6 +645,8 @@ namespace Private {
     executionState: string;
     /** The kernel's own directory and identity, when it runs as another user. */
     sandbox?: KernelUser.ISandbox;
+    /** Its cgroup (or session), removed when the kernel is gone for good. */
+    enclosure: ProcessLimits.IEnclosure;
     /** The job whose notebook runs on this kernel, if any. */
     job?: NotebookRun;
     /** What it runs with (a terminal beside it gets the same). */

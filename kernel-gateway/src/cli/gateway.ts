@@ -367,7 +367,8 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
     token,
     offers,
     environments: profiles?.environments,
-    workerToken
+    workerToken,
+    processLimits: worker.processLimits.info
   });
   const address = await gateway.listen(flags.port, flags.ip);
   const host =

@@ -4,7 +4,11 @@
  * (`ferry gateway` with its embedded worker, `ferry worker`).
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { MAX_OUTPUT_BYTES, type createHostWorker } from '../agent';
+import {
+  DEFAULT_MAX_PROCESSES,
+  MAX_OUTPUT_BYTES,
+  type createHostWorker
+} from '../agent';
 import { secretOnCommandLine, type SecretEnvName } from '../secrets';
 
 /** A non-negative number. */
@@ -12,6 +16,15 @@ export function number(value: string): number {
   const parsed = Number(value);
   if (!Number.isFinite(parsed) || parsed < 0) {
     throw new InvalidArgumentError('expected a non-negative number');
+  }
+  return parsed;
+}
+
+/** A non-negative whole number. */
+export function count(value: string): number {
+  const parsed = number(value);
+  if (!Number.isInteger(parsed)) {
+    throw new InvalidArgumentError('expected a whole number');
   }
   return parsed;
 }
@@ -53,13 +66,16 @@ export function logLevelOption(): Option {
 export interface IKernelHostFlags {
   kernelUser?: string;
   maxOutputMb: number;
+  kernelMaxProcesses: number;
+  kernelMemoryMb?: number;
   simulate?: string;
   discover: boolean;
 }
 
 /**
  * Declare the options of a command that runs kernels on this host: `--kernel-user`,
- * `--max-output-mb`, `--simulate` and `--no-discover`.
+ * `--max-output-mb`, `--kernel-max-processes`, `--kernel-memory-mb`, `--simulate` and
+ * `--no-discover`.
  *
  * @param worker - Whose devices `--simulate` declares, for its help.
  */
@@ -79,6 +95,17 @@ export function addKernelHostOptions(
       MAX_OUTPUT_BYTES / 2 ** 20
     )
     .option(
+      '--kernel-max-processes <count>',
+      "processes and threads each kernel and each terminal may have, in a cgroup of its own where the host allows (else RLIMIT_NPROC for the kernel user's processes together); 0: no limit",
+      count,
+      DEFAULT_MAX_PROCESSES
+    )
+    .option(
+      '--kernel-memory-mb <mb>',
+      "memory each kernel and each terminal may take, in its cgroup (the kernel's OOM kill stays inside it); default: no limit",
+      number
+    )
+    .option(
       '--simulate <spec>',
       `simulated devices for ${worker}, e.g. gpu:H100:2,tpu:v5e:4`
     )
@@ -91,12 +118,22 @@ export function kernelHostOptions(
   kernelUser: createHostWorker.IOptions['kernelUser']
 ): Pick<
   createHostWorker.IOptions,
-  'simulate' | 'discover' | 'kernelUser' | 'maxOutputBytes'
+  | 'simulate'
+  | 'discover'
+  | 'kernelUser'
+  | 'maxOutputBytes'
+  | 'maxProcesses'
+  | 'memoryBytes'
 > {
   return {
     simulate: flags.simulate,
     discover: flags.discover,
     kernelUser,
-    maxOutputBytes: flags.maxOutputMb * 2 ** 20
+    maxOutputBytes: flags.maxOutputMb * 2 ** 20,
+    maxProcesses: flags.kernelMaxProcesses,
+    memoryBytes:
+      flags.kernelMemoryMb === undefined
+        ? undefined
+        : Math.floor(flags.kernelMemoryMb * 2 ** 20)
   };
 }

@@ -23,5 +23,10 @@ export { isolationEnv } from './isolation';
 export { KernelProcess } from './kernel-process';
 export { MAX_OUTPUT_BYTES } from './kernel-sockets';
 export { KernelUser } from './kernel-user';
+export {
+  DEFAULT_MAX_PROCESSES,
+  ProcessLimits,
+  type ProcessLimitsMode
+} from './process-limits';
 export { type IKernelspec, KERNEL_NAME, KernelspecStore } from './kernelspecs';
 export { SocketWriter } from './socket-writer';

@@ -21,6 +21,7 @@ import { createConnectionInfo, writeConnectionFile } from './connection';
 import { watchHeartbeat } from './heartbeat';
 import { KernelSockets } from './kernel-sockets';
 import type { IKernelspec } from './kernelspecs';
+import type { ProcessLimits } from './process-limits';
 import { StartupHandshake } from './startup';
 
 /**
@@ -180,14 +181,19 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         .replace('{resource_dir}', this.spec.resourceDir)
     );
     this._expectExit = false;
-    const child = spawn(argv[0], argv.slice(1), {
+    // In its cgroup (or under its rlimit) before the kernel's first instruction: see ProcessLimits.
+    const command = this._options.enclosure?.command(
+      argv,
+      this._options.runAs
+    ) ?? { argv, runAs: this._options.runAs };
+    const child = spawn(command.argv[0], command.argv.slice(1), {
       cwd: this._options.cwd,
       env: this._options.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, so interrupt and shutdown reach the children of the kernel too.
       detached: true,
       // Another user (uid and gid; Node drops the supplementary groups): see KernelUser.
-      ...this._options.runAs
+      ...command.runAs
     });
     this._child = child;
     this._stderrTail = '';
@@ -285,13 +291,15 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
 
   /**
    * SIGKILL the kernel's whole process group (ipykernel may leave children there: subprocesses run
-   * from cells), wait for the kernel to exit, and let go of its sockets and connection file.
+   * from cells) and what else its enclosure holds (with a cgroup, what left the group with
+   * `setsid` too), wait for the kernel to exit, and let go of its sockets and connection file.
    */
   private async _kill(): Promise<void> {
     const child = this._child;
     this._signal('SIGKILL');
     if (child?.pid !== undefined) {
       await Private.exited(child);
+      await this._options.enclosure?.kill(child.pid);
     }
     await this._stop();
   }
@@ -361,6 +369,11 @@ export namespace KernelProcess {
     heartbeatMisses?: number;
     /** Larger messages from the kernel are replaced by a notice (default MAX_OUTPUT_BYTES, 128 MiB). */
     maxOutputBytes?: number;
+    /**
+     * Where its processes are held and counted (its cgroup): every process of it is killed when it
+     * stops or restarts. Whoever made it disposes of it.
+     */
+    enclosure?: ProcessLimits.IEnclosure;
   }
 
   export interface IEvents {

@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { existsSync, promises as fs } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type * as NodePty from '@lydell/node-pty';
 import type { IPty } from '@lydell/node-pty';
 import type { Logger } from 'pino';
+import { ProcessLimits } from '../kernels/process-limits';
 
 /** Keystrokes that may wait for the pty before writes are declined. */
 const MAX_PENDING_INPUT_BYTES = 1024 * 1024;
@@ -28,16 +29,15 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
     this.id = options.id;
     this._log = options.logger.child({ terminal: options.id });
     const pty = Private.loadPty();
-    let file = options.shell;
-    let args: string[] = [];
+    let argv = [options.shell];
     if (options.runAs) {
       if (!existsSync(Private.SETPRIV)) {
         throw new Error(
           `a terminal for uid ${options.runAs.uid} needs ${Private.SETPRIV} (util-linux) to drop root's groups`
         );
       }
-      file = Private.SETPRIV;
-      args = [
+      argv = [
+        Private.SETPRIV,
         `--reuid=${options.runAs.uid}`,
         `--regid=${options.runAs.gid}`,
         '--clear-groups',
@@ -45,7 +45,10 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
         options.shell
       ];
     }
-    this._pty = pty.spawn(file, args, {
+    this._enclosure = options.enclosure ?? ProcessLimits.sessionEnclosure();
+    // In its cgroup (or under its rlimit) before the shell starts; setpriv then switches users.
+    const command = this._enclosure.command(argv).argv;
+    this._pty = pty.spawn(command[0], command.slice(1), {
       name: options.env.TERM ?? 'xterm-256color',
       cols: options.cols,
       rows: options.rows,
@@ -64,10 +67,7 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
         (signal
           ? `its shell was killed by signal ${signal}`
           : `its shell exited with code ${exitCode}`);
-      // What the shell left in its session (jobs, `nohup` ones too) gets a hangup to clean up
-      // after itself (lock files, temporary files), then what is left of it is killed.
-      this._killSession('SIGHUP');
-      setTimeout(() => this._killSession('SIGKILL'), HANGUP_GRACE_MS).unref();
+      this._ended = this._sweep();
       this._log.info({ reason }, 'terminal ended');
       this.emit('exit', reason);
     });
@@ -84,6 +84,14 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
 
   /** The shell's process id: also its process group's and its session's. */
   readonly pid: number;
+
+  /**
+   * Resolves once the shell has exited and every process the terminal started is gone (its
+   * enclosure removed).
+   */
+  get ended(): Promise<void> {
+    return this._ended ?? this._exit.then(() => this._ended);
+  }
 
   /** Whether its shell has exited. */
   get exited(): boolean {
@@ -125,34 +133,40 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
   }
 
   /**
-   * Hang up: SIGHUP to the terminal's session (shells pass it to their jobs), then SIGKILL to what
-   * is left of it. Resolves once the shell has exited; `exit` carries `reason`.
+   * Hang up: SIGHUP to the terminal's processes (shells pass it to their jobs), then SIGKILL to what
+   * is left of them. Resolves once the shell has exited, `exit` carrying `reason`, and every
+   * process of the terminal is gone.
    */
   async close(reason: string): Promise<void> {
     if (this._exited) {
+      await this.ended;
       return;
     }
     this._closing ??= reason;
-    const exited = new Promise<void>(resolve =>
-      this.once('exit', () => resolve())
-    );
-    this._killSession('SIGHUP');
+    void this._enclosure.signal('SIGHUP', this.pid);
     const timer = setTimeout(
-      () => this._killSession('SIGKILL'),
+      () => void this._enclosure.signal('SIGKILL', this.pid),
       HANGUP_GRACE_MS
     );
     // Reading keeps the pty draining, so a program blocked on its output can take the signal.
     this._pty.resume();
-    await exited;
+    await this._exit;
     clearTimeout(timer);
+    await this.ended;
   }
 
-  /** Signal every process of the terminal's session (its process group first). */
-  private _killSession(signal: NodeJS.Signals): void {
-    Private.signal(-this.pid, signal);
-    void Private.sessionMembers(this.pid).then(pids =>
-      pids.forEach(pid => Private.signal(pid, signal))
-    );
+  /**
+   * After the shell's exit: what it left (jobs, `nohup` ones too; with a cgroup, what left its
+   * session as well) gets a hangup to clean up after itself (lock files, temporary files), then
+   * what is left of it is killed and the enclosure removed.
+   */
+  private async _sweep(): Promise<void> {
+    await this._enclosure.signal('SIGHUP', this.pid);
+    const deadline = Date.now() + HANGUP_GRACE_MS;
+    while (Date.now() < deadline && !(await this._enclosure.empty(this.pid))) {
+      await new Promise(resolve => setTimeout(resolve, 50));
+    }
+    await this._enclosure.dispose(this.pid);
   }
 
   /** node-pty's socket on the pty's master side (for its write buffer and `drain`). */
@@ -167,6 +181,11 @@ export class TerminalProcess extends EventEmitter<TerminalProcess.IEvents> {
 
   private _log: Logger;
   private _pty: IPty;
+  private _enclosure: ProcessLimits.IEnclosure;
+  private _exit = new Promise<void>(resolve =>
+    this.once('exit', () => resolve())
+  );
+  private _ended: Promise<void> | undefined;
   private _exited = false;
   private _closing: string | undefined;
   private _declined = false;
@@ -183,6 +202,11 @@ export namespace TerminalProcess {
     cols: number;
     /** Another user to run as (this process must be root). */
     runAs?: { uid: number; gid: number };
+    /**
+     * Where its processes are held (its cgroup), disposed of once they are gone (default: its
+     * process group and session, and no limit).
+     */
+    enclosure?: ProcessLimits.IEnclosure;
     logger: Logger;
   }
 
@@ -223,44 +247,5 @@ namespace Private {
   /** A size the pty accepts (1 to 1000). */
   export function clamp(n: number): number {
     return Math.min(1000, Math.max(1, Math.floor(n) || 1));
-  }
-
-  export function signal(pid: number, signal: NodeJS.Signals): void {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // Gone already.
-    }
-  }
-
-  /**
-   * The processes of a session (`/proc/<pid>/stat`'s sixth field), for those that left the shell's
-   * process group (jobs, `setsid` aside: a new session is out of reach, as on any terminal).
-   */
-  export async function sessionMembers(sid: number): Promise<number[]> {
-    let entries: string[];
-    try {
-      entries = await fs.readdir('/proc');
-    } catch {
-      return [];
-    }
-    const members: number[] = [];
-    await Promise.all(
-      entries
-        .filter(name => /^\d+$/.test(name))
-        .map(async name => {
-          try {
-            const stat = await fs.readFile(`/proc/${name}/stat`, 'utf8');
-            // The command may hold spaces and parentheses: fields follow the last ')'.
-            const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-            if (Number(fields[3]) === sid) {
-              members.push(Number(name));
-            }
-          } catch {
-            // Exited meanwhile.
-          }
-        })
-    );
-    return members;
   }
 }

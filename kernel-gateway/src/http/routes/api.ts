@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 
-/** `/api` (version) and `/api/status` (activity). */
+/** `/api` (version) and `/api/status` (activity, and what limits the embedded worker's kernels). */
 export function apiRouter(context: IGatewayContext): Router {
   const router = Router();
   router.get('/api', (_request, response) => {
@@ -19,7 +19,10 @@ export function apiRouter(context: IGatewayContext): Router {
       started: context.startedAt.toISOString(),
       last_activity: new Date(lastActivity).toISOString(),
       connections: kernels.reduce((sum, k) => sum + k.channels.connections, 0),
-      kernels: kernels.length
+      kernels: kernels.length,
+      ...(context.options.processLimits
+        ? { process_limits: context.options.processLimits }
+        : {})
     };
     response.json(status);
   });

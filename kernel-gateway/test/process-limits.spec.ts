@@ -1,0 +1,150 @@
+/**
+ * Process limits for kernel and terminal code against a real `ferry gateway` process running as
+ * root: a real ipykernel and a real bash (both as nobody) try to start hundreds of processes and a
+ * `setsid` daemon; at most the limit run, the gateway keeps answering, and a DELETE leaves nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { KernelSocket, pollUntil, startKernel } from './helpers';
+import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
+import { alive, TerminalClient } from './terminal-clients';
+
+/** `--kernel-max-processes` for this gateway: far below what the code below tries to start. */
+const LIMIT = 64;
+/** Processes each test's code tries to start. */
+const TRIES = 400;
+/** In the command line of every process the tests start, to find (and kill) them in /proc. */
+const MARK = `ferry-limits-${process.pid}-${randomUUID().slice(0, 8)}`;
+
+/** Live processes whose command line holds `mark`. */
+function marked(mark: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) {
+      continue;
+    }
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      if (cmdline.includes(mark) && alive(Number(name))) {
+        found.push(Number(name));
+      }
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Python that starts a `setsid` daemon (when asked) and then up to TRIES sleeps, catching refusals. */
+function spawner(mark: string, daemon: boolean): string {
+  return [
+    'import subprocess',
+    daemon
+      ? `subprocess.Popen([${JSON.stringify(`${mark}-daemon`)}, '1000'], executable='sleep', start_new_session=True)`
+      : '',
+    'started, refused = 0, 0',
+    `for i in range(${TRIES}):`,
+    '    try:',
+    `        subprocess.Popen([${JSON.stringify(mark)}, '60'], executable='sleep')`,
+    '        started += 1',
+    '    except OSError:',
+    '        refused += 1',
+    "print(f'started {started} refused {refused}')"
+  ].join('\n');
+}
+
+// Kernels and terminals run as nobody, in cgroups of their own: both need root.
+(process.getuid?.() === 0 ? describe : describe.skip)(
+  'process limits of kernels and terminals',
+  () => {
+    let gw: IGatewayProcess;
+
+    beforeAll(async () => {
+      gw = await startGatewayProcess(['--kernel-max-processes', String(LIMIT)]);
+    });
+
+    afterAll(async () => {
+      // Whatever a failed test left behind.
+      for (const pid of marked(MARK)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+      await gw?.stop();
+    });
+
+    it('says at start-up and in /api/status which limits are in force', async () => {
+      const status = await gw.api('GET', '/api/status');
+      expect(status.status).toBe(200);
+      expect(status.body.process_limits).toMatchObject({
+        mode: expect.stringMatching(/^cgroup[12]$/),
+        max_processes: LIMIT,
+        memory_mb: null,
+        kills_setsid_children: true
+      });
+      expect(gw.stderr()).toContain(
+        `each kernel and terminal runs in a cgroup of its own (${status.body.process_limits.mode}`
+      );
+    });
+
+    it("bounds a kernel's processes, and its DELETE kills them all, setsid ones too", async () => {
+      const mark = `${MARK}-kernel`;
+      const id = await startKernel(gw);
+      const socket = await KernelSocket.connect(gw, id);
+      try {
+        const run = await socket.execute(spawner(mark, true));
+        const [, started, refused] =
+          /started (\d+) refused (\d+)/.exec(run.stdout) ?? [];
+        expect(Number(started) + Number(refused)).toBe(TRIES);
+        expect(Number(refused)).toBeGreaterThan(0);
+        expect(marked(mark).length).toBeLessThanOrEqual(LIMIT);
+        expect(marked(`${mark}-daemon`)).toHaveLength(1);
+        // The gateway answers while its kernel sits at the limit.
+        expect((await gw.api('GET', '/api/status')).status).toBe(200);
+      } finally {
+        await socket.close();
+      }
+      expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
+      expect(marked(mark)).toEqual([]);
+    });
+
+    it("bounds a terminal's processes, and its DELETE kills them all, setsid ones too", async () => {
+      const mark = `${MARK}-terminal`;
+      const script = path.join(gw.rootDir, 'spawn.py');
+      writeFileSync(script, spawner(mark, false), { mode: 0o644 });
+      const opened = await gw.api('POST', '/api/terminals', {});
+      expect(opened.status).toBe(200);
+      const name: string = opened.body.name;
+      const client = await TerminalClient.connect(gw.url, name, gw.token);
+      try {
+        client.run(`setsid bash -c 'exec -a ${mark}-daemon sleep 1000' &`);
+        await pollUntil(
+          async () => marked(`${mark}-daemon`),
+          found => found.length === 1,
+          20_000,
+          50
+        );
+        const from = client.output.length;
+        client.run(`python3 ${script}`);
+        const [, started, refused] = await client.waitFor(
+          /started (\d+) refused (\d+)/,
+          from,
+          60_000
+        );
+        expect(Number(started) + Number(refused)).toBe(TRIES);
+        expect(Number(refused)).toBeGreaterThan(0);
+        expect(marked(mark).length).toBeLessThanOrEqual(LIMIT);
+        expect((await gw.api('GET', '/api/status')).status).toBe(200);
+        expect((await gw.api('DELETE', `/api/terminals/${name}`)).status).toBe(
+          204
+        );
+        expect(marked(mark)).toEqual([]);
+      } finally {
+        client.ws.terminate();
+      }
+    });
+  }
+);
