@@ -1,9 +1,25 @@
-import type { OutboundMessage } from './framing';
+import type { Channel } from '../protocol/wire';
+import { OutboundMessage } from './framing';
+
+/**
+ * What one buffered message costs beyond its bytes: its entry and the list of where its parts end
+ * (measured: about 165 bytes of heap per entry, and the heap's own slack).
+ */
+export const REPLAY_ENTRY_OVERHEAD_BYTES = 256;
+
+/** Messages up to a quarter of this are copied into shared slabs of this size; larger ones alone. */
+const SLAB_BYTES = 64 * 1024;
 
 /** One buffered message: iopub for everyone, or a reply meant for one client session. */
 interface IReplayEntry {
   seq: number;
-  message: OutboundMessage;
+  channel: Channel;
+  /** Memory of the buffer's own (a slab shared with other messages) holding the parts end to end. */
+  memory: Buffer;
+  /** Where the first part starts in `memory`. */
+  start: number;
+  /** Where each part ends in `memory`. */
+  ends: number[];
   /** The session the message was meant for; undefined when it was for every client. */
   target: string | undefined;
 }
@@ -11,6 +27,17 @@ interface IReplayEntry {
 /**
  * The recent output of one kernel, numbered, with a cap on bytes: the oldest messages go first.
  * A reconnecting client gets what it missed from here.
+ *
+ * #### Notes
+ * A message is kept as a copy of its parts, never as the message that was relayed. A kernel's parts
+ * arrive as views on memory the process does not own: ZeroMQ hands over a part that fits its receive
+ * batch as a view on that whole batch (libzmq's zero-copy decoder: 8 KiB and the reference counts of
+ * its messages, held while any of them lives), gRPC as a slice of a larger read, and the relayed
+ * message also carries its encoded frames and parsed header.
+ * Kept as they came, a 450-byte `print` output held ~33 KiB per execution alive outside the JS heap, so
+ * a 16 MiB cap per kernel let the gateway grow by ~1.3 GiB for four kernels. Small copies share slabs
+ * filled in order, so the oldest slab is freed once its last message leaves, and each entry's cost
+ * counts its overhead: the cap bounds the memory the buffer holds.
  */
 export class ReplayBuffer {
   constructor(readonly maxBytes: number) {}
@@ -20,9 +47,14 @@ export class ReplayBuffer {
     return this._seq;
   }
 
-  /** Buffered bytes. */
+  /** What the buffered messages cost: their bytes and each entry's overhead. */
   get byteLength(): number {
     return this._bytes;
+  }
+
+  /** The number of buffered messages. */
+  get length(): number {
+    return this._entries.length - this._head;
   }
 
   /** Whether messages after `seq` have been dropped for the cap. */
@@ -31,17 +63,23 @@ export class ReplayBuffer {
     return oldest ? oldest.seq > seq + 1 : this._seq > seq;
   }
 
-  /** Buffer a message and return its sequence number. */
+  /** Buffer a copy of a message and return its sequence number. */
   push(message: OutboundMessage, target?: string): number {
-    if (this.maxBytes <= 0) {
+    const cost = Private.cost(message.byteLength);
+    if (cost > this.maxBytes) {
+      // Kept, it would only empty the buffer and leave itself: drop it, and everything older.
+      this._clear();
       return ++this._seq;
     }
-    this._entries.push({ seq: ++this._seq, message, target });
-    this._bytes += message.byteLength;
+    this._entries.push(this._copy(++this._seq, message, target));
+    this._bytes += cost;
     while (this._bytes > this.maxBytes && this._head < this._entries.length) {
       // The slot is emptied at once: a message that left the buffer must not stay in memory until
       // the array is next compacted (a thousand 14 MB messages of a print loop held 14 GB).
-      this._bytes -= this._entries[this._head]!.message.byteLength;
+      const oldest = this._entries[this._head]!;
+      this._bytes -= Private.cost(
+        oldest.ends[oldest.ends.length - 1] - oldest.start
+      );
       this._entries[this._head++] = undefined;
     }
     if (this._head > 1024 && this._head * 2 > this._entries.length) {
@@ -59,9 +97,48 @@ export class ReplayBuffer {
         entry.seq > seq &&
         (entry.target === undefined || entry.target === target)
       ) {
-        yield entry.message;
+        let start = entry.start;
+        const parts = entry.ends.map(end =>
+          entry.memory.subarray(start, (start = end))
+        );
+        yield new OutboundMessage(entry.channel, parts);
       }
     }
+  }
+
+  /** Copy a message's parts end to end into a slab (or, if large, memory of its own). */
+  private _copy(
+    seq: number,
+    message: OutboundMessage,
+    target: string | undefined
+  ): IReplayEntry {
+    const length = message.byteLength;
+    let memory: Buffer;
+    let start = 0;
+    if (length > SLAB_BYTES / 4) {
+      memory = Buffer.allocUnsafeSlow(length);
+    } else {
+      if (!this._slab || this._slabUsed + length > this._slab.length) {
+        this._slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+        this._slabUsed = 0;
+      }
+      memory = this._slab;
+      start = this._slabUsed;
+      this._slabUsed += length;
+    }
+    let offset = start;
+    // Mapped, not pushed: an array grown by push keeps room for 16 more.
+    const ends = message.parts.map(
+      part => (offset += part.copy(memory, offset))
+    );
+    return { seq, channel: message.channel, memory, start, ends, target };
+  }
+
+  private _clear(): void {
+    this._entries = [];
+    this._head = 0;
+    this._bytes = 0;
+    this._slab = undefined;
   }
 
   /** Entries before `_head` have left the buffer (their slots are empty). */
@@ -69,4 +146,14 @@ export class ReplayBuffer {
   private _head = 0;
   private _bytes = 0;
   private _seq = 0;
+  /** The slab small messages are copied into now, and how much of it is taken. */
+  private _slab: Buffer | undefined;
+  private _slabUsed = 0;
+}
+
+namespace Private {
+  /** What a message of `byteLength` bytes costs in the buffer. */
+  export function cost(byteLength: number): number {
+    return byteLength + REPLAY_ENTRY_OVERHEAD_BYTES;
+  }
 }
