@@ -254,6 +254,59 @@ export class FileContentsManager {
     });
   }
 
+  /**
+   * Refuse now a path that a later save (a job's executed notebook) could not write: a hidden or
+   * reserved name, control or bidirectional-text characters, a name over 255 bytes, a symlink that
+   * leads out of the root, a directory where the file would go, a file where a folder would. Folders
+   * on the way that do not exist yet are fine (they are made when the file is written).
+   *
+   * @returns the normalized API path.
+   * @throws ContentsError: 400 saying what is wrong, 403 for a path that leads out of the root.
+   */
+  async checkWritable(apiPath: string): Promise<string> {
+    return this._guard(apiPath, async () => {
+      const api = this._api(apiPath, 'write');
+      if (!api) {
+        throw new ContentsError(400, 'The root directory is not a file');
+      }
+      api.split('/').forEach(checkNewName);
+      // The deepest part of the path that exists must be inside the root, and of the right kind.
+      for (let prefix = api; ; prefix = path.posix.dirname(prefix)) {
+        let stat: Stats | undefined;
+        try {
+          const entry = await this._paths.locate(prefix, true);
+          try {
+            stat = await entry.lstat();
+          } finally {
+            await entry.close();
+          }
+        } catch (error) {
+          if (
+            error instanceof ContentsError &&
+            error.status === 404 &&
+            prefix.includes('/')
+          ) {
+            continue;
+          }
+          throw error;
+        }
+        if (stat === undefined && prefix.includes('/')) {
+          continue;
+        }
+        if (prefix === api && stat?.isDirectory()) {
+          throw new ContentsError(400, `${showName(api)} is a directory`);
+        }
+        if (prefix !== api && stat && !stat.isDirectory()) {
+          throw new ContentsError(
+            400,
+            `${showName(prefix)} is a file, not a folder: nothing can be written under it`
+          );
+        }
+        return api;
+      }
+    });
+  }
+
   /** Move a file or directory (and its checkpoint); an existing target is a conflict. */
   async rename(fromPath: string, toPath: string): Promise<IContentsModel> {
     return this._guard(fromPath, async () => {

@@ -4,6 +4,8 @@
  * single strings.
  */
 
+import { ContentsError } from './errors';
+
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
@@ -13,12 +15,51 @@ export function newNotebook(): JsonObject {
 }
 
 /**
+ * The deepest nesting of objects and arrays a notebook may have, counted from the notebook itself
+ * (a cell's output data sits at about 5). Anything deeper is refused before a recursive walk
+ * (serialising, sorting keys, answering with JSON) could run out of stack.
+ */
+export const MAX_NOTEBOOK_DEPTH = 64;
+
+/**
+ * Refuse a value nested deeper than {@link MAX_NOTEBOOK_DEPTH} levels of objects and arrays. The walk
+ * is iterative (JSON.parse is too), so any depth is measured without recursion.
+ *
+ * @throws ContentsError 400 naming the limit.
+ */
+export function checkNotebookDepth(
+  value: unknown,
+  what = 'The notebook'
+): void {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (typeof item !== 'object' || item === null) {
+      continue;
+    }
+    if (depth > MAX_NOTEBOOK_DEPTH) {
+      throw new ContentsError(
+        400,
+        `${what} nests objects and arrays more than ${MAX_NOTEBOOK_DEPTH} levels deep (in its metadata, cells or outputs): Ferry takes notebooks nested at most ${MAX_NOTEBOOK_DEPTH} levels deep`
+      );
+    }
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (typeof child === 'object' && child !== null) {
+        stack.push([child, depth + 1]);
+      }
+    }
+  }
+}
+
+/**
  * Parse a notebook file into the API form (multi-line strings joined).
  *
- * @throws SyntaxError for a file that is not JSON; Error for JSON that is not a notebook.
+ * @throws SyntaxError for a file that is not JSON; ContentsError (400) for one nested deeper than
+ *   {@link MAX_NOTEBOOK_DEPTH}; Error for JSON that is not a notebook.
  */
 export function parseNotebook(text: string): JsonObject {
   const nb = JSON.parse(text) as Json;
+  checkNotebookDepth(nb);
   if (!isNotebook(nb)) {
     throw new Error('not a notebook: it has no cells list');
   }
@@ -33,6 +74,7 @@ export function parseNotebook(text: string): JsonObject {
  * cells' `trusted` flags left out (trust is the notary's, never the file's).
  */
 export function serializeNotebook(nb: object): string {
+  checkNotebookDepth(nb);
   // sortKeys makes a new object or array of every one in `nb` (the caller's notebook is left as it
   // is) and shares the strings: no JSON round trip, which copied a notebook of large outputs twice.
   const copy = sortKeys(nb as Json) as JsonObject;

@@ -90,6 +90,21 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if ((error as { type?: string })?.type === 'entity.parse.failed') {
       message = `Malformed JSON in request body: ${message}`;
     }
+    const exhausted = Private.descriptorsExhausted(error);
+    if (exhausted) {
+      status = 503;
+      message = `The gateway has run out of file descriptors (${exhausted}): try again in a moment`;
+      logger.error(
+        { err: error, method: request.method, url: request.path },
+        'out of file descriptors'
+      );
+    } else if (Private.fileSystemError(error)) {
+      // A file a static handler could not serve: its message names the file on disk.
+      message =
+        status === 404
+          ? `No such file: ${request.path}`
+          : `The file could not be served: ${request.path}`;
+    }
     if (status === undefined) {
       status = 500;
       logger.error(
@@ -117,4 +132,24 @@ export function notFound(): RequestHandler {
         errorBody(404, `No such endpoint: ${request.method} ${request.path}`)
       );
   };
+}
+
+namespace Private {
+  /** `EMFILE` or `ENFILE` when the error (or one it was caused by) is the process running out of descriptors. */
+  export function descriptorsExhausted(error: unknown): string | undefined {
+    for (let e = error, depth = 0; e && depth < 4; depth++) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EMFILE' || code === 'ENFILE') {
+        return code;
+      }
+      e = (e as { cause?: unknown }).cause;
+    }
+    return undefined;
+  }
+
+  /** Whether the error is a file system call's (it has a syscall and a path on disk). */
+  export function fileSystemError(error: unknown): boolean {
+    const e = error as NodeJS.ErrnoException | undefined;
+    return typeof e?.syscall === 'string' && typeof e.path === 'string';
+  }
 }

@@ -4,7 +4,11 @@
  *
  * @packageDocumentation
  */
-import { isNotebook, parseNotebook } from '../contents/notebook';
+import {
+  checkNotebookDepth,
+  isNotebook,
+  parseNotebook
+} from '../contents/notebook';
 import { JobRequestError } from './errors';
 
 /** A notebook in the API form (multi-line strings joined), as a job runs it. */
@@ -24,6 +28,12 @@ export interface INotebook {
  * @throws JobRequestError 400 saying what is wrong.
  */
 export function checkJobNotebook(value: unknown, what: string): INotebook {
+  try {
+    // Before anything walks it recursively (JSON.stringify below).
+    checkNotebookDepth(value, what);
+  } catch (error) {
+    throw new JobRequestError(400, (error as Error).message);
+  }
   if (!isNotebook(value)) {
     throw new JobRequestError(
       400,

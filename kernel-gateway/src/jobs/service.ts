@@ -86,7 +86,21 @@ export class JobService {
     request: RestSchemas['JobSubmitRequest'],
     user: string
   ): Promise<IJobModel> {
-    this._checkLimit(user);
+    // The slot is taken before anything is awaited, so concurrent submissions cannot overshoot the
+    // limit; it becomes the job's once the job is active, and is given back if it never is.
+    const slot = this._reserve(user);
+    try {
+      return await this._submit(request, user, slot);
+    } finally {
+      slot.release();
+    }
+  }
+
+  private async _submit(
+    request: RestSchemas['JobSubmitRequest'],
+    user: string,
+    slot: { release(): void }
+  ): Promise<IJobModel> {
     if ((request.path === undefined) === (request.notebook === undefined)) {
       throw new JobRequestError(
         400,
@@ -120,9 +134,9 @@ export class JobService {
       (request.path ? path.posix.basename(request.path) : 'notebook.ipynb');
     const outputPath =
       request.output_path !== undefined
-        ? Private.checkPath(request.output_path, 'output_path')
+        ? await this._checkOutputPath(request.output_path)
         : request.path !== undefined
-          ? Private.besideSource(request.path, id)
+          ? Private.besideSource(Private.checkPath(request.path, 'path'), id)
           : undefined;
     const record: IJobRecord = {
       id,
@@ -148,6 +162,7 @@ export class JobService {
       subscribers: new Set()
     };
     this._active.set(id, job);
+    slot.release();
     let kernel: ManagedKernel;
     try {
       kernel = await this._registry.start({
@@ -297,18 +312,59 @@ export class JobService {
     return record;
   }
 
-  private _checkLimit(user: string): void {
+  /**
+   * Take one of `user`'s job slots, or throw past the limit: jobs active and submissions under way
+   * both count. Release it once the job is active (it then counts as such) or when it fails.
+   *
+   * @throws LimitError 429.
+   */
+  private _reserve(user: string): { release(): void } {
     const limit = this._options.maxJobsPerUser;
-    if (limit <= 0) {
-      return;
-    }
-    const active = [...this._active.values()].filter(
-      j => j.record.user === user
-    ).length;
-    if (active >= limit) {
+    const active =
+      [...this._active.values()].filter(j => j.record.user === user).length +
+      (this._reserved.get(user) ?? 0);
+    if (limit > 0 && active >= limit) {
       throw new LimitError(
         429,
-        `${active} of your jobs are queued or running, the most allowed (maxJobsPerUser): wait for one to end, or cancel one`
+        `${active} of your jobs are queued, running or being submitted, the most allowed (--max-jobs-per-user ${limit}): wait for one to end, or cancel one`
+      );
+    }
+    this._reserved.set(user, (this._reserved.get(user) ?? 0) + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) {
+          return;
+        }
+        released = true;
+        const left = this._reserved.get(user)! - 1;
+        if (left > 0) {
+          this._reserved.set(user, left);
+        } else {
+          this._reserved.delete(user);
+        }
+      }
+    };
+  }
+
+  /**
+   * Check a job's `output_path` before it is queued: a path the executed notebook could not be
+   * written to is refused now, not reported after the job ran.
+   *
+   * @throws JobRequestError 400 saying what is wrong with it.
+   */
+  private async _checkOutputPath(outputPath: string): Promise<string> {
+    const checked = Private.checkPath(outputPath, 'output_path');
+    try {
+      return await this._options.contents.checkWritable(checked);
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status === undefined || status >= 500) {
+        throw error;
+      }
+      throw new JobRequestError(
+        400,
+        `output_path cannot be written: ${(error as Error).message}`
       );
     }
   }
@@ -811,6 +867,8 @@ export class JobService {
   private _log: Logger;
   private _records: JobRecords;
   private _active = new Map<string, Private.IActive>();
+  /** Submissions under way per user, not yet active: they count against the per-user limit. */
+  private _reserved = new Map<string, number>();
   private _seq = 0;
 }
 
@@ -934,6 +992,12 @@ namespace Private {
       throw new JobRequestError(
         400,
         `${field} must name a file under the root (no "..")`
+      );
+    }
+    if (trimmed.endsWith('/')) {
+      throw new JobRequestError(
+        400,
+        `${field} must name a notebook file, not a folder: ${JSON.stringify(apiPath)} ends with "/"`
       );
     }
     return trimmed;
