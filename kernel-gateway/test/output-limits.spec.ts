@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createLogger, Worker } from '../src';
 import { startGatewayProcess } from './gateway-process';
+import { startWorker } from './workers';
 import {
   KernelSocket,
   parentOf,
@@ -126,6 +127,36 @@ describe('kernel messages over the output limit', () => {
       expect((await client.execute('print(6 * 7)')).stdout).toBe('42\n');
       await client.close();
     } finally {
+      await process.stop();
+    }
+  }, 120000);
+
+  it('the same print on a remote worker reaches neither the worker nor the gateway', async () => {
+    const process = await startGatewayProcess(['--worker-port', '0']);
+    const worker = startWorker(
+      `127.0.0.1:${process.workerPort}`,
+      process.workerToken,
+      'output-host',
+      ['--max-output-mb', '8', '--simulate', 'gpu:A100:1']
+    );
+    try {
+      await worker.registered();
+      const id = await startKernel(process, {
+        name: 'python3',
+        accelerator: { kind: 'gpu', model: 'A100', count: 1 }
+      });
+      const client = await KernelSocket.connect(process, id);
+      const huge = await client.execute("print('x' * 300_000_000)");
+      expect(peakRssMib(worker.child.pid!)).toBeLessThan(250);
+      expect(peakRssMib(process.child.pid!)).toBeLessThan(250);
+      expect(huge.reply.content).toMatchObject({ status: 'ok' });
+      expect(huge.stderr).toMatch(
+        /^\[Ferry\] A message from the kernel over 8\.0 MiB was dropped as it arrived/
+      );
+      expect((await client.execute('print(6 * 7)')).stdout).toBe('42\n');
+      await client.close();
+    } finally {
+      await worker.stop();
       await process.stop();
     }
   }, 120000);
