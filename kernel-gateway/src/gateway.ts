@@ -82,6 +82,7 @@ export class Gateway {
       store: this.state,
       fileIds: this.fileIds,
       linksPerNotebook: resolved.limits.linksPerNotebook,
+      visitorsPerLink: resolved.limits.visitorsPerLink,
       reservedNames: [owner.username, owner.name, owner.display_name]
     });
     this.shareConnections = new ShareConnections(

@@ -30,6 +30,8 @@ export interface ILimits {
   connectionsPerLink: number;
   /** Share links one notebook may have at once; past it, 403. */
   linksPerNotebook: number;
+  /** Browsers one share link may admit as visitors over its life; past it, 403. */
+  visitorsPerLink: number;
   /** Wrong tokens one client address may present in a minute; past it, 429 until the minute is over. */
   authFailuresPerMinute: number;
   /** How long a client may take to send a request's headers (slow-loris), in ms. */
@@ -45,7 +47,7 @@ export namespace ILimits {
 
 /**
  * The defaults: 64 kernels (each user too), 16 terminals, 30 starts a minute, 32 jobs queued or running per user, 1000 messages a second (100 through a
- * share link), 64 sockets per share link, 20 links per notebook, 20 wrong tokens a minute.
+ * share link), 64 sockets per share link, 20 links per notebook, 500 visitors per link, 20 wrong tokens a minute.
  */
 export const DEFAULT_LIMITS: ILimits = {
   maxKernels: 64,
@@ -57,6 +59,7 @@ export const DEFAULT_LIMITS: ILimits = {
   guestWsMessagesPerSecond: 100,
   connectionsPerLink: 64,
   linksPerNotebook: 20,
+  visitorsPerLink: 500,
   authFailuresPerMinute: 20,
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 300_000

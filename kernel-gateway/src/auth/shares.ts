@@ -71,9 +71,11 @@ export class ShareStore implements IShareResolver {
     secret: string;
   }> {
     const { fileId } = await this._options.fileIds.index(request.path);
-    const live = this._all().filter(
-      link => link.fileId === fileId && !this._ended(link)
-    ).length;
+    // Links being stored count too, so concurrent requests cannot overshoot: from the check to the
+    // commit, without an await between the check and the count.
+    const live =
+      this._all().filter(link => link.fileId === fileId && !this._ended(link))
+        .length + (this._creating.get(fileId) ?? 0);
     const max = this._options.linksPerNotebook ?? ShareStore.LINKS_PER_NOTEBOOK;
     if (max > 0 && live >= max) {
       throw new LimitError(
@@ -81,6 +83,18 @@ export class ShareStore implements IShareResolver {
         `This notebook already has ${live} share links (at most ${max}): delete one first`
       );
     }
+    const done = Private.count(this._creating, fileId);
+    try {
+      return await this._create(request, fileId);
+    } finally {
+      done();
+    }
+  }
+
+  private async _create(
+    request: ShareStore.ICreate,
+    fileId: string
+  ): Promise<{ share: IShare; secret: string }> {
     const secret = randomBytes(32).toString('base64url');
     const now = this._now();
     const link: Private.ILink = {
@@ -199,7 +213,10 @@ export class ShareStore implements IShareResolver {
     }
     const shareId = resolution.access.shareId;
     const max = this._options.visitorsPerLink ?? ShareStore.VISITORS_PER_LINK;
-    if (max > 0 && this._visitorsOf(shareId).length >= max) {
+    // Visitors being stored count too, so concurrent admissions cannot overshoot.
+    const admitted =
+      this._visitorsOf(shareId).length + (this._admitting.get(shareId) ?? 0);
+    if (max > 0 && admitted >= max) {
       throw new ShareError(
         403,
         `This share link has had ${max} visitors, as many as it may: ask its owner for a new one`
@@ -208,12 +225,17 @@ export class ShareStore implements IShareResolver {
     const cookie = randomBytes(32).toString('base64url');
     const hash = Private.hash(cookie);
     const id = Private.visitorId(hash);
-    await this._visitors.put(id, {
-      hash,
-      shareId,
-      name: null,
-      since: this._now()
-    });
+    const done = Private.count(this._admitting, shareId);
+    try {
+      await this._visitors.put(id, {
+        hash,
+        shareId,
+        name: null,
+        since: this._now()
+      });
+    } finally {
+      done();
+    }
     return {
       cookie,
       access: { ...resolution.access, visitor: { id, name: null } }
@@ -416,6 +438,10 @@ export class ShareStore implements IShareResolver {
   private _secrets: Database<string, StateStore.Key>;
   /** visitor id -> visitor */
   private _visitors: Database<Private.IVisitorRecord, StateStore.Key>;
+  /** Links being stored, per file id: they count against the links a notebook may have. */
+  private _creating = new Map<string, number>();
+  /** Visitors being stored, per link: they count against the visitors a link may have. */
+  private _admitting = new Map<string, number>();
   private _listeners = new Set<(shareId: string, end: ShareEnd) => void>();
   private _renameListeners = new Set<
     (shareId: string, visitor: { id: string; name: string }) => void
@@ -465,6 +491,24 @@ export namespace ShareStore {
 }
 
 namespace Private {
+  /** Count one more under `key` in `counts`; the returned function counts it off again. */
+  export function count(counts: Map<string, number>, key: string): () => void {
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) {
+        return;
+      }
+      done = true;
+      const left = counts.get(key)! - 1;
+      if (left > 0) {
+        counts.set(key, left);
+      } else {
+        counts.delete(key);
+      }
+    };
+  }
+
   /** A link as stored. */
   export interface ILink {
     id: string;

@@ -46,6 +46,7 @@ export interface IGatewayFlags extends IKernelHostFlags {
   maxGuestWsMessages: number;
   maxShareSockets: number;
   maxShareLinks: number;
+  maxShareVisitors: number;
   roomIdle: number;
   maxAuthFailures: number;
   headersTimeout: number;
@@ -126,6 +127,7 @@ export function gatewayOptions(
       guestWsMessagesPerSecond: flags.maxGuestWsMessages,
       connectionsPerLink: flags.maxShareSockets,
       linksPerNotebook: flags.maxShareLinks,
+      visitorsPerLink: flags.maxShareVisitors,
       authFailuresPerMinute: flags.maxAuthFailures,
       headersTimeoutMs: flags.headersTimeout * 1000
     },

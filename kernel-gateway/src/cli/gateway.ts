@@ -195,6 +195,12 @@ export function gatewayCommand(): Command {
       DEFAULT_LIMITS.linksPerNotebook
     )
     .option(
+      '--max-share-visitors <count>',
+      'browsers one share link may admit as visitors over its life; more get 403 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.visitorsPerLink
+    )
+    .option(
       '--room-idle <seconds>',
       'how long a collaboration room stays open after its last client left (saved and stored first)',
       number,
