@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { KernelSocket, pollUntil, startKernel } from './helpers';
+import { isStatus, KernelSocket, pollUntil, startKernel } from './helpers';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
 import { alive, TerminalClient } from './terminal-clients';
 
@@ -145,6 +145,47 @@ function spawner(mark: string, daemon: boolean): string {
       } finally {
         client.ws.terminate();
       }
+    });
+  }
+);
+
+// The memory limit needs a cgroup with the memory controller: as root here.
+(process.getuid?.() === 0 ? describe : describe.skip)(
+  'the memory limit of kernels',
+  () => {
+    let gw: IGatewayProcess;
+
+    beforeAll(async () => {
+      gw = await startGatewayProcess(['--kernel-memory-mb', '200']);
+    });
+
+    afterAll(async () => {
+      await gw?.stop();
+    });
+
+    it('kills a kernel past --kernel-memory-mb inside its cgroup; the kernel comes back', async () => {
+      const status = await gw.api('GET', '/api/status');
+      expect(status.body.process_limits).toMatchObject({ memory_mb: 200 });
+      const id = await startKernel(gw);
+      const socket = await KernelSocket.connect(gw, id);
+      try {
+        // 1 GiB, every page touched: the OOM killer of its cgroup takes the kernel, nothing else.
+        socket.send('shell', 'execute_request', {
+          code: "hog = b'x' * (1024 * 2**20)",
+          silent: false,
+          store_history: false,
+          user_expressions: {},
+          allow_stdin: false,
+          stop_on_error: true
+        });
+        await socket.next(m => isStatus(m, 'restarting'), 60_000);
+        const run = await socket.execute('print("back")');
+        expect(run.stdout).toBe('back\n');
+        expect(gw.running()).toBe(true);
+      } finally {
+        await socket.close();
+      }
+      expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
     });
   }
 );

@@ -627,6 +627,15 @@ namespace Private {
     return async () => undefined;
   }
 
+  /** Write a control file the kernel may not have (swap accounting off): best effort. */
+  export function writeIfThere(file: string, value: string): void {
+    try {
+      writeFileSync(file, value);
+    } catch {
+      // Not there, or not accounted: the memory limit alone holds.
+    }
+  }
+
   export async function write(file: string, value: string): Promise<boolean> {
     try {
       await fs.writeFile(file, value);
@@ -730,6 +739,16 @@ namespace Private {
       try {
         for (const [file, value] of limits) {
           writeFileSync(file, value);
+        }
+        if (memoryBytes !== undefined) {
+          // With swap, the limit holds for memory and swap together (where swap is accounted).
+          Private.writeIfThere(path.join(this._dir, 'memory.swap.max'), '0');
+          if (_host.memory) {
+            Private.writeIfThere(
+              path.join(_host.memory, name, 'memory.memsw.limit_in_bytes'),
+              String(memoryBytes)
+            );
+          }
         }
       } catch (error) {
         dirs.forEach(dir => rmdirSync(dir));
