@@ -51,7 +51,7 @@ import {
   type IRoomTimings
 } from './rooms';
 import { Scheduler } from './scheduler';
-import { StateStore } from './store';
+import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
 
 /**
@@ -74,7 +74,26 @@ export class Gateway {
     this._temporaryStateDir = resolved.stateDir
       ? undefined
       : mkdtempSync(path.join(os.tmpdir(), 'ferry-state-'));
-    this.state = new StateStore(resolved.stateDir ?? this._temporaryStateDir!);
+    // One gateway per state directory: a second is refused, naming the first (pid, host, root).
+    this._stateLock = resolved.stateDir
+      ? StateDirLock.acquire(resolved.stateDir, resolved.rootDir)
+      : undefined;
+    const previous = this._stateLock?.previous;
+    if (previous && previous.pid !== process.pid) {
+      options.logger.info(
+        { previous },
+        'the state directory was left by a gateway that is gone: taken over'
+      );
+    }
+    try {
+      this.state = new StateStore(
+        resolved.stateDir ?? this._temporaryStateDir!,
+        { logger: options.logger }
+      );
+    } catch (error) {
+      this._stateLock?.release();
+      throw error;
+    }
     this.events = new EventBus();
     this.fileIds = new FileIdStore({ store: this.state, events: this.events });
     const owner = currentIdentity();
@@ -372,7 +391,7 @@ export class Gateway {
       if (this._temporaryStateDir) {
         rmSync(this._temporaryStateDir, { recursive: true, force: true });
       }
-    })();
+    })().finally(() => this._stateLock?.release());
     return this._closed;
   }
 
@@ -390,6 +409,8 @@ export namespace Gateway {
     /** Collaboration rooms' save, poll and free delays (defaults in rooms/room-file.ts). */
     roomTimings?: Partial<IRoomTimings>;
     logger: Logger;
+  /** The hold on `stateDir` (none on a temporary one). */
+  private _stateLock: StateDirLock | undefined;
     version?: string;
   }
 }

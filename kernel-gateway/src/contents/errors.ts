@@ -91,7 +91,7 @@ export function toContentsError(error: unknown, apiPath: string): unknown {
       return made(400, `Cannot move ${shown} to another file system`);
     case 'ENOSPC':
     case 'EDQUOT':
-      return made(500, `No space left on the device for ${shown}`);
+      return made(507, `No space left on the device for ${shown}`);
     default:
       return made(500, `Could not complete the request on ${shown} (${code})`);
   }

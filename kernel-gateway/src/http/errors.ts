@@ -19,6 +19,8 @@ import {
   PathOutsideRootError
 } from '../kernels';
 import { TerminalError } from '../terminals';
+import { ContentsError } from '../contents';
+import { StateStoreError } from '../store';
 
 /** An error with an HTTP status; its message is shown to the client. */
 export class HttpError extends Error {
@@ -73,6 +75,13 @@ function statusOf(error: unknown): number | undefined {
   }
   if (error instanceof KernelStartError) {
     return 500;
+  }
+  if (error instanceof StateStoreError) {
+    // The state disk is full (the store logged it once), or failing.
+    return error.full ? 507 : 503;
+  }
+  if (error instanceof ContentsError && error.status === 507) {
+    return 507; // The root's disk is full: no fault of the gateway's to log.
   }
   // body-parser's errors carry their status (400 malformed JSON, 413 too large, 415 charset).
   const status = (error as { status?: unknown; expose?: unknown })?.status;

@@ -50,10 +50,15 @@ export class JobRecords {
     return this._cache.get(id);
   }
 
-  /** Keep a record; resolves once it is on disk. */
+  /**
+   * Keep a record; resolves once it is on disk. A write the store refuses (a full disk) rejects,
+   * and is no crash for callers that do not wait for it (the store logs it).
+   */
   put(record: IJobRecord): Promise<void> {
     this._cache.set(record.id, record);
-    return this._records.put(record.id, record).then(() => undefined);
+    const written = this._records.put(record.id, record).then(() => undefined);
+    written.catch(() => undefined);
+    return written;
   }
 
   /** Keep a job's executed notebook (nbformat JSON); resolves once it is on disk. */

@@ -18,10 +18,11 @@ export class FileIdStore {
         return;
       }
       const path = event.path as string;
+      // A write the store refuses (a full disk) is logged by the store, and no crash.
       if (event.action === 'rename' && typeof event.source_path === 'string') {
-        void this.move(event.source_path, path);
+        this.move(event.source_path, path).catch(() => undefined);
       } else if (event.action === 'delete') {
-        void this.forget(path);
+        this.forget(path).catch(() => undefined);
       }
     });
   }

@@ -1,1 +1,6 @@
-export { StateStore, type StateEncoding } from './state-store';
+export {
+  StateDirLock,
+  StateDirLockedError,
+  type IStateHolder
+} from './state-lock';
+export { StateStore, StateStoreError, type StateEncoding } from './state-store';
