@@ -341,7 +341,10 @@ namespace Private {
     return found;
   }
 
-  /** cgroup v2: a subtree under this process's cgroup with `pids` (and `memory`) delegated. */
+  /**
+   * cgroup v2: a subtree with `pids` (and `memory`) delegated, under this process's own cgroup, else
+   * (root, started from a login session whose cgroup others share) under the hierarchy's root.
+   */
   export function cgroup2(options: ProcessLimits.IOptions): IHost {
     const mount = mounts(options.mountinfo).find(m => m.type === 'cgroup2');
     const own = ownPath('');
@@ -353,6 +356,23 @@ namespace Private {
       // Moved there by an earlier worker of this process (below): its parent is the delegated one.
       dir = path.dirname(dir);
     }
+    const setprivPath = needSetpriv();
+    const reasons: string[] = [];
+    for (const parent of new Set([dir, mount.mountPoint])) {
+      try {
+        return cgroup2Under(parent, options, setprivPath);
+      } catch (error) {
+        reasons.push((error as Error).message);
+      }
+    }
+    throw new Error(reasons.join('; '));
+  }
+
+  function cgroup2Under(
+    dir: string,
+    options: ProcessLimits.IOptions,
+    setprivPath: string | undefined
+  ): IHost {
     const available = Private.words(path.join(dir, 'cgroup.controllers'));
     if (!available.includes('pids')) {
       throw new Error(`cgroup2 at ${dir} has no pids controller`);
@@ -361,7 +381,6 @@ namespace Private {
     if (options.memoryBytes !== undefined && available.includes('memory')) {
       wanted.push('memory');
     }
-    const setprivPath = needSetpriv();
     sweepStale(dir, undefined, options.logger);
     enableControllers(dir, wanted, options.logger);
     const base = path.join(dir, baseName());
