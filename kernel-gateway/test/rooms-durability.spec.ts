@@ -484,4 +484,62 @@ describe('rooms after a crash', () => {
     expect(cellSources(reader.doc)).toEqual(['before the crash']);
     reader.close();
   });
+
+  it('an edit another client received survives a kill -9 at that moment (15 rounds)', async () => {
+    writeFileSync(path.join(rootDir, 'relayed.ipynb'), notebook(['']));
+    let expected = '';
+    for (let round = 0; round < 15; round++) {
+      const gw = await gatewayProcess();
+      const opened = await gw.api(
+        'PUT',
+        '/api/collaboration/session/relayed.ipynb',
+        { format: 'json', type: 'notebook' }
+      );
+      const { fileId, sessionId } = opened.body;
+      const room = `json:notebook:${fileId}`;
+      const join = async () => {
+        const client = await RawRoomClient.connect(gw.url, room, {
+          token: gw.token,
+          sessionId
+        });
+        await client.sync();
+        return client;
+      };
+      const [writer, watcher] = [await join(), await join()];
+      // Every edit relayed in the rounds before is there.
+      expect(cellSources(watcher.doc)).toEqual([expected]);
+      const text = `r${round};`;
+      const killed = new Promise<void>(resolve => {
+        const check = () => {
+          if (cellSources(watcher.doc)[0].endsWith(text)) {
+            // The moment the other client has it, before anything else can happen.
+            gw.child.kill('SIGKILL');
+            watcher.doc.off('update', check);
+            resolve();
+          }
+        };
+        watcher.doc.on('update', check);
+      });
+      writer.change(doc => cellSource(doc, 0).insert(expected.length, text));
+      await killed;
+      await gw.exited;
+      writer.close();
+      watcher.close();
+      expected += text;
+    }
+    const last = await gatewayProcess();
+    const opened = await last.api(
+      'PUT',
+      '/api/collaboration/session/relayed.ipynb',
+      { format: 'json', type: 'notebook' }
+    );
+    const reader = await RawRoomClient.connect(
+      last.url,
+      `json:notebook:${opened.body.fileId}`,
+      { token: last.token, sessionId: opened.body.sessionId }
+    );
+    await reader.sync();
+    expect(cellSources(reader.doc)).toEqual([expected]);
+    reader.close();
+  }, 120_000);
 });

@@ -155,6 +155,12 @@ export class RoomConnection implements Room.IPeer {
     if (this._awarenessOnly) {
       return;
     }
+    // The room cannot store edits now (a full disk): the client reconnects and tries again later.
+    const refusal = this.room.refusal(update);
+    if (refusal) {
+      this.close(RoomCloseCode.TryAgainLater, refusal);
+      return;
+    }
     if (
       !mayEdit(this.access) &&
       update.length > RoomConnection.MAX_RESTRICTED_UPDATE_BYTES

@@ -9,7 +9,7 @@ import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
 import type { Access } from '../auth';
 import { ContentsError, type FileContentsManager } from '../contents';
-import type { StateStore } from '../store';
+import { StateStoreError, type StateStore } from '../store';
 import { RoomConnection } from './connection';
 import type { FileIdStore } from './file-ids';
 import {
@@ -205,8 +205,13 @@ export class RoomManager {
     try {
       entry = await this._acquire(name);
     } catch (error) {
+      // A store that cannot take the room's history now (a full disk): the client tries again.
       const code =
-        error instanceof RoomError ? error.code : RoomCloseCode.ServerError;
+        error instanceof RoomError
+          ? error.code
+          : error instanceof StateStoreError
+            ? RoomCloseCode.TryAgainLater
+            : RoomCloseCode.ServerError;
       if (code === RoomCloseCode.ServerError) {
         this._options.logger.error(
           { err: error, room: name },

@@ -5,8 +5,13 @@
  *   the same content), the doc is the stored history (same history: reconnecting clients merge
  *   without duplicating cells) and the session id stays; otherwise the doc is built from the file with a fixed client id (the same
  *   file always gives the same history) under a new session id, and the stored history restarts.
- * - Every update is appended to the store (writes awaited before the room is freed), the history
- *   merged into one update past a number of them.
+ * - Every update is appended to the store (the updates of one tick as one write), and sent to the
+ *   other clients once that write is committed: an edit another client has seen survives a crash
+ *   of the gateway (kill -9). The history is merged into one update past a number of them.
+ * - When the store cannot take a write (its disk is full), the updates it refused stay in memory
+ *   and are tried again every {@link RoomFile.RETRY_MS}; meanwhile the room refuses edits (clients
+ *   that send one are closed with 1013 and reconnect), keeps serving what it has, and says so in
+ *   the log once. Once a write works again, everything is stored and relayed, and edits are taken.
  * - Saves are debounced and atomic, through the contents manager (rooted).
  * - While the room is open the file is polled: changed outside Ferry, the disk wins and the doc is
  *   replaced in one transaction, which clients get as any other update.
@@ -14,6 +19,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { StateStoreError } from '../store';
 import type { Logger } from 'pino';
 import * as Y from 'yjs';
 import type { FileContentsManager } from '../contents';
@@ -123,11 +129,18 @@ export class RoomFile {
     // update is in it, and not stored again: a history of one update reloads as it is, unmerged.
     const whole = file.room.wholeUpdate();
     file._unstored = [];
-    await store.reset(id, base, whole, {
-      sessionId,
-      hash: model.hash,
-      savedSeq: base
-    });
+    try {
+      await store.reset(id, base, whole, {
+        sessionId,
+        hash: model.hash,
+        savedSeq: base
+      });
+    } catch (error) {
+      // The store cannot take it (a full disk): the room does not open, and tells why.
+      clearInterval(file._poll);
+      file.room.destroy(RoomCloseCode.TryAgainLater, 'The room could not open');
+      throw error;
+    }
     return file;
   }
 
@@ -145,7 +158,13 @@ export class RoomFile {
     this._kind = kind;
     this._hash = model.hash;
     this._stamp = fileStamp(model);
-    this.room = new Room({ id: options.id, doc, sessionId, ...room });
+    this.room = new Room({
+      id: options.id,
+      doc,
+      sessionId,
+      relayWhenStored: true,
+      ...room
+    });
     this.room.saver = () => this.save();
     doc.on('update', this._onUpdate);
     this._markState({ path: this.path, hash: this._hash });
@@ -190,6 +209,10 @@ export class RoomFile {
       this._saveTimer = undefined;
       await this.save();
       await this.flush();
+      // Updates the store refused get one last try, then the room goes.
+      this._stopping = true;
+      this._wake.splice(0).forEach(wake => wake());
+      await this._relayed;
       this.room.doc.off('update', this._onUpdate);
       this.room.destroy(code, reason);
     })();
@@ -198,7 +221,7 @@ export class RoomFile {
 
   private _onUpdate = (update: Uint8Array, origin: unknown): void => {
     // Stored once a tick, merged: a burst of keystrokes is one write.
-    this._unstored.push(update);
+    this._unstored.push({ update, origin });
     if (this._unstored.length === 1) {
       setImmediate(this._store);
     }
@@ -208,25 +231,33 @@ export class RoomFile {
     }
   };
 
-  /** Append the updates of this tick to the stored history (and compact it when it is long). */
+  /**
+   * Append the updates of this tick to the stored history as one (and compact it when it is long);
+   * each is relayed to the other clients once it is stored, in order.
+   */
   private _store = (): void => {
-    const updates = this._unstored;
-    if (updates.length === 0) {
+    const batch = this._unstored;
+    if (batch.length === 0) {
       return;
     }
     this._unstored = [];
+    const update =
+      batch.length === 1
+        ? batch[0].update
+        : Y.mergeUpdates(batch.map(change => change.update));
     const seq = this._seq++;
-    this._track(
-      this._options.store.append(
-        this.room.id,
-        seq,
-        updates.length === 1 ? updates[0] : Y.mergeUpdates(updates)
-      )
+    const stored = this._write(
+      this._options.store.append(this.room.id, seq, update)
     );
+    void stored.then(error => {
+      if (error) {
+        this._missing++;
+      }
+    });
     if (seq - this._baseSeq >= this._timings.compactAfter) {
       const base = this._seq++;
       this._baseSeq = base;
-      this._track(
+      void this._write(
         this._options.store.reset(
           this.room.id,
           base,
@@ -234,7 +265,81 @@ export class RoomFile {
         )
       );
     }
+    this._relayed = this._relayed.then(async () => {
+      const error = await stored;
+      if (error && !(await this._keep(update, batch, error))) {
+        return;
+      }
+      for (const change of batch) {
+        this.room.relay(change.update, change.origin);
+      }
+    });
   };
+
+  /**
+   * The store refused `update` (the changes of `batch`): the room refuses edits, the writers of
+   * these changes are told, and the update is tried again until it is stored (or the room closes).
+   *
+   * @returns whether it was stored in the end.
+   */
+  private async _keep(
+    update: Uint8Array,
+    batch: Private.IChange[],
+    error: Error
+  ): Promise<boolean> {
+    const { logger } = this._options;
+    const reason = RoomFile.refusalReason(error);
+    if (!this._refusing) {
+      this._refusing = true;
+      this.room.refuseEdits(reason);
+      logger.warn(
+        { room: this.room.id, err: error.message },
+        'a room refuses edits until its updates can be stored (those made already are kept in memory and tried again)'
+      );
+    }
+    for (const { origin } of batch) {
+      const peer = origin as Room.IPeer;
+      if (this.room.connections.has(peer)) {
+        peer.close(RoomCloseCode.TryAgainLater, reason);
+      }
+    }
+    for (;;) {
+      const stopping = this._stopping;
+      if (!stopping) {
+        await new Promise<void>(resolve => {
+          const timer = setTimeout(resolve, RoomFile.RETRY_MS);
+          timer.unref();
+          this._wake.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      const again = await this._write(
+        this._options.store.append(this.room.id, this._seq++, update)
+      );
+      if (!again) {
+        break;
+      }
+      if (stopping) {
+        logger.error(
+          { room: this.room.id, err: again.message },
+          'a room closed with edits the store could not take: only its file has them (if it could be saved)'
+        );
+        return false;
+      }
+    }
+    this._missing--;
+    if (this._missing === 0 && this._refusing) {
+      this._refusing = false;
+      this.room.refuseEdits(undefined);
+      logger.info(
+        { room: this.room.id },
+        'a room stores its updates again and takes edits'
+      );
+    }
+    return true;
+  }
 
   /** Save once edits pause, or once the first unsaved one waited long enough. */
   private _scheduleSave(): void {
@@ -385,14 +490,25 @@ export class RoomFile {
     await this._recordSaved();
   }
 
-  /** The file now holds every update up to `upto` (default: every update so far). */
+  /**
+   * The file now holds every update up to `upto` (default: every update so far). Recorded only
+   * while the stored history holds every update: a history that lacks some must not pass for the
+   * file's (the file wins at the next load instead).
+   */
   private async _recordSaved(upto?: number): Promise<void> {
     this._store();
-    await this._options.store.setMeta(this.room.id, {
-      sessionId: this.room.sessionId,
-      hash: this._hash,
-      savedSeq: upto ?? this._seq - 1
-    });
+    const savedSeq = upto ?? this._seq - 1;
+    await Promise.all([...this._writes]);
+    if (this._missing > 0) {
+      return;
+    }
+    await this._write(
+      this._options.store.setMeta(this.room.id, {
+        sessionId: this.room.sessionId,
+        hash: this._hash,
+        savedSeq
+      })
+    );
   }
 
   /** Run file work one piece at a time (a save and a poll never interleave). */
@@ -405,15 +521,20 @@ export class RoomFile {
     return result;
   }
 
-  private _track(write: Promise<void>): void {
-    const tracked = write.catch(error =>
-      this._options.logger.error(
-        { err: error, room: this.room.id },
-        'a room update could not be stored'
-      )
+  /**
+   * Follow a write to the store until it settles ({@link flush} waits for it).
+   *
+   * @returns its error (the store logs failures), undefined once it is committed.
+   */
+  private _write(write: Promise<unknown>): Promise<Error | undefined> {
+    const tracked = write.then(
+      () => undefined,
+      (error: unknown) =>
+        error instanceof Error ? error : new Error(String(error))
     );
     this._writes.add(tracked);
     void tracked.then(() => this._writes.delete(tracked));
+    return tracked;
   }
 
   private _options: RoomFile.IOptions;
@@ -429,11 +550,21 @@ export class RoomFile {
   private _lastEdit = 0;
   /** How long the last save took (ms). */
   private _saveCostMs = 0;
-  private _unstored: Uint8Array[] = [];
+  private _unstored: Private.IChange[] = [];
+  /** Relays, in the order of their writes: each waits for its updates to be stored. */
+  private _relayed: Promise<void> = Promise.resolve();
+  /** Updates the store refused and not yet stored again. */
+  private _missing = 0;
+  /** Whether the room refuses edits because the store refuses its updates. */
+  private _refusing = false;
+  /** The room is closing: refused updates get one last try. */
+  private _stopping = false;
+  /** Wake the waits between tries (the room closes). */
+  private _wake: (() => void)[] = [];
   private _saveTimer: NodeJS.Timeout | undefined;
   private _poll: NodeJS.Timeout;
   private _queue: Promise<void> = Promise.resolve();
-  private _writes = new Set<Promise<void>>();
+  private _writes = new Set<Promise<Error | undefined>>();
   private _closed: Promise<void> | undefined;
 }
 
@@ -453,9 +584,25 @@ export namespace RoomFile {
 
   /** The client id files are loaded with: the same file always gives the same history. */
   export const FILE_CLIENT_ID = 0;
+
+  /** How often updates the store refused are tried again. */
+  export const RETRY_MS = 2000;
+
+  /** What clients whose edits are refused are told (a close reason: 123 bytes at most). */
+  export function refusalReason(error: Error): string {
+    return error instanceof StateStoreError && error.full
+      ? "The gateway's state disk is full: edits are refused until space frees"
+      : 'The gateway cannot store edits now: they are refused until it can';
+  }
 }
 
 namespace Private {
+  /** A change of the doc: its update and where it came from (a connection, or the server). */
+  export interface IChange {
+    update: Uint8Array;
+    origin: unknown;
+  }
+
   /** The origin of the doc's "saved" mark: not an edit. */
   export const SAVED = Symbol('saved');
   /** The origin of content taken from the disk: already saved. */

@@ -1,8 +1,9 @@
 /**
  * A room: one Y doc and its awareness, and the sockets connected to it. Updates a connection may
- * make are applied to the doc and sent to every other connection; awareness states are relayed to
- * every connection (the sender too: JupyterLab's client takes it as a keep-alive) and expire 30 s
- * after their last renewal. What a room's doc has to do with a file is room-file.ts's.
+ * make are applied to the doc and sent to every other connection (a room with a stored history
+ * sends each once it is stored: {@link Room.relay}); awareness states are relayed to every
+ * connection (the sender too: JupyterLab's client takes it as a keep-alive) and expire 30 s after
+ * their last renewal. What a room's doc has to do with a file is room-file.ts's.
  */
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
@@ -26,6 +27,7 @@ export class Room {
     this.doc = options.doc;
     this.sessionId = options.sessionId;
     this._isolateShares = options.isolateShares ?? false;
+    this._relayWhenStored = options.relayWhenStored ?? false;
     if (options.wholeUpdate) {
       this._keepWhole(options.wholeUpdate);
     }
@@ -206,6 +208,38 @@ export class Room {
     );
   }
 
+  /**
+   * Send a change of the doc to every connection but `origin`'s (what a room that relays when
+   * stored calls once the change is stored).
+   */
+  relay(update: Uint8Array, origin: unknown): void {
+    const message = Private.syncMessage(SyncType.Update, update);
+    for (const connection of this._connections) {
+      if (connection !== origin) {
+        connection.send(message);
+      }
+    }
+  }
+
+  /**
+   * Refuse the edits of every connection from now on, for `reason` (what its clients are told); or
+   * accept them again (undefined).
+   */
+  refuseEdits(reason: string | undefined): void {
+    this._refusal = reason;
+  }
+
+  /**
+   * Why `update` from a client is refused: while the room refuses edits, an update that would
+   * change the doc (a client's sync step 2 that brings nothing new passes).
+   */
+  refusal(update: Uint8Array): string | undefined {
+    if (this._refusal === undefined || !Private.changes(this.doc, update)) {
+      return undefined;
+    }
+    return this._refusal;
+  }
+
   /** Close every connection with `code` and stop relaying. */
   destroy(code: number, reason: string): void {
     for (const connection of [...this._connections]) {
@@ -224,11 +258,8 @@ export class Room {
 
   private _onUpdate = (update: Uint8Array, origin: unknown): void => {
     this._wholeDoc = undefined;
-    const message = Private.syncMessage(SyncType.Update, update);
-    for (const connection of this._connections) {
-      if (connection !== origin) {
-        connection.send(message);
-      }
+    if (!this._relayWhenStored) {
+      this.relay(update, origin);
     }
   };
 
@@ -259,6 +290,8 @@ export class Room {
   private _wholeDocOffset = 0;
   private _awarenessOwners = new Map<number, Room.IPeer>();
   private _isolateShares: boolean;
+  private _relayWhenStored: boolean;
+  private _refusal: string | undefined;
 }
 
 export namespace Room {
@@ -290,6 +323,11 @@ export namespace Room {
      * first clients get it as it is, without the doc being encoded again.
      */
     wholeUpdate?: Uint8Array;
+    /**
+     * Changes of the doc are sent to the connections by whoever stores them ({@link Room.relay}),
+     * once stored, not as they are made.
+     */
+    relayWhenStored?: boolean;
   }
 }
 
@@ -355,6 +393,30 @@ namespace Private {
   /** A step 2 carrying `update`. */
   export function step2(update: Uint8Array): Uint8Array {
     return syncMessage(SyncType.Step2, update);
+  }
+
+  /** Whether `update` holds content or a deletion that `doc` lacks. */
+  export function changes(doc: Y.Doc, update: Uint8Array): boolean {
+    const fresh = Y.decodeUpdate(
+      Y.diffUpdate(update, Y.encodeStateVector(doc))
+    );
+    if (fresh.structs.length > 0) {
+      return true;
+    }
+    const known = Y.createDeleteSetFromStructStore(doc.store).clients;
+    for (const [client, deletions] of fresh.ds.clients) {
+      const ranges = known.get(client) ?? [];
+      for (const { clock, len } of deletions) {
+        const covered = ranges.some(
+          range =>
+            range.clock <= clock && clock + len <= range.clock + range.len
+        );
+        if (!covered) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   export function awarenessMessage(update: Uint8Array): Uint8Array {
