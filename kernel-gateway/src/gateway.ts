@@ -397,6 +397,8 @@ export class Gateway {
 
   private _closed: Promise<void> | undefined;
   private _temporaryStateDir: string | undefined;
+  /** The hold on `stateDir` (none on a temporary one). */
+  private _stateLock: StateDirLock | undefined;
   private _workerPort: number | undefined;
 }
 
@@ -409,8 +411,6 @@ export namespace Gateway {
     /** Collaboration rooms' save, poll and free delays (defaults in rooms/room-file.ts). */
     roomTimings?: Partial<IRoomTimings>;
     logger: Logger;
-  /** The hold on `stateDir` (none on a temporary one). */
-  private _stateLock: StateDirLock | undefined;
     version?: string;
   }
 }
