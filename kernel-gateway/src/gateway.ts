@@ -185,6 +185,13 @@ export class Gateway {
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
     publishKernelActions(this.registry, this.events);
+    // A link reaches the kernel its notebook uses now: its sockets on another one close.
+    this.sessions.onChanged(() =>
+      this.shareConnections.closeStrayKernels(shareId => {
+        const path = this.shares.get(shareId)?.path;
+        return path ? this.sessions.kernelOf(path) : undefined;
+      })
+    );
     const userSettingsDir = path.resolve(
       resolved.labSettingsDir ?? LabBuild.defaultSettingsDir()
     );

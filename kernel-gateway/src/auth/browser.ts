@@ -135,7 +135,12 @@ export function authenticate(
       });
       return;
     }
-    if (page && credential === 'cookie' && !TokenAuth.cookies(request)._xsrf) {
+    if (
+      page &&
+      credential === 'cookie' &&
+      (TokenAuth.cookies(request)._xsrf?.length ?? 0) <
+        TokenAuth.XSRF_MIN_LENGTH
+    ) {
       response.append('Set-Cookie', auth.xsrfCookie(request));
     }
     next();

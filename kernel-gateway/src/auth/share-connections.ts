@@ -1,6 +1,7 @@
 /**
- * The websockets open through each share link: how many a link may hold at once, and closing them
- * all when the link is revoked or expires.
+ * The websockets open through each share link: how many a link may hold at once, closing them all
+ * when the link is revoked or expires (upgrades still waiting too), and closing a link's kernel
+ * sockets when its notebook no longer uses their kernel.
  */
 
 /** What is needed of a websocket here (ws's WebSocket has it). */
@@ -51,7 +52,8 @@ export class ShareConnections {
     shareId: string,
     socket: IClosableSocket,
     name: string,
-    visitorId?: string
+    visitorId?: string,
+    kernelId?: string
   ): void {
     let sockets = this._sockets.get(shareId);
     if (!sockets) {
@@ -61,7 +63,8 @@ export class ShareConnections {
     sockets.set(socket, {
       name,
       since: new Date().toISOString(),
-      visitorId
+      visitorId,
+      kernelId
     });
     socket.once('close', () => {
       sockets.delete(socket);
@@ -69,6 +72,55 @@ export class ShareConnections {
         this._sockets.delete(shareId);
       }
     });
+  }
+
+  /**
+   * An upgrade through `shareId` that waits (for its kernel) before it opens: when the link ends
+   * meanwhile, `refuse` is called with why, and the upgrade must not open.
+   *
+   * @returns a function to call once the upgrade opened or gave up.
+   */
+  pending(shareId: string, refuse: (reason: string) => void): () => void {
+    let waiting = this._pending.get(shareId);
+    if (!waiting) {
+      waiting = new Set();
+      this._pending.set(shareId, waiting);
+    }
+    const entry = { refuse };
+    waiting.add(entry);
+    return () => {
+      waiting.delete(entry);
+      if (waiting.size === 0 && this._pending.get(shareId) === waiting) {
+        this._pending.delete(shareId);
+      }
+    };
+  }
+
+  /**
+   * Close the kernel sockets of every link whose notebook no longer uses their kernel (its session
+   * moved to another kernel, or went), with {@link ShareConnections.MOVED_CODE}.
+   *
+   * @param kernelOf - the kernel a link's notebook uses now (undefined: none, or the link is gone).
+   */
+  closeStrayKernels(kernelOf: (shareId: string) => string | undefined): void {
+    for (const [shareId, sockets] of [...this._sockets]) {
+      const now = kernelOf(shareId);
+      for (const [socket, entry] of [...sockets]) {
+        if (entry.kernelId === undefined || entry.kernelId === now) {
+          continue;
+        }
+        sockets.delete(socket);
+        socket.close(
+          ShareConnections.MOVED_CODE,
+          now === undefined
+            ? 'The shared notebook no longer uses this kernel'
+            : `The shared notebook uses another kernel now: ${now}`
+        );
+      }
+      if (sockets.size === 0 && this._sockets.get(shareId) === sockets) {
+        this._sockets.delete(shareId);
+      }
+    }
   }
 
   /** The visitor `visitorId` of `shareId` goes by `name` now, on the sockets open already too. */
@@ -97,12 +149,20 @@ export class ShareConnections {
     return [...first].map(([name, since]) => ({ name, since }));
   }
 
-  /** Close every socket open through `shareId`, with `code` and `reason`. */
+  /**
+   * Close every socket open through `shareId`, with `code` and `reason`, and refuse its upgrades
+   * that still wait.
+   */
   close(
     shareId: string,
     code: number = ShareConnections.CLOSE_CODE,
     reason = 'This share link no longer works'
   ): void {
+    const waiting = this._pending.get(shareId);
+    this._pending.delete(shareId);
+    for (const { refuse } of waiting ?? []) {
+      refuse(reason);
+    }
     const sockets = this._sockets.get(shareId);
     this._sockets.delete(shareId);
     for (const socket of sockets?.keys() ?? []) {
@@ -112,7 +172,14 @@ export class ShareConnections {
 
   private _sockets = new Map<
     string,
-    Map<IClosableSocket, IConnectedVisitor & { visitorId?: string }>
+    Map<
+      IClosableSocket,
+      IConnectedVisitor & { visitorId?: string; kernelId?: string }
+    >
+  >();
+  private _pending = new Map<
+    string,
+    Set<{ refuse: (reason: string) => void }>
   >();
 }
 
@@ -123,4 +190,9 @@ export namespace ShareConnections {
   export const CLOSE_CODE = 4403;
   /** The close code when the shared notebook was deleted: 4000 + HTTP 404, as rooms close theirs. */
   export const GONE_CODE = 4404;
+  /**
+   * The close code of a link's kernel socket once its notebook uses another kernel (or none): 4000 +
+   * HTTP 410, the kernel is gone from what the link reaches; the link itself still works.
+   */
+  export const MOVED_CODE = 4410;
 }

@@ -24,6 +24,10 @@ type Credential = 'token' | 'cookie';
  * restarts with the same token and dies with a new one. Cookie-authenticated requests that change
  * something must echo the `_xsrf` cookie in `X-XSRFToken`, as JupyterLab's ServerConnection does
  * against jupyter_server; header and query tokens cannot be sent by another site, so they are exempt.
+ * The `_xsrf` cookie is the browser's own random value (a double-submit cookie, as tornado's in
+ * jupyter_server): the gateway keeps nothing of it, so it survives a restart (a visitor's cookie
+ * outlives a new token), the owner and a link's visitor in one browser share it, and no visitor
+ * learns a value that would pass for the owner's.
  */
 export class TokenAuth implements IAccessResolver {
   /**
@@ -33,7 +37,6 @@ export class TokenAuth implements IAccessResolver {
     this._token = token === undefined ? undefined : Buffer.from(token, 'utf8');
     this._shares = shares;
     this._cookieValue = this._derive('sign-in cookie');
-    this._xsrfValue = this._derive('xsrf');
   }
 
   /** Whether requests must carry the token. */
@@ -75,6 +78,16 @@ export class TokenAuth implements IAccessResolver {
   }
 
   /**
+   * Who the request acts as now, worked out again: for a request that waited (a websocket upgrade
+   * waiting for its kernel) while its share link may have been revoked. {@link access} and
+   * {@link refusal} answer as this did from then on.
+   */
+  recheck(request: IncomingMessage): Access | undefined {
+    this._identified.delete(request);
+    return this.access(request);
+  }
+
+  /**
    * Why a request that presents a share link's secret or visitor cookie is refused (the link was
    * revoked, expired, or its notebook deleted): the message of its 403. Undefined otherwise.
    */
@@ -105,7 +118,8 @@ export class TokenAuth implements IAccessResolver {
 
   /**
    * Whether a cookie-authenticated request that changes something echoes the XSRF cookie: the
-   * `X-XSRFToken` header (or an `_xsrf` query argument) must equal this gateway's XSRF value.
+   * `X-XSRFToken` header (or an `_xsrf` query argument) must equal the request's own `_xsrf`
+   * cookie, which only a page of this origin can read.
    */
   checkXsrf(request: IncomingMessage): boolean {
     const header = request.headers['x-xsrftoken'];
@@ -113,7 +127,13 @@ export class TokenAuth implements IAccessResolver {
       (Array.isArray(header) ? header[0] : header) ??
       Private.query(request).get('_xsrf') ??
       undefined;
-    return presented !== undefined && Private.equal(presented, this._xsrfValue);
+    const cookie = TokenAuth.cookies(request)._xsrf;
+    return (
+      presented !== undefined &&
+      cookie !== undefined &&
+      cookie.length >= TokenAuth.XSRF_MIN_LENGTH &&
+      Private.equal(presented, cookie)
+    );
   }
 
   /**
@@ -143,9 +163,17 @@ export class TokenAuth implements IAccessResolver {
     ];
   }
 
-  /** The `Set-Cookie` value of the `_xsrf` cookie (readable by the page's script, by design). */
+  /**
+   * The `Set-Cookie` value of the `_xsrf` cookie (readable by the page's script, by design): the
+   * browser's own when it has one, else a new random one.
+   */
   xsrfCookie(request: IncomingMessage): string {
-    return serializeCookie('_xsrf', this._xsrfValue, {
+    const own = TokenAuth.cookies(request)._xsrf;
+    const value =
+      own !== undefined && own.length >= TokenAuth.XSRF_MIN_LENGTH
+        ? own
+        : randomBytes(24).toString('base64url');
+    return serializeCookie('_xsrf', value, {
       sameSite: 'lax',
       secure: Private.isSecure(request),
       path: '/'
@@ -248,12 +276,13 @@ export class TokenAuth implements IAccessResolver {
     Private.Identified | undefined
   >();
   private _cookieValue: string;
-  private _xsrfValue: string;
 }
 
 export namespace TokenAuth {
   /** How long a browser stays signed in: 30 days, as jupyter_server's login cookie. */
   export const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
+  /** The shortest `_xsrf` cookie taken (an empty or short one would be guessed). */
+  export const XSRF_MIN_LENGTH = 16;
 }
 
 /**

@@ -276,12 +276,9 @@ export function shareRuleContext(
   registry: KernelRegistry,
   contents?: FileContentsManager
 ): IShareRuleContext {
-  const session = sessions
-    .list()
-    .find(s => s.path === access.path && s.kernel !== null);
   return {
     access,
-    kernelId: session?.kernel?.id,
+    kernelId: sessions.kernelOf(access.path),
     sessions,
     registry,
     contents

@@ -226,6 +226,15 @@ export class UpgradeRouter {
     if (!kernel) {
       return Private.refuse(socket, 404, `Kernel does not exist: ${kernelId}`);
     }
+    // A link's upgrade that waits is refused if the link ends meanwhile (ShareConnections.close).
+    let ended: string | undefined;
+    const release =
+      access.kind === 'share'
+        ? this._options.shareConnections.pending(access.shareId, reason => {
+            ended = reason;
+            Private.refuse(socket, 403, reason);
+          })
+        : undefined;
     // The kernel-info handshake: clients connect once the kernel answers and its iopub flows. A
     // kernel waiting in the queue accepts clients at once; what they send waits with it.
     try {
@@ -236,16 +245,35 @@ export class UpgradeRouter {
         503,
         `Kernel is not running: ${(error as Error).message}`
       );
+    } finally {
+      release?.();
+    }
+    if (ended !== undefined) {
+      return;
     }
     if (this._options.registry.get(kernelId) !== kernel) {
       return Private.refuse(socket, 404, `Kernel does not exist: ${kernelId}`);
+    }
+    // What held while it waited may not hold now: the link again (revoked, expired, its notebook
+    // gone) and the notebook's kernel (its session moved to another).
+    const now = access.kind === 'share' ? auth.recheck(request) : access;
+    if (!now) {
+      return Private.refuse(
+        socket,
+        403,
+        auth.refusal(request) ?? 'This share link no longer works'
+      );
+    }
+    const stillRefused = this._shareRefusal(now, url.pathname);
+    if (stillRefused) {
+      return Private.refuse(socket, stillRefused.status, stillRefused.message);
     }
     const sessionId = url.searchParams.get('session_id') || undefined;
     if (socket.destroyed) {
       return;
     }
     this._wss.handleUpgrade(request, socket, head, ws => {
-      this._limitMessages(ws, kernelId, access);
+      this._limitMessages(ws, kernelId, now);
       const framing: Framing = ws.protocol === V1_SUBPROTOCOL ? 'v1' : 'legacy';
       (socket as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(
         true
@@ -266,11 +294,18 @@ export class UpgradeRouter {
 
   /**
    * Count a socket opened by a share link's holder against its link (closed with the link when it is
-   * revoked or expires). Sockets of other endpoints (rooms) call this too.
+   * revoked or expires); a kernel's socket also with its kernel, closed when the link's notebook
+   * moves to another. Sockets of other endpoints (rooms) call this too.
    */
-  trackShare(ws: WebSocket, access: IShareAccess): void {
+  trackShare(ws: WebSocket, access: IShareAccess, kernelId?: string): void {
     const { id, name } = visitorName(access);
-    this._options.shareConnections.track(access.shareId, ws, name, id);
+    this._options.shareConnections.track(
+      access.shareId,
+      ws,
+      name,
+      id,
+      kernelId
+    );
   }
 
   /**
@@ -394,7 +429,7 @@ export class UpgradeRouter {
   ): void {
     const guest = access?.kind === 'share';
     if (guest) {
-      this.trackShare(ws, access);
+      this.trackShare(ws, access, kernelId);
     }
     const perSecond =
       (guest ? this._options.guestMessagesPerSecond : undefined) ??

@@ -52,6 +52,29 @@ export class SessionStore {
     return [...this._sessions.keys()].map(id => this.get(id));
   }
 
+  /**
+   * The kernel a notebook at `path` uses: that of its first session whose kernel exists (what a
+   * share link of the notebook reaches).
+   */
+  kernelOf(path: string): string | undefined {
+    for (const session of this._sessions.values()) {
+      if (session.path === path && this._registry.get(session.kernelId)) {
+        return session.kernelId;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Call `listener` after a session is made, moved to another kernel or path, or removed.
+   *
+   * @returns a function that stops the calls.
+   */
+  onChanged(listener: () => void): () => void {
+    this._listeners.add(listener);
+    return () => this._listeners.delete(listener);
+  }
+
   /** The path of the first session bound to a kernel, if any (no kernel models built). */
   pathOf(kernelId: string): string | undefined {
     for (const session of this._sessions.values()) {
@@ -94,6 +117,7 @@ export class SessionStore {
       type: request.type ?? 'notebook',
       kernelId
     });
+    this._changed();
     return this.get(id);
   }
 
@@ -111,6 +135,8 @@ export class SessionStore {
       const previous = session.kernelId;
       const next = await this._kernelFor(request, path);
       session.kernelId = next;
+      session.path = path;
+      this._changed();
       if (
         previous !== next &&
         this._registry.get(previous) &&
@@ -122,6 +148,7 @@ export class SessionStore {
     session.path = path;
     session.name = request.name ?? session.name;
     session.type = request.type ?? session.type;
+    this._changed();
     return this.get(id);
   }
 
@@ -132,6 +159,7 @@ export class SessionStore {
       throw new NoSuchSessionError(id);
     }
     this._sessions.delete(id);
+    this._changed();
     if (
       this._registry.get(session.kernelId) &&
       !this._isShared(session.kernelId)
@@ -142,10 +170,15 @@ export class SessionStore {
 
   /** Forget sessions whose kernel is gone. */
   dropKernel(kernelId: string): void {
+    let dropped = false;
     for (const [id, session] of this._sessions) {
       if (session.kernelId === kernelId) {
         this._sessions.delete(id);
+        dropped = true;
       }
+    }
+    if (dropped) {
+      this._changed();
     }
   }
 
@@ -180,6 +213,13 @@ export class SessionStore {
     return [...this._sessions.values()].some(s => s.kernelId === kernelId);
   }
 
+  private _changed(): void {
+    for (const listener of [...this._listeners]) {
+      listener();
+    }
+  }
+
+  private _listeners = new Set<() => void>();
   private _sessions = new Map<
     string,
     { id: string; path: string; name: string; type: string; kernelId: string }
