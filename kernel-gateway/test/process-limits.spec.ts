@@ -4,7 +4,14 @@
  * `setsid` daemon; at most the limit run, the gateway keeps answering, and a DELETE leaves nothing.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { isStatus, KernelSocket, pollUntil, startKernel } from './helpers';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
@@ -16,6 +23,19 @@ const LIMIT = 64;
 const TRIES = 400;
 /** In the command line of every process the tests start, to find (and kill) them in /proc. */
 const MARK = `ferry-limits-${process.pid}-${randomUUID().slice(0, 8)}`;
+
+/** A gateway process of these tests, with a state directory of its own (removed by `stop`). */
+async function startGateway(args: string[]): Promise<IGatewayProcess> {
+  const stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-limits-state-'));
+  const gw = await startGatewayProcess([...args, '--state-dir', stateDir]);
+  const stop = gw.stop;
+  gw.stop = async () => {
+    const code = await stop();
+    rmSync(stateDir, { recursive: true, force: true });
+    return code;
+  };
+  return gw;
+}
 
 /** Live processes whose command line holds `mark`. */
 function marked(mark: string): number[] {
@@ -61,7 +81,7 @@ function spawner(mark: string, daemon: boolean): string {
     let gw: IGatewayProcess;
 
     beforeAll(async () => {
-      gw = await startGatewayProcess(['--kernel-max-processes', String(LIMIT)]);
+      gw = await startGateway(['--kernel-max-processes', String(LIMIT)]);
     });
 
     afterAll(async () => {
@@ -156,7 +176,7 @@ function spawner(mark: string, daemon: boolean): string {
     let gw: IGatewayProcess;
 
     beforeAll(async () => {
-      gw = await startGatewayProcess(['--kernel-memory-mb', '200']);
+      gw = await startGateway(['--kernel-memory-mb', '200']);
     });
 
     afterAll(async () => {
