@@ -35,6 +35,7 @@ import {
   createApp,
   createHttpServer,
   currentIdentity,
+  outboundLimits,
   UpgradeRouter,
   type IAppServices
 } from './http';
@@ -290,6 +291,10 @@ export class Gateway {
       sessions: this.sessions,
       shareConnections: this.shareConnections,
       guestMessagesPerSecond: resolved.limits.guestWsMessagesPerSecond,
+      outbound: outboundLimits(
+        resolved.clientBufferBytes,
+        resolved.slowClientTimeoutMs ?? 60_000
+      ),
       logger: options.logger
     });
     this.server = createHttpServer(this.app, this.upgrades, {

@@ -4,7 +4,8 @@
  * collaboration session, jobs), and a missing lab asset. Each is refused at once with a status and a
  * `{ reason, message }` that says what is wrong, and without the server's paths. A real gateway process.
  */
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
 import { codeCell, notebook } from './notebooks';
@@ -23,9 +24,10 @@ function deepNotebookText(depth: number): string {
 describe('clear refusals instead of late failures and 500s', () => {
   let gw: IGatewayProcess;
   let jobs: string[] = [];
+  const stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-refusals-state-'));
 
   beforeAll(async () => {
-    gw = await startGatewayProcess();
+    gw = await startGatewayProcess(['--state-dir', stateDir]);
     const put = await gw.api('PUT', '/api/contents/job1.ipynb', {
       type: 'notebook',
       format: 'json',
@@ -43,6 +45,7 @@ describe('clear refusals instead of late failures and 500s', () => {
   afterAll(async () => {
     expect(gw.running()).toBe(true);
     await gw.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   });
 
   async function submit(

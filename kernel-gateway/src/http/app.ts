@@ -46,6 +46,7 @@ import { meRouter } from './routes/me';
 import { shareLinkRouter } from './routes/share-link';
 import { sharesRouter } from './routes/shares';
 import { guardShares } from './share-guard';
+import { outboundLimits } from './outbound';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
@@ -157,7 +158,16 @@ export function createApp(services: IAppServices): Express {
   );
   app.use(sessionsRouter(context));
   app.use(jobsRouter(context, { jobs: services.jobs, auth }));
-  app.use(acceleratorsRouter(services.accelerators, services.metrics));
+  app.use(
+    acceleratorsRouter(
+      services.accelerators,
+      services.metrics,
+      outboundLimits(
+        context.options.clientBufferBytes,
+        context.options.slowClientTimeoutMs ?? 60_000
+      )
+    )
+  );
   app.use(terminalsRouter(context, services.terminals));
   app.use(filesRouter(services.contents));
   app.use(collaborationRouter(services.collaboration, auth, context.schemas));

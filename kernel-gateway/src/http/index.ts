@@ -7,6 +7,7 @@
 export * from './app';
 export * from './context';
 export * from './errors';
+export * from './outbound';
 export * from './server';
 export * from './upgrade';
 export * from './validation';

@@ -22,7 +22,16 @@ import type { EventBus } from '../events';
 import type { KernelRegistry, SessionStore } from '../kernels';
 import type { RoomManager } from '../rooms';
 import type { TerminalRegistry } from '../terminals';
-import { V1_SUBPROTOCOL, type Framing } from '../channels';
+import {
+  DEFAULT_CLIENT_BUFFER_BYTES,
+  V1_SUBPROTOCOL,
+  type Framing
+} from '../channels';
+import {
+  OutboundStream,
+  outboundLimits,
+  type IOutboundLimits
+} from './outbound';
 import {
   shareKernelMessages,
   shareRefusal,
@@ -404,12 +413,20 @@ export class UpgradeRouter {
   ): void {
     this._eventsWss.handleUpgrade(request, socket, head, ws => {
       this._limitMessages(ws, undefined, access);
+      // A socket that does not read is closed (1013) before its events pile up in memory.
+      const stream = OutboundStream.websocket(
+        ws,
+        socket,
+        this._options.outbound ??
+          outboundLimits(DEFAULT_CLIENT_BUFFER_BYTES, 60_000),
+        reason => this._options.logger.warn({ reason }, 'event socket closed')
+      );
       const unsubscribe = events.subscribe(event => {
         if (access.kind === 'share' && event.path !== access.path) {
           return;
         }
         if (ws.readyState === ws.OPEN) {
-          ws.send(JSON.stringify(event));
+          stream.send(JSON.stringify(event));
         }
       });
       ws.on('close', unsubscribe);
@@ -489,6 +506,8 @@ export namespace UpgradeRouter {
     shareConnections: ShareConnections;
     /** Messages a second one socket of a share link's holder may send (default: as anyone's). */
     guestMessagesPerSecond?: number;
+    /** The budget and slow-reader timeout of the event socket (default: the kernel channels'). */
+    outbound?: IOutboundLimits;
     logger: Logger;
   }
 }

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { AcceleratorService } from '../../accelerators';
+import { OutboundStream, type IOutboundLimits } from '../outbound';
 
 /**
  * `/api/accelerators` (workers, devices, who holds what, the queue), its pushed stream
@@ -8,7 +9,8 @@ import type { AcceleratorService } from '../../accelerators';
  */
 export function acceleratorsRouter(
   accelerators: AcceleratorService,
-  metrics: Registry
+  metrics: Registry,
+  outbound: IOutboundLimits
 ): Router {
   const router = Router();
   router.get('/api/accelerators', (request, response) => {
@@ -30,11 +32,18 @@ export function acceleratorsRouter(
       'X-Accel-Buffering': 'no'
     });
     response.socket?.setNoDelay(true);
+    // A browser that stops reading is cut off before the updates pile up; it reconnects.
+    const stream = OutboundStream.response(response, outbound);
     const send = (event: string, data: unknown) =>
-      response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    send('snapshot', accelerators.snapshot());
-    const onUpdate = (update: unknown) => send('update', update);
-    accelerators.on('update', onUpdate);
+      stream.send(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    const onUpdate = (update: unknown) => {
+      if (!send('update', update)) {
+        accelerators.off('update', onUpdate);
+      }
+    };
+    if (send('snapshot', accelerators.snapshot())) {
+      accelerators.on('update', onUpdate);
+    }
     request.on('close', () => accelerators.off('update', onUpdate));
   });
   router.get('/metrics', async (_request, response) => {

@@ -3,12 +3,13 @@
  * server-sent events, and download its executed notebook. Owner only: the share guard lets no
  * link's holder reach these routes.
  */
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import type { TokenAuth } from '../../auth';
 import type { JobService, JobStreamEvent } from '../../jobs';
 import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
+import { OutboundStream, outboundLimits } from '../outbound';
 import { validateBody } from '../validation';
 
 /** The routes of jobs. */
@@ -63,7 +64,20 @@ export function jobsRouter(
       'X-Accel-Buffering': 'no'
     });
     response.flushHeaders();
-    const stream = new Private.EventStream(response);
+    const stream = new Private.EventStream(
+      OutboundStream.response(
+        response,
+        outboundLimits(
+          context.options.clientBufferBytes,
+          context.options.slowClientTimeoutMs ?? 60_000
+        ),
+        reason =>
+          context.logger.warn(
+            { job: request.params.id, reason },
+            'job event stream closed'
+          )
+      )
+    );
     let stop: () => void = () => undefined;
     const close = () => {
       stop();
@@ -107,37 +121,28 @@ namespace Private {
   /** How often an idle event stream gets a comment. */
   export const KEEP_ALIVE_MS = 15_000;
 
-  /** Bytes a follower may leave unread before its stream is closed (it can reconnect). */
-  export const MAX_WAITING_BYTES = 8 * 1024 * 1024;
-
-  /** Server-sent events on one response: `event:` and one `data:` line of JSON each. */
+  /**
+   * Server-sent events on one response: `event:` and one `data:` line of JSON each, under the
+   * budget of every outbound stream (a follower too far behind is cut off; it can reconnect).
+   */
   export class EventStream {
-    constructor(response: Response) {
-      this._response = response;
+    constructor(stream: OutboundStream) {
+      this._stream = stream;
     }
 
-    /** Write an event; false when the follower is too far behind (its stream should close). */
+    /** Write an event; false when the follower was too far behind (its stream is closed). */
     send(event: JobStreamEvent): boolean {
-      if (this._response.writableEnded || this._response.destroyed) {
-        return true;
-      }
-      if (this._response.writableLength > MAX_WAITING_BYTES) {
-        return false;
-      }
       const data = 'job' in event ? event.job : event.data;
       // JSON has no raw newlines, so one data line holds it.
-      this._response.write(
+      return this._stream.send(
         `event: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`
       );
-      return true;
     }
 
     comment(text: string): void {
-      if (!this._response.writableEnded) {
-        this._response.write(`: ${text}\n\n`);
-      }
+      this._stream.send(`: ${text}\n\n`);
     }
 
-    private _response: Response;
+    private _stream: OutboundStream;
   }
 }
