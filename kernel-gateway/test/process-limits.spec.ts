@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  chmodSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -13,7 +14,15 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { isStatus, KernelSocket, pollUntil, startKernel } from './helpers';
+import { createLogger, KernelUser, ProcessLimits, Worker } from '../src';
+import {
+  isStatus,
+  KernelSocket,
+  pollUntil,
+  startGateway as startInProcessGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
 import { alive, TerminalClient } from './terminal-clients';
 
@@ -206,6 +215,80 @@ function spawner(mark: string, daemon: boolean): string {
         await socket.close();
       }
       expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
+    });
+  }
+);
+
+// Without cgroups (a host that has none, here a mount table without them): RLIMIT_NPROC for a
+// kernel user of its own, and a shutdown that reaches its whole session. Switching users needs root.
+(process.getuid?.() === 0 ? describe : describe.skip)(
+  'kernels on a host without cgroups',
+  () => {
+    let gw: ITestGateway;
+    let rootDir: string;
+    let mounts: string;
+
+    beforeAll(async () => {
+      rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-limits-root-'));
+      chmodSync(rootDir, 0o711);
+      mounts = path.join(rootDir, 'mountinfo');
+      writeFileSync(mounts, '23 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n');
+      const logger = createLogger('silent');
+      gw = await startInProcessGateway({
+        rootDir,
+        worker: new Worker({
+          logger,
+          kernelUser: KernelUser.resolve('nobody'),
+          processLimits: ProcessLimits.detect({
+            maxProcesses: 300,
+            logger,
+            mountinfo: mounts
+          }),
+          kernelTimings: { shutdownWaitMs: 2000 }
+        })
+      });
+    });
+
+    afterAll(async () => {
+      for (const pid of marked(MARK)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+      await gw?.close();
+      rmSync(rootDir, { recursive: true, force: true });
+    });
+
+    it('puts RLIMIT_NPROC on the kernel and kills its session, other process groups too', async () => {
+      expect(gw.worker.processLimits.info).toMatchObject({
+        mode: 'rlimit',
+        max_processes: 300,
+        kills_setsid_children: false
+      });
+      const mark = `${MARK}-rlimit`;
+      const id = await startKernel(gw);
+      const pid = gw.worker.kernelPid(id)!;
+      const limits = readFileSync(`/proc/${pid}/limits`, 'utf8');
+      expect(limits).toMatch(/^Max processes\s+300\s+300\s/m);
+      const socket = await KernelSocket.connect(gw, id);
+      try {
+        // A child in a process group of its own (as a job control shell would make), same session.
+        const run = await socket.execute(
+          [
+            'import os, subprocess',
+            `p = subprocess.Popen([${JSON.stringify(mark)}, '600'], executable='sleep', process_group=0)`,
+            'print(os.getsid(p.pid) == os.getsid(0), os.getpgid(p.pid) != os.getpgid(0))'
+          ].join('\n')
+        );
+        expect(run.stdout).toBe('True True\n');
+        expect(marked(mark)).toHaveLength(1);
+      } finally {
+        await socket.close();
+      }
+      expect((await gw.api('DELETE', `/api/kernels/${id}`)).status).toBe(204);
+      expect(marked(mark)).toEqual([]);
     });
   }
 );
