@@ -1,6 +1,7 @@
 /**
  * The embedded state store (LMDB): what it keeps survives closing and opening it again, it is
- * readable by the gateway's user alone, and a directory it cannot use is named in a clear error.
+ * readable by the gateway's user alone, a directory it cannot use is named in a clear error, and a
+ * state directory is held by one gateway at a time.
  */
 import {
   mkdirSync,
@@ -11,7 +12,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { StateStore } from '../src';
+import { StateDirLock, StateDirLockedError, StateStore } from '../src';
 
 describe('the state store', () => {
   let dir: string;
@@ -47,6 +48,26 @@ describe('the state store', () => {
     await store.close();
     expect(statSync(open).mode & 0o777).toBe(0o700);
     expect(statSync(path.join(open, 'data.mdb')).mode & 0o777).toBe(0o600);
+  });
+
+  it('is held by one holder at a time, named to the next, and free once released', () => {
+    const state = path.join(dir, 'held');
+    const first = StateDirLock.acquire(state, '/srv/notebooks');
+    let refused: unknown;
+    try {
+      StateDirLock.acquire(state, '/elsewhere');
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(StateDirLockedError);
+    expect((refused as StateDirLockedError).holder).toEqual(first.holder);
+    expect((refused as Error).message).toContain(
+      `pid ${process.pid} on host ${first.holder.host}, started ${first.holder.startedAt}, root dir /srv/notebooks`
+    );
+    first.release();
+    const second = StateDirLock.acquire(state, '/elsewhere');
+    expect(second.previous).toEqual(first.holder);
+    second.release();
   });
 
   it('names the directory it cannot use', () => {
