@@ -255,12 +255,15 @@ export class ShareStore implements IShareResolver {
       throw new ShareError(403, 'This visitor is not known (any more)');
     }
     const checked = this.checkName(name);
-    // Another visitor's name (or one that looks like it) would let this one pass for them.
+    // The name (or a lookalike) of another visitor of the same notebook would let this one pass
+    // for them there.
     const skeleton = Private.fold(checked);
+    const fileId = this._links.get(visitor.shareId)?.fileId;
     const taken = [...this._visitors.getRange()].some(
       ({ key, value }) =>
         key !== visitorId &&
         value.name !== null &&
+        this._links.get(value.shareId)?.fileId === fileId &&
         Private.fold(value.name) === skeleton
     );
     if (taken) {
