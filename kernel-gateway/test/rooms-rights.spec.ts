@@ -6,7 +6,9 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import * as encoding from 'lib0/encoding';
 import * as Y from 'yjs';
+import { RoomConnection } from '../src/rooms/connection';
 import type { ShareScope } from '../src';
 import { pollUntil } from './helpers';
 import { cookiesOf } from './share-clients';
@@ -526,6 +528,382 @@ describe('rooms: rights per connection and hostile clients', () => {
       const closed = await viewer.closed;
       expect(closed.code).toBe(4403);
       expect(rooms.gw.gateway.rooms.visitors(viewLink.id)).toEqual([]);
+    });
+  });
+
+  describe('guests inside a room (#23)', () => {
+    async function link(file: string, scope: ShareScope) {
+      const made = await rooms.gw.api('POST', '/api/shares', {
+        path: file,
+        scope
+      });
+      expect(made.status).toBe(201);
+      return made.body as { id: string; token: string };
+    }
+
+    async function visitor(room: string, token: string) {
+      const client = await RawRoomClient.connect(rooms.gw.url, room, { token });
+      rooms.raws.push(client);
+      await client.sync();
+      return client;
+    }
+
+    /** A room for a new notebook of `sources`, and the owner's raw client synced with it. */
+    async function roomOf(file: string, sources: string[]) {
+      writeFileSync(path.join(rooms.rootDir, file), notebook(sources));
+      const { fileId } = (await rooms.session(file)).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = await visitor(room, rooms.gw.token);
+      return { room, owner };
+    }
+
+    /** `update` without its delete set: what a client that wants a struct to do its deleting sends. */
+    function withoutDeletions(update: Uint8Array): Uint8Array {
+      const { structs } = Y.decodeUpdate(update);
+      const encoder = new Y.UpdateEncoderV1();
+      encoding.writeVarUint(encoder.restEncoder, 1);
+      encoding.writeVarUint(encoder.restEncoder, structs.length);
+      encoder.writeClient(structs[0].id.client);
+      encoding.writeVarUint(encoder.restEncoder, structs[0].id.clock);
+      for (const struct of structs) {
+        struct.write(encoder, 0);
+      }
+      encoding.writeVarUint(encoder.restEncoder, 0);
+      return encoder.toUint8Array();
+    }
+
+    const thread = (doc: Y.Doc, cell = 'cell-0') =>
+      doc.getMap<Y.Array<Record<string, string>>>('comments').get(cell)!;
+
+    it('a link below edit writes no shared state: view, run and comment links are refused `state`', async () => {
+      const { room, owner } = await roomOf('state.ipynb', ['s']);
+      for (const scope of ['view', 'run', 'comment'] as const) {
+        const guest = await visitor(
+          room,
+          (await link('state.ipynb', scope)).token
+        );
+        const denial = guest.nextDenial();
+        guest.change(doc => doc.getMap('state').set('dirty', 'x'.repeat(1000)));
+        expect(await denial).toMatch(new RegExp(`${scope} link`));
+        const again = await visitor(
+          room,
+          (await link('state.ipynb', scope)).token
+        );
+        const denied = again.nextDenial();
+        again.change(doc => doc.getMap('state').set('document_id', room));
+        expect(await denied).toMatch(new RegExp(`${scope} link`));
+      }
+      // The owner's own client is told nothing new: a save round trip is the barrier.
+      await owner.save(1);
+      expect(owner.doc.getMap('state').has('dirty')).toBe(false);
+      expect(owner.doc.getMap('state').has('document_id')).toBe(false);
+    });
+
+    it("relays a guest's awareness with JupyterLab's fields only, and a link's share of bytes at most", async () => {
+      const { room, owner } = await roomOf('aware-guest.ipynb', ['a']);
+      const viewLink = await link('aware-guest.ipynb', 'view');
+      const guest = await visitor(room, viewLink.token);
+      const cursor = {
+        anchor: {
+          type: { client: 1, clock: 2 },
+          tname: null,
+          item: null,
+          assoc: 0
+        },
+        head: {
+          type: { client: 1, clock: 2 },
+          tname: null,
+          item: null,
+          assoc: 0
+        },
+        primary: true,
+        empty: true
+      };
+      guest.sendAwareness([
+        {
+          clientId: 7001,
+          clock: 1,
+          state: {
+            user: {
+              name: 'root',
+              color: '#ff0000',
+              avatar_url: 'https://attacker.example/x.png'
+            },
+            cursors: [cursor],
+            current: null,
+            bio: 'z'.repeat(1000)
+          }
+        }
+      ]);
+      await guest.save(1);
+      await owner.save(2);
+      expect(owner.awareness.get(7001)).toEqual({
+        user: {
+          username: `link-${viewLink.id}`,
+          name: 'Guest (API client)',
+          display_name: 'Guest (API client)',
+          initials: 'G(',
+          color: '#ff0000'
+        },
+        cursors: [cursor],
+        current: null
+      });
+
+      // Four sockets of one link send 60 states of about 7 KiB each (16 cursors of 450 bytes).
+      const big = Array.from({ length: 16 }, () => ({
+        ...cursor,
+        anchor: { ...cursor.anchor, tname: 'n'.repeat(350) }
+      }));
+      const flooders = await Promise.all(
+        [1, 2, 3, 4].map(() => visitor(room, viewLink.token))
+      );
+      const before = owner.awarenessBytes;
+      const started = Date.now();
+      let sent = 0;
+      for (let i = 0; i < 60; i++) {
+        flooders.forEach((flooder, n) => {
+          const state = { cursors: big, current: `f${n}-${i}` };
+          sent += JSON.stringify(state).length;
+          flooder.sendAwareness([{ clientId: 7100 + n, clock: i + 1, state }]);
+        });
+      }
+      await Promise.all(flooders.map((flooder, n) => flooder.save(10 + n)));
+      await owner.save(3);
+      const seconds = (Date.now() - started) / 1000;
+      const received = owner.awarenessBytes - before;
+      // Two seconds' worth at once, then its rate: far below what was sent.
+      const budget = RoomConnection.LINK_AWARENESS_BYTES_PER_SECOND;
+      expect(received).toBeLessThanOrEqual(budget * (2 + seconds) + 64 * 1024);
+      expect(sent).toBeGreaterThan(4 * received);
+      flooders.forEach(f => expect(f.ws.readyState).toBe(f.ws.OPEN));
+    });
+
+    it('keeps a guest from replacing a thread with a map item that has the thread as its origin', async () => {
+      const { room, owner } = await roomOf('origin.ipynb', ['o']);
+      owner.change(doc => {
+        const made = new Y.Array<unknown>();
+        made.push([{ id: 'o1', author: 'Owner', text: 'mine', time: '' }]);
+        doc.getMap('comments').set('cell-0', made);
+      });
+      const commenter = await visitor(
+        room,
+        (await link('origin.ipynb', 'comment')).token
+      );
+      expect(thread(commenter.doc).length).toBe(1);
+      const before = Y.encodeStateVector(commenter.doc);
+      commenter.doc.getMap('comments').set('cell-0', new Y.Array());
+      const crafted = withoutDeletions(
+        Y.encodeStateAsUpdate(commenter.doc, before)
+      );
+      const denial = commenter.nextDenial();
+      commenter.sendUpdate(crafted);
+      expect(await denial).toMatch(/comment link/);
+      await owner.save(1);
+      expect(thread(owner.doc).toJSON()).toEqual([
+        { id: 'o1', author: 'Owner', text: 'mine', time: '' }
+      ]);
+    });
+
+    it('binds a comment to the connection that wrote it: another of the same name cannot take it back', async () => {
+      const { room, owner } = await roomOf('authors.ipynb', ['c']);
+      // Two links' API clients: both go by "Guest (API client)", but they are two guests.
+      const alice = await visitor(
+        room,
+        (await link('authors.ipynb', 'comment')).token
+      );
+      const mallory = await visitor(
+        room,
+        (await link('authors.ipynb', 'comment')).token
+      );
+      const me = 'Guest (API client)';
+      alice.change(doc => {
+        const made = new Y.Array<unknown>();
+        made.push([{ id: 'a1', author: me, text: 'from alice', time: '' }]);
+        doc.getMap('comments').set('cell-0', made);
+      });
+      await until(mallory.doc, doc => thread(doc)?.length === 1);
+      const denial = mallory.nextDenial();
+      mallory.change(doc => thread(doc).delete(0, 1));
+      expect(await denial).toMatch(/comment link may not make this change/);
+      // Writing with alice's client id (continuing its clock) is not alice either.
+      const forged = new Y.Doc();
+      Y.applyUpdate(forged, Y.encodeStateAsUpdate(mallory.doc));
+      forged.clientID = alice.doc.clientID;
+      const forger = await visitor(
+        room,
+        (await link('authors.ipynb', 'comment')).token
+      );
+      const refused = forger.nextDenial();
+      const sv = Y.encodeStateVector(forged);
+      thread(forged).push([{ id: 'f1', author: me, text: 'forged', time: '' }]);
+      forger.sendUpdate(Y.encodeStateAsUpdate(forged, sv));
+      expect(await refused).toMatch(/comment link may not make this change/);
+      // Alice takes hers back.
+      alice.change(doc => thread(doc).delete(0, 1));
+      await until(owner.doc, doc => thread(doc).length === 0);
+      expect(alice.denied).toEqual([]);
+    });
+
+    it("refuses a name that is, or looks like, the owner's or another visitor's", async () => {
+      writeFileSync(path.join(rooms.rootDir, 'names2.ipynb'), notebook(['n']));
+      await rooms.session('names2.ipynb');
+      const commentLink = await link('names2.ipynb', 'comment');
+      const browser = async () => {
+        const exchange = await rooms.gw.api(
+          'POST',
+          '/api/shares/exchange',
+          { token: commentLink.token },
+          { token: null }
+        );
+        const cookie = cookiesOf(exchange);
+        const xsrf = /_xsrf=([^;]*)/.exec(cookie)![1];
+        return (name: string) =>
+          rooms.gw.api(
+            'PUT',
+            '/api/shares/current/visitor',
+            { name },
+            { token: null, headers: { Cookie: cookie, 'X-XSRFToken': xsrf } }
+          );
+      };
+      const ada = await browser();
+      const eve = await browser();
+      expect((await ada('Ada Lovelace')).status).toBe(200);
+      const owner = (await rooms.gw.api('GET', '/api/me')).body.identity
+        .username as string;
+      const lookalikes = [
+        owner.replace(/o/g, '\u043e'),
+        `${owner}\u2060`,
+        `${owner}\u2061`,
+        `\u3164${owner}`,
+        `${owner.slice(0, 1)}\u180e${owner.slice(1)}`,
+        `${owner.slice(0, 1)}\u00ad${owner.slice(1)}`,
+        `${owner}\u2800`,
+        'Ada Lovelace',
+        '\u0410da Lovelace',
+        'ada lovelace\u2060'
+      ];
+      for (const name of lookalikes) {
+        const renamed = await eve(name);
+        expect([name, renamed.status]).toEqual([name, 403]);
+      }
+      expect((await eve('Eve')).status).toBe(200);
+    });
+
+    it("marks untrusted what an edit link's client trusts, and refuses outputs it adds to a cell", async () => {
+      const { room, owner } = await roomOf('trust.ipynb', ['print(1)']);
+      // The owner's cell is trusted and has an output (the owner ran it).
+      const handle = await rooms.gw.gateway.rooms.open(room);
+      handle.transact(doc => {
+        const cell = doc.getArray<Y.Map<unknown>>('cells').get(0);
+        (cell.get('metadata') as Y.Map<unknown>).set('trusted', true);
+        (cell.get('outputs') as Y.Array<Y.Map<unknown>>).push([
+          new Y.Map<unknown>([
+            ['output_type', 'stream'],
+            ['name', 'stdout'],
+            ['text', new Y.Text('1\n')]
+          ])
+        ]);
+      });
+      handle.release();
+      const editor = await visitor(
+        room,
+        (await link('trust.ipynb', 'edit')).token
+      );
+      const html = () =>
+        new Y.Map<unknown>([
+          ['output_type', 'display_data'],
+          ['data', { 'text/html': '<img src=x onerror="window.pwned=1">' }],
+          ['metadata', {}]
+        ]);
+      // An output appended to the owner's trusted cell: refused.
+      const refused = editor.nextDenial();
+      editor.change(doc => {
+        const cell = doc.getArray<Y.Map<unknown>>('cells').get(0);
+        (cell.get('outputs') as Y.Array<Y.Map<unknown>>).push([html()]);
+      });
+      expect(await refused).toMatch(/edit link/);
+      // A new cell, trusted, with the same output: applied, and untrusted for everyone.
+      const another = await visitor(
+        room,
+        (await link('trust.ipynb', 'edit')).token
+      );
+      another.change(doc => {
+        const metadata = new Y.Map<unknown>([['trusted', true]]);
+        const outputs = new Y.Array<Y.Map<unknown>>();
+        outputs.push([html()]);
+        doc.getArray('cells').push([
+          new Y.Map<unknown>([
+            ['id', 'guest-cell'],
+            ['cell_type', 'code'],
+            ['source', new Y.Text('x')],
+            ['metadata', metadata],
+            ['outputs', outputs],
+            ['execution_count', null]
+          ])
+        ]);
+      });
+      const trustOf = (doc: Y.Doc, index: number) =>
+        (
+          doc.getArray<Y.Map<unknown>>('cells').get(index)?.get('metadata') as
+            Y.Map<unknown> | undefined
+        )?.get('trusted');
+      await until(owner.doc, doc => doc.getArray('cells').length === 2);
+      expect(trustOf(owner.doc, 1)).toBe(false);
+      await until(another.doc, doc => trustOf(doc, 1) === false);
+      // Marking the owner's cell (with outputs) trusted again from an edit link: marked back.
+      const third = await visitor(
+        room,
+        (await link('trust.ipynb', 'edit')).token
+      );
+      third.change(doc =>
+        (
+          doc
+            .getArray<Y.Map<unknown>>('cells')
+            .get(1)
+            .get('metadata') as Y.Map<unknown>
+        ).set('trusted', true)
+      );
+      await third.save(1);
+      await owner.save(1);
+      expect(trustOf(owner.doc, 1)).toBe(false);
+      expect(trustOf(owner.doc, 0)).toBe(true);
+      // Moving the owner's trusted cell as JupyterLab does (a copy in, the original out) keeps it.
+      third.change(doc => {
+        const cells = doc.getArray<Y.Map<unknown>>('cells');
+        const copy = cells.get(0).toJSON();
+        cells.delete(0, 1);
+        const outputs = new Y.Array<Y.Map<unknown>>();
+        outputs.push(
+          (copy.outputs as Record<string, unknown>[]).map(
+            o =>
+              new Y.Map<unknown>(
+                Object.entries(o).map(([k, v]) => [
+                  k,
+                  k === 'text' ? new Y.Text(v as string) : v
+                ])
+              )
+          )
+        );
+        cells.push([
+          new Y.Map<unknown>([
+            ['id', copy.id],
+            ['cell_type', 'code'],
+            ['source', new Y.Text(copy.source as string)],
+            ['metadata', new Y.Map<unknown>([['trusted', true]])],
+            ['outputs', outputs],
+            ['execution_count', null]
+          ])
+        ]);
+      });
+      await until(
+        owner.doc,
+        doc =>
+          doc.getArray<Y.Map<unknown>>('cells').get(1)?.get('id') === 'cell-0'
+      );
+      await third.save(2);
+      await owner.save(3);
+      expect(trustOf(owner.doc, 1)).toBe(true);
+      expect(third.denied).toEqual([]);
     });
   });
 });

@@ -191,6 +191,11 @@ export class RawRoomClient {
     this.ws.send(encoding.toUint8Array(encoder));
   }
 
+  /** The bytes of awareness messages the server sent, all together. */
+  awarenessBytes = 0;
+  /** The latest awareness state the server sent for each client id (null: removed). */
+  readonly awareness = new Map<number, unknown>();
+
   /** The JSON messages of type 2 the server sent (save replies). */
   readonly replies: unknown[] = [];
 
@@ -244,6 +249,19 @@ export class RawRoomClient {
       Y.applyUpdate(this.doc, decoding.readVarUint8Array(decoder), 'server');
       if (sync === 1) {
         this._onStep2?.();
+      }
+    } else if (type === 1) {
+      this.awarenessBytes += message.length;
+      const update = decoding.createDecoder(
+        decoding.readVarUint8Array(decoder)
+      );
+      for (let n = decoding.readVarUint(update); n > 0; n--) {
+        const clientId = decoding.readVarUint(update);
+        decoding.readVarUint(update);
+        this.awareness.set(
+          clientId,
+          JSON.parse(decoding.readVarString(update)) as unknown
+        );
       }
     } else if (type === 2) {
       const decoderCopy = decoding.createDecoder(message.subarray(1));

@@ -5,6 +5,7 @@
  * over whatever name it claims, answers save requests, and is closed when it cannot keep up.
  */
 import * as decoding from 'lib0/decoding';
+import * as encoding from 'lib0/encoding';
 import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
 import { mayEdit, visitorName, type Access } from '../auth';
@@ -18,7 +19,16 @@ import {
   SyncType
 } from './protocol';
 import type { Room } from './room';
-import { changeRule, updateAllowed, type ChangeRule } from './scopes';
+import { SERVER_ORIGIN } from './room-file';
+import {
+  AUTHORS_ROOT,
+  authorOf,
+  changeRule,
+  identityOf,
+  updateAllowed,
+  type ChangeRule
+} from './scopes';
+import { canonicalJson } from './documents';
 
 /** A share link holder as awareness shows them. */
 interface IVisitorName {
@@ -35,6 +45,8 @@ export class RoomConnection implements Room.IPeer {
     this._ws = options.ws;
     this._rule = changeRule(options.access);
     this._awarenessOnly = options.awarenessOnly ?? false;
+    this._awarenessBudget = options.awarenessBudget;
+    this._updateBudget = options.updateBudget;
     this._maxBufferedBytes =
       options.maxBufferedBytes ?? RoomConnection.MAX_BUFFERED_BYTES;
     this._visitor =
@@ -174,7 +186,24 @@ export class RoomConnection implements Room.IPeer {
       );
       return;
     }
-    if (this._rule && !updateAllowed(this.room.doc, update, this._rule)) {
+    if (!this._rule) {
+      Y.applyUpdate(this.room.doc, update, this);
+      return;
+    }
+    const doc = this.room.doc;
+    const newClients = new Set<number>();
+    const removedCells: Y.Map<unknown>[] = [];
+    const rule: ChangeRule = change => {
+      if (
+        change.kind === 'delete' &&
+        change.path.length === 2 &&
+        change.path[0] === 'cells'
+      ) {
+        removedCells.push(...(change.values() as Y.Map<unknown>[]));
+      }
+      return this._rule!(change);
+    };
+    if (!updateAllowed(doc, update, rule, newClients)) {
       this.send(
         permissionDenied(
           `this ${this._scopeName()} may not make this change: it was not applied`
@@ -182,7 +211,47 @@ export class RoomConnection implements Room.IPeer {
       );
       return;
     }
-    Y.applyUpdate(this.room.doc, update, this);
+    if (
+      !mayEdit(this.access) &&
+      this._updateBudget &&
+      !this._updateBudget.take(update.length)
+    ) {
+      this.send(
+        permissionDenied(
+          `this ${this._scopeName()} writes more than ${RoomConnection.LINK_COMMENT_BYTES_PER_SECOND} bytes of comments a second: it was not applied`
+        )
+      );
+      return;
+    }
+    // The cells the update takes away, as they were (a moved cell keeps its trust if unchanged).
+    const moved = new Map(
+      removedCells
+        .filter(cell => cell instanceof Y.Map)
+        .map(cell => [cell.get('id'), Private.trustedOutputs(cell)])
+    );
+    let distrusted = false;
+    let before: Uint8Array | undefined;
+    doc.transact(transaction => {
+      Y.applyUpdate(doc, update, this);
+      before = Y.encodeStateVector(doc);
+      distrusted = Private.distrust(doc, transaction, moved);
+    }, this);
+    if (distrusted) {
+      // The rest of the room got the trust marks with the update; its writer gets them now.
+      this.send(Private.updateMessage(Y.encodeStateAsUpdate(doc, before)));
+    }
+    const identity = identityOf(this._access);
+    const unbound = [...newClients].filter(
+      client => authorOf(doc, client) === undefined
+    );
+    if (unbound.length > 0) {
+      doc.transact(() => {
+        const authors = doc.getMap<string>(AUTHORS_ROOT);
+        for (const client of unbound) {
+          authors.set(String(client), identity);
+        }
+      }, SERVER_ORIGIN);
+    }
   }
 
   private _raw(decoder: decoding.Decoder): void {
@@ -205,25 +274,29 @@ export class RoomConnection implements Room.IPeer {
       : 'connection';
   }
 
-  /** A visitor's awareness carries their name, whatever name the client put there. */
+  /**
+   * A visitor's awareness: the fields JupyterLab's clients set, each checked and bounded, and their
+   * name whatever name the client put there (an `avatar_url` or any other field is dropped).
+   * Undefined (not relayed) once the link's visitors have sent more than their share of bytes.
+   */
   private _stamp = (
     state: Record<string, unknown>
-  ): Record<string, unknown> => {
+  ): Record<string, unknown> | undefined => {
     const visitor = this.visitor!;
-    const user =
-      typeof state.user === 'object' && state.user !== null
-        ? (state.user as Record<string, unknown>)
-        : {};
-    return {
-      ...state,
+    const stamped = {
+      ...Private.guestAwareness(state),
       user: {
-        ...user,
         username: visitor.id,
         name: visitor.name,
         display_name: visitor.name,
-        initials: visitor.initials
+        initials: visitor.initials,
+        ...Private.color(state.user)
       }
     };
+    const bytes = JSON.stringify(stamped).length;
+    return !this._awarenessBudget || this._awarenessBudget.take(bytes)
+      ? stamped
+      : undefined;
   };
 
   private _closed(): void {
@@ -241,6 +314,8 @@ export class RoomConnection implements Room.IPeer {
   private _ws: WebSocket;
   private _rule: ChangeRule | undefined;
   private _awarenessOnly: boolean;
+  private _awarenessBudget: RoomConnection.ByteBudget | undefined;
+  private _updateBudget: RoomConnection.ByteBudget | undefined;
   private _maxBufferedBytes: number;
   private _ping: NodeJS.Timeout;
   private _alive = true;
@@ -256,13 +331,186 @@ export namespace RoomConnection {
     awarenessOnly?: boolean;
     /** Bytes waiting to be sent past which the client is closed (default 64 MiB). */
     maxBufferedBytes?: number;
+    /** What a share link's connections may relay as awareness, all together (one per link). */
+    awarenessBudget?: ByteBudget;
+    /** What a comment link's connections may write into the doc, all together (one per link). */
+    updateBudget?: ByteBudget;
   }
+
+  /** Bytes a second, with a burst of two seconds' worth (a token bucket). */
+  export class ByteBudget {
+    constructor(
+      readonly perSecond: number,
+      private readonly _now: () => number = Date.now
+    ) {
+      this._tokens = 2 * perSecond;
+      this._at = _now();
+    }
+
+    /** Spend `bytes`; false (nothing spent) when the budget has not that many left. */
+    take(bytes: number): boolean {
+      const now = this._now();
+      this._tokens = Math.min(
+        2 * this.perSecond,
+        this._tokens + ((now - this._at) / 1000) * this.perSecond
+      );
+      this._at = now;
+      if (this._tokens < bytes) {
+        return false;
+      }
+      this._tokens -= bytes;
+      return true;
+    }
+
+    private _tokens: number;
+    private _at: number;
+  }
+
+  /**
+   * Awareness bytes a second one share link's connections may relay, all together: a class of
+   * visitors moving their cursors sends far less; ten sockets flooding the owner are cut to this.
+   */
+  export const LINK_AWARENESS_BYTES_PER_SECOND = 256 * 1024;
+  /** Bytes of comments a second one comment link's connections may write, all together. */
+  export const LINK_COMMENT_BYTES_PER_SECOND = 16 * 1024;
 
   export const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
   /**
    * The largest update a view, comment or run link's connection may send: what they may change
-   * (their comments, `state.dirty`) is far smaller; a larger update is refused without being read.
+   * (their comments, of 4000 characters at most) is smaller; a larger one is refused unread.
    */
-  export const MAX_RESTRICTED_UPDATE_BYTES = 1024 * 1024;
+  export const MAX_RESTRICTED_UPDATE_BYTES = 64 * 1024;
   export const PING_INTERVAL_MS = 30_000;
+}
+
+namespace Private {
+  /** The most characters of a document path in a visitor's awareness (`current`, `documents`). */
+  const MAX_PATH_CHARS = 1024;
+  /** The most cursors (selections) a visitor's awareness shows. */
+  const MAX_CURSORS = 16;
+  /** The most bytes of one cursor's relative positions. */
+  const MAX_CURSOR_BYTES = 512;
+
+  function shortString(value: unknown): value is string {
+    return typeof value === 'string' && value.length <= MAX_PATH_CHARS;
+  }
+
+  /** The fields of a visitor's awareness state JupyterLab's clients set, each bounded; no others. */
+  export function guestAwareness(
+    state: Record<string, unknown>
+  ): Record<string, unknown> {
+    const kept: Record<string, unknown> = {};
+    if (state.current === null || shortString(state.current)) {
+      kept.current = state.current;
+    }
+    if (
+      Array.isArray(state.documents) &&
+      state.documents.length <= 64 &&
+      state.documents.every(shortString)
+    ) {
+      kept.documents = state.documents;
+    }
+    if (typeof state.autosave === 'boolean') {
+      kept.autosave = state.autosave;
+    }
+    if (Array.isArray(state.cursors)) {
+      kept.cursors = state.cursors
+        .slice(0, MAX_CURSORS)
+        .filter(
+          (cursor: unknown) =>
+            typeof cursor === 'object' &&
+            cursor !== null &&
+            !Array.isArray(cursor) &&
+            Object.keys(cursor).every(key =>
+              ['anchor', 'head', 'primary', 'empty'].includes(key)
+            ) &&
+            JSON.stringify(cursor).length <= MAX_CURSOR_BYTES
+        );
+    }
+    return kept;
+  }
+
+  /** A visitor's cursor colour, when it is one (`#rgb[a]`, `#rrggbb[aa]` or a theme variable). */
+  export function color(user: unknown): { color?: string } {
+    const value =
+      typeof user === 'object' && user !== null
+        ? (user as { color?: unknown }).color
+        : undefined;
+    return typeof value === 'string' &&
+      /^(#[0-9a-f]{3,8}|var\(--[\w-]{1,64}\))$/i.test(value)
+      ? { color: value }
+      : {};
+  }
+
+  /** A sync update message carrying `update`. */
+  export function updateMessage(update: Uint8Array): Uint8Array {
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, MessageType.Sync);
+    encoding.writeVarUint(encoder, SyncType.Update);
+    encoding.writeVarUint8Array(encoder, update);
+    return encoding.toUint8Array(encoder);
+  }
+
+  /** A cell's outputs as JSON text when the cell is trusted, else undefined. */
+  export function trustedOutputs(cell: Y.Map<unknown>): string | undefined {
+    const metadata = cell.get('metadata');
+    const outputs = cell.get('outputs');
+    return metadata instanceof Y.Map &&
+      metadata.get('trusted') === true &&
+      outputs instanceof Y.Array
+      ? canonicalJson(outputs.toJSON())
+      : undefined;
+  }
+
+  /**
+   * Mark untrusted, in `transaction` (a guest's update just applied), every cell with outputs that
+   * the update inserted or marked trusted: a guest's outputs and trust are not the owner's. A cell
+   * moved as it was (JupyterLab moves a cell by inserting a copy and deleting the original) keeps
+   * its trust.
+   *
+   * @returns whether a cell was marked.
+   */
+  export function distrust(
+    doc: Y.Doc,
+    transaction: Y.Transaction,
+    moved: Map<unknown, string | undefined>
+  ): boolean {
+    let marked = false;
+    for (const cell of doc.getArray<unknown>('cells')) {
+      if (!(cell instanceof Y.Map) || !cell._item) {
+        continue;
+      }
+      const metadata = cell.get('metadata');
+      const outputs = cell.get('outputs');
+      if (
+        !(metadata instanceof Y.Map) ||
+        metadata.get('trusted') === false ||
+        !(outputs instanceof Y.Array) ||
+        outputs.length === 0
+      ) {
+        continue;
+      }
+      const { client, clock } = cell._item.id;
+      const inserted = clock >= (transaction.beforeState.get(client) ?? 0);
+      const trustSet =
+        transaction.changed
+          .get(metadata as unknown as Y.AbstractType<Y.YEvent<Y.Map<unknown>>>)
+          ?.has('trusted') ?? false;
+      if (!inserted && !trustSet) {
+        continue;
+      }
+      const original = moved.get(cell.get('id'));
+      if (
+        inserted &&
+        !trustSet &&
+        original !== undefined &&
+        original === canonicalJson(outputs.toJSON())
+      ) {
+        continue;
+      }
+      metadata.set('trusted', false);
+      marked = true;
+    }
+    return marked;
+  }
 }

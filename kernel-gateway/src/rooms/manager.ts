@@ -176,7 +176,8 @@ export class RoomManager {
           room: this._globalRoom(),
           ws,
           access,
-          awarenessOnly: true
+          awarenessOnly: true,
+          ...this._budgets(access)
         })
       );
       return;
@@ -236,12 +237,39 @@ export class RoomManager {
       this._release(name, entry);
       return;
     }
-    const connection = new RoomConnection({ room, ws, access });
+    const connection = new RoomConnection({
+      room,
+      ws,
+      access,
+      ...this._budgets(access)
+    });
     connection.onClose = () => this._release(name, entry);
     this._track(connection);
     for (const data of early) {
       ws.emit('message', data, true);
     }
+  }
+
+  /** The budgets all of a share link's connections spend (none for the owner). */
+  private _budgets(
+    access: Access
+  ): Pick<RoomConnection.IOptions, 'awarenessBudget' | 'updateBudget'> {
+    if (access.kind === 'owner') {
+      return {};
+    }
+    let budgets = this._linkBudgets.get(access.shareId);
+    if (!budgets) {
+      budgets = {
+        awarenessBudget: new RoomConnection.ByteBudget(
+          RoomConnection.LINK_AWARENESS_BYTES_PER_SECOND
+        ),
+        updateBudget: new RoomConnection.ByteBudget(
+          RoomConnection.LINK_COMMENT_BYTES_PER_SECOND
+        )
+      };
+      this._linkBudgets.set(access.shareId, budgets);
+    }
+    return budgets;
   }
 
   /** The names of the rooms open now (loaded, or loading). */
@@ -468,6 +496,11 @@ export class RoomManager {
   private _rooms = new Map<string, Private.IEntry>();
   private _closing = new Map<string, Promise<void>>();
   private _connections = new Set<RoomConnection>();
+  /** share id -> what its connections may still relay and write */
+  private _linkBudgets = new Map<
+    string,
+    Pick<RoomConnection.IOptions, 'awarenessBudget' | 'updateBudget'>
+  >();
   private _disposed: Promise<void> | undefined;
 }
 

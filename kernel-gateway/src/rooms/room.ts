@@ -117,13 +117,16 @@ export class Room {
    * Relay a connection's awareness update. Each client id belongs to the first connection that
    * speaks for it: entries for another connection's ids are dropped, as are entries past
    * {@link Room.MAX_CLIENT_IDS} ids a connection and states over {@link Room.MAX_STATE_BYTES}
-   * (memory stays bounded). `stamp` rewrites a state (a visitor's name). Connections the room
+   * (memory stays bounded). `stamp` rewrites a state (a visitor's name and fields), or drops it
+   * (undefined: its link sent more than it may). Connections the room
    * isolates get their own states back and nothing else.
    */
   receiveAwareness(
     connection: Room.IPeer,
     update: Uint8Array,
-    stamp?: (state: Record<string, unknown>) => Record<string, unknown>
+    stamp?: (
+      state: Record<string, unknown>
+    ) => Record<string, unknown> | undefined
   ): void {
     let ids = connection.clientIds.size;
     const entries = Private.readAwareness(update).filter(entry => {
@@ -142,20 +145,26 @@ export class Room {
       }
       return true;
     });
-    if (entries.length === 0) {
+    const stamped = entries.filter(entry => {
+      if (entry.state === null || !stamp) {
+        return true;
+      }
+      const state = stamp(entry.state);
+      if (state === undefined) {
+        return false;
+      }
+      entry.state = state;
+      return true;
+    });
+    if (stamped.length === 0) {
       return;
     }
-    for (const entry of entries) {
-      if (entry.state !== null && stamp) {
-        entry.state = stamp(entry.state);
-      }
-    }
-    const relayed = Private.writeAwareness(entries);
+    const relayed = Private.writeAwareness(stamped);
     if (this._isolated(connection)) {
       connection.send(Private.awarenessMessage(relayed));
       return;
     }
-    for (const entry of entries) {
+    for (const entry of stamped) {
       if (entry.state === null) {
         connection.clientIds.delete(entry.clientId);
         this._awarenessOwners.delete(entry.clientId);
@@ -173,7 +182,9 @@ export class Room {
    */
   restamp(
     connection: Room.IPeer,
-    stamp: (state: Record<string, unknown>) => Record<string, unknown>
+    stamp: (
+      state: Record<string, unknown>
+    ) => Record<string, unknown> | undefined
   ): void {
     const states = this.awareness.getStates();
     const entries: Private.IAwarenessEntry[] = [];
@@ -184,7 +195,8 @@ export class Room {
         entries.push({
           clientId,
           clock: meta.clock + 1,
-          state: stamp(state),
+          // Renamed even when the link spent its awareness budget: a name is owed to the room.
+          state: stamp(state) ?? state,
           bytes: 0
         });
       }

@@ -1,12 +1,22 @@
 /**
  * What a connection may change in a room's doc, decided per connection from its access, never per
- * room: the owner and edit links everything; comment and run links only their own comments in the
- * `comments` root; a view link nothing.
+ * room: the owner everything; an edit link everything but outputs and trust (below) and others'
+ * comments; a comment link only its own comments in the `comments` root; run and view links
+ * nothing at all (not even JupyterLab's `state` bookkeeping: a link below edit writes no shared
+ * state, so it can neither fill the store nor flood the other clients).
  *
- * A run link runs cells through the server (`POST /api/kernels/{id}/execute`), which writes the
- * outputs and execution state itself: a run link's own client writes none. Were it let write
- * outputs, it could put HTML and scripts under a cell that the owner's JupyterLab trusts (the owner
- * ran it), and they would run in the owner's page with the owner's credentials.
+ * Outputs are written by the gateway's execution path (rooms/execution.ts, cell-outputs.ts), from
+ * the owner's kernel; a guest's client writes none. Were an edit link let add an output to a cell,
+ * it could put HTML and scripts under a cell that the owner's JupyterLab trusts, and they would run
+ * in the owner's page with the owner's credentials. It may clear outputs, and a cell it inserts may
+ * carry outputs (a moved cell is a new copy in JupyterLab); connection.ts marks such a cell
+ * untrusted in the same transaction, unless it is a trusted cell moved as it was.
+ *
+ * A comment belongs to the connection that wrote it: the doc's `commentAuthors` root (written by
+ * the gateway only) binds each yjs client id to the identity of the first connection that wrote
+ * with it, and a comment's struct carries its writer's client id. A comment may be taken back by
+ * its writer (or the owner) only; a thread (`comments/<cellId>`) may be made for a cell that has
+ * none, never replaced or removed.
  *
  * An update is judged by the places it touches (and, in `comments`, by what it adds or takes away):
  * each new struct's place is found by walking its parents (in the doc, or in the update itself),
@@ -22,6 +32,12 @@ import { visitorName, type Access } from '../auth';
  */
 export type DocPath = readonly string[];
 
+/** The root where comment threads are kept, keyed by cell id. */
+export const COMMENTS_ROOT = 'comments';
+
+/** The root binding yjs client ids to who wrote with them (gateway-written). */
+export const AUTHORS_ROOT = 'commentAuthors';
+
 /** One change an update would make, as a rule judges it. */
 export interface IChange {
   /** Where. */
@@ -29,65 +45,93 @@ export interface IChange {
   kind: 'insert' | 'delete';
   /** What is inserted, or what is deleted (JSON values, characters, or shared types). */
   values(): unknown[];
+  /** The yjs client id of the struct inserted or deleted. */
+  client: number;
+  /**
+   * Where in `path` the part made by this very update starts: 2 for an output pushed into an
+   * existing cell's `outputs` (`cells/#` was there), 1 for anything inside a cell the update
+   * inserts. A deletion's is `path.length`.
+   */
+  fresh: number;
+  /** The doc the update would change (as it is before it). */
+  doc: Y.Doc;
 }
 
 /** Whether a connection may make a change. */
 export type ChangeRule = (change: IChange) => boolean;
 
-/** What every JupyterLab client writes on its own when it syncs (`state.document_id`, `dirty`). */
-function clientBookkeeping({ path }: IChange): boolean {
-  return (
-    path[0] === 'state' &&
-    path.length === 2 &&
-    (path[1] === 'document_id' || path[1] === 'dirty')
-  );
+/** Who a connection is, for the comments it writes: `owner`, a visitor's id, or `link-<id>`. */
+export function identityOf(access: Access): string {
+  return access.kind === 'owner' ? 'owner' : visitorName(access).id;
+}
+
+/** The identity a yjs client id is bound to in `doc`, if any. */
+export function authorOf(doc: Y.Doc, client: number): string | undefined {
+  const value = doc.getMap<string>(AUTHORS_ROOT).get(String(client));
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**
  * The rule of a connection with `access`; undefined (the owner): every update is applied as it
- * is. An edit link may change everything, but its updates are still placed first, so one that
- * cannot be (a gap, a parent nobody has) is refused instead of waiting in the doc's memory.
+ * is. An edit link's updates are still placed first, so one that cannot be (a gap, a parent
+ * nobody has) is refused instead of waiting in the doc's memory.
  */
 export function changeRule(access: Access): ChangeRule | undefined {
   if (access.kind === 'owner') {
     return undefined;
   }
+  const { id, name } = visitorName(access);
   switch (access.scope) {
     case 'edit':
-      return () => true;
-    case 'run':
-    case 'comment': {
-      const { name } = visitorName(access);
-      return change => clientBookkeeping(change) || comments(change, name);
-    }
+      return change =>
+        change.path[0] === COMMENTS_ROOT
+          ? comments(change, id, name)
+          : change.path[0] !== AUTHORS_ROOT && Private.noOutputWritten(change);
+    case 'comment':
+      return change => comments(change, id, name);
     default:
-      return clientBookkeeping;
+      return () => false;
   }
 }
 
+/** The most characters of a comment's text (the page's box takes 2000). */
+export const MAX_COMMENT_CHARS = 4000;
+
 /**
- * The `comments` root as a visitor may change it: a thread (`comments/<cellId>`, an array) made
- * for a cell that has none; comments (`{id, author, text, time}`) added to a thread or taken
- * back, their own only: `author` is the visitor's name (so nobody writes as the owner, or takes
- * another's comment away). Replacing or removing a whole thread is not theirs to do.
+ * The `comments` root as a guest may change it: a thread (`comments/<cellId>`, an array) made for a
+ * cell that has none; comments (`{id, author, text, time}`, small strings) added to a thread under
+ * the guest's own name from a client id that is theirs, or taken back when theirs. Replacing or
+ * removing a whole thread is not theirs to do.
  */
-function comments({ path, kind, values }: IChange, name: string): boolean {
-  if (path[0] !== 'comments') {
+function comments(change: IChange, identity: string, name: string): boolean {
+  const { path, kind, values, client, doc } = change;
+  if (path[0] !== COMMENTS_ROOT) {
     return false;
   }
+  // A client id is the writer's when bound to them, or when the doc has nothing of it yet (it is
+  // bound to them once applied): continuing someone else's unbound client would take it over.
+  const owner = authorOf(doc, client);
+  const theirs =
+    owner === undefined
+      ? Y.getState(doc.store, client) === 0
+      : owner === identity;
   if (path.length === 2) {
-    return kind === 'insert';
+    // A map item at a key that holds a thread would replace it (whatever its origin says).
+    return (
+      kind === 'insert' &&
+      !doc.getMap(COMMENTS_ROOT).has(path[1]) &&
+      theirs &&
+      // A new array: its comments come as structs of their own, judged one by one.
+      values().every(value => value instanceof Y.Array)
+    );
   }
-  return (
-    path.length === 3 &&
-    path[2] === '#' &&
-    values().every(
-      value =>
-        typeof value === 'object' &&
-        value !== null &&
-        (value as { author?: unknown }).author === name
-    )
-  );
+  if (path.length !== 3 || path[2] !== '#') {
+    return false;
+  }
+  if (kind === 'delete') {
+    return owner === identity;
+  }
+  return theirs && values().every(value => Private.ownComment(value, name));
 }
 
 /**
@@ -95,12 +139,15 @@ function comments({ path, kind, values }: IChange, name: string): boolean {
  * has are no change; a struct or deletion that cannot be placed (a gap in its client's clock, a
  * parent nobody has) is not allowed.
  *
+ * @param newClients - filled with the client ids the update writes with that the doc has no
+ * struct of yet (a client a connection may be bound to).
  * @throws when `update` is not a yjs update.
  */
 export function updateAllowed(
   doc: Y.Doc,
   update: Uint8Array,
-  rule: ChangeRule
+  rule: ChangeRule,
+  newClients?: Set<number>
 ): boolean {
   const { structs, ds } = Y.decodeUpdate(update);
   const places = new Private.Places(doc, structs);
@@ -118,11 +165,20 @@ export function updateAllowed(
     if (clock > known || !(struct instanceof Y.Item)) {
       return false;
     }
+    if (!reach.has(client) && known === 0) {
+      newClients?.add(client);
+    }
     reach.set(client, clock + struct.length);
-    const path = places.path(struct);
+    const place = places.place(struct);
     if (
-      !path ||
-      !rule({ path, kind: 'insert', values: () => struct.content.getContent() })
+      !place ||
+      !rule({
+        ...place,
+        kind: 'insert',
+        values: () => struct.content.getContent(),
+        client,
+        doc
+      })
     ) {
       return false;
     }
@@ -155,30 +211,37 @@ namespace Private {
     }
 
     /** The place of a struct of the update; undefined when it cannot be placed. */
-    path(item: Y.Item, depth = 0): DocPath | undefined {
+    place(item: Y.Item, depth = 0): IPlace | undefined {
       if (depth > MAX_DEPTH) {
         return undefined;
       }
-      const known = this._paths.get(item);
+      const known = this._places.get(item);
       if (known) {
         return known;
       }
-      let path: DocPath | undefined;
+      let place: IPlace | undefined;
       const parent = item.parent as unknown;
       if (typeof parent === 'string') {
-        path = [parent, item.parentSub ?? '#'];
+        place = { path: [parent, item.parentSub ?? '#'], fresh: 1 };
       } else if (parent instanceof Y.ID) {
-        const parentPath = this._placeOf(parent, depth);
-        path = parentPath && [...parentPath, item.parentSub ?? '#'];
+        const outer = this._placeOf(parent, depth);
+        place = outer && {
+          path: [...outer.path, item.parentSub ?? '#'],
+          fresh: Math.min(outer.fresh, outer.path.length)
+        };
       } else if (parent === null) {
         // Its parent and key are its neighbour's.
         const neighbour = item.origin ?? item.rightOrigin;
-        path = neighbour ? this._placeOf(neighbour, depth) : undefined;
+        const beside = neighbour ? this._placeOf(neighbour, depth) : undefined;
+        place = beside && {
+          path: beside.path,
+          fresh: Math.min(beside.fresh, beside.path.length - 1)
+        };
       }
-      if (path) {
-        this._paths.set(item, path);
+      if (place) {
+        this._places.set(item, place);
       }
-      return path;
+      return place;
     }
 
     /** Whether deleting `len` structs of `client` from `clock` on touches only allowed places. */
@@ -201,11 +264,15 @@ namespace Private {
           if (!(struct instanceof Y.Item) || struct.deleted) {
             continue;
           }
+          const path = docPath(struct);
           if (
             !rule({
-              path: docPath(struct),
+              path,
+              fresh: path.length,
               kind: 'delete',
-              values: () => struct.content.getContent()
+              values: () => struct.content.getContent(),
+              client,
+              doc: this._doc
             })
           ) {
             return false;
@@ -229,23 +296,72 @@ namespace Private {
       return true;
     }
 
-    /** The place of the struct holding `id` (in the doc, else in the update). */
-    private _placeOf(id: Y.ID, depth: number): DocPath | undefined {
+    /**
+     * The place of the struct holding `id` (in the doc, else in the update); a struct of the doc
+     * is no part of the update (`fresh` past its path).
+     */
+    private _placeOf(id: Y.ID, depth: number): IPlace | undefined {
       if (id.clock < Y.getState(this._doc.store, id.client)) {
         const struct = Y.getItem(this._doc.store, id) as Y.Item | Y.GC;
-        return struct instanceof Y.Item ? docPath(struct) : undefined;
+        if (!(struct instanceof Y.Item)) {
+          return undefined;
+        }
+        const path = docPath(struct);
+        return { path, fresh: path.length };
       }
       const struct = (this._update.get(id.client) ?? []).find(
         s => s.id.clock <= id.clock && id.clock < s.id.clock + s.length
       );
       return struct instanceof Y.Item
-        ? this.path(struct, depth + 1)
+        ? this.place(struct, depth + 1)
         : undefined;
     }
 
     private _doc: Y.Doc;
     private _update = new Map<number, Struct[]>();
-    private _paths = new Map<Y.Item, DocPath>();
+    private _places = new Map<Y.Item, IPlace>();
+  }
+
+  /** Where a struct of an update sits, and from where on its path the update makes it. */
+  export interface IPlace {
+    path: DocPath;
+    fresh: number;
+  }
+
+  /**
+   * An edit link's change writes no output into a cell that was there before the update: outputs
+   * come from the owner's kernel through the gateway. Taking outputs away (clearing) is allowed,
+   * and so are outputs inside a cell the update inserts (connection.ts distrusts that cell).
+   */
+  export function noOutputWritten({ path, kind, fresh }: IChange): boolean {
+    return !(
+      kind === 'insert' &&
+      path[0] === 'cells' &&
+      path[2] === 'outputs' &&
+      path.length > 3 &&
+      fresh >= 2
+    );
+  }
+
+  /** A comment as the page writes it, under `name`, of small strings only. */
+  export function ownComment(value: unknown, name: string): boolean {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      return false;
+    }
+    const { id, author, text, time, ...rest } = value as Record<
+      string,
+      unknown
+    >;
+    return (
+      Object.keys(rest).length === 0 &&
+      author === name &&
+      typeof id === 'string' &&
+      id.length <= 128 &&
+      typeof text === 'string' &&
+      text.length <= MAX_COMMENT_CHARS &&
+      (typeof time === 'string' || typeof time === 'number') &&
+      String(time).length <= 64
+    );
   }
 
   /** Nesting deeper than any notebook has: an update claiming more is refused. */
