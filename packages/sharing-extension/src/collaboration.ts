@@ -35,6 +35,8 @@ import {
 import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { YFile, YNotebook } from '@jupyter/ydoc';
 import type { Awareness } from 'y-protocols/awareness';
+import type * as Y from 'yjs';
+import { mayEdit, type ShareScope } from './api';
 import { showLinkEnded } from './visitor';
 
 /** The id under which documents ask for the room-backed content provider. */
@@ -187,13 +189,34 @@ const notebooks: JupyterFrontEndPlugin<void> = {
     provider: ICollaborativeContentProvider,
     factory: NotebookWidgetFactory.IFactory
   ): void => {
-    provider.sharedModelFactory.registerDocumentFactory(
-      'notebook',
-      () => new YNotebook({ disableDocumentWideUndoRedo: true })
-    );
+    const share = Private.pageShare();
+    const readOnly = share !== undefined && !mayEdit(share.scope);
+    provider.sharedModelFactory.registerDocumentFactory('notebook', () => {
+      const model = new YNotebook({ disableDocumentWideUndoRedo: true });
+      if (readOnly) {
+        keepStateLocal(model.ydoc);
+      }
+      return model;
+    });
     factory.contentProviderId = RTC_PROVIDER_ID;
   }
 };
+
+/**
+ * Keeps a doc's `state` map (JupyterLab's `dirty` and `document_id` bookkeeping) in this page: a
+ * link below edit writes no shared state, and the gateway refuses its updates that try (a refused
+ * update would leave a gap that refuses the comments written after it).
+ */
+export function keepStateLocal(doc: Y.Doc): void {
+  const state = doc.getMap<unknown>('state');
+  const local = new Map<string, unknown>();
+  const shared = state.get.bind(state);
+  state.set = <V>(key: string, value: V): V => {
+    local.set(key, value);
+    return value;
+  };
+  state.get = (key: string) => (local.has(key) ? local.get(key) : shared(key));
+}
 
 /** Text files open in rooms (`text:file:<fileId>`). */
 const files: JupyterFrontEndPlugin<void> = {
@@ -222,3 +245,18 @@ export const collaborationPlugins: JupyterFrontEndPlugin<unknown>[] = [
   notebooks,
   files
 ];
+
+namespace Private {
+  /** The link this page was opened with, as the gateway put it in the page config. */
+  export function pageShare(): { scope: ShareScope } | undefined {
+    const raw = PageConfig.getOption('ferryShare');
+    if (!raw) {
+      return undefined;
+    }
+    try {
+      return JSON.parse(raw) as { scope: ShareScope };
+    } catch {
+      return undefined;
+    }
+  }
+}

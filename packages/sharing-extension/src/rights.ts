@@ -16,7 +16,7 @@ const RUN_COMMANDS = /^notebook:(run-|restart-run-all)/;
 const EDIT_COMMANDS = new RegExp(
   '^(' +
     [
-      'notebook:(insert|delete|cut|paste|copy-to-clipboard-paste|move|split|merge|change-cell-to|undo|redo|clear|replace|set-side-by-side|trust|toggle-render-side-by-side)',
+      'notebook:(insert|delete|cut|paste|copy-to-clipboard-paste|move|split|merge|change-cell-to|undo|redo|clear|replace|set-side-by-side|toggle-render-side-by-side)',
       'notebook:run-cell-and-insert',
       'notebook:run-in-console',
       'docmanager:(save|rename|delete|move|reload|duplicate|toggle-autosave)',
@@ -26,9 +26,13 @@ const EDIT_COMMANDS = new RegExp(
     ')'
 );
 
-/** Commands that change the kernel: refused to every visitor (the kernel is the owner's). */
+/**
+ * Commands that change the kernel (the owner's), or trust outputs (trust is the owner's: the
+ * gateway marks what a guest trusts untrusted again and refuses the outputs JupyterLab rewrites
+ * when trust changes): refused to every visitor.
+ */
 const KERNEL_COMMANDS =
-  /^(notebook:(restart|interrupt|shutdown|change-kernel|reconnect)|kernelmenu:|running:kernel)/;
+  /^(notebook:(restart|interrupt|shutdown|change-kernel|reconnect|trust)|kernelmenu:|running:kernel)/;
 
 /** JupyterLab's Shift+Enter. */
 const RUN_AND_ADVANCE = 'notebook:run-cell-and-select-next';
