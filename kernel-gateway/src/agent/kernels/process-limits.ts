@@ -381,7 +381,7 @@ namespace Private {
     if (options.memoryBytes !== undefined && available.includes('memory')) {
       wanted.push('memory');
     }
-    sweepStale(dir, undefined, options.logger);
+    sweepStale(dir, options.logger);
     enableControllers(dir, wanted, options.logger);
     const base = path.join(dir, baseName());
     mkdirSync(base);
@@ -468,7 +468,7 @@ namespace Private {
       if (!parent) {
         return undefined;
       }
-      sweepStale(parent, undefined, options.logger);
+      sweepStale(parent, options.logger);
       const dir = path.join(parent, name);
       mkdirSync(dir);
       made.push(dir);
@@ -518,11 +518,7 @@ namespace Private {
   }
 
   /** Remove what a Ferry that is gone (killed, crashed) left under `parent`: its processes too. */
-  function sweepStale(
-    parent: string,
-    host: IHost | undefined,
-    logger: Logger
-  ): void {
+  function sweepStale(parent: string, logger: Logger): void {
     let entries: string[];
     try {
       entries = readdirSync(parent);
@@ -540,7 +536,7 @@ namespace Private {
         'removing the cgroup of a Ferry that is gone, and its processes'
       );
       void removeTree(
-        host ?? { mode: 'cgroup1', description: dir, base: dir },
+        { mode: 'cgroup1', description: dir, base: dir },
         dir,
         logger
       );
