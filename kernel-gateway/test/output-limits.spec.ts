@@ -111,6 +111,64 @@ describe('kernel messages over the output limit', () => {
     60000
   );
 
+  it('requests sent behind one whose message is dropped each get a reply and an idle status', async () => {
+    gw = await startGateway({
+      worker: new Worker({
+        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+        maxOutputBytes: 2 ** 20,
+        kernelTimings: { shutdownWaitMs: 2000 }
+      })
+    });
+    const id = await startKernel(gw);
+    const client = await KernelSocket.connect(gw, id);
+    // As "Run all" sends them: the kernel answers the second while the connection the first lost
+    // is not up again, so its reply or output may be lost; it is answered all the same.
+    const ends = (msgId: string) =>
+      Promise.all([
+        client.next(
+          m => m.header.msg_type === 'execute_reply' && parentOf(m) === msgId
+        ),
+        client.next(
+          m =>
+            m.header.msg_type === 'status' &&
+            parentOf(m) === msgId &&
+            (m.content as { execution_state?: string }).execution_state ===
+              'idle'
+        )
+      ]);
+    for (const big of [
+      { code: "print('y' * 5_000_000)" },
+      { code: '', user_expressions: { big: "'y' * 5_000_000" } }
+    ]) {
+      for (let round = 0; round < 5; round++) {
+        const first = client.send('shell', 'execute_request', {
+          silent: false,
+          ...big
+        });
+        const second = client.send('shell', 'execute_request', {
+          code: 'pass',
+          silent: false
+        });
+        const [[firstReply], [secondReply]] = await Promise.all([
+          ends(first),
+          ends(second)
+        ]);
+        expect(firstReply.content).toMatchObject(
+          big.user_expressions
+            ? { status: 'error', ename: 'MessageTooLarge' }
+            : { status: 'ok' }
+        );
+        expect(['ok', 'error']).toContain(
+          (secondReply.content as { status: string }).status
+        );
+      }
+    }
+    expect((await client.execute("print('still here')")).stdout).toBe(
+      'still here\n'
+    );
+    await client.close();
+  }, 120000);
+
   it('a 300 MB print under an 8 MiB limit never reaches the gateway: its peak memory stays far below', async () => {
     const process = await startGatewayProcess(['--max-output-mb', '8']);
     try {

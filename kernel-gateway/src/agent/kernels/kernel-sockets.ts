@@ -210,6 +210,7 @@ export class KernelSockets {
         }
         if (event.type === 'disconnect') {
           socket.close();
+          this._disconnected(channel);
           this._open(channel, true);
           return;
         }
@@ -224,10 +225,42 @@ export class KernelSockets {
   }
 
   /**
-   * A message from the kernel over the limit was dropped on `channel` as it arrived: clients get a
-   * notice under the cell that was running; a reply dropped on shell or control is answered with
-   * an error (the kernel answers in order: it is the oldest awaited); after a drop on iopub,
-   * where the kernel's status may have gone too, the kernel is asked for its state.
+   * ZeroMQ dropped the kernel's connection on `channel` (a message over the limit came, or the
+   * kernel died): what the kernel sends there until the new socket is up is lost. From now on a
+   * reply that does not come before a later one is taken as lost, and an `idle` status that does
+   * not come before the kernel answers Ferry's next request, for any request sent so far.
+   */
+  private _disconnected(channel: Channel): void {
+    const parent = parseObject(this._lastIopubParent) ?? {};
+    this._dropParent = parent;
+    if (channel === 'shell' || channel === 'control') {
+      this._repliesLost[channel] = true;
+    } else if (channel === 'iopub') {
+      const lost = new Map(this._idleWatch?.lost);
+      if (typeof parent.msg_id === 'string') {
+        lost.set(parent.msg_id, parent);
+      }
+      this._idleWatch = { marker: undefined, lost };
+      this._awaitingIdle();
+    }
+  }
+
+  /** The client requests on shell so far may have lost their `idle` status (an iopub drop). */
+  private _awaitingIdle(): void {
+    for (const request of this._awaited.shell) {
+      if (!request.own) {
+        this._idleWatch?.lost.set(request.header.msg_id, request.header);
+      }
+    }
+  }
+
+  /**
+   * The kernel lives, and its connection on `channel` is up again after a drop: it was a message
+   * over the limit. Clients get a notice under the cell that was running, and Ferry asks the
+   * kernel for its info on shell (control, for a drop there): the kernel answers in order, so once
+   * that answer comes, every request sent before it is answered. A reply that has not come was lost
+   * and is answered with an error; the `idle` status of a request that may have lost it is
+   * published.
    */
   private _dropped(channel: Channel): void {
     this._log.warn(
@@ -237,60 +270,30 @@ export class KernelSockets {
     const text =
       `[Ferry] A message from the kernel over ${Private.mib(this._maxBytes)} was dropped as it ` +
       'arrived (--max-output-mb); output it sent meanwhile may be missing.\n';
-    const parent = parseObject(this._lastIopubParent) ?? {};
-    this._options.onMessage(
-      'iopub',
-      createMessage('stream', { name: 'stderr', text }, this.session, parent)
-        .parts
-    );
-    if (channel === 'shell' || channel === 'control') {
-      const request = this._awaited[channel].shift();
-      if (request?.own) {
-        this.settle(request.header.msg_id, {
-          status: 'error',
-          ename: 'MessageTooLarge'
-        });
-      } else if (request) {
-        this._options.onMessage(
-          channel,
-          Private.errorReply(request.header, text, this.session)
-        );
-      }
-    } else if (channel === 'iopub' && typeof parent.msg_id === 'string') {
-      const { msgId, reply } = this.request(
-        'shell',
-        'kernel_info_request',
-        {},
-        60000
-      );
-      this._resync = { parent, msgId };
-      void reply.then(
-        () => this._resynced(msgId),
-        () => undefined
-      );
-    }
-  }
-
-  /**
-   * The kernel's state is known again after a drop on iopub (its answer to Ferry's request came):
-   * the status `idle` of the request whose output was dropped, which went with it, is published
-   * unless it came after all.
-   */
-  private _resynced(msgId: string): void {
-    const resync = this._resync;
-    if (resync?.msgId !== msgId) {
-      return;
-    }
-    this._resync = undefined;
     this._options.onMessage(
       'iopub',
       createMessage(
-        'status',
-        { execution_state: 'idle' },
+        'stream',
+        { name: 'stderr', text },
         this.session,
-        resync.parent
+        this._dropParent
       ).parts
     );
+    if (channel === 'stdin') {
+      return;
+    }
+    const via = channel === 'control' ? 'control' : 'shell';
+    const marker = createMessage('kernel_info_request', {}, this.session);
+    if (channel === 'iopub' && this._idleWatch) {
+      this._awaitingIdle();
+      this._idleWatch.marker = marker.header.msg_id;
+    }
+    this._awaited[via].push({
+      header: marker.header,
+      own: true,
+      marker: true
+    });
+    this._writers[via].write(encodeFrames(this._signer, marker.parts));
   }
 
   /** Remember a request on shell or control until its reply comes. */
@@ -310,16 +313,90 @@ export class KernelSockets {
     }
   }
 
-  /** A reply came: its request, and any older one (the kernel answers in order), waits no more. */
-  private _replied(channel: 'shell' | 'control', parts: MessageParts): void {
+  /**
+   * A reply came: its request, and any older one (the kernel answers in order), waits no more;
+   * after a drop, an older one's reply was lost. True for the answer to a marker of
+   * {@link _dropped}, which goes no further.
+   */
+  private _replied(channel: 'shell' | 'control', parts: MessageParts): boolean {
     const awaited = this._awaited[channel];
     if (awaited.length === 0) {
-      return;
+      return false;
     }
     const msgId = parseObject(parts[1])?.msg_id;
     const index = awaited.findIndex(r => r.header.msg_id === msgId);
-    if (index >= 0) {
-      awaited.splice(0, index + 1);
+    if (index < 0) {
+      return false;
+    }
+    const older = awaited.splice(0, index + 1);
+    const request = older.pop()!;
+    if (this._repliesLost[channel]) {
+      older.forEach(lost => this._replyLost(channel, lost));
+      // Every reply to a request sent before the marker has come or is answered now.
+      this._repliesLost[channel] = !(
+        request.marker && !awaited.some(r => r.marker)
+      );
+    }
+    if (this._idleWatch?.marker === msgId) {
+      this._idlesLost();
+    }
+    return request.marker === true;
+  }
+
+  /** The reply to `request` was lost with a connection ZeroMQ dropped: it gets an error instead. */
+  private _replyLost(
+    channel: 'shell' | 'control',
+    request: Private.IAwaitedReply
+  ): void {
+    if (request.own) {
+      this.settle(request.header.msg_id, {
+        status: 'error',
+        ename: 'MessageTooLarge'
+      });
+      return;
+    }
+    const text =
+      "[Ferry] The kernel's reply was not relayed: it, or a message before it, was over " +
+      `${Private.mib(this._maxBytes)} and was dropped as it arrived (--max-output-mb).`;
+    this._options.onMessage(
+      channel,
+      Private.errorReply(request.header, text, this.session)
+    );
+  }
+
+  /**
+   * An iopub message while statuses may have been lost: an `idle` of a request that may have lost
+   * it came after all; the first message about the marker comes after every `idle` that could.
+   */
+  private _watchIdles(parts: MessageParts): void {
+    const watch = this._idleWatch!;
+    const parentId = parseObject(parts[1])?.msg_id;
+    if (watch.marker !== undefined && parentId === watch.marker) {
+      this._idlesLost();
+    } else if (
+      typeof parentId === 'string' &&
+      watch.lost.has(parentId) &&
+      decodeHeader(parts)?.msg_type === 'status' &&
+      parseObject(parts[3])?.execution_state === 'idle'
+    ) {
+      watch.lost.delete(parentId);
+    }
+  }
+
+  /** The `idle` statuses lost with an iopub connection are published, in the order of requests. */
+  private _idlesLost(): void {
+    const watch = this._idleWatch;
+    this._idleWatch = undefined;
+    for (const parent of watch?.lost.values() ?? []) {
+      this._options.onMessage(
+        'iopub',
+        createMessage(
+          'status',
+          { execution_state: 'idle' },
+          this.session,
+          parent
+        ).parts
+      );
     }
   }
 
@@ -338,11 +415,13 @@ export class KernelSockets {
       throw error;
     }
     if (channel === 'shell' || channel === 'control') {
-      this._replied(channel, parts);
+      if (this._replied(channel, parts)) {
+        return;
+      }
     } else if (channel === 'iopub') {
       this._lastIopubParent = parts[1];
-      if (this._resync) {
-        this._whileResyncing(parts);
+      if (this._idleWatch) {
+        this._watchIdles(parts);
       }
     }
     const maxBytes = this._maxBytes;
@@ -354,24 +433,6 @@ export class KernelSockets {
       );
     }
     this._options.onMessage(channel, parts);
-  }
-
-  /**
-   * An iopub message after a drop there: the `idle` of the request whose output was dropped means
-   * it did not go with it; the status of Ferry's request comes after that `idle` would have.
-   */
-  private _whileResyncing(parts: MessageParts): void {
-    const resync = this._resync!;
-    const parentId = parseObject(parts[1])?.msg_id;
-    if (parentId === resync.msgId) {
-      this._resynced(resync.msgId);
-    } else if (
-      parentId === resync.parent.msg_id &&
-      decodeHeader(parts)?.msg_type === 'status' &&
-      parseObject(parts[3])?.execution_state === 'idle'
-    ) {
-      this._resync = undefined;
-    }
   }
 
   private _options: KernelSockets.IOptions;
@@ -393,9 +454,16 @@ export class KernelSockets {
   };
   /** The parent header part of the last message on iopub: where a notice of a drop goes. */
   private _lastIopubParent: Buffer = Buffer.from('{}');
-  /** After a drop on iopub: the request whose status may be lost, and Ferry's request that tells. */
-  private _resync:
-    { parent: Record<string, unknown>; msgId: string } | undefined;
+  /**
+   * After a drop on iopub: the requests whose `idle` status may have been lost (by msg_id, with
+   * their headers), until the kernel answers Ferry's marker request.
+   */
+  private _idleWatch:
+    { marker?: string; lost: Map<string, Record<string, unknown>> } | undefined;
+  /** Per channel, whether a drop there may have lost replies that no marker has accounted for. */
+  private _repliesLost = { shell: false, control: false };
+  /** The parent header of the last message on iopub before the last drop: where its notice goes. */
+  private _dropParent: Record<string, unknown> = {};
 }
 
 export namespace KernelSockets {
@@ -432,6 +500,11 @@ namespace Private {
     header: IMessageHeader;
     /** Whether Ferry sent it (its reply settles a promise here, not a client's request). */
     own: boolean;
+    /**
+     * Whether it is Ferry's request after a connection was dropped, whose reply goes no further:
+     * once it comes, every older request has been answered.
+     */
+    marker?: boolean;
   }
 
   export function mib(bytes: number): string {
