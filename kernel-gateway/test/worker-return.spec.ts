@@ -67,7 +67,7 @@ describe('a remote worker that comes back after kill -9 within its grace period'
     return worker;
   }
 
-  it('leaves the kernels of its old process dead, with a reason, and their device free', async () => {
+  it('leaves the kernels of its old process dead, with a reason, and their device to a queued kernel', async () => {
     const accelerator = { kind: 'gpu', model: 'A100', count: 1 };
     const first = await startGpuWorker();
     const old = await startKernel(gw, { name: 'python3', accelerator });
@@ -77,6 +77,7 @@ describe('a remote worker that comes back after kill -9 within its grace period'
     // The worker dies at once, and its kernels with it (as on a host that reboots).
     const kernels = childrenOf(first.child.pid!);
     expect(kernels.length).toBeGreaterThan(0);
+    const seen = client.received.length;
     first.child.kill('SIGKILL');
     await first.exited;
     for (const pid of kernels) {
@@ -87,6 +88,12 @@ describe('a remote worker that comes back after kill -9 within its grace period'
       }
     }
 
+    // A kernel asking for the same device meanwhile waits: the old kernel holds it.
+    const next = await startKernel(gw, { name: 'python3', accelerator });
+    expect((await kernelModel(next)).accelerator).toMatchObject({
+      state: 'queued'
+    });
+
     // A new process of the same worker, well within the grace period.
     await startGpuWorker();
     const model = await kernelModel(old);
@@ -94,22 +101,27 @@ describe('a remote worker that comes back after kill -9 within its grace period'
     expect(model.reason).toMatch(
       /worker gpu-host registered again without it: the worker restarted and no longer runs it/
     );
-    // Its client is told, as for any kernel that died.
+    // Its client is told, as for any kernel that died (after `unknown` while the worker was away),
+    // and never that it is idle or busy again.
     await client.next(
       m =>
         m.header.msg_type === 'status' &&
         (m.content as { execution_state?: string }).execution_state === 'dead'
     );
+    const states = client.received
+      .slice(seen)
+      .filter(m => m.header.msg_type === 'status')
+      .map(m => (m.content as { execution_state: string }).execution_state)
+      .filter(state => state !== 'unknown');
+    expect(states).toEqual(['dead']);
     await client.close();
 
-    // Its device is free: a kernel asking for it starts there now instead of queueing behind a
-    // kernel that no longer exists.
-    const next = await startKernel(gw, { name: 'python3', accelerator });
+    // Its device is free: the kernel that waited for it runs there now.
+    const again = await KernelSocket.connect(gw, next);
+    expect((await again.execute('print(6 * 8)')).stdout).toBe('48\n');
     const started = await kernelModel(next);
     expect(started.execution_state).toBe('idle');
     expect(started.accelerator).toMatchObject({ state: 'assigned' });
-    const again = await KernelSocket.connect(gw, next);
-    expect((await again.execute('print(6 * 8)')).stdout).toBe('48\n');
     await again.close();
   }, 120000);
 });

@@ -51,16 +51,16 @@ export class KernelAdoption {
     reported = false
   ): void {
     const { pool, scheduler, log } = this._host;
-    if (reported) {
-      this._notReported(worker, kernels);
-    }
-    this._workerBack(worker, kernels);
+    this._workerBack(worker, kernels, reported);
     const owner = this._provisioned.ownerOf(worker.id);
     if (!owner && isJobWorkerId(worker.id) && kernels.length === 0) {
       // The worker of a job that is over (its kernel left it or was deleted) dialled in again before
       // the job ended: nothing will ever run on it, so it is let go at once, not listed.
       pool.forget(worker.id);
       scheduler.removeWorker(worker.id);
+      if (reported) {
+        this._notReported(worker, kernels);
+      }
       return;
     }
     scheduler.setWorker({
@@ -73,6 +73,11 @@ export class KernelAdoption {
       // A job worker that outlived its kernel never takes another.
       dedicated: owner !== undefined || isJobWorkerId(worker.id)
     });
+    if (reported) {
+      // After the scheduler knows its devices as they are now: a kernel queued for a device freed
+      // here is placed on it.
+      this._notReported(worker, kernels);
+    }
     if (owner?.phase === 'waiting') {
       this._provisioned.workerRegistered(owner, worker);
     }
@@ -200,17 +205,23 @@ export class KernelAdoption {
     }
   }
 
-  /** The worker of an unreachable kernel is back: the kernel reads what the worker reports. */
+  /**
+   * The worker of an unreachable kernel is back: the kernel reads what the worker reports (one the
+   * worker's own report lacks is left to {@link _notReported}).
+   */
   private _workerBack(
     worker: IWorkerConnection,
-    kernels: IRunningKernel[]
+    kernels: IRunningKernel[],
+    reported: boolean
   ): void {
     for (const kernel of this._host.list()) {
       if (kernel.placement?.workerId !== worker.id || !kernel.unreachable) {
         continue;
       }
       const running = kernels.find(k => k.kernelId === kernel.id);
-      kernel.reachableAgain(running?.executionState);
+      if (running || !reported) {
+        kernel.reachableAgain(running?.executionState);
+      }
     }
   }
 
