@@ -299,7 +299,8 @@ export class Gateway {
     });
     this.server = createHttpServer(this.app, this.upgrades, {
       limits: resolved.limits,
-      logger: options.logger
+      logger: options.logger,
+      authenticated: request => this.auth.access(request) !== undefined
     });
   }
 

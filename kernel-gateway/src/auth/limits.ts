@@ -34,6 +34,13 @@ export interface ILimits {
   visitorsPerLink: number;
   /** Wrong tokens one client address may present in a minute; past it, 429 until the minute is over. */
   authFailuresPerMinute: number;
+  /**
+   * Connections not yet authenticated (idle, or making only unauthenticated requests) one client
+   * address may hold; past it, its oldest such connection is closed with a 503.
+   */
+  pendingConnectionsPerAddress: number;
+  /** Connections not yet authenticated, from all addresses together; past it, the oldest is closed. */
+  pendingConnections: number;
   /** How long a client may take to send a request's headers (slow-loris), in ms. */
   headersTimeoutMs: number;
   /** How long a client may take to send a whole request, body included, in ms. */
@@ -47,7 +54,8 @@ export namespace ILimits {
 
 /**
  * The defaults: 64 kernels (each user too), 16 terminals, 30 starts a minute, 32 jobs queued or running per user, 1000 messages a second (100 through a
- * share link), 64 sockets per share link, 20 links per notebook, 500 visitors per link, 20 wrong tokens a minute.
+ * share link), 64 sockets per share link, 20 links per notebook, 500 visitors per link, 20 wrong tokens a minute, 128 connections waiting to authenticate per address
+ * and 1024 in all.
  */
 export const DEFAULT_LIMITS: ILimits = {
   maxKernels: 64,
@@ -61,6 +69,8 @@ export const DEFAULT_LIMITS: ILimits = {
   linksPerNotebook: 20,
   visitorsPerLink: 500,
   authFailuresPerMinute: 20,
+  pendingConnectionsPerAddress: 128,
+  pendingConnections: 1024,
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 300_000
 };

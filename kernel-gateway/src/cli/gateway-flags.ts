@@ -50,6 +50,8 @@ export interface IGatewayFlags extends IKernelHostFlags {
   roomIdle: number;
   maxAuthFailures: number;
   headersTimeout: number;
+  maxPendingConnections: number;
+  maxPendingPerAddress: number;
   workerPort?: number;
   workerTokenFile?: string;
   workerGrace: number;
@@ -129,7 +131,9 @@ export function gatewayOptions(
       linksPerNotebook: flags.maxShareLinks,
       visitorsPerLink: flags.maxShareVisitors,
       authFailuresPerMinute: flags.maxAuthFailures,
-      headersTimeoutMs: flags.headersTimeout * 1000
+      headersTimeoutMs: flags.headersTimeout * 1000,
+      pendingConnections: flags.maxPendingConnections,
+      pendingConnectionsPerAddress: flags.maxPendingPerAddress
     },
     culling: {
       idleTimeoutMs: flags.cullIdleTimeout * 1000,

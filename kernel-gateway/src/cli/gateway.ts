@@ -15,6 +15,7 @@ import {
   loadProfilesFile
 } from '../engines';
 import { createGateway } from '../gateway';
+import { raiseOpenFileLimit } from '../http';
 import { createLogger } from '../log';
 import { DEFAULT_ROOM_TIMINGS } from '../rooms';
 import { readTokenFile, takeSecretEnv } from '../secrets';
@@ -217,6 +218,18 @@ export function gatewayCommand(): Command {
       "how long a client may take to send a request's headers",
       number,
       DEFAULT_LIMITS.headersTimeoutMs / 1000
+    )
+    .option(
+      '--max-pending-connections <count>',
+      'connections not yet authenticated (idle, or without a valid token) from all addresses; past it the oldest is closed with 503 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.pendingConnections
+    )
+    .option(
+      '--max-pending-per-address <count>',
+      'connections not yet authenticated from one client address; past it its oldest is closed with 503 (0: no limit)',
+      number,
+      DEFAULT_LIMITS.pendingConnectionsPerAddress
     );
   addKernelHostOptions(gateway, 'the embedded worker')
     .option(
@@ -326,6 +339,8 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
   // First of all, before anything starts a child that would inherit them.
   const secrets = takeSecretEnv();
   const logger = createLogger(flags.logLevel);
+  // Before the server sizes its connection caps by it.
+  raiseOpenFileLimit(logger);
   if (flags.tokenFile === '-' && flags.workerTokenFile === '-') {
     throw new Error(
       '--token-file - and --worker-token-file - cannot both read standard input'

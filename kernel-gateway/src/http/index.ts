@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export * from './app';
+export * from './connections';
 export * from './context';
 export * from './errors';
 export * from './outbound';

@@ -5,6 +5,7 @@
 import {
   createServer,
   STATUS_CODES,
+  type IncomingMessage,
   type Server,
   type ServerOptions
 } from 'node:http';
@@ -13,17 +14,38 @@ import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import type { ILimits } from '../auth';
+import { openFileLimit, PendingConnections } from './connections';
 import { errorBody } from './errors';
 import type { UpgradeRouter } from './upgrade';
 
-/** An HTTP server for `app`, handing its websocket upgrades to `upgrades`; not yet listening. */
+/**
+ * An HTTP server for `app`, handing its websocket upgrades to `upgrades`; not yet listening.
+ * Connections not yet authenticated are capped per address and in all ({@link PendingConnections}),
+ * and connections in all at three quarters of the open-file limit, so that connections alone never
+ * take the descriptors kernels, terminals and files need.
+ */
 export function createHttpServer(
   app: Express,
   upgrades: UpgradeRouter,
-  options: { limits: ILimits; logger: Logger }
+  options: {
+    limits: ILimits;
+    logger: Logger;
+    /** Whether a request authenticates; without it every connection counts as pending. */
+    authenticated?: (request: IncomingMessage) => boolean;
+  }
 ): Server {
   const server = createServer(Private.serverTimeouts(options.limits), app);
   Private.guardSockets(server, options.logger);
+  new PendingConnections({
+    perAddress: options.limits.pendingConnectionsPerAddress,
+    total: options.limits.pendingConnections,
+    authenticated: options.authenticated ?? (() => false),
+    logger: options.logger
+  }).attach(server);
+  const files = openFileLimit();
+  if (files) {
+    server.maxConnections = Math.max(64, Math.floor(files.soft * 0.75));
+  }
   server.on('upgrade', (request, socket, head) => {
     void upgrades.handleUpgrade(request, socket, head);
   });
