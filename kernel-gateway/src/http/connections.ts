@@ -9,7 +9,6 @@ import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { errorBody } from './errors';
 
 /**
  * Counts the connections that have not (yet) made an authenticated request: a connection is pending
@@ -92,9 +91,10 @@ export class PendingConnections {
     // Only where no response is on its way: a 503 with the reason, then the connection ends.
     const inFlight = (socket as { _httpMessage?: unknown })._httpMessage;
     if (socket.writable && !inFlight) {
-      const body = JSON.stringify(
-        errorBody(503, `Too many connections: ${why}`)
-      );
+      const body = JSON.stringify({
+        reason: STATUS_CODES[503],
+        message: `Too many connections: ${why}`
+      });
       socket.end(
         `HTTP/1.1 503 ${STATUS_CODES[503]}\r\nContent-Type: application/json\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
@@ -170,4 +170,19 @@ export function raiseOpenFileLimit(logger: Logger): number | undefined {
     logger.info('open files: the limit is not known on this system');
   }
   return limit?.soft;
+}
+
+/**
+ * `EMFILE` or `ENFILE` when the error, or one it was caused by, is the process running out of file
+ * descriptors (a 503: try again in a moment); undefined otherwise.
+ */
+export function descriptorsExhausted(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && depth < 4; depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EMFILE' || code === 'ENFILE') {
+      return code;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

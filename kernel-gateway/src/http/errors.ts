@@ -19,6 +19,7 @@ import {
   PathOutsideRootError
 } from '../kernels';
 import { TerminalError } from '../terminals';
+import { descriptorsExhausted } from './connections';
 import { ContentsError } from '../contents';
 import { StateStoreError } from '../store';
 
@@ -99,7 +100,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if ((error as { type?: string })?.type === 'entity.parse.failed') {
       message = `Malformed JSON in request body: ${message}`;
     }
-    const exhausted = Private.descriptorsExhausted(error);
+    const exhausted = descriptorsExhausted(error);
     if (exhausted) {
       status = 503;
       message = `The gateway has run out of file descriptors (${exhausted}): try again in a moment`;
@@ -144,18 +145,6 @@ export function notFound(): RequestHandler {
 }
 
 namespace Private {
-  /** `EMFILE` or `ENFILE` when the error (or one it was caused by) is the process running out of descriptors. */
-  export function descriptorsExhausted(error: unknown): string | undefined {
-    for (let e = error, depth = 0; e && depth < 4; depth++) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EMFILE' || code === 'ENFILE') {
-        return code;
-      }
-      e = (e as { cause?: unknown }).cause;
-    }
-    return undefined;
-  }
-
   /** Whether the error is a file system call's (it has a syscall and a path on disk). */
   export function fileSystemError(error: unknown): boolean {
     const e = error as NodeJS.ErrnoException | undefined;

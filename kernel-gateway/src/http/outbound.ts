@@ -2,8 +2,8 @@
  * The one rule for every stream the gateway pushes to a client that cannot skip what it misses (the
  * `/api/events/subscribe` websocket, server-sent events): a byte budget and a slow-reader timeout,
  * the same `--client-buffer-mb` and `--slow-client-timeout` as a kernel's channels. A client that
- * lets more than its budget wait unread, or reads nothing for the timeout while bytes wait, is
- * closed with the reason (it reconnects and starts afresh), so one stalled reader holds at most its
+ * lets more than its budget wait unread, or does not catch up (everything written taken) within the
+ * timeout once bytes wait, is closed with the reason (it reconnects and starts afresh), so one stalled reader holds at most its
  * budget in memory and no descriptor for long.
  */
 import type { ServerResponse } from 'node:http';
@@ -14,7 +14,7 @@ import type { WebSocket } from 'ws';
 export interface IOutboundLimits {
   /** Bytes that may wait unread on one stream (`--client-buffer-mb`, at most {@link MAX_STREAM_BYTES}). */
   bytes: number;
-  /** How long bytes may wait without the client reading any (`--slow-client-timeout`), in ms. */
+  /** How long bytes may wait before the client has caught up (`--slow-client-timeout`), in ms. */
   slowMs: number;
 }
 

@@ -27,6 +27,7 @@ import {
   V1_SUBPROTOCOL,
   type Framing
 } from '../channels';
+import { descriptorsExhausted } from './connections';
 import {
   OutboundStream,
   outboundLimits,
@@ -143,6 +144,15 @@ export class UpgradeRouter {
         { err: error, url: request.url },
         'websocket upgrade failed'
       );
+      const exhausted = descriptorsExhausted(error);
+      if (exhausted) {
+        Private.refuse(
+          socket,
+          503,
+          `The gateway has run out of file descriptors (${exhausted}): try again in a moment`
+        );
+        return;
+      }
       Private.refuse(socket, 500, 'The websocket upgrade failed');
     }
   }
