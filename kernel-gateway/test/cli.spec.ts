@@ -76,8 +76,11 @@ describe('ferry CLI', () => {
       '--room-idle',
       '--max-share-sockets',
       '--max-share-links',
+      '--max-share-visitors',
       '--max-auth-failures',
-      '--headers-timeout'
+      '--headers-timeout',
+      '--max-pending-connections',
+      '--max-pending-per-address'
     ]) {
       expect(help.stdout).toContain(option);
     }
