@@ -20,6 +20,7 @@ import {
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import * as Y from 'yjs';
 import { apiFor } from './helpers';
 import {
   SCREENSHOTS,
@@ -30,6 +31,7 @@ import {
   startFerry,
   stopFerry
 } from './lab-pages';
+import { RawRoomClient } from './yjs-clients';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 if (browserMissing) {
@@ -373,6 +375,73 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     await appRestored(page);
     return page;
   }
+
+  it('an edit link’s HTML output, in a cell it marks trusted, does not run in the owner’s page', async () => {
+    const created = await api('POST', '/api/shares', {
+      path: NOTEBOOK,
+      scope: 'edit'
+    });
+    expect(created.status).toBe(201);
+    const session = await api('PUT', `/api/collaboration/session/${NOTEBOOK}`, {
+      format: 'json',
+      type: 'notebook'
+    });
+    const { fileId } = session.body as { fileId: string };
+    // A client of its own making, as the link's holder can write: no page stands in its way.
+    const guest = await RawRoomClient.connect(base, `json:notebook:${fileId}`, {
+      token: (created.body as { token: string }).token
+    });
+    await guest.sync();
+    guest.change(doc => {
+      const outputs = new Y.Array<Y.Map<unknown>>();
+      outputs.push([
+        new Y.Map<unknown>([
+          ['output_type', 'display_data'],
+          [
+            'data',
+            {
+              'text/html':
+                '<p>guest-html-marker</p><img src="x" onerror="window.ferryPwned = 1">'
+            }
+          ],
+          ['metadata', {}]
+        ])
+      ]);
+      doc.getArray('cells').push([
+        new Y.Map<unknown>([
+          ['id', 'guest-cell'],
+          ['cell_type', 'code'],
+          ['source', new Y.Text('# from the guest')],
+          ['metadata', new Y.Map<unknown>([['trusted', true]])],
+          ['outputs', outputs],
+          ['execution_count', null]
+        ])
+      ]);
+    });
+    // The owner's page shows the guest's output, as untrusted HTML: sanitized, its script gone.
+    await owner.waitForFunction(() =>
+      Array.from(document.querySelectorAll('.jp-OutputArea-output')).some(
+        node => node.textContent?.includes('guest-html-marker')
+      )
+    );
+    // Its image (its src resolved by the page) has failed to load: an onerror would have run.
+    const img = await owner.waitForFunction(() => {
+      const output = Array.from(
+        document.querySelectorAll('.jp-OutputArea-output')
+      ).find(node => node.textContent?.includes('guest-html-marker'));
+      const found = output?.querySelector('img');
+      return found?.complete ? found : undefined;
+    });
+    expect(await img.evaluate(node => node!.hasAttribute('onerror'))).toBe(
+      false
+    );
+    expect(
+      await owner.evaluate(
+        () => (window as unknown as { ferryPwned?: number }).ferryPwned
+      )
+    ).toBeUndefined();
+    guest.close();
+  });
 
   /** The owner's name as the gateway reports it. */
   async function ownerName(): Promise<string> {
