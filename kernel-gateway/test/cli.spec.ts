@@ -13,14 +13,30 @@ async function startCli(
   args: string[],
   env: NodeJS.ProcessEnv = {}
 ): Promise<{ child: ChildProcess; lines: string[]; stderr: () => string }> {
+  // A state directory of its own unless the test names one: ~/.ferry/state is one gateway's at a time.
+  const stateDir = args.includes('--state-dir')
+    ? undefined
+    : mkdtempSync(path.join(tmpdir(), 'ferry-cli-state-'));
   const child = spawn(
     process.execPath,
-    [FERRY, 'gateway', '--port', '0', ...args],
+    [
+      FERRY,
+      'gateway',
+      '--port',
+      '0',
+      ...(stateDir === undefined ? [] : ['--state-dir', stateDir]),
+      ...args
+    ],
     {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe']
     }
   );
+  child.once('exit', () => {
+    if (stateDir !== undefined) {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
   let stderr = '';
   child.stderr!.on('data', chunk => (stderr += chunk));
   const lines: string[] = [];

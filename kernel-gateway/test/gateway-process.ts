@@ -47,6 +47,11 @@ export async function startGatewayProcess(
   const home = mkdtempSync(path.join(tmpdir(), 'ferry-process-'));
   // Kernels start in the root directory, as another user (nobody) when the tests run as root.
   chmodSync(home, 0o711);
+  // A state directory of its own unless the test names one: the default (~/.ferry/state) is locked
+  // by one gateway at a time, and tests run several at once.
+  const stateDir = args.includes('--state-dir')
+    ? undefined
+    : mkdtempSync(path.join(tmpdir(), 'ferry-process-state-'));
   const token = randomUUID();
   const workerToken = randomUUID();
   // The ready message ends with the workers' line when there is a worker port.
@@ -65,6 +70,7 @@ export async function startGatewayProcess(
       home,
       '--lab-settings-dir',
       path.join(home, 'lab', 'user-settings'),
+      ...(stateDir === undefined ? [] : ['--state-dir', stateDir]),
       ...args
     ],
     {
@@ -120,6 +126,9 @@ export async function startGatewayProcess(
       }
       const code = await exited;
       rmSync(home, { recursive: true, force: true });
+      if (stateDir !== undefined) {
+        rmSync(stateDir, { recursive: true, force: true });
+      }
       return code;
     }
   };

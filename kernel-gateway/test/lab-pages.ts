@@ -5,8 +5,8 @@
  * notebook, type and run a cell, save).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -65,10 +65,21 @@ export interface ICommands {
   execute(id: string, args?: unknown): Promise<unknown>;
 }
 
+/**
+ * `--state-dir` in a temporary directory of its own (removed when the gateway exits), unless `args`
+ * names one: the default, ~/.ferry/state, is held by one gateway at a time.
+ */
+function stateDirArgs(args: string[]): string[] {
+  return args.includes('--state-dir')
+    ? []
+    : ['--state-dir', mkdtempSync(path.join(tmpdir(), 'ferry-lab-state-'))];
+}
+
 /** Start `ferry gateway` from the CLI and resolve with the token link it prints. */
 export async function startFerry(
   args: string[]
 ): Promise<{ child: ChildProcess; link: string }> {
+  const stateDir = stateDirArgs(args);
   const child = spawn(
     process.execPath,
     // Kernels as this user: as root, `ferry` would run them as nobody, to whom the temporary
@@ -80,10 +91,16 @@ export async function startFerry(
       '0',
       '--kernel-user',
       userInfo().username,
+      ...stateDir,
       ...args
     ],
     { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] }
   );
+  child.once('exit', () => {
+    if (stateDir.length > 0) {
+      rmSync(stateDir[1], { recursive: true, force: true });
+    }
+  });
   let stderr = '';
   child.stderr!.on('data', chunk => (stderr += chunk));
   const reader = createInterface({ input: child.stdout! });

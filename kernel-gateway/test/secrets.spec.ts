@@ -70,9 +70,20 @@ async function startCliGateway(
   token: string,
   stdin?: string
 ): Promise<ICliGateway> {
+  // A state directory of its own: ~/.ferry/state is held by one gateway at a time.
+  const stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-secrets-state-'));
   const child = spawn(
     process.execPath,
-    [FERRY, 'gateway', '--port', '0', '--no-discover', ...args],
+    [
+      FERRY,
+      'gateway',
+      '--port',
+      '0',
+      '--no-discover',
+      '--state-dir',
+      stateDir,
+      ...args
+    ],
     {
       env: cleanEnv(env),
       stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
@@ -84,7 +95,10 @@ async function startCliGateway(
   let stderr = '';
   child.stderr!.on('data', chunk => (stderr += chunk));
   const exited = new Promise<void>(resolve =>
-    child.once('exit', () => resolve())
+    child.once('exit', () => {
+      rmSync(stateDir, { recursive: true, force: true });
+      resolve();
+    })
   );
   const lines: string[] = [];
   // The last line it prints when ready: the workers' command line, if it has a worker port.

@@ -4,7 +4,8 @@
 
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { userInfo } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
 /** The `ferry` CLI of this repository (run `npm run build` first). */
@@ -23,6 +24,8 @@ export function startFerry(
   extra: string[] = [],
   env: NodeJS.ProcessEnv = process.env
 ): Promise<{ process: ChildProcess; port: number }> {
+  // A state directory of its own: the default, ~/.ferry/state, is held by one gateway at a time.
+  const stateDir = mkdtempSync(join(tmpdir(), 'ferry-testing-state-'));
   const child = spawn(
     process.execPath,
     [
@@ -30,6 +33,8 @@ export function startFerry(
       'gateway',
       '--port',
       String(port),
+      '--state-dir',
+      stateDir,
       '--simulate',
       'gpu:H100:2',
       '--no-discover',
@@ -47,6 +52,7 @@ export function startFerry(
       stdio: ['ignore', 'pipe', 'inherit']
     }
   );
+  child.once('exit', () => rmSync(stateDir, { recursive: true, force: true }));
   return new Promise((resolve, reject) => {
     let text = '';
     child.stdout!.on('data', (chunk: Buffer) => {
