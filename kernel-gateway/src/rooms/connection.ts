@@ -157,7 +157,9 @@ export class RoomConnection implements Room.IPeer {
   private _sync(decoder: decoding.Decoder): void {
     const type = decoding.readVarUint(decoder);
     if (type === SyncType.Step1) {
-      this.send(this.room.missing(decoding.readVarUint8Array(decoder)));
+      // Answered once what the doc took is stored: no client reads an edit a crash could lose.
+      const stateVector = decoding.readVarUint8Array(decoder);
+      this.room.whenRelayed(() => this.send(this.room.missing(stateVector)));
       return;
     }
     if (type !== SyncType.Step2 && type !== SyncType.Update) {

@@ -128,7 +128,10 @@ export class RoomFile {
     // the first client's step 2, so a large notebook is encoded once, not twice. The marks' own
     // update is in it, and not stored again: a history of one update reloads as it is, unmerged.
     const whole = file.room.wholeUpdate();
-    file._unstored = [];
+    if (file._unstored.length > 0) {
+      file._unstored = [];
+      file.room.unhold();
+    }
     try {
       await store.reset(id, base, whole, {
         sessionId,
@@ -223,6 +226,7 @@ export class RoomFile {
     // Stored once a tick, merged: a burst of keystrokes is one write.
     this._unstored.push({ update, origin });
     if (this._unstored.length === 1) {
+      this.room.hold();
       setImmediate(this._store);
     }
     if (origin !== Private.SAVED && origin !== Private.DISK) {
@@ -266,12 +270,20 @@ export class RoomFile {
       );
     }
     this._relayed = this._relayed.then(async () => {
-      const error = await stored;
-      if (error && !(await this._keep(update, batch, error))) {
-        return;
-      }
-      for (const change of batch) {
-        this.room.relay(change.update, change.origin);
+      try {
+        const error = await stored;
+        if (!error || (await this._keep(update, batch, error))) {
+          for (const change of batch) {
+            this.room.relay(change.update, change.origin);
+          }
+        }
+      } catch (error) {
+        this._options.logger.error(
+          { err: error, room: this.room.id },
+          'a room could not relay its updates'
+        );
+      } finally {
+        this.room.unhold();
       }
     });
   };

@@ -234,11 +234,46 @@ export class Room {
   }
 
   /**
+   * Changes are waiting to be stored and relayed (one more batch of them): the step 2s asked for
+   * meanwhile wait until {@link unhold}, so that no client gets a change before it is stored.
+   */
+  hold(): void {
+    this._held++;
+  }
+
+  /** A batch {@link hold} announced was relayed (or will never be: the room closes). */
+  unhold(): void {
+    this._held = Math.max(0, this._held - 1);
+    this._answerWaiting();
+  }
+
+  /**
+   * Run `answer` once every change so far is stored and relayed: at once when none waits, or
+   * while the room refuses edits (what it could not store is served as it is, not held back).
+   */
+  whenRelayed(answer: () => void): void {
+    if (this._held === 0 || this._refusal !== undefined) {
+      answer();
+    } else {
+      this._waiting.push(answer);
+    }
+  }
+
+  /**
    * Refuse the edits of every connection from now on, for `reason` (what its clients are told); or
    * accept them again (undefined).
    */
   refuseEdits(reason: string | undefined): void {
     this._refusal = reason;
+    this._answerWaiting();
+  }
+
+  private _answerWaiting(): void {
+    if (this._held === 0 || this._refusal !== undefined) {
+      for (const answer of this._waiting.splice(0)) {
+        answer();
+      }
+    }
   }
 
   /**
@@ -304,6 +339,9 @@ export class Room {
   private _isolateShares: boolean;
   private _relayWhenStored: boolean;
   private _refusal: string | undefined;
+  /** Batches of changes not yet relayed, and the step 2s waiting for them. */
+  private _held = 0;
+  private _waiting: (() => void)[] = [];
 }
 
 export namespace Room {
