@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import * as encoding from 'lib0/encoding';
 import * as Y from 'yjs';
 import { RoomConnection } from '../src/rooms/connection';
-import type { ShareScope } from '../src';
+import { ShareStore, type ShareScope } from '../src';
 import { pollUntil } from './helpers';
 import { cookiesOf } from './share-clients';
 import {
@@ -787,6 +787,29 @@ describe('rooms: rights per connection and hostile clients', () => {
         expect([name, renamed.status]).toEqual([name, 403]);
       }
       expect((await eve('Eve')).status).toBe(200);
+    });
+
+    it("lets one address take a tenth of a link's visitor slots, not all of them", async () => {
+      writeFileSync(path.join(rooms.rootDir, 'slots.ipynb'), notebook(['s']));
+      await rooms.session('slots.ipynb');
+      const viewLink = await link('slots.ipynb', 'view');
+      const perAddress = ShareStore.visitorsPerAddress(
+        ShareStore.VISITORS_PER_LINK
+      );
+      expect(perAddress).toBe(50);
+      const exchange = () =>
+        rooms.gw.api(
+          'POST',
+          '/api/shares/exchange',
+          { token: viewLink.token },
+          { token: null }
+        );
+      for (let i = 0; i < perAddress; i++) {
+        expect((await exchange()).status).toBe(200);
+      }
+      const refused = await exchange();
+      expect(refused.status).toBe(403);
+      expect(refused.body.message).toMatch(/from your address/);
     });
 
     it("marks untrusted what an edit link's client trusts, and refuses outputs it adds to a cell", async () => {

@@ -203,7 +203,8 @@ export class ShareStore implements IShareResolver {
    * @throws ShareError (403) when the link no longer works, or has as many visitors as it may.
    */
   async admit(
-    secret: string
+    secret: string,
+    address?: string
   ): Promise<{ cookie: string; access: IShareAccess } | undefined> {
     const resolution = this.resolveSecret(secret);
     if (!resolution) {
@@ -223,19 +224,40 @@ export class ShareStore implements IShareResolver {
         `This share link has had ${max} visitors, as many as it may: ask its owner for a new one`
       );
     }
+    // One holder (one address) takes a tenth of the slots (ten at least), not all of them.
+    const from = address === undefined ? undefined : Private.hash(address);
+    const perAddress = ShareStore.visitorsPerAddress(max);
+    const fromKey = `${shareId} ${from}`;
+    if (
+      from !== undefined &&
+      max > 0 &&
+      this._visitorsOf(shareId).filter(
+        key => this._visitors.get(key)?.from === from
+      ).length +
+        (this._admitting.get(fromKey) ?? 0) >=
+        perAddress
+    ) {
+      throw new ShareError(
+        403,
+        `This share link has had ${perAddress} visitors from your address, as many as one address may: ask its owner for a link of your own`
+      );
+    }
     const cookie = randomBytes(32).toString('base64url');
     const hash = Private.hash(cookie);
     const id = Private.visitorId(hash);
     const done = Private.count(this._admitting, shareId);
+    const doneFrom = Private.count(this._admitting, fromKey);
     try {
       await this._visitors.put(id, {
         hash,
         shareId,
         name: null,
-        since: this._now()
+        since: this._now(),
+        ...(from === undefined ? {} : { from })
       });
     } finally {
       done();
+      doneFrom();
     }
     return {
       cookie,
@@ -509,6 +531,14 @@ export namespace ShareStore {
 
   export const LINKS_PER_NOTEBOOK = 20;
   export const VISITORS_PER_LINK = 500;
+
+  /**
+   * The visitors one address may take of a link's `max`: a tenth, and ten at least (a class behind
+   * one address still gets in; one holder cannot take every slot). 0: no limit.
+   */
+  export function visitorsPerAddress(max: number): number {
+    return max > 0 ? Math.max(Math.ceil(max / 10), Math.min(max, 10)) : 0;
+  }
   /** The longest display name, in characters. */
   export const NAME_LENGTH = 40;
   /** How long a revoked or expired link is remembered (so its holders hear why): 30 days. */
@@ -554,6 +584,8 @@ namespace Private {
     shareId: string;
     name: string | null;
     since: number;
+    /** sha256 of the address it was admitted from */
+    from?: string;
   }
 
   export const MAX_TIMER_MS = 2 ** 31 - 1;

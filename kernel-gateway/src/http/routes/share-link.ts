@@ -71,7 +71,7 @@ export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
         !access.visitor ||
         access.shareId !== resolution.access.shareId
       ) {
-        const admitted = await shares.admit(token);
+        const admitted = await shares.admit(token, address);
         access = admitted!.access;
         response.setHeader(
           'Set-Cookie',
