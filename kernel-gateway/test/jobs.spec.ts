@@ -570,7 +570,7 @@ describe('jobs', () => {
       notebook: notebook([codeCell('1')])
     });
     expect(refused.status).toBe(429);
-    expect(refused.body.message).toMatch(/maxJobsPerUser/);
+    expect(refused.body.message).toMatch(/--max-jobs-per-user/);
     await client.cancel(running.id);
     const admitted = await client.submit({
       notebook: notebook([codeCell('1')])
