@@ -23,6 +23,7 @@ import {
   PresenceClient,
   upgrade
 } from './share-clients';
+import { shareRulesOf } from '../src/http/share-guard';
 import { roomProvider, synced } from './yjs-clients';
 
 const LAB_DIR = path.join(__dirname, 'fixtures', 'lab');
@@ -170,28 +171,30 @@ describe('what a share link reaches', () => {
         (await gw.api('GET', '/api/contents/shared.ipynb')).body.content.cells
       ).toHaveLength(1);
       expect(existsSync(path.join(rootDir, 'mine.ipynb'))).toBe(false);
+      // A link's settings write is its own (share-guests.spec.ts): the owner's stay as they were.
       const write = await gw.api(
         'PUT',
-        '/lab/api/settings/@jupyterlab/apputils-extension:themes',
-        { raw: '{"theme": "JupyterLab Dark"}' },
+        '/lab/api/settings/@ferry/fixture-extension:plugin',
+        { raw: '{"theme": "dark"}' },
         as
       );
       expect(write.status).toBe(204);
       const settings = await gw.api(
         'GET',
-        '/lab/api/settings/@jupyterlab/apputils-extension:themes'
+        '/lab/api/settings/@ferry/fixture-extension:plugin'
       );
-      expect(settings.body.raw ?? '').not.toContain('Dark');
+      expect(settings.body.raw ?? '').not.toContain('dark');
     });
 
-    it("walks the route table: every route but its notebook's answers 403", async () => {
-      // Each express route with a sample request aimed at something else than the shared notebook.
+    it('every route the app serves has a rule in the share table; what a rule refuses answers 403', async () => {
+      // A sample request for each route whose path is a pattern, aimed at something else than the
+      // shared notebook; a new pattern route needs its sample here.
       const samples: Record<string, string> = {
         '/^\\/api\\/contents(?:\\/.*)?$/': '/api/contents/other.ipynb',
         '/^\\/files\\/.+$/': '/files/other.ipynb',
         '/^\\/api\\/collaboration\\/session\\/.+$/':
           '/api/collaboration/session/other.ipynb',
-        '/^\\/lab(?:\\/.*)?$/': '/lab/tree/other.ipynb',
+        '/^\\/(?:lab|doc)(?:\\/.*)?$/': '/doc/tree/other.ipynb',
         '/^\\/lab\\/api\\/settings\\/.+$/':
           '/lab/api/settings/@jupyterlab/apputils-extension:themes',
         '/^\\/lab\\/api\\/workspaces\\/.+$/': '/lab/api/workspaces/default',
@@ -202,52 +205,33 @@ describe('what a share link reaches', () => {
         ':id': otherKernelId,
         ':name': 'python3',
         ':file': 'logo-64x64.png',
-        ':locale': 'en'
+        ':locale': 'en',
+        ':action': 'restart'
       };
-      // Public (no credential needed at all), or allowed to a view link (answered, or ignored).
-      const open = new Set([
-        'get /',
-        'get /login',
-        'post /login',
-        '_all /logout',
-        'get /share',
-        'get /static/favicons/:name,/favicon.ico',
-        'post /api/shares/exchange',
-        'get /api',
-        'get /api/me',
-        'get /api/shares/current',
-        'put /api/shares/current/visitor',
-        'get /api/kernelspecs',
-        'get /api/kernelspecs/:name',
-        'get /kernelspecs/:name/:file',
-        'get /api/kernels',
-        'get /api/sessions',
-        'get /lab/api/settings,/lab/api/settings/',
-        'get ' + '/^\\/lab\\/api\\/settings\\/.+$/',
-        'put ' + '/^\\/lab\\/api\\/settings\\/.+$/',
-        'get ' + '/^\\/lab\\/api\\/workspaces\\/.+$/',
-        'put ' + '/^\\/lab\\/api\\/workspaces\\/.+$/',
-        'get ' + '/^\\/lab(?:\\/.*)?$/',
-        'get /lab/api/translations,/lab/api/translations/',
-        'get /lab/api/translations/:locale',
-        'get /lab/api/licenses,/lab/api/licenses/',
-        'get /api/nbconvert',
-        'get /lsp/status',
-        'get ' + '/^\\/lab\\/api\\/listings\\/.*$/'
-      ]);
       interface ILayer {
         route?: { path: unknown; methods: Record<string, boolean> };
         handle?: { stack?: ILayer[] };
+        rawPath?: unknown;
       }
-      const routes: [string, string][] = [];
+      const every = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
+      const routes: { methods: string[]; route: string }[] = [];
       const walk = (stack: ILayer[]) => {
         for (const layer of stack) {
           if (layer.route) {
             for (const method of Object.keys(layer.route.methods)) {
-              routes.push([method, String(layer.route.path)]);
+              routes.push({
+                methods: method === '_all' ? every : [method.toUpperCase()],
+                route: String(layer.route.path)
+              });
             }
           } else if (layer.handle?.stack) {
             walk(layer.handle.stack);
+          } else if (
+            typeof layer.rawPath === 'string' &&
+            layer.rawPath !== '/'
+          ) {
+            // Middleware mounted at a path: static files.
+            routes.push({ methods: ['GET'], route: `${layer.rawPath}/x` });
           }
         }
       };
@@ -255,33 +239,43 @@ describe('what a share link reaches', () => {
         (gw.gateway.app as unknown as { router: { stack: ILayer[] } }).router
           .stack
       );
-      expect(routes.length).toBeGreaterThan(40);
-      const as = { token: view.token };
-      for (const [method, route] of routes) {
-        if (open.has(`${method} ${route}`)) {
-          continue;
+      expect(routes.length).toBeGreaterThan(50);
+      const unruled: string[] = [];
+      const refusedRoutes: [string, string][] = [];
+      for (const { methods, route } of routes) {
+        const paths = route.startsWith('/^')
+          ? [samples[route] ?? `no sample for ${route}`]
+          : route
+              .split(',')
+              .map(p => p.replace(/:[a-z]+/g, q => params[q] ?? 'x'));
+        for (const method of methods) {
+          for (const sample of paths) {
+            const rules = shareRulesOf(method, sample);
+            if (rules.length === 0) {
+              unruled.push(`${method} ${sample} (${route})`);
+            } else if (rules.every(rule => rule.grant === 'refuse')) {
+              refusedRoutes.push([method, sample]);
+            }
+          }
         }
-        const sample = route.startsWith('/^')
-          ? samples[route]
-          : route.split(',')[0].replace(/:[a-z]+/g, p => params[p] ?? 'x');
-        expect({ route, sample }).toEqual({
-          route,
-          sample: expect.any(String)
-        });
-        const verb = method === '_all' ? 'GET' : method.toUpperCase();
+      }
+      expect(unruled).toEqual([]);
+      expect(refusedRoutes.length).toBeGreaterThan(20);
+      const as = { token: view.token };
+      for (const [method, sample] of refusedRoutes) {
         const response = await gw.api(
-          verb,
+          method,
           sample,
-          verb === 'GET' ? undefined : {},
+          method === 'GET' ? undefined : {},
           as
         );
-        expect({ method: verb, sample, status: response.status }).toEqual({
-          method: verb,
+        expect({ method, sample, status: response.status }).toEqual({
+          method,
           sample,
           status: 403
         });
       }
-      // The sockets too: another kernel's channels, another notebook's room.
+      // The sockets too: another kernel's channels, another notebook's room, a terminal.
       const otherRoom = await gw.api(
         'PUT',
         '/api/collaboration/session/other.ipynb',
@@ -289,8 +283,10 @@ describe('what a share link reaches', () => {
       );
       for (const pathname of [
         `/api/kernels/${otherKernelId}/channels`,
-        `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`
+        `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`,
+        '/terminals/websocket/1'
       ]) {
+        expect(shareRulesOf('WS', pathname)).not.toEqual([]);
         const outcome = await upgrade(wsUrl(pathname, view.token));
         expect({
           pathname,

@@ -8,11 +8,17 @@
 import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  readFileSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   realpathSync,
   rmSync,
-  writeFileSync
+  writeFileSync,
+  writeSync
 } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,7 +33,20 @@ import {
 } from './helpers';
 import { cookiesOf, makeLink, NOTEBOOK, upgrade } from './share-clients';
 
-const LAB_DIR = path.join(__dirname, 'fixtures', 'lab');
+/** The lab app's build (its real settings schemas), else the fixture's. */
+const BUILD_DIR = path.join(
+  __dirname,
+  '..',
+  '..',
+  'packages',
+  'lab-app',
+  'build'
+);
+const LAB_DIR = existsSync(path.join(BUILD_DIR, 'lab.json'))
+  ? BUILD_DIR
+  : path.join(__dirname, 'fixtures', 'lab');
+const MANAGER = '@ferry/accelerators-extension:manager';
+const itWithBuild = LAB_DIR === BUILD_DIR ? it : it.skip;
 
 /**
  * A kernelspec `gated` whose every launch after the first (a restart) waits until something is
@@ -119,6 +138,14 @@ describe('a share link when things change', () => {
   });
 
   afterAll(async () => {
+    // A restart a failed test left at the gate: let it through, so that the gateway can stop.
+    try {
+      const fd = openSync(gate, constants.O_WRONLY | constants.O_NONBLOCK);
+      writeSync(fd, 'go\n');
+      closeSync(fd);
+    } catch {
+      // nobody waits at the gate
+    }
     await gw.close();
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(rootDir, { recursive: true, force: true });
@@ -129,12 +156,21 @@ describe('a share link when things change', () => {
     const { kernelId } = await notebookWithKernel('race.ipynb', 'gated');
     const link = await makeLink(gw, { path: 'race.ipynb', scope: 'view' });
     const restarted = gw.api('POST', `/api/kernels/${kernelId}/restart`, {});
-    await pollUntil(
-      async () => (await gw.api('GET', `/api/kernels/${kernelId}`)).body,
-      model => model.execution_state === 'restarting',
-      30_000,
-      20
-    );
+    // The restart's new process is launched, and waits at the gate (the old one's last status
+    // messages may say 'idle' meanwhile: the kernel's state tells nothing here).
+    await Promise.race([
+      pollUntil(
+        async () => readFileSync(path.join(dataDir, 'launches.log'), 'utf8'),
+        launches => launches.length >= 2,
+        30_000,
+        20
+      ),
+      restarted.then(answer => {
+        throw new Error(
+          `the restart ended before its gate: ${answer.status} ${JSON.stringify(answer.body)}`
+        );
+      })
+    ]);
     // The gateway's own 'upgrade' listener runs first: by the time this one runs, the upgrade
     // waits for the kernel, whose restart waits at the gate.
     const arrived = new Promise<void>(resolve =>
@@ -264,5 +300,156 @@ describe('a share link when things change', () => {
       }
     );
     expect(forged.status).toBe(403);
+  });
+
+  itWithBuild(
+    "a link's holder reads the settings' defaults and their own, never the owner's",
+    async () => {
+      const settingsUrl = `/lab/api/settings/${MANAGER}`;
+      const owned = await gw.api('PUT', settingsUrl, {
+        raw: '{ "gatewayToken": "owner-secret-token" }'
+      });
+      expect(owned.status).toBe(204);
+      const ownerFile = path.join(
+        stateDir,
+        'settings',
+        '@ferry',
+        'accelerators-extension',
+        'manager.jupyterlab-settings'
+      );
+      expect(readFileSync(ownerFile, 'utf8')).toContain('owner-secret-token');
+      expect(
+        (await gw.api('PUT', '/api/contents/prefs.ipynb', NOTEBOOK)).status
+      ).toBe(201);
+      const visitor = async (token: string) => {
+        const exchange = await gw.api(
+          'POST',
+          '/api/shares/exchange',
+          { token },
+          { token: null }
+        );
+        const cookie = cookiesOf(exchange);
+        const xsrf = /_xsrf=([^;]*)/.exec(cookie)![1];
+        return {
+          token: null,
+          headers: { Cookie: cookie, 'X-XSRFToken': xsrf }
+        };
+      };
+      const view = await makeLink(gw, { path: 'prefs.ipynb', scope: 'view' });
+      const edit = await makeLink(gw, { path: 'prefs.ipynb', scope: 'edit' });
+      const guests = [
+        { token: view.token },
+        { token: edit.token },
+        await visitor(view.token),
+        await visitor(edit.token)
+      ];
+      for (const as of guests) {
+        const all = await gw.api('GET', '/lab/api/settings', undefined, as);
+        expect(all.status).toBe(200);
+        expect(JSON.stringify(all.body).includes('owner-secret-token')).toBe(
+          false
+        );
+        const one = await gw.api('GET', settingsUrl, undefined, as);
+        expect(one.status).toBe(200);
+        expect(one.body).toMatchObject({
+          id: MANAGER,
+          raw: '{}',
+          settings: {},
+          last_modified: null
+        });
+        expect(one.body.schema.properties.gatewayToken.default).toBe('');
+      }
+      // A visitor's own settings are theirs: kept for them, not for another visitor nor the owner.
+      const [, , mine, theirs] = guests;
+      const saved = await gw.api(
+        'PUT',
+        settingsUrl,
+        { raw: '{ "gatewayToken": "visitor-value" }' },
+        mine
+      );
+      expect(saved.status).toBe(204);
+      expect(
+        (await gw.api('GET', settingsUrl, undefined, mine)).body.settings
+      ).toEqual({ gatewayToken: 'visitor-value' });
+      expect(
+        (await gw.api('GET', settingsUrl, undefined, theirs)).body.raw
+      ).toBe('{}');
+      expect((await gw.api('GET', settingsUrl)).body.settings).toEqual({
+        gatewayToken: 'owner-secret-token'
+      });
+      expect(readFileSync(ownerFile, 'utf8')).toContain('owner-secret-token');
+      // Checked against the schema, and bounded.
+      const invalid = await gw.api(
+        'PUT',
+        settingsUrl,
+        { raw: '{ "gatewayToken": 3 }' },
+        mine
+      );
+      expect(invalid.status).toBe(400);
+      const huge = await gw.api(
+        'PUT',
+        settingsUrl,
+        { raw: JSON.stringify({ gatewayToken: 'x'.repeat(70_000) }) },
+        mine
+      );
+      expect(huge.status).toBe(413);
+      expect(huge.body.reason).toBe('Payload Too Large');
+    }
+  );
+
+  it("a link's pages reload at their /doc URL, and a page it does not reach says why in HTML", async () => {
+    expect(
+      (await gw.api('PUT', '/api/contents/pages.ipynb', NOTEBOOK)).status
+    ).toBe(201);
+    const link = await makeLink(gw, { path: 'pages.ipynb', scope: 'view' });
+    const exchange = await gw.api(
+      'POST',
+      '/api/shares/exchange',
+      { token: link.token },
+      { token: null }
+    );
+    const asBrowser = (accept: string) => ({
+      token: null,
+      headers: { Cookie: cookiesOf(exchange), Accept: accept }
+    });
+    const html = 'text/html,application/xhtml+xml,*/*;q=0.8';
+    // What JupyterLab's single-document mode puts in the address bar, reloaded.
+    const reload = await gw.api(
+      'GET',
+      '/doc/tree/pages.ipynb',
+      undefined,
+      asBrowser(html)
+    );
+    expect(reload.status).toBe(200);
+    const config = JSON.parse(
+      /<script id="jupyter-config-data" type="application\/json">(.*?)<\/script>/s.exec(
+        reload.body
+      )![1]
+    );
+    expect(config).toMatchObject({
+      treePath: 'pages.ipynb',
+      mode: 'single-document'
+    });
+    const page = await gw.api(
+      'GET',
+      '/files/other.ipynb',
+      undefined,
+      asBrowser(html)
+    );
+    expect(page.status).toBe(403);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.body).toContain(
+      'A share link reaches only its own notebook: GET /files/other.ipynb is not allowed with it'
+    );
+    expect(page.body).toContain('href="/doc/tree/pages.ipynb"');
+    // An API call still gets JSON.
+    const api = await gw.api(
+      'GET',
+      '/files/other.ipynb',
+      undefined,
+      asBrowser('application/json')
+    );
+    expect(api.status).toBe(403);
+    expect(api.body.reason).toBe('Forbidden');
   });
 });

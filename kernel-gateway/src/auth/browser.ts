@@ -147,6 +147,31 @@ export function authenticate(
   };
 }
 
+/**
+ * Answer a browser's page request with a 403 page that says why (what a share link's holder sees
+ * for a page the link does not reach, or a link that ended), and a link back when there is one.
+ */
+export function sendRefusalPage(
+  response: Parameters<RequestHandler>[1],
+  title: string,
+  why: string,
+  back?: { href: string; text: string }
+): void {
+  const link = back
+    ? `<p><a href="${Private.escape(back.href)}">${Private.escape(back.text)}</a></p>`
+    : '';
+  response
+    .status(403)
+    .type('html')
+    .setHeader('Cache-Control', 'no-store')
+    .setHeader('Referrer-Policy', 'no-referrer')
+    .send(
+      `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${Private.escape(title)}</title></head>` +
+        `<body style="font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto">` +
+        `<h1>${Private.escape(title)}</h1><p role="alert">${Private.escape(why)}</p>${link}</body></html>\n`
+    );
+}
+
 export namespace authenticate {
   export interface IOptions {
     /** Paths anyone may fetch (static assets: they hold no secrets). */
@@ -209,19 +234,10 @@ namespace Private {
     response: Parameters<RequestHandler>[1],
     why: string
   ): void {
-    response
-      .status(403)
-      .type('html')
-      .setHeader('Cache-Control', 'no-store')
-      .setHeader('Referrer-Policy', 'no-referrer')
-      .send(
-        `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>This link does not open</title></head>` +
-          `<body style="font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto">` +
-          `<h1>This link does not open</h1><p role="alert">${escape(why)}</p></body></html>\n`
-      );
+    sendRefusalPage(response, 'This link does not open', why);
   }
 
-  function escape(text: string): string {
+  export function escape(text: string): string {
     return text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
   }
 

@@ -29,7 +29,7 @@ export {
   type IShareRooms
 } from './share-connections';
 export { ShareError, ShareStore, type IShare, type ShareEnd } from './shares';
-export { authenticate, signInRouter } from './browser';
+export { authenticate, sendRefusalPage, signInRouter } from './browser';
 export {
   DEFAULT_LIMITS,
   FailedAuthLimit,

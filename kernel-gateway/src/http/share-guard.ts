@@ -1,12 +1,14 @@
 /**
  * What a share link's holder may reach, as one table of rules: its notebook's file, room, session
- * and kernel, the hosted lab's page and read-only settings, its own identity and link. Every other
- * route and socket answers 403. The owner is not concerned: the guard lets every owner request by.
+ * and kernel, the hosted lab's page, its own settings, its own identity and link. Every route the
+ * app serves has a rule here, allowing or refusing; what no rule allows is refused (403). The owner
+ * is not concerned: the guard lets every owner request by.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import {
   documentRefusal,
   mayRun,
+  sendRefusalPage,
   type IShareAccess,
   type ShareScope,
   type TokenAuth
@@ -19,7 +21,10 @@ import { errorBody } from './errors';
 import { isLabPage } from './routes/lab';
 
 /** How a request reaches a path: an HTTP method, or `WS` for a websocket upgrade. */
-export type ShareMethod = 'GET' | 'PUT' | 'POST' | 'WS';
+export type ShareMethod = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE' | 'WS';
+
+/** Every HTTP method a route may answer (for rules about every method of a path). */
+const ANY: readonly ShareMethod[] = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
 
 /** What a rule may look at besides the request: the holder's access and its notebook's kernel. */
 export interface IShareRuleContext {
@@ -32,10 +37,16 @@ export interface IShareRuleContext {
   contents?: FileContentsManager;
 }
 
-/** One thing a share link's holder may do. */
+/** One thing a share link's holder may, or may not, do. */
 export interface IShareRule {
-  /** What the holder does, for people reading the table. */
+  /** What the holder does, for people reading the table (and, refused, why not). */
   what: string;
+  /**
+   * `allow` (the default): the holder may, under `when`. `refuse`: the holder may not (said here so
+   * that every route has its rule). `public`: served to anyone before authentication (sign-in,
+   * the link page, static files); the guard never sees these requests.
+   */
+  grant?: 'allow' | 'refuse' | 'public';
   methods: readonly ShareMethod[];
   /** The path's pattern; its first group, when it has one, is what `when` looks at. */
   path: RegExp;
@@ -164,24 +175,23 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/(?:api\/)?kernelspecs(?:\/.*)?$/
   },
   {
-    what: "the lab's page",
+    what: "the lab's page, at any /lab or /doc URL (its single-document mode's): it opens the link's notebook alone, so a reload works",
     methods: ['GET'],
-    path: /^\/lab(?:\/.*)?$/,
+    path: /^\/(?:lab|doc)(?:\/.*)?$/,
     when: (_target, _context, pathname) => isLabPage(pathname)
   },
   {
-    what: "the lab's settings, translations, licenses, listings (read only)",
+    what: "the lab's settings: the schemas' defaults and what this visitor saved, kept in memory for them alone (never the owner's settings, never written to the owner's files)",
+    methods: ['GET', 'PUT'],
+    path: /^\/lab\/api\/settings(?:\/.*)?$/
+  },
+  {
+    what: "the lab's translations, licenses and extension listings (the build's, nobody's data)",
     methods: ['GET'],
-    path: /^\/lab\/api\/(?:settings|translations|licenses|listings)(?:\/.*)?$/
+    path: /^\/lab\/api\/(?:translations|licenses|listings)(?:\/.*)?$/
   },
   {
-    what: "the lab's settings writes: answered, ignored (the owner's settings stay the owner's)",
-    methods: ['PUT'],
-    path: /^\/lab\/api\/settings\/.+$/,
-    answer: (_context, _request, response) => response.status(204).end()
-  },
-  {
-    what: "a workspace: an empty one (the owner's would name their other files); writes ignored",
+    what: "a workspace: an empty one (the owner's would name their other files); writes answered and ignored",
     methods: ['GET', 'PUT'],
     path: /^\/lab\/api\/workspaces\/(.+)$/,
     answer: (_context, request, response) => {
@@ -197,6 +207,98 @@ export const SHARE_RULES: readonly IShareRule[] = [
     what: 'the server extensions the page asks about (none)',
     methods: ['GET'],
     path: /^\/(?:api\/nbconvert|lsp\/status)\/?$/
+  },
+  // Refused: said here so that every route has its rule.
+  {
+    what: "the owner's workspaces: listing or deleting them",
+    grant: 'refuse',
+    methods: ['GET', 'DELETE'],
+    path: /^\/lab\/api\/workspaces(?:\/.*)?$/
+  },
+  {
+    what: 'writing, creating, renaming or deleting files and checkpoints (an edit link edits through the room)',
+    grant: 'refuse',
+    methods: ['PUT', 'POST', 'PATCH', 'DELETE'],
+    path: /^\/api\/contents(?:\/.*)?$/
+  },
+  {
+    what: 'starting, restarting, interrupting (below run) or shutting down kernels',
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/kernels(?:\/.*)?$/
+  },
+  {
+    what: 'making, moving or ending sessions',
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/sessions(?:\/.*)?$/
+  },
+  {
+    what: "another notebook's collaboration session",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/collaboration(?:\/.*)?$/
+  },
+  {
+    what: "terminals (the owner's shells)",
+    grant: 'refuse',
+    methods: [...ANY, 'WS'],
+    path: /^\/(?:api\/)?terminals(?:\/.*)?$/
+  },
+  {
+    what: 'the devices, their use and the metrics',
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/(?:api\/accelerators(?:\/.*)?|metrics\/?)$/
+  },
+  {
+    what: "the gateway's status",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/status\/?$/
+  },
+  {
+    what: "the owner's jobs",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/jobs(?:\/.*)?$/
+  },
+  {
+    what: 'posting events to the event bus',
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/events(?:\/.*)?$/
+  },
+  {
+    what: "the owner's share links: listing, making, reading or revoking them",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/shares(?:\/.*)?$/
+  },
+  {
+    what: 'any other file than the notebook',
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/files(?:\/.*)?$/
+  },
+  // Public: answered before authentication, to anyone (listed so the table covers every route).
+  {
+    what: 'signing in and out, and / sent on to /lab',
+    grant: 'public',
+    methods: ANY,
+    path: /^\/(?:login|logout)?\/?$/
+  },
+  {
+    what: "the link page, and exchanging a link's secret for a visitor cookie",
+    grant: 'public',
+    methods: ['GET', 'POST'],
+    path: /^\/(?:share|api\/shares\/exchange)\/?$/
+  },
+  {
+    what: "static files: the lab's bundle, themes and icons (code and CSS, no secrets)",
+    grant: 'public',
+    methods: ['GET'],
+    path: /^\/(?:static\/(?:lab|favicons)\/.*|favicon\.ico|lab\/api\/themes\/.*)$/
   }
 ];
 
@@ -251,7 +353,7 @@ export function shareRule(
 ): IShareRule | undefined {
   const verb = (method === 'HEAD' ? 'GET' : method) as ShareMethod;
   for (const rule of SHARE_RULES) {
-    if (!rule.methods.includes(verb)) {
+    if ((rule.grant ?? 'allow') !== 'allow' || !rule.methods.includes(verb)) {
       continue;
     }
     const match = rule.path.exec(pathname);
@@ -267,6 +369,17 @@ export function shareRule(
     }
   }
   return undefined;
+}
+
+/**
+ * The rules that speak of this method and path, allowing, refusing or public, whatever their
+ * conditions: what the route table's test asks of every route (one at least).
+ */
+export function shareRulesOf(method: string, pathname: string): IShareRule[] {
+  const verb = (method === 'HEAD' ? 'GET' : method) as ShareMethod;
+  return SHARE_RULES.filter(
+    rule => rule.methods.includes(verb) && rule.path.test(pathname)
+  );
 }
 
 /** The context of the rules for a share link's holder. */
@@ -314,9 +427,21 @@ export function guardShares(options: {
     );
     const rule = shareRule(request.method, request.path, context);
     if (!rule) {
-      response
-        .status(403)
-        .json(errorBody(403, shareRefusal(request.method, request.path)));
+      const message = shareRefusal(request.method, request.path);
+      if (Private.wantsPage(request)) {
+        // A page opened in the browser (a typed URL, a link followed): a page that says why.
+        sendRefusalPage(
+          response,
+          'This link does not open this page',
+          message,
+          {
+            href: `/doc/tree/${access.path.split('/').map(encodeURIComponent).join('/')}`,
+            text: `Open ${access.path}`
+          }
+        );
+        return;
+      }
+      response.status(403).json(errorBody(403, message));
       return;
     }
     if (rule.answer) {
@@ -328,6 +453,14 @@ export function guardShares(options: {
 }
 
 namespace Private {
+  /** Whether a refused request is a browser's page load (HTML first), not an API call. */
+  export function wantsPage(request: Request): boolean {
+    return (
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      request.accepts(['application/json', 'text/html']) === 'text/html'
+    );
+  }
+
   /**
    * A folder on the way to the link's notebook, its listing cut to the one entry that leads there
    * (`content=0` as the contents route answers it).

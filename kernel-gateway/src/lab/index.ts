@@ -6,5 +6,6 @@
 export { LabBuild } from './build';
 export { FAVICONS } from './favicon';
 export { labPage, missingBuildPage, pageConfig } from './page';
+export { GuestSettings } from './guest-settings';
 export { SettingsStore } from './settings';
 export { WorkspaceStore } from './workspaces';

@@ -43,6 +43,8 @@ interface IPageOptions {
   allowHidden: boolean;
   /** Increases with every page, as jupyterlab_server's `store_id`. */
   storeId: number;
+  /** `single-document` for the `/doc` URLs (default `multiple-document`). */
+  mode?: 'multiple-document' | 'single-document';
   /**
    * The share link the page is opened through, if any: the page then opens its notebook alone
    * (single-document mode) and tells nothing of the owner's machine (no directories).
@@ -94,7 +96,7 @@ export function pageConfig(options: IPageOptions): Record<string, unknown> {
     preferredPath: '/',
     treePath: options.treePath,
     workspace: options.workspace,
-    mode: 'multiple-document',
+    mode: options.mode ?? 'multiple-document',
     exposeAppInBrowser: true,
     notebookStartsKernel: true,
     terminalsAvailable: true,

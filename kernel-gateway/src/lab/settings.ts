@@ -102,12 +102,44 @@ export class SettingsStore {
   }
 
   /**
+   * One plugin's entry with `raw` as its user settings instead of the user's file (the schema's
+   * defaults alone when undefined): what a share link's visitor is given, never the owner's.
+   *
+   * @throws LabApiError 404 for an unknown plugin.
+   */
+  async entryOf(id: string, raw: string | undefined): Promise<ISettingsEntry> {
+    const { schema, version } = await this._schema(id);
+    return {
+      id,
+      schema,
+      version,
+      raw: raw ?? '{}',
+      settings: raw === undefined ? {} : await this.check(id, raw),
+      last_modified: null,
+      created: null
+    };
+  }
+
+  /**
    * Validate raw JSON5 settings against the plugin's schema and write them as given (comments kept).
    *
    * @throws LabApiError 400 for JSON5 that does not parse or settings the schema refuses; 404 for
    * an unknown plugin.
    */
   async save(id: string, raw: string): Promise<void> {
+    await this.check(id, raw);
+    const file = this._userFile(id);
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    await writeAtomic(file, raw);
+  }
+
+  /**
+   * The settings `raw` holds, validated against the plugin's schema.
+   *
+   * @throws LabApiError 400 for JSON5 that does not parse or settings the schema refuses; 404 for
+   * an unknown plugin.
+   */
+  async check(id: string, raw: string): Promise<Record<string, unknown>> {
     const { schema } = await this._schema(id);
     let settings: Record<string, unknown>;
     try {
@@ -125,9 +157,7 @@ export class SettingsStore {
         `Failed validating input for ${id}: ${this._ajv.errorsText(validate.errors, { dataVar: 'settings' })}`
       );
     }
-    const file = this._userFile(id);
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    await writeAtomic(file, raw);
+    return settings;
   }
 
   private async _schema(

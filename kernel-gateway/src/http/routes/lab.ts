@@ -5,6 +5,7 @@ import expressStaticGzip from 'express-static-gzip';
 import { TokenAuth } from '../../auth';
 import {
   FAVICONS,
+  GuestSettings,
   labPage,
   missingBuildPage,
   pageConfig,
@@ -14,10 +15,15 @@ import {
 } from '../../lab';
 import { HttpError } from '../errors';
 
-/** Paths of the JupyterLab page (`/lab`, `/lab/tree/...`, `/lab/workspaces/...`), not of its API. */
+/**
+ * Paths of the JupyterLab page (`/lab`, `/lab/tree/...`, `/lab/workspaces/...`, and the same under
+ * `/doc`, the single-document mode's URLs), not of its API.
+ */
 export function isLabPage(requestPath: string): boolean {
   return (
     requestPath === '/lab' ||
+    requestPath === '/doc' ||
+    requestPath.startsWith('/doc/') ||
     (requestPath.startsWith('/lab/') &&
       !requestPath.startsWith('/lab/api/') &&
       !requestPath.startsWith('/lab/extensions/'))
@@ -96,8 +102,16 @@ export function labRouter(options: labRouter.IOptions): Router {
   const { build, settings, workspaces } = options;
   const router = Router();
   let storeId = 0;
+  // A share link's visitor gets the defaults and their own changes, never the owner's settings.
+  const guests = new GuestSettings(settings);
+  const guestOf = (request: Request): string | undefined => {
+    const access = options.auth.access(request);
+    return access?.kind === 'share'
+      ? (access.visitor?.id ?? `share:${access.shareId}`)
+      : undefined;
+  };
 
-  router.get(/^\/lab(?:\/.*)?$/, async (request, response, next) => {
+  router.get(/^\/(?:lab|doc)(?:\/.*)?$/, async (request, response, next) => {
     if (!isLabPage(request.path)) {
       next();
       return;
@@ -108,7 +122,7 @@ export function labRouter(options: labRouter.IOptions): Router {
       response.status(503).type('html').send(missingBuildPage(build.dir));
       return;
     }
-    const { workspace, treePath } = Private.parsePagePath(request.path);
+    const { workspace, treePath, mode } = Private.parsePagePath(request.path);
     // The token goes into the page only for a client that sent it in a header; a browser signed in
     // by cookie gets none, so the HTML never carries it.
     const credential = options.auth.credential(request);
@@ -130,6 +144,7 @@ export function labRouter(options: labRouter.IOptions): Router {
       staticDir: build.staticDir,
       allowHidden: options.allowHidden,
       storeId: storeId++,
+      mode,
       share:
         access?.kind === 'share'
           ? { id: access.shareId, path: access.path, scope: access.scope }
@@ -145,12 +160,18 @@ export function labRouter(options: labRouter.IOptions): Router {
         response.json({ settings: (await settings.ids()).map(id => ({ id })) });
         return;
       }
-      response.json({ settings: await settings.list() });
+      const guest = guestOf(request);
+      response.json({
+        settings:
+          guest === undefined ? await settings.list() : await guests.list(guest)
+      });
     }
   );
   router.get(/^\/lab\/api\/settings\/.+$/, async (request, response) => {
+    const id = Private.rest(request, '/lab/api/settings/');
+    const guest = guestOf(request);
     response.json(
-      await settings.get(Private.rest(request, '/lab/api/settings/'))
+      guest === undefined ? await settings.get(id) : await guests.get(guest, id)
     );
   });
   router.put(/^\/lab\/api\/settings\/.+$/, async (request, response) => {
@@ -161,7 +182,11 @@ export function labRouter(options: labRouter.IOptions): Router {
         'Invalid format for JSON payload. Must be in the form {"raw": "..."}'
       );
     }
-    await settings.save(Private.rest(request, '/lab/api/settings/'), raw);
+    const id = Private.rest(request, '/lab/api/settings/');
+    const guest = guestOf(request);
+    await (guest === undefined
+      ? settings.save(id, raw)
+      : guests.save(guest, id, raw));
     response.status(204).end();
   });
 
@@ -269,13 +294,17 @@ namespace Private {
     }
   }
 
-  /** `/lab[/workspaces/<name>][/tree/<path>]`, as jupyterlab_server's LabHandler reads it. */
+  /**
+   * `/lab[/workspaces/<name>][/tree/<path>]`, as jupyterlab_server's LabHandler reads it; `/doc/...`
+   * the same in single-document mode.
+   */
   export function parsePagePath(requestPath: string): {
     workspace: string;
     treePath: string;
+    mode: 'multiple-document' | 'single-document';
   } {
     const match =
-      /^\/lab(?:\/workspaces\/([A-Za-z0-9_-]+))?(?:\/tree\/(.*))?\/?$/.exec(
+      /^\/(?:lab|doc)(?:\/workspaces\/([A-Za-z0-9_-]+))?(?:\/tree\/(.*))?\/?$/.exec(
         requestPath
       );
     const decode = (value: string | undefined) => {
@@ -287,7 +316,11 @@ namespace Private {
     };
     return {
       workspace: match?.[1] ?? 'default',
-      treePath: decode(match?.[2])
+      treePath: decode(match?.[2]),
+      mode:
+        requestPath === '/doc' || requestPath.startsWith('/doc/')
+          ? 'single-document'
+          : 'multiple-document'
     };
   }
 
