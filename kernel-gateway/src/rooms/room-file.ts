@@ -9,9 +9,10 @@
  *   other clients once that write is committed: an edit another client has seen survives a crash
  *   of the gateway (kill -9). The history is merged into one update past a number of them.
  * - When the store cannot take a write (its disk is full), the updates it refused stay in memory
- *   and are tried again every {@link RoomFile.RETRY_MS}; meanwhile the room refuses edits (clients
- *   that send one are closed with 1013 and reconnect), keeps serving what it has, and says so in
- *   the log once. Once a write works again, everything is stored and relayed, and edits are taken.
+ *   and are tried again every {@link RoomFile.RETRY_MS} that the disk has room for them (every
+ *   30 s whatever it has); meanwhile the room refuses edits (clients that send one are closed with
+ *   1013 and reconnect), keeps serving what it has, and says so in the log once. Once a write
+ *   works again, everything is stored and relayed, and edits are taken.
  * - Saves are debounced and atomic, through the contents manager (rooted).
  * - While the room is open the file is polled: changed outside Ferry, the disk wins and the doc is
  *   replaced in one transaction, which clients get as any other update.
@@ -326,6 +327,9 @@ export class RoomFile {
             resolve();
           });
         });
+      }
+      if (!stopping && !this._options.store.mayWrite(update.length)) {
+        continue; // Still no room on the disk: not worth a failed commit.
       }
       const again = await this._write(
         this._options.store.append(this.room.id, this._seq++, update)

@@ -26,8 +26,14 @@ export interface IRoomHistory {
 /** The rooms' tables in the state store. */
 export class RoomStore {
   constructor(state: StateStore) {
+    this._state = state;
     this._updates = state.table<Uint8Array>('room-updates', 'binary');
     this._meta = state.table<IRoomMeta>('rooms');
+  }
+
+  /** Whether storing `bytes` more is worth trying now (see {@link StateStore.mayWrite}). */
+  mayWrite(bytes: number): boolean {
+    return this._state.mayWrite(bytes);
   }
 
   /** The room's meta, if it was ever stored. */
@@ -82,6 +88,7 @@ export class RoomStore {
     });
   }
 
+  private _state: StateStore;
   private _updates: Database<Uint8Array, StateStore.Key>;
   private _meta: Database<IRoomMeta, StateStore.Key>;
 }

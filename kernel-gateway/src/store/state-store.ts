@@ -74,6 +74,23 @@ export class StateStore {
   }
 
   /**
+   * Whether a write of about `bytes` is worth trying: writes work, or since they failed the disk
+   * has room for it again, or a while passed (lmdb may have room in pages it freed). Each failed
+   * commit costs a line of lmdb's own on stderr: retries ask here first.
+   */
+  mayWrite(bytes: number): boolean {
+    if (!this._failure) {
+      return true;
+    }
+    const free = Private.freeBytes(this.dir);
+    return (
+      free === undefined ||
+      free >= 2 * bytes + 2 ** 20 ||
+      Date.now() - this._failedAt >= StateStore.RETRY_ANYWAY_MS
+    );
+  }
+
+  /**
    * The table `name`, opened once. Keys are strings or arrays of strings and numbers (ordered as
    * LMDB orders them, so `[room, seq]` keys list one room's updates in order). Its writes (`put`,
    * `remove`, `transaction`, `ifNoExists`...) reject with a {@link StateStoreError} when they
@@ -187,6 +204,7 @@ export class StateStore {
       );
     }
     this._failure = failure;
+    this._failedAt = Date.now();
     return failure;
   }
 
@@ -203,6 +221,7 @@ export class StateStore {
   private _root: RootDatabase;
   private _logger: Logger | undefined;
   private _failure: StateStoreError | undefined;
+  private _failedAt = 0;
   private _tables = new Map<string, Database<unknown, StateStore.Key>>();
   private _closing: Promise<void> | undefined;
 }
@@ -218,6 +237,9 @@ export namespace StateStore {
 
   /** Free space under which a failed write is put down to a full disk. */
   export const FULL_BELOW_BYTES = 16 * 2 ** 20;
+
+  /** How long after a failed write {@link StateStore.mayWrite} says yes whatever the free space. */
+  export const RETRY_ANYWAY_MS = 30_000;
 }
 
 namespace Private {
