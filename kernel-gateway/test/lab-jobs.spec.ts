@@ -27,6 +27,7 @@ import {
   stopFerry,
   type ICommands
 } from './lab-pages';
+import { pollUntil } from './helpers';
 import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -97,6 +98,53 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
     );
     const panel = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
     await panel.locator('.jp-Cell').first().waitFor();
+
+    // The room saves an edit on its own (a collaborator's, or a picker choice written to the
+    // metadata) and the page has not caught up with that save when Run is pressed: the news of a
+    // room's save reaches the page's document through a GET of the file without its hash, held here
+    // until Run is pressed. A conflict check against the page's older hash would ask "File Changed"
+    // and the job would never start (it did so now and then on a loaded machine).
+    let release!: () => void;
+    const held = new Promise<void>(resolve => (release = resolve));
+    let caughtUp!: () => void;
+    const catchingUp = new Promise<void>(resolve => (caughtUp = resolve));
+    await page.route(
+      url =>
+        url.pathname.endsWith('/api/contents/sweep.ipynb') &&
+        url.searchParams.get('hash') === '0',
+      async route => {
+        if (edited) {
+          caughtUp();
+          await held;
+        }
+        await route.continue();
+      }
+    );
+    let edited = false;
+    edited = true;
+    await page.evaluate(() => {
+      const shell = (
+        window as unknown as {
+          jupyterapp: {
+            shell: {
+              currentWidget: {
+                content: {
+                  model: { setMetadata(key: string, value: unknown): void };
+                };
+              };
+            };
+          };
+        }
+      ).jupyterapp.shell;
+      shell.currentWidget.content.model.setMetadata('edited_by', 'a peer');
+    });
+    await pollUntil(
+      async () => readFileSync(path.join(rootDir, 'sweep.ipynb'), 'utf8'),
+      text => text.includes('a peer')
+    );
+    // The room's news of that save has reached the page, which is now reading the file.
+    await catchingUp;
+
     await panel.locator('.jp-FerryJobs-toolbarButton').click();
 
     // The accelerator: the picker, as for a kernel.
@@ -117,6 +165,7 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
     await lr.fill('0.5');
     await form.screenshot({ path: path.join(SCREENSHOTS, 'run-as-job.png') });
     await form.getByRole('button', { name: 'Run' }).click();
+    release();
 
     // The Jobs panel follows it to its end.
     const job = page.locator('.jp-FerryJobs-job[data-state="succeeded"]');

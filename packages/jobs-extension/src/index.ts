@@ -92,7 +92,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: async () => {
         const notebook = notebooks.currentWidget;
         if (notebook) {
-          const job = await Private.runAsJob(notebook, manager, client);
+          const job = await Private.runAsJob(notebook, manager, client, () =>
+            Private.saveForJob(app, notebook)
+          );
           if (job) {
             showJobs();
           }
@@ -117,13 +119,37 @@ export default [plugin];
 
 namespace Private {
   /**
+   * Save the notebook so that the job runs what is on screen. A notebook open in its room is saved
+   * by the room (the gateway writes the shared doc now), not through the page's conflict check: the
+   * room's own save of a moment ago (a picker choice wrote the notebook's metadata) would otherwise
+   * pass for someone else's change, and JupyterLab would ask "File Changed" in the middle of a run.
+   */
+  export async function saveForJob(
+    app: JupyterFrontEnd,
+    notebook: NotebookPanel
+  ): Promise<void> {
+    const providerId =
+      app.docRegistry.getWidgetFactory('Notebook')?.contentProviderId;
+    if (!notebook.context.model.collaborative || !providerId) {
+      await notebook.context.save();
+      return;
+    }
+    await app.serviceManager.contents.save(notebook.context.path, {
+      type: 'notebook',
+      format: 'json',
+      contentProviderId: providerId
+    });
+  }
+
+  /**
    * Ask for the accelerator (the picker, starting on the notebook's choice) and the parameters,
    * save the notebook, and submit it; resolves with the job, or undefined when the user cancels.
    */
   export async function runAsJob(
     notebook: NotebookPanel,
     manager: IAcceleratorManager,
-    client: JobsClient
+    client: JobsClient,
+    save: () => Promise<void>
   ): Promise<unknown> {
     const metadata = notebook.model?.metadata ?? {};
     const choice = await chooseAccelerator({
@@ -149,8 +175,17 @@ namespace Private {
     if (!result.button.accept) {
       return undefined;
     }
-    // The job runs the file: what is on screen is saved first.
-    await notebook.context.save();
+    try {
+      // The job runs the file: what is on screen is saved first.
+      await save();
+    } catch (error) {
+      await showDialog({
+        title: 'The job was not started',
+        body: `The notebook could not be saved first: ${error instanceof Error ? error.message : String(error)}`,
+        buttons: [Dialog.okButton()]
+      });
+      return undefined;
+    }
     try {
       const job = await client.submit({
         path: notebook.context.path,
