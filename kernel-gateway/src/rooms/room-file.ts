@@ -316,9 +316,12 @@ export class RoomFile {
         peer.close(RoomCloseCode.TryAgainLater, reason);
       }
     }
+    // Updates refused in a row are retried in order: once the first is stored, the next goes at
+    // once (its write failed before the store had room again), not a retry period later.
+    let wait = !this._options.store.mayWrite(update.length);
     for (;;) {
       const stopping = this._stopping;
-      if (!stopping) {
+      if (!stopping && wait) {
         await new Promise<void>(resolve => {
           const timer = setTimeout(resolve, RoomFile.RETRY_MS);
           timer.unref();
@@ -328,6 +331,7 @@ export class RoomFile {
           });
         });
       }
+      wait = true;
       if (!stopping && !this._options.store.mayWrite(update.length)) {
         continue; // Still no room on the disk: not worth a failed commit.
       }
