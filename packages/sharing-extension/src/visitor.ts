@@ -11,11 +11,11 @@ import type {
 import { ILabShell } from '@jupyterlab/application';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { PageConfig } from '@jupyterlab/coreutils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 import { formatStatus } from '@ferry/accelerators';
 
-import { SharesClient, type ICurrentShare } from './api';
+import { ShareApiError, SharesClient, type ICurrentShare } from './api';
 import { SCOPE_DESCRIPTIONS } from './dialog';
 import { applyRights, guardCommands } from './rights';
 
@@ -83,12 +83,55 @@ export function showLinkEnded(reason: string): void {
   cover.setAttribute('aria-label', 'This link no longer works');
   const box = document.createElement('div');
   const title = document.createElement('h2');
-  title.textContent = 'This link no longer works';
+  title.textContent = /revoked/i.test(reason)
+    ? 'This link was revoked'
+    : /expired/i.test(reason)
+      ? 'This link expired'
+      : 'This link no longer works';
   const text = document.createElement('p');
   text.textContent = reason || 'Its owner revoked it, or it expired.';
   box.append(title, text);
   cover.append(box);
   document.body.append(cover);
+}
+
+/**
+ * When a notebook's kernel connection drops, asks the server whether the link still works; if it
+ * ended, says why over the page and stops the kernel connections, whose reconnects would only be
+ * refused and end in JupyterLab's "Kernel died unexpectedly".
+ */
+export function endWithLink(
+  client: SharesClient,
+  tracker: INotebookTracker
+): void {
+  let asking = false;
+  const check = async (): Promise<void> => {
+    if (asking || document.querySelector('.jp-FerryShareEnded')) {
+      return;
+    }
+    asking = true;
+    try {
+      await client.current();
+    } catch (error) {
+      if (error instanceof ShareApiError && error.status === 403) {
+        showLinkEnded(error.message);
+        tracker.forEach(panel =>
+          panel.sessionContext.session?.kernel?.dispose()
+        );
+      }
+    } finally {
+      asking = false;
+    }
+  };
+  const watch = (panel: NotebookPanel): void => {
+    panel.sessionContext.connectionStatusChanged.connect((_, status) => {
+      if (status !== 'connected') {
+        void check();
+      }
+    });
+  };
+  tracker.widgetAdded.connect((_, panel) => watch(panel));
+  tracker.forEach(watch);
 }
 
 /** Asks a display name until the server takes one (or the visitor dismisses the dialog). */
@@ -159,6 +202,7 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
       applyRights(panel, current.scope)
     );
     tracker.forEach(panel => applyRights(panel, current.scope));
+    endWithLink(client, tracker);
     app.shell.add(new ShareBanner(current), 'top', { rank: 1000 });
     void app.restored.then(async () => {
       // The page config opens the notebook alone (single-document mode); no sidebars either.
