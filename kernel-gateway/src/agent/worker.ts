@@ -20,7 +20,7 @@ import { findFreePorts } from './kernels/connection';
 import type { DeviceInventory } from './devices/inventory';
 import type { IDevice } from '../protocol/devices';
 import { NotebookRun } from './jobs';
-import { INHERITED_ENV, kernelEnvironment } from './kernels/environment';
+import { INHERITED_ENV, kernelEnvironment } from './kernels/process-env';
 import {
   argvWithInterpreter,
   checkEnvironments,

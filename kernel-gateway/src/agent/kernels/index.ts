@@ -11,7 +11,7 @@ export {
   writeConnectionFile,
   zmqUrl
 } from './connection';
-export { INHERITED_ENV, kernelEnvironment } from './environment';
+export { INHERITED_ENV, kernelEnvironment } from './process-env';
 export {
   argvWithInterpreter,
   checkEnvironments,

@@ -1,6 +1,7 @@
 /**
  * Variables of the worker's own environment that kernels inherit. Everything else in the worker's
- * environment (tokens, cloud credentials, the gateway's own settings) stays out of kernels.
+ * environment (tokens, cloud credentials, the gateway's own settings) stays out of kernels. (The
+ * interpreter environments a kernel can run in are `environments.ts`.)
  */
 export const INHERITED_ENV: readonly string[] = [
   'PATH',
