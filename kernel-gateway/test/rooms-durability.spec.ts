@@ -541,5 +541,5 @@ describe('rooms after a crash', () => {
     await reader.sync();
     expect(cellSources(reader.doc)).toEqual([expected]);
     reader.close();
-  }, 120_000);
+  }, 300_000);
 });

@@ -213,7 +213,7 @@ describe('the state directory', () => {
         client.close();
       }
     },
-    120_000
+    240_000
   );
 
   it('is one gateway’s: a second is refused with the holder named, and starts once the holder is killed', async () => {
@@ -244,5 +244,5 @@ describe('the state directory', () => {
     expect(next.stderr()).toContain(
       'the state directory was left by a gateway that is gone: taken over'
     );
-  });
+  }, 120_000);
 });
