@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import WebSocket from 'ws';
 import { V1_SUBPROTOCOL } from '../src';
 import {
@@ -9,6 +12,24 @@ import {
   startKernel,
   type ITestGateway
 } from './helpers';
+
+/**
+ * Resolves once the gateway reports the kernel idle: it has relayed everything the kernel
+ * published before going idle. The gateway has no event for this, so its REST model is read.
+ */
+async function untilIdle(gw: ITestGateway, kernelId: string): Promise<void> {
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const { body } = await gw.api('GET', `/api/kernels/${kernelId}`);
+    if ((body as { execution_state?: string }).execution_state === 'idle') {
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`kernel ${kernelId} never went idle`);
+    }
+    await new Promise(resolve => setTimeout(resolve, 20));
+  }
+}
 
 describe('websocket channels', () => {
   let gw: ITestGateway;
@@ -46,9 +67,18 @@ describe('websocket channels', () => {
   });
 
   it('replays output produced while the only client was away (no session_id)', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-away-'));
+    const gone = path.join(dir, 'gone');
     const first = await KernelSocket.connect(gw, kernelId);
+    // The kernel prints only once its only client has gone, and the client comes back only once
+    // the gateway has seen the kernel go idle (after the output, on the same iopub stream): the
+    // output can reach the new socket by replay alone.
     const msgId = first.send('shell', 'execute_request', {
-      code: 'import time\ntime.sleep(0.5)\nprint("while you were away")',
+      code: [
+        'import os, time',
+        `while not os.path.exists(${JSON.stringify(gone)}): time.sleep(0.02)`,
+        'print("while you were away")'
+      ].join('\n'),
       silent: false,
       allow_stdin: false
     });
@@ -56,6 +86,8 @@ describe('websocket channels', () => {
       m => m.header.msg_type === 'execute_input' && parentOf(m) === msgId
     );
     await first.close();
+    await fs.writeFile(gone, '');
+    await untilIdle(gw, kernelId);
     // Reconnect as jupyter_server's gateway client does: a new socket, no session_id.
     const second = await KernelSocket.connect(gw, kernelId);
     const stream = await second.next(
@@ -68,6 +100,7 @@ describe('websocket channels', () => {
     );
     expect(reply.content).toMatchObject({ status: 'ok' });
     await second.close();
+    await fs.rm(dir, { recursive: true, force: true });
   });
 
   it('replays what a session missed while other clients stayed connected', async () => {
