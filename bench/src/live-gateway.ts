@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { createHeader } from '@ferry/kernel-gateway';
@@ -36,6 +37,9 @@ export async function startGateway(
       root,
       '--log-level',
       'warn',
+      // A state store of its own (in the root, removed with it): a state directory serves one gateway.
+      '--state-dir',
+      path.join(root, '.ferry-state'),
       // Kernels as this user: as root, Ferry would run them as nobody, to whom `root` is closed.
       '--kernel-user',
       userInfo().username
