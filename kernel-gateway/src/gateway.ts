@@ -96,7 +96,11 @@ export class Gateway {
       throw error;
     }
     this.events = new EventBus();
-    this.fileIds = new FileIdStore({ store: this.state, events: this.events });
+    this.fileIds = new FileIdStore({
+      store: this.state,
+      events: this.events,
+      rootDir: resolved.rootDir
+    });
     const owner = currentIdentity();
     this.shares = new ShareStore({
       store: this.state,

@@ -4,7 +4,7 @@
  * links closed; and clients that send what no polite client sends (bad names, garbage, forged
  * awareness, updates that cannot be placed).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as encoding from 'lib0/encoding';
 import * as Y from 'yjs';
@@ -787,6 +787,63 @@ describe('rooms: rights per connection and hostile clients', () => {
         expect([name, renamed.status]).toEqual([name, 403]);
       }
       expect((await eve('Eve')).status).toBe(200);
+    });
+
+    it("binds a link to its notebook, not its path: Ferry's saves and renames keep it, a file put there outside Ferry is not it", async () => {
+      writeFileSync(path.join(rooms.rootDir, 'e1.ipynb'), notebook(['shared']));
+      writeFileSync(
+        path.join(rooms.rootDir, 'priv.ipynb'),
+        notebook(['private'])
+      );
+      const { fileId } = (await rooms.session('e1.ipynb')).body;
+      const viewLink = await link('e1.ipynb', 'view');
+      const read = (file: string) =>
+        rooms.gw.api('GET', `/api/contents/${file}`, undefined, {
+          token: viewLink.token
+        });
+      expect((await read('e1.ipynb')).status).toBe(200);
+      // Saved through Ferry (a new file renamed in place): still the notebook.
+      const saved = await rooms.gw.api('PUT', '/api/contents/e1.ipynb', {
+        type: 'notebook',
+        format: 'json',
+        content: JSON.parse(notebook(['shared, saved']))
+      });
+      expect(saved.status).toBe(200);
+      expect((await read('e1.ipynb')).status).toBe(200);
+      // Renamed through Ferry: the link follows.
+      const renamed = await rooms.gw.api('PATCH', '/api/contents/e1.ipynb', {
+        path: 'e2.ipynb'
+      });
+      expect(renamed.status).toBe(200);
+      const moved = await read('e2.ipynb');
+      expect(moved.status).toBe(200);
+      expect(JSON.stringify(moved.body.content)).toContain('shared, saved');
+      // Removed, and another file moved to its path, outside Ferry: not the notebook.
+      rmSync(path.join(rooms.rootDir, 'e2.ipynb'));
+      renameSync(
+        path.join(rooms.rootDir, 'priv.ipynb'),
+        path.join(rooms.rootDir, 'e2.ipynb')
+      );
+      const replaced = await read('e2.ipynb');
+      expect(replaced.status).toBe(403);
+      expect(replaced.body.message).toBe(
+        'The notebook this link shares no longer exists'
+      );
+      const listed = (await rooms.gw.api('GET', '/api/shares')).body.find(
+        (s: { id: string }) => s.id === viewLink.id
+      );
+      expect(listed.path).toBeNull();
+      // The room follows its path (as for a `git checkout`); a link made now is for this file.
+      expect((await rooms.session('e2.ipynb')).body.fileId).toBe(fileId);
+      const newLink = await link('e2.ipynb', 'view');
+      const fresh = await rooms.gw.api(
+        'GET',
+        '/api/contents/e2.ipynb',
+        undefined,
+        { token: newLink.token }
+      );
+      expect(fresh.status).toBe(200);
+      expect(JSON.stringify(fresh.body.content)).toContain('private');
     });
 
     it("lets one address take a tenth of a link's visitor slots, not all of them", async () => {

@@ -107,7 +107,8 @@ export class ShareStore implements IShareResolver {
       expiresAt:
         request.expiresIn === undefined ? null : now + request.expiresIn * 1000,
       secretHash: Private.hash(secret),
-      revokedAt: null
+      revokedAt: null,
+      generation: this._options.fileIds.generation?.(fileId)
     };
     await this._links.transaction(() => {
       this._links.put(link.id, link);
@@ -376,7 +377,12 @@ export class ShareStore implements IShareResolver {
     const path = this._deleted.has(link.id)
       ? undefined
       : this._options.fileIds.path(link.fileId);
-    if (path === undefined) {
+    if (
+      path === undefined ||
+      (link.generation !== undefined &&
+        this._options.fileIds.generation?.(link.fileId) !== link.generation)
+    ) {
+      // Deleted, or another file took its path outside Ferry: that one is another notebook.
       return { refused: 'The notebook this link shares no longer exists' };
     }
     const access: IShareAccess = {
@@ -400,7 +406,11 @@ export class ShareStore implements IShareResolver {
   private _model(link: Private.ILink): IShare {
     return {
       id: link.id,
-      path: this._options.fileIds.path(link.fileId) ?? null,
+      path:
+        link.generation !== undefined &&
+        this._options.fileIds.generation?.(link.fileId) !== link.generation
+          ? null
+          : (this._options.fileIds.path(link.fileId) ?? null),
       scope: link.scope,
       label: link.label,
       expiresAt:
@@ -505,6 +515,8 @@ export namespace ShareStore {
   export interface IFileIds {
     index(path: string): Promise<{ fileId: string }>;
     path(fileId: string): string | undefined;
+    /** Which file the id stands for now (grows when another file takes its path outside Ferry). */
+    generation?(fileId: string): number;
   }
 
   export interface IOptions {
@@ -575,6 +587,8 @@ namespace Private {
     expiresAt: number | null;
     secretHash: string;
     revokedAt: number | null;
+    /** The file id's generation the link was made for (undefined: made before they were kept) */
+    generation?: number;
   }
 
   /** A browser admitted through a link, as stored (keyed by its id). */

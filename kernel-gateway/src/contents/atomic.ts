@@ -46,12 +46,14 @@ export async function writeAtomic(
  * (callers resolve a symlink that stays inside the root first, to write what it leads to).
  *
  * @param data - the new content, or an open file to copy it from.
+ * @param beforeRename - told the written file's stats just before it takes the name.
  * @returns the stats of the file written (its modification time and size).
  */
 export async function writeAtomicIn(
   dir: RootedDir,
   name: string,
-  data: Buffer | string | FileHandle
+  data: Buffer | string | FileHandle,
+  beforeRename?: (written: Stats) => void
 ): Promise<Stats> {
   const old = await dir.lstat(name);
   const mode = old?.isFile() ? old.mode & 0o7777 : undefined;
@@ -82,6 +84,7 @@ export async function writeAtomicIn(
     } finally {
       await handle.close();
     }
+    beforeRename?.(written);
     await fs.rename(dir.child(temp), dir.child(name));
     return written;
   } catch (error) {
@@ -117,3 +120,19 @@ namespace Private {
   export const TEMPORARY = /^\.~ferry-[0-9a-f]{16}\.(?:tmp|upload)$/;
   export const LEGACY = /^\.~.+(?:\.[0-9a-f]{12}\.tmp|\.upload)$/s;
 }
+
+/** A file Ferry is about to put at a path under the root by renaming (a save), replacing `previous`. */
+export interface IReplacement {
+  /** The file's path in the file system (through the root as given, not symlink-resolved). */
+  file: string;
+  /** What was there (undefined: nothing). */
+  previous: Stats | undefined;
+  written: Stats;
+}
+
+/**
+ * Who is told of each file Ferry writes in place under a root, just before it takes its name: the
+ * file ids (rooms/file-ids.ts) follow a notebook through Ferry's own saves, which give it a new inode,
+ * and tell a file put there by anyone else from it.
+ */
+export const replacements = new Set<(replacement: IReplacement) => void>();

@@ -3,7 +3,12 @@
  *
  * @packageDocumentation
  */
-export { stagingName, writeAtomic } from './atomic';
+export {
+  replacements,
+  stagingName,
+  writeAtomic,
+  type IReplacement
+} from './atomic';
 export { ContentsError } from './errors';
 export { FileContentsManager, type IServedFile } from './manager';
 export type { ContentsType, IContentsModel } from './models';

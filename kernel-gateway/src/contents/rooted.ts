@@ -27,6 +27,11 @@ export class RootedDir {
   /** A path that names this very directory (its descriptor's, where the system has /proc). */
   readonly path: string;
 
+  /** The directory's path as it was walked from the root (for telling others where; never opened). */
+  get osPath(): string {
+    return this._osPath;
+  }
+
   /** The path of `name` in this directory; the kernel follows `name` itself only if asked to. */
   child(name: string): string {
     return `${this.path}/${name}`;

@@ -3,7 +3,8 @@
  * a file's text or base64 content written atomically; and what a PUT may carry.
  */
 import { promises as fs, type Stats } from 'node:fs';
-import { writeAtomicIn } from './atomic';
+import * as path from 'node:path';
+import { replacements, writeAtomicIn } from './atomic';
 import { ContentsError, showName } from './errors';
 import { contentHash, type ContentsType, type IContentsModel } from './models';
 import { isNotebook, newNotebook, serializeNotebook } from './notebook';
@@ -71,7 +72,7 @@ export async function writeModel(
     }
     const file = writtenFile(
       bytes,
-      await writeAtomicIn(entry.dir, entry.name, bytes)
+      await writeAtomicIn(entry.dir, entry.name, bytes, announce(entry, stat))
     );
     return typeof content.nbformat === 'number' && content.nbformat >= 4
       ? { file }
@@ -82,7 +83,27 @@ export async function writeModel(
   }
   const bytes = fileBytes(apiPath, content, format);
   return {
-    file: writtenFile(bytes, await writeAtomicIn(entry.dir, entry.name, bytes))
+    file: writtenFile(
+      bytes,
+      await writeAtomicIn(entry.dir, entry.name, bytes, announce(entry, stat))
+    )
+  };
+}
+
+/** Tells {@link replacements}' listeners that `entry`, which held `previous`, is written anew. */
+function announce(
+  entry: RootedEntry,
+  previous: Stats | undefined
+): (written: Stats) => void {
+  return written => {
+    const replacement = {
+      file: path.join(entry.dir.osPath, entry.name!),
+      previous,
+      written
+    };
+    for (const listener of replacements) {
+      listener(replacement);
+    }
   };
 }
 

@@ -2,8 +2,18 @@
  * File ids: a stable id per file under the root, as jupyter-collaboration's file-id service gives,
  * so a room (`json:notebook:<fileId>`) and a share link stay with their notebook when it is renamed
  * or moved through `/api/contents`. Kept in the state store; follows the contents events.
+ *
+ * A room follows its path (a notebook rewritten outside Ferry, by `git checkout`, is taken into its
+ * room). Share links are bound to the file itself: the file's identity (device, inode and birth
+ * time) is kept with its id, and follows Ferry's own saves (which put a new inode in place: contents
+ * tells the store just before). A file that took the path any other way (the notebook removed and
+ * another moved or created there outside Ferry) starts a new generation of the id, and links made
+ * for an earlier generation no longer reach it.
  */
 import { randomUUID } from 'node:crypto';
+import { statSync, type Stats } from 'node:fs';
+import * as nodePath from 'node:path';
+import { replacements, type IReplacement } from '../contents';
 import { EventBus } from '../events';
 import type { Database } from 'lmdb';
 import type { StateStore } from '../store';
@@ -13,6 +23,15 @@ export class FileIdStore {
   constructor(options: FileIdStore.IOptions) {
     this._paths = options.store.table<string>('file-ids');
     this._ids = options.store.table<string>('file-paths');
+    this._identities =
+      options.store.table<Private.IIdentities>('file-identities');
+    this._root =
+      options.rootDir === undefined
+        ? undefined
+        : nodePath.resolve(options.rootDir);
+    if (this._root !== undefined) {
+      replacements.add(this._onReplace);
+    }
     this._unsubscribe = options.events?.subscribe(event => {
       if (event.schema_id !== EventBus.CONTENTS_SERVICE) {
         return;
@@ -38,9 +57,13 @@ export class FileIdStore {
       return { fileId: known, created: false };
     }
     const fileId = randomUUID();
+    const identity = this._identityAt(path);
     await this._ids.ifNoExists(path, () => {
       this._ids.put(path, fileId);
       this._paths.put(fileId, path);
+      if (identity !== undefined) {
+        this._identities.put(fileId, { files: [identity], generation: 0 });
+      }
     });
     // Another caller may have indexed it between the read and the write: theirs wins.
     const stored = this._ids.get(path)!;
@@ -55,6 +78,31 @@ export class FileIdStore {
   /** Where the file with `fileId` is now, if it is known. */
   path(fileId: string): string | undefined {
     return this._paths.get(fileId);
+  }
+
+  /**
+   * Which file the id stands for now: a number that grows each time another file took its path
+   * outside Ferry (found now, by the file's identity); 0 without a root or a file to look at.
+   */
+  generation(fileId: string): number {
+    const path = this._paths.get(fileId);
+    const identity = path === undefined ? undefined : this._identityAt(path);
+    if (identity === undefined) {
+      return this._identities.get(fileId)?.generation ?? 0;
+    }
+    const known = this._identities.get(fileId);
+    if (!known) {
+      this._identities
+        .put(fileId, { files: [identity], generation: 0 })
+        .catch(() => undefined);
+      return 0;
+    }
+    if (known.files.includes(identity)) {
+      return known.generation;
+    }
+    const next = { files: [identity], generation: known.generation + 1 };
+    this._identities.put(fileId, next).catch(() => undefined);
+    return next.generation;
   }
 
   /**
@@ -96,6 +144,7 @@ export class FileIdStore {
       for (const [known, fileId] of gone) {
         this._ids.remove(known);
         this._paths.remove(fileId);
+        this._identities.remove(fileId);
       }
     });
   }
@@ -103,12 +152,58 @@ export class FileIdStore {
   /** Stop following contents events. */
   dispose(): void {
     this._unsubscribe?.();
+    replacements.delete(this._onReplace);
   }
+
+  /** The identity of the file at `path` under the root, undefined when there is none. */
+  private _identityAt(path: string): string | undefined {
+    if (this._root === undefined) {
+      return undefined;
+    }
+    try {
+      return Private.identity(statSync(nodePath.join(this._root, path)));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Ferry is about to put a new file at a path (a save): the id's identity follows it when what was
+   * there is the id's file (the old identity stays accepted until the rename is done); when it was
+   * not (replaced outside Ferry, or gone), the id starts a new generation with it.
+   */
+  private _onReplace = ({ file, previous, written }: IReplacement): void => {
+    const relative = nodePath.relative(this._root!, file);
+    if (relative.startsWith('..') || nodePath.isAbsolute(relative)) {
+      return;
+    }
+    const fileId = this._ids.get(relative.split(nodePath.sep).join('/'));
+    const known =
+      fileId === undefined ? undefined : this._identities.get(fileId);
+    if (fileId === undefined || !known) {
+      return;
+    }
+    const before = previous && Private.identity(previous);
+    const next =
+      before !== undefined && known.files.includes(before)
+        ? {
+            files: [Private.identity(written), before],
+            generation: known.generation
+          }
+        : {
+            files: [Private.identity(written)],
+            generation: known.generation + 1
+          };
+    this._identities.put(fileId, next).catch(() => undefined);
+  };
 
   /** id -> path */
   private _paths: Database<string, StateStore.Key>;
   /** path -> id */
   private _ids: Database<string, StateStore.Key>;
+  /** id -> the identities of its file (the newest first; the one before while a save renames) */
+  private _identities: Database<Private.IIdentities, StateStore.Key>;
+  private _root: string | undefined;
   private _unsubscribe: (() => void) | undefined;
 }
 
@@ -117,5 +212,23 @@ export namespace FileIdStore {
     store: StateStore;
     /** The bus the contents manager publishes its actions on. */
     events?: EventBus;
+    /**
+     * The contents root, as the contents manager was given it: ids then know their file's identity
+     * ({@link FileIdStore.generation}). Without it an id is its path's only.
+     */
+    rootDir?: string;
+  }
+}
+
+namespace Private {
+  /** The files an id stands for now, and which generation of the id they are. */
+  export interface IIdentities {
+    files: string[];
+    generation: number;
+  }
+
+  /** A file's identity: device, inode and birth time (an inode number is soon used again). */
+  export function identity(stats: Stats): string {
+    return `${stats.dev}:${stats.ino}:${stats.birthtimeMs}`;
   }
 }
