@@ -29,5 +29,24 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' }
+  },
+  {
+    // The gateway runs the accelerator vocabulary in Node: it imports no package (no JupyterLab,
+    // no lumino, nothing that needs a DOM), only its own modules.
+    files: ['packages/accelerator-vocabulary/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!\\./)',
+              message:
+                '@ferry/accelerator-vocabulary imports no package: the gateway and the browser both run it.'
+            }
+          ]
+        }
+      ]
+    }
   }
 );

@@ -1,6 +1,7 @@
 module.exports = {
   projects: [
     '<rootDir>/kernel-gateway',
+    '<rootDir>/packages/accelerator-vocabulary',
     '<rootDir>/packages/accelerators',
     '<rootDir>/packages/accelerators-extension',
     '<rootDir>/packages/sharing-extension'

@@ -1,10 +1,11 @@
 import {
   formatAccelerator,
   formatEngineOffer
-} from '@ferry/accelerators/lib/labels';
+} from '@ferry/accelerator-vocabulary';
 import {
   parseAcceleratorSpec,
-  sameAcceleratorRequest,
+  parseOfferSpec,
+  sameRequest,
   type IAcceleratorRequest,
   type Scheduler
 } from '../scheduler';
@@ -50,13 +51,9 @@ export function parseKernelspecAccelerators(
         `'${item}' stands alone, not in a list: ${USAGE} (got '${value}')`
       );
     }
-    const offer = /^offer:(.*)$/i.exec(item);
-    if (offer) {
-      const name = offer[1].trim();
-      if (name === '') {
-        throw new Error(`'${item}' names no offer (write offer:NAME)`);
-      }
-      targets.push({ offer: name });
+    const offer = parseOfferSpec(item);
+    if (offer !== undefined) {
+      targets.push({ offer });
       continue;
     }
     let accelerator: IAcceleratorRequest;
@@ -86,7 +83,7 @@ export function sameAcceleratorTarget(
   if (a.offer !== undefined || b.offer !== undefined) {
     return a.offer === b.offer;
   }
-  return sameAcceleratorRequest(a.accelerator, b.accelerator);
+  return sameRequest(a.accelerator, b.accelerator);
 }
 
 /** How `--kernelspec-accelerators` is written, for error messages. */

@@ -8,7 +8,7 @@
  */
 import {
   formatAcceleratorSpec,
-  sameAcceleratorRequest,
+  sameRequest,
   type IAcceleratorRequest
 } from '../scheduler';
 import {
@@ -75,7 +75,7 @@ export class KernelMoves {
     }
     return (
       !kernel.provisioned &&
-      sameAcceleratorRequest(kernel.accelerator, destination.accelerator)
+      sameRequest(kernel.accelerator, destination.accelerator)
     );
   }
 

@@ -17,7 +17,11 @@ import {
   acceleratorKernelspecName,
   kernelspecAccelerator
 } from './kernelspecs';
-import { formatAccelerator, formatStatus, toAcceleratorString } from './labels';
+import {
+  formatAccelerator,
+  formatAcceleratorSpec,
+  formatStatus
+} from './labels';
 import {
   kernelMatches,
   nearestOffer,
@@ -429,7 +433,7 @@ namespace Private {
     await context.changeKernel({
       name: (base && acceleratorKernelspecName(specs, base, request)) ?? base,
       env: {
-        KERNEL_ACCELERATOR: toAcceleratorString(request),
+        KERNEL_ACCELERATOR: formatAcceleratorSpec(request),
         // The environment chosen (saved as metadata.ferry.environment) goes with it.
         ...(environment ? { KERNEL_ENVIRONMENT: environment } : {})
       }

@@ -3,9 +3,9 @@
  */
 
 import { Dialog } from '@jupyterlab/apputils';
-import { formatAccelerator } from './labels';
+import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type { IAcceleratorRequest } from './models';
-import { environmentChoices, offersInEnvironment, sameRequest } from './offers';
+import { environmentChoices, offersInEnvironment } from './offers';
 import { AcceleratorPicker } from './picker';
 import type { IAcceleratorManager } from './tokens';
 
@@ -142,7 +142,7 @@ namespace Private {
       return kernelId ? 'Restart' : 'Start';
     }
     const offer = picker.offers.find(candidate =>
-      sameRequest(candidate.request, value)
+      sameRequest(candidate.request, deviceType(value))
     );
     if (offer?.current) {
       return 'Keep';

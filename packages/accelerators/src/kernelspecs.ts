@@ -1,6 +1,6 @@
 import type { KernelSpec } from '@jupyterlab/services';
 import type { IAcceleratorRequest, IKernelspecAccelerator } from './models';
-import { sameRequest } from './offers';
+import { deviceType, sameRequest } from './labels';
 
 /**
  * What an accelerator kernelspec runs on (its `metadata.ferry`), or `null` for any other kernelspec.
@@ -49,7 +49,10 @@ export function acceleratorKernelspecName(
 ): string | null {
   for (const [name, spec] of Object.entries(specs?.kernelspecs ?? {})) {
     const own = kernelspecAccelerator(spec);
-    if (own?.base === base && sameRequest(own.accelerator, request)) {
+    if (
+      own?.base === base &&
+      sameRequest(deviceType(own.accelerator), deviceType(request))
+    ) {
       return name;
     }
   }

@@ -2,14 +2,13 @@ import type {
   PartialJSONObject,
   ReadonlyPartialJSONValue
 } from '@lumino/coreutils';
-import { formatAccelerator } from './labels';
+import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type {
   AcceleratorKind,
   IAcceleratorRequest,
   IAcceleratorStatus
 } from './models';
 import type { IAcceleratorOffer } from './offers';
-import { sameRequest } from './offers';
 
 /**
  * An accelerator choice read from a notebook's metadata, and where it came from.
@@ -129,7 +128,9 @@ export function nearestOffer(
     return null;
   }
   const asked = formatAccelerator(request);
-  const exact = offers.find(offer => sameRequest(offer.request, request));
+  const exact = offers.find(offer =>
+    sameRequest(offer.request, deviceType(request))
+  );
   if (exact) {
     return {
       offer: exact,

@@ -1,4 +1,9 @@
-import { formatAccelerator, formatEngine, formatEngineOffer } from './labels';
+import {
+  formatAccelerator,
+  formatEngine,
+  formatEngineOffer,
+  sameRequest
+} from './labels';
 import type {
   AcceleratorKind,
   EngineKind,
@@ -245,32 +250,6 @@ export function kernelStatus(
     }
   }
   return undefined;
-}
-
-/**
- * Whether two requests ask for the same thing (an absent count is 1 for gpu/tpu).
- *
- * @param a - One request.
- * @param b - The other.
- */
-export function sameRequest(
-  a: IAcceleratorRequest,
-  b: IAcceleratorRequest
-): boolean {
-  if (a.offer || b.offer) {
-    return a.offer === b.offer;
-  }
-  if (a.kind !== b.kind) {
-    return false;
-  }
-  if (a.kind === 'cpu') {
-    return true;
-  }
-  return (
-    (a.model ?? '') === (b.model ?? '') &&
-    (a.count ?? 1) === (b.count ?? 1) &&
-    (a.profile ?? '') === (b.profile ?? '')
-  );
 }
 
 /**

@@ -1,10 +1,9 @@
 import type { ISignal } from '@lumino/signaling';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import { formatAccelerator } from './labels';
+import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type { IAcceleratorRequest } from './models';
 import type { IAcceleratorOffer, IEnvironmentChoice } from './offers';
-import { sameRequest } from './offers';
 
 /**
  * The body of the "Change accelerator…" dialog: every offer with its free count and, when it cannot
@@ -108,7 +107,9 @@ export class AcceleratorPicker extends Widget {
   get selectedOffer(): IAcceleratorOffer | null {
     const value = this._value;
     return value
-      ? (this._offers.find(offer => sameRequest(offer.request, value)) ?? null)
+      ? (this._offers.find(offer =>
+          sameRequest(offer.request, deviceType(value))
+        ) ?? null)
       : null;
   }
 
@@ -200,11 +201,12 @@ export class AcceleratorPicker extends Widget {
       (value === null) !== (this._value === null) ||
       (value !== null &&
         this._value !== null &&
-        !sameRequest(value, this._value));
+        !sameRequest(deviceType(value), deviceType(this._value)));
     this._value = value;
     const inputs = this._inputs();
     this._offers.forEach((offer, index) => {
-      const selected = value !== null && sameRequest(offer.request, value);
+      const selected =
+        value !== null && sameRequest(offer.request, deviceType(value));
       const input = inputs[index];
       if (input) {
         input.checked = selected;

@@ -3,7 +3,7 @@ import {
   formatDevice,
   formatStatus,
   formatWait,
-  toAcceleratorString
+  formatAcceleratorSpec
 } from '../src/labels';
 import { device } from '@ferry/testing';
 
@@ -92,22 +92,22 @@ describe('labels', () => {
   });
 
   it('writes the KERNEL_ACCELERATOR form the gateway parses', () => {
-    expect(toAcceleratorString({ kind: 'cpu', count: 0 })).toBe('cpu');
-    expect(toAcceleratorString({ kind: 'gpu', model: 'H100', count: 1 })).toBe(
-      'gpu:H100:1'
-    );
-    expect(toAcceleratorString({ kind: 'gpu', count: 2 })).toBe('gpu:2');
-    expect(toAcceleratorString({ kind: 'gpu', model: '4090' })).toBe(
+    expect(formatAcceleratorSpec({ kind: 'cpu', count: 0 })).toBe('cpu');
+    expect(
+      formatAcceleratorSpec({ kind: 'gpu', model: 'H100', count: 1 })
+    ).toBe('gpu:H100:1');
+    expect(formatAcceleratorSpec({ kind: 'gpu', count: 2 })).toBe('gpu:2');
+    expect(formatAcceleratorSpec({ kind: 'gpu', model: '4090' })).toBe(
       'gpu:4090:1'
     );
     expect(
-      toAcceleratorString({ kind: 'gpu', profile: '1g.10gb', count: 1 })
+      formatAcceleratorSpec({ kind: 'gpu', profile: '1g.10gb', count: 1 })
     ).toBe('gpu::1:1g.10gb');
-    expect(toAcceleratorString({ kind: 'tpu', model: 'v5e', count: 4 })).toBe(
+    expect(formatAcceleratorSpec({ kind: 'tpu', model: 'v5e', count: 4 })).toBe(
       'tpu:v5e:4'
     );
     expect(
-      toAcceleratorString({
+      formatAcceleratorSpec({
         kind: 'gpu',
         model: 'A100',
         count: 4,

@@ -1,0 +1,3 @@
+module.exports = require('../../jest.config.base')(__dirname, {
+  displayName: 'accelerator-vocabulary'
+});
