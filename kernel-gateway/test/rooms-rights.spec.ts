@@ -984,6 +984,15 @@ describe('rooms: rights per connection and hostile clients', () => {
       await owner.save(3);
       expect(trustOf(owner.doc, 1)).toBe(true);
       expect(third.denied).toEqual([]);
+      // A metadata map of its own put in place of a cell's, saying trusted: marked untrusted.
+      third.change(doc =>
+        doc
+          .getArray<Y.Map<unknown>>('cells')
+          .get(1)
+          .set('metadata', new Y.Map<unknown>([['trusted', true]]))
+      );
+      await until(owner.doc, doc => trustOf(doc, 1) === false);
+      expect(third.denied).toEqual([]);
     });
   });
 });

@@ -492,19 +492,23 @@ namespace Private {
       ) {
         continue;
       }
-      const { client, clock } = cell._item.id;
-      const inserted = clock >= (transaction.beforeState.get(client) ?? 0);
+      const made = (item: Y.Item | null) =>
+        item !== null &&
+        item.id.clock >= (transaction.beforeState.get(item.id.client) ?? 0);
+      const inserted = made(cell._item);
+      // A metadata map put in place of the cell's is a trust mark too, whatever it holds.
       const trustSet =
-        transaction.changed
+        made(metadata._item) ||
+        (transaction.changed
           .get(metadata as unknown as Y.AbstractType<Y.YEvent<Y.Map<unknown>>>)
-          ?.has('trusted') ?? false;
+          ?.has('trusted') ??
+          false);
       if (!inserted && !trustSet) {
         continue;
       }
       const original = moved.get(cell.get('id'));
       if (
         inserted &&
-        !trustSet &&
         original !== undefined &&
         original === canonicalJson(outputs.toJSON())
       ) {
