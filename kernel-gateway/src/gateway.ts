@@ -189,6 +189,8 @@ export class Gateway {
         )
     });
     this.sessions = new SessionStore(this.registry, resolved.rootDir);
+    // A kernel started for a notebook whose link asks so sees only the notebook's folder.
+    this.sessions.confineFor = path => this.shares.confines(path);
     publishKernelActions(this.registry, this.events);
     // A link reaches the kernel its notebook uses now: its sockets on another one close.
     this.sessions.onChanged(() =>

@@ -294,7 +294,15 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
             env: start.env ?? {},
             cwd: start.cwd || undefined,
             deviceIds: start.device_ids ?? [],
-            ...(start.environment ? { environment: start.environment } : {})
+            ...(start.environment ? { environment: start.environment } : {}),
+            ...(start.confine_dir
+              ? {
+                  confinement: {
+                    root: start.confine_root,
+                    dir: start.confine_dir
+                  }
+                }
+              : {})
           });
         } catch (startError) {
           this._closeKernel(start.kernel_id);

@@ -215,6 +215,7 @@ export class Worker
       logger: this._log,
       maxOutputBytes: this._options.maxOutputBytes,
       enclosure,
+      ...(launch.confinement ? { confinement: launch.confinement } : {}),
       ...this._options.kernelTimings
     });
     const entry: Private.IEntry = {

@@ -24,6 +24,8 @@ export interface IShare {
   /** The notebook's path now; null when it was deleted. */
   readonly path: string | null;
   readonly scope: ShareScope;
+  /** Whether kernels started for the notebook see only its folder (links that run code). */
+  readonly confine: boolean;
   readonly label: string | null;
   /** ISO 8601; null: never expires. */
   readonly expiresAt: string | null;
@@ -102,6 +104,7 @@ export class ShareStore implements IShareResolver {
       id: randomBytes(9).toString('base64url'),
       fileId,
       scope: request.scope,
+      ...(request.confine ? { confine: true } : {}),
       label: request.label ?? null,
       createdAt: now,
       expiresAt:
@@ -124,6 +127,19 @@ export class ShareStore implements IShareResolver {
       .filter(link => link.revokedAt === null)
       .sort((a, b) => a.createdAt - b.createdAt)
       .map(link => this._model(link));
+  }
+
+  /**
+   * Whether a kernel started for the notebook at `path` is to be confined to its folder: a live
+   * link of it that runs code asked so.
+   */
+  confines(path: string): boolean {
+    return this._all().some(
+      link =>
+        link.confine === true &&
+        !this._ended(link) &&
+        this._model(link).path === path
+    );
   }
 
   /** A link not revoked, by id. */
@@ -412,6 +428,7 @@ export class ShareStore implements IShareResolver {
           ? null
           : (this._options.fileIds.path(link.fileId) ?? null),
       scope: link.scope,
+      confine: link.confine === true,
       label: link.label,
       expiresAt:
         link.expiresAt === null ? null : new Date(link.expiresAt).toISOString(),
@@ -539,6 +556,8 @@ export namespace ShareStore {
     /** Seconds until the link expires; none: never. */
     expiresIn?: number;
     label?: string;
+    /** Confine kernels started for the notebook to its folder (a run or edit link). */
+    confine?: boolean;
   }
 
   export const LINKS_PER_NOTEBOOK = 20;
@@ -581,6 +600,8 @@ namespace Private {
     id: string;
     fileId: string;
     scope: ShareScope;
+    /** Kernels started for the notebook see only its folder (absent: false). */
+    confine?: boolean;
     label: string | null;
     /** ms since the epoch */
     createdAt: number;

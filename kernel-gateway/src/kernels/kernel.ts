@@ -413,6 +413,8 @@ export namespace ManagedKernel {
     environment?: string;
     /** The job it runs, when a job started it. */
     job?: { id: string; name: string };
+    /** The folder it is confined to (a share link that runs code asked for it). */
+    confinement?: { root: string; dir: string };
   }
 
   export interface IOptions {

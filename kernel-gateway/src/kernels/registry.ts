@@ -269,6 +269,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     const launch = {
       env,
       cwd: request.cwd,
+      ...(request.confinement ? { confinement: request.confinement } : {}),
       ...(environment !== undefined ? { environment } : {}),
       ...(request.job ? { job: request.job } : {})
     };
@@ -472,6 +473,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           kernelName: kernel.specName,
           env: kernel.launch.env,
           cwd: kernel.launch.cwd,
+          ...(kernel.launch.confinement
+            ? { confinement: kernel.launch.confinement }
+            : {}),
           deviceIds: placement.deviceIds,
           ...(kernel.launch.environment !== undefined
             ? { environment: kernel.launch.environment }

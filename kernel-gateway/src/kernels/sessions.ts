@@ -48,6 +48,12 @@ export class SessionStore {
     private _rootDir: string
   ) {}
 
+  /**
+   * Whether a kernel started for the notebook at `path` is confined to the notebook's folder (a
+   * share link of it that runs code asks so); set by the gateway, which has the share links.
+   */
+  confineFor: ((path: string) => boolean) | undefined;
+
   list(): ISessionModel[] {
     return [...this._sessions.keys()].map(id => this.get(id));
   }
@@ -152,6 +158,28 @@ export class SessionStore {
     return this.get(id);
   }
 
+  /**
+   * Move the sessions of the notebook at `path` whose kernel is not confined to a new kernel of the
+   * same kernelspec and environment, started confined (see {@link confineFor}); the old one is shut
+   * down, as a restart would end it.
+   */
+  async confine(path: string): Promise<void> {
+    for (const [id, session] of [...this._sessions]) {
+      const kernel = this._registry.get(session.kernelId);
+      if (session.path !== path || !kernel || kernel.launch.confinement) {
+        continue;
+      }
+      await this.update(id, {
+        kernel: {
+          name: kernel.name,
+          ...(kernel.launch.environment !== undefined
+            ? { environment: kernel.launch.environment }
+            : {})
+        }
+      });
+    }
+  }
+
   /** Delete a session and shut down its kernel. */
   async delete(id: string): Promise<void> {
     const session = this._sessions.get(id);
@@ -189,6 +217,10 @@ export class SessionStore {
     if (request.kernel?.id) {
       return this._registry.require(request.kernel.id).id;
     }
+    const cwd = await existingWorkingDir(
+      this._rootDir,
+      kernelWorkingDir(this._rootDir, path)
+    );
     const kernel = await this._registry.start({
       name: request.kernel?.name,
       env: request.kernel?.env,
@@ -196,10 +228,10 @@ export class SessionStore {
       offer: request.kernel?.offer,
       fromEnvironment: request.kernel?.fromEnvironment,
       environment: request.kernel?.environment,
-      cwd: await existingWorkingDir(
-        this._rootDir,
-        kernelWorkingDir(this._rootDir, path)
-      )
+      cwd,
+      ...(this.confineFor?.(path)
+        ? { confinement: { root: this._rootDir, dir: cwd } }
+        : {})
     });
     return kernel.id;
   }

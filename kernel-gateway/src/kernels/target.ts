@@ -30,6 +30,8 @@ export interface IStartRequest extends IAcceleratorTarget {
   environment?: string;
   /** The job it runs, when a job started it (its model says so). */
   job?: { id: string; name: string };
+  /** Confine it to `dir`: `root` shows only that folder to it (see the agent's confinement.ts). */
+  confinement?: { root: string; dir: string };
   /**
    * Whether `accelerator` or `offer` came from `KERNEL_ACCELERATOR` in `env` rather than the
    * request itself: an accelerator kernelspec's own choice then wins over it.

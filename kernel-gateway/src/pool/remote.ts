@@ -300,7 +300,9 @@ export class RemoteWorkerConnection
         env: launch.env,
         cwd: launch.cwd ?? '',
         device_ids: launch.deviceIds,
-        environment: launch.environment ?? ''
+        environment: launch.environment ?? '',
+        confine_root: launch.confinement?.root ?? '',
+        confine_dir: launch.confinement?.dir ?? ''
       }
     });
     this._running.push({

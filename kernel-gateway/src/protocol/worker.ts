@@ -62,6 +62,11 @@ export interface IKernelLaunch {
   deviceIds: string[];
   /** The environment it runs in (a name the worker reports): its interpreter and variables. */
   environment?: string;
+  /**
+   * Confine it to `dir`: `root` (the gateway's root directory) shows only that folder to it (a
+   * share link that runs code asked for it).
+   */
+  confinement?: { root: string; dir: string };
 }
 
 /** What the gateway asks a worker to open: a shell on a pty. */

@@ -19,6 +19,11 @@ export {
   KERNELSPEC_ENVIRONMENT_PREFIX,
   resolveEnvironment
 } from './environments';
+export {
+  confinementSupport,
+  type IConfinement,
+  type IConfinementSupport
+} from './confinement';
 export { isolationEnv } from './isolation';
 export { KernelProcess } from './kernel-process';
 export { MAX_OUTPUT_BYTES } from './kernel-sockets';

@@ -17,6 +17,7 @@ import {
   type IMessageHeader,
   type MessageParts
 } from '../../protocol/wire';
+import { confinedCommand, type IConfinement } from './confinement';
 import { createConnectionInfo, writeConnectionFile } from './connection';
 import { watchHeartbeat } from './heartbeat';
 import { KernelSockets } from './kernel-sockets';
@@ -181,11 +182,22 @@ export class KernelProcess extends EventEmitter<KernelProcess.IEvents> {
         .replace('{resource_dir}', this.spec.resourceDir)
     );
     this._expectExit = false;
+    // Confined to a folder: a mount namespace entered as root, left for the kernel user by setpriv.
+    const confinement = this._options.confinement;
+    const inner = confinement
+      ? confinedCommand(
+          argv,
+          confinement,
+          [this._options.runtimeDir],
+          this._options.runAs
+        )
+      : argv;
+    const runAs = confinement ? undefined : this._options.runAs;
     // In its cgroup (or under its rlimit) before the kernel's first instruction: see ProcessLimits.
-    const command = this._options.enclosure?.command(
-      argv,
-      this._options.runAs
-    ) ?? { argv, runAs: this._options.runAs };
+    const command = this._options.enclosure?.command(inner, runAs) ?? {
+      argv: inner,
+      runAs
+    };
     const child = spawn(command.argv[0], command.argv.slice(1), {
       cwd: this._options.cwd,
       env: this._options.env,
@@ -374,6 +386,8 @@ export namespace KernelProcess {
      * stops or restarts. Whoever made it disposes of it.
      */
     enclosure?: ProcessLimits.IEnclosure;
+    /** Confine it to one folder under the root (a mount namespace of its own; needs root). */
+    confinement?: IConfinement;
   }
 
   export interface IEvents {

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { confinementSupport } from '../../agent/kernels';
 import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 
@@ -22,7 +23,8 @@ export function apiRouter(context: IGatewayContext): Router {
       kernels: kernels.length,
       ...(context.options.processLimits
         ? { process_limits: context.options.processLimits }
-        : {})
+        : {}),
+      kernel_confinement: confinementSupport()
     };
     response.json(status);
   });

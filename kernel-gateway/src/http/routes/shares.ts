@@ -4,6 +4,7 @@
  * of a link's secret for a visitor cookie) is in share-link.ts.
  */
 import { Router, type Request } from 'express';
+import { confinementSupport } from '../../agent/kernels';
 import {
   type IShare,
   type ShareConnections,
@@ -82,12 +83,26 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
           `A share link is for one notebook or file, not a directory: ${body.path}`
         );
       }
+      if (body.confine) {
+        const support = confinementSupport();
+        if (!support.available) {
+          throw new HttpError(
+            400,
+            `This gateway cannot confine a kernel to its notebook's folder: ${support.reason}`
+          );
+        }
+      }
       const { share, secret } = await shares.create({
         path: model.path,
         scope: body.scope,
         expiresIn: body.expiresIn,
-        label: body.label
+        label: body.label,
+        ...(body.confine ? { confine: true } : {})
       });
+      if (body.confine) {
+        // The kernel running now is not: the notebook moves to a confined one, as a restart would.
+        await context.sessions.confine(model.path);
+      }
       const created: RestSchemas['CreatedShare'] = {
         ...Private.model(share, options),
         token: secret,
