@@ -31,6 +31,8 @@ export interface IShare {
   label: string | null;
   /** Whether it has expired (it then grants nothing). */
   expired?: boolean;
+  /** Whether kernels started for the notebook see only its folder. */
+  confine?: boolean;
   /** Who is connected through it, where the server reports it. */
   visitors?: IVisitor[];
 }
@@ -48,6 +50,14 @@ export interface IShareRequest {
   /** Seconds from now; absent for no expiry. */
   expiresIn?: number;
   label?: string;
+  /** Confine the notebook's kernel to its folder (a run or edit link; restarts a running one). */
+  confine?: boolean;
+}
+
+/** Whether the gateway can confine a kernel to its notebook's folder, and why not. */
+export interface IConfinementSupport {
+  available: boolean;
+  reason?: string;
 }
 
 /** What a visitor's link grants, as `/api/shares/current` tells its holder. */
@@ -97,6 +107,19 @@ export class SharesClient {
   async list(path?: string): Promise<IShare[]> {
     const query = path === undefined ? '' : `?path=${encodeURIComponent(path)}`;
     return this._request<IShare[]>(`api/shares${query}`, { method: 'GET' });
+  }
+
+  /** Whether kernels can be confined to their notebook's folder (`GET /api/status`). */
+  async confinement(): Promise<IConfinementSupport> {
+    const status = await this._request<{
+      kernel_confinement?: IConfinementSupport;
+    }>('api/status', { method: 'GET' });
+    return (
+      status.kernel_confinement ?? {
+        available: false,
+        reason: 'this server cannot confine kernels'
+      }
+    );
   }
 
   /** Revokes a link: the server closes its open connections at once. */

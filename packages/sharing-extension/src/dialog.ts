@@ -5,7 +5,9 @@
 import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 import {
+  mayRun,
   SCOPES,
+  type IConfinementSupport,
   type ICreatedShare,
   type IShare,
   type ShareScope,
@@ -27,6 +29,18 @@ const EXPIRIES: readonly [string, number][] = [
   ['Expires in 1 day', 86400],
   ['Expires in 7 days', 7 * 86400]
 ];
+
+/** What a run or edit link means, said before one is made. */
+export const RUN_WARNING =
+  "Whoever holds a run or edit link runs code in your kernel, with your kernel's file access: " +
+  'it can read any file your kernel can (your other notebooks, .git, keys), ' +
+  'not only this notebook.';
+
+/** What confinement does to the kernel, beside its checkbox. */
+const CONFINE_HINT =
+  "Your kernel then sees only this notebook's folder (read and write) and nothing else of your " +
+  'root directory; a kernel running now is restarted confined, and its variables are lost. ' +
+  'It still reaches the network, /tmp, and other processes of its user.';
 
 /** How often the list of links (and their visitors) is refreshed while the dialog is open. */
 const REFRESH_MS = 5000;
@@ -68,7 +82,39 @@ export class SharePanel extends Widget {
     create.type = 'submit';
     create.className = 'jp-mod-styled jp-mod-accept jp-FerryShare-create';
     create.textContent = 'Create link';
-    form.append(this._scope, this._expiry, this._label, create);
+    this._scope.addEventListener('change', () => this._renderRunWarning());
+
+    // What a run or edit link means, before it is made, and the kernel's confinement.
+    this._runWarning = document.createElement('div');
+    this._runWarning.className = 'jp-FerryShare-runWarning';
+    this._runWarning.setAttribute('role', 'note');
+    const warning = document.createElement('p');
+    warning.className = 'jp-FerryShare-runWarningText';
+    warning.textContent = RUN_WARNING;
+    const confineLabel = document.createElement('label');
+    confineLabel.className = 'jp-FerryShare-confineLabel';
+    this._confine = document.createElement('input');
+    this._confine.type = 'checkbox';
+    this._confine.className = 'jp-FerryShare-confine';
+    // Until the gateway says it can: off and disabled, not promised.
+    this._confine.checked = false;
+    this._confine.disabled = true;
+    confineLabel.append(
+      this._confine,
+      " Confine this notebook's kernel to its folder"
+    );
+    this._confineHint = document.createElement('p');
+    this._confineHint.className = 'jp-FerryShare-confineHint';
+    this._confineHint.textContent = 'Asking the server whether it can…';
+    this._runWarning.append(warning, confineLabel, this._confineHint);
+
+    form.append(
+      this._scope,
+      this._expiry,
+      this._label,
+      create,
+      this._runWarning
+    );
     form.addEventListener('submit', event => {
       event.preventDefault();
       void this._create();
@@ -103,7 +149,41 @@ export class SharePanel extends Widget {
     }
   }
 
+  /** Whether the gateway can confine kernels: known once asked (on attach). */
+  get confinement(): IConfinementSupport | undefined {
+    return this._support;
+  }
+
+  /** Asks the gateway whether it can confine kernels, and offers the checkbox accordingly. */
+  async checkConfinement(): Promise<void> {
+    try {
+      this._support = await this._client.confinement();
+    } catch (error) {
+      this._support = {
+        available: false,
+        reason: `the server did not say whether it can confine kernels (${error instanceof Error ? error.message : String(error)})`
+      };
+    }
+    const atRoot = !this.path.includes('/');
+    if (!this._support.available) {
+      this._confine.checked = false;
+      this._confine.disabled = true;
+      this._confineHint.textContent = `Not available: ${this._support.reason ?? 'unknown reason'}.`;
+    } else if (atRoot) {
+      this._confine.checked = false;
+      this._confine.disabled = true;
+      this._confineHint.textContent =
+        'Not available here: this notebook is in the root folder, so its folder is all of your files. Move it into a folder of its own to confine its kernel.';
+    } else {
+      this._confine.disabled = false;
+      this._confine.checked = true;
+      this._confineHint.textContent = CONFINE_HINT;
+    }
+  }
+
   protected onAfterAttach(): void {
+    this._renderRunWarning();
+    void this.checkConfinement();
     void this.refresh();
     this._timer = window.setInterval(() => void this.refresh(), REFRESH_MS);
   }
@@ -117,9 +197,13 @@ export class SharePanel extends Widget {
     const expiresIn = Number(this._expiry.value);
     const label = this._label.value.trim();
     try {
+      const scope = this._scope.value as ShareScope;
+      const confine =
+        mayRun(scope) && !this._confine.disabled && this._confine.checked;
       const share = await this._client.create({
         path: this.path,
-        scope: this._scope.value as ShareScope,
+        scope,
+        ...(confine ? { confine: true } : {}),
         ...(expiresIn > 0 ? { expiresIn } : {}),
         ...(label ? { label } : {})
       });
@@ -134,7 +218,13 @@ export class SharePanel extends Widget {
   private _showCreated(share: ICreatedShare): void {
     this._created.replaceChildren();
     const note = document.createElement('p');
-    note.textContent = `Anyone with this link can ${share.scope} this notebook. It is shown only now: copy it.`;
+    note.textContent =
+      `Anyone with this link can ${share.scope} this notebook. It is shown only now: copy it.` +
+      (mayRun(share.scope)
+        ? share.confine
+          ? " Its kernel sees only this notebook's folder."
+          : ' It runs code in your kernel, which can read any file your kernel can.'
+        : '');
     const url = document.createElement('input');
     url.className = 'jp-mod-styled jp-FerryShare-url';
     url.readOnly = true;
@@ -167,7 +257,9 @@ export class SharePanel extends Widget {
       item.dataset.shareId = share.id;
       const title = document.createElement('span');
       title.className = 'jp-FerryShare-linkTitle';
-      title.textContent = `${share.label || 'Unlabelled link'} · ${share.scope}`;
+      title.textContent =
+        `${share.label || 'Unlabelled link'} · ${share.scope}` +
+        (share.confine ? ' · kernel confined to its folder' : '');
       const expiry = document.createElement('span');
       expiry.className = 'jp-FerryShare-linkExpiry';
       expiry.textContent = share.expiresAt
@@ -231,6 +323,11 @@ export class SharePanel extends Widget {
     await this.refresh();
   }
 
+  /** The warning and the checkbox show for the scopes that run code (run and edit) only. */
+  private _renderRunWarning(): void {
+    this._runWarning.hidden = !mayRun(this._scope.value as ShareScope);
+  }
+
   private _showError(error: unknown): void {
     this._error.textContent =
       error === undefined
@@ -243,6 +340,10 @@ export class SharePanel extends Widget {
   private readonly _scope: HTMLSelectElement;
   private readonly _expiry: HTMLSelectElement;
   private readonly _label: HTMLInputElement;
+  private readonly _runWarning: HTMLDivElement;
+  private readonly _confine: HTMLInputElement;
+  private readonly _confineHint: HTMLParagraphElement;
+  private _support: IConfinementSupport | undefined;
   private readonly _created: HTMLDivElement;
   private readonly _error: HTMLDivElement;
   private readonly _list: HTMLUListElement;

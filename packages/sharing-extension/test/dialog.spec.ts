@@ -5,10 +5,11 @@
 import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFerry, stopFerry } from '@ferry/testing';
+import { RUN_WARNING } from '../src/dialog';
 import { SharePanel, SharesClient } from '../src';
 
 /** Resolves once `check` holds, looking again at each DOM change under `node`. */
@@ -42,15 +43,15 @@ describe('the Share dialog', () => {
   beforeAll(async () => {
     rootDir = mkdtempSync(join(tmpdir(), 'ferry-share-dialog-'));
     stateDir = mkdtempSync(join(tmpdir(), 'ferry-share-state-'));
-    writeFileSync(
-      join(rootDir, 'analysis.ipynb'),
-      JSON.stringify({
-        nbformat: 4,
-        nbformat_minor: 5,
-        metadata: {},
-        cells: []
-      })
-    );
+    const empty = JSON.stringify({
+      nbformat: 4,
+      nbformat_minor: 5,
+      metadata: {},
+      cells: []
+    });
+    writeFileSync(join(rootDir, 'analysis.ipynb'), empty);
+    mkdirSync(join(rootDir, 'sub'));
+    writeFileSync(join(rootDir, 'sub', 'shared.ipynb'), empty);
     // This page (jsdom's http://localhost) is another origin, as a JupyterLab in front of Ferry is.
     ferry = await startFerry(0, [
       '--root-dir',
@@ -129,6 +130,71 @@ describe('the Share dialog', () => {
     await domWhere(node, () => !!node.querySelector('.jp-FerryShare-empty'));
     expect((await asGuest('/api/shares/current')).status).toBe(403);
     panel.dispose();
+  });
+
+  it('says what a run or edit link means before it is made, and offers to confine the kernel', async () => {
+    const panel = new SharePanel(client, 'sub/shared.ipynb');
+    Widget.attach(panel, document.body);
+    const node = panel.node;
+    const warning = node.querySelector<HTMLElement>(
+      '.jp-FerryShare-runWarning'
+    )!;
+    const confine = node.querySelector<HTMLInputElement>(
+      '.jp-FerryShare-confine'
+    )!;
+    const scope = node.querySelector<HTMLSelectElement>(
+      '.jp-FerryShare-scope'
+    )!;
+    const pick = (value: string) => {
+      scope.value = value;
+      scope.dispatchEvent(new Event('change'));
+    };
+    await domWhere(node, () => panel.confinement !== undefined);
+
+    // View and comment links run nothing: no warning.
+    pick('view');
+    expect(warning.hidden).toBe(true);
+    pick('comment');
+    expect(warning.hidden).toBe(true);
+    for (const runs of ['run', 'edit']) {
+      pick(runs);
+      expect(warning.hidden).toBe(false);
+      expect(warning.textContent).toContain(RUN_WARNING);
+      expect(warning.textContent).toContain(
+        "Confine this notebook's kernel to its folder"
+      );
+    }
+    // The gateway runs as root here (the tests do): it can confine, and the box is on by default.
+    const asRoot = process.getuid?.() === 0;
+    expect(panel.confinement?.available).toBe(asRoot);
+    expect(confine.disabled).toBe(!asRoot);
+    expect(confine.checked).toBe(asRoot);
+
+    node
+      .querySelector('form')!
+      .dispatchEvent(new Event('submit', { cancelable: true }));
+    await domWhere(node, () => !!node.querySelector('.jp-FerryShare-link'));
+    const [made] = await client.list('sub/shared.ipynb');
+    expect(made).toMatchObject({ scope: 'edit', confine: asRoot });
+    expect(
+      node.querySelector('.jp-FerryShare-linkTitle')!.textContent
+    ).toContain(asRoot ? 'kernel confined to its folder' : 'edit');
+    await client.revoke(made.id);
+    panel.dispose();
+
+    // A notebook in the root folder: its folder is everything, so the box says so, disabled.
+    const atRoot = new SharePanel(client, 'analysis.ipynb');
+    Widget.attach(atRoot, document.body);
+    await domWhere(atRoot.node, () => atRoot.confinement !== undefined);
+    const box = atRoot.node.querySelector<HTMLInputElement>(
+      '.jp-FerryShare-confine'
+    )!;
+    expect(box.disabled).toBe(true);
+    expect(box.checked).toBe(false);
+    expect(
+      atRoot.node.querySelector('.jp-FerryShare-confineHint')!.textContent
+    ).toMatch(asRoot ? /root folder/ : /Not available/);
+    atRoot.dispose();
   });
 
   it('says why the gateway refuses a link', async () => {
