@@ -10,6 +10,7 @@ import {
   chmodSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   rmSync,
   writeFileSync
 } from 'node:fs';
@@ -17,7 +18,7 @@ import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type * as Y from 'yjs';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
-import { KernelSocket, pollUntil, startKernel } from './helpers';
+import { KernelSocket, pollUntil, processAlive, startKernel } from './helpers';
 import { cellSource, notebook, RawRoomClient } from './yjs-clients';
 
 /**
@@ -219,6 +220,10 @@ describe('the state directory', () => {
   it('is one gateway’s: a second is refused with the holder named, and starts once the holder is killed', async () => {
     const stateDir = path.join(dir, 'state');
     const first = await gateway(['--state-dir', stateDir]);
+    // Where each gateway's embedded worker keeps its cgroups (ferry-<pid>-<n>), when in force.
+    const { process_limits: limits } = (await first.api('GET', '/api/status'))
+      .body as { process_limits?: { cgroup?: string } };
+    const cgroups = limits?.cgroup ? path.dirname(limits.cgroup) : undefined;
     const refused = await startGatewayProcess(['--state-dir', stateDir]).then(
       second => {
         gateways.push(second);
@@ -235,6 +240,13 @@ describe('the state directory', () => {
       `, root dir ${first.rootDir}): a state directory serves one gateway at a time`
     );
     expect(first.running()).toBe(true);
+    // The refused gateway's embedded worker left no cgroup behind (only live gateways' remain).
+    if (cgroups) {
+      const orphans = readdirSync(cgroups)
+        .map(name => /^ferry-(\d+)-/.exec(name))
+        .filter(match => match !== null && !processAlive(Number(match[1])));
+      expect(orphans.map(match => match![0])).toEqual([]);
+    }
 
     // kill -9 leaves the lock file behind, and no lock: the next gateway takes the directory.
     first.child.kill('SIGKILL');

@@ -380,17 +380,25 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
     flags.workerPort !== undefined
       ? (givenWorkerToken ?? TokenAuth.generate())
       : undefined;
-  const gateway = createGateway({
-    ...gatewayOptions(flags, secrets),
-    workers: [worker],
-    logger,
-    version: VERSION,
-    token,
-    offers,
-    environments: profiles?.environments,
-    workerToken,
-    processLimits: worker.processLimits.info
-  });
+  let gateway: ReturnType<typeof createGateway>;
+  try {
+    gateway = createGateway({
+      ...gatewayOptions(flags, secrets),
+      workers: [worker],
+      logger,
+      version: VERSION,
+      token,
+      offers,
+      environments: profiles?.environments,
+      workerToken,
+      processLimits: worker.processLimits.info
+    });
+  } catch (error) {
+    // A gateway refused at start-up (its state directory held by another) leaves no cgroup or
+    // runtime directory of its embedded worker behind.
+    await worker.dispose();
+    throw error;
+  }
   const address = await gateway.listen(flags.port, flags.ip);
   const host =
     address.family === 'IPv6' ? `[${address.address}]` : address.address;
