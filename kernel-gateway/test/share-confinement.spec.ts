@@ -4,6 +4,7 @@
  * its notebook to a kernel that sees only the notebook's folder: tested from the kernel, through the
  * kernel, with a real gateway and a real ipykernel running as nobody.
  */
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   mkdirSync,
@@ -14,7 +15,13 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { createLogger, KernelUser, Worker } from '../src';
+import {
+  createLogger,
+  environmentTemplate,
+  KernelUser,
+  Worker,
+  type IEnvironmentProfile
+} from '../src';
 import { KernelSocket, startGateway, type ITestGateway } from './helpers';
 import { makeLink, NOTEBOOK } from './share-clients';
 
@@ -67,21 +74,32 @@ print(json.dumps({
     mkdirSync(path.join(rootDir, 'sub'), { mode: 0o777 });
     chmodSync(path.join(rootDir, 'sub'), 0o777);
     writeFileSync(path.join(rootDir, 'sub', 'data.txt'), 'beside it');
+    // An environment kept under the root: a confined kernel cannot reach its interpreter.
+    execFileSync('/usr/bin/python3', [
+      '-m',
+      'venv',
+      '--without-pip',
+      '--system-site-packages',
+      path.join(rootDir, '.venv')
+    ]);
+    const templates: IEnvironmentProfile[] = [
+      { name: 'in-root', prefix: path.join(rootDir, '.venv') }
+    ];
     const logger = createLogger('silent');
     gw = await startGateway({
       rootDir,
+      environments: templates,
       worker: new Worker({
         logger,
         kernelUser: KernelUser.resolve('nobody'),
         kernelTimings: { shutdownWaitMs: 2000 }
       })
     });
-    const saved = await gw.api(
-      'PUT',
-      '/api/contents/sub/shared.ipynb',
-      NOTEBOOK
-    );
-    expect(saved.status).toBe(201);
+    await gw.worker.declareEnvironments(templates.map(environmentTemplate));
+    for (const name of ['sub/shared.ipynb', 'sub/in-root.ipynb']) {
+      const saved = await gw.api('PUT', `/api/contents/${name}`, NOTEBOOK);
+      expect(saved.status).toBe(201);
+    }
   });
 
   afterAll(async () => {
@@ -154,5 +172,34 @@ print(json.dumps({
     const again = await run(now[0]);
     expect(again.root).toEqual(['sub']);
     expect(again.secret).toBe('refused: FileNotFoundError');
+  });
+
+  it('makes no confining link when its kernel cannot start confined', async () => {
+    const session = await gw.api('POST', '/api/sessions', {
+      path: 'sub/in-root.ipynb',
+      type: 'notebook',
+      name: 'in-root.ipynb',
+      kernel: { name: 'python3', environment: 'in-root' }
+    });
+    expect(session.status).toBe(201);
+    const kernelId = session.body.kernel.id as string;
+    const refused = await gw.api('POST', '/api/shares', {
+      path: 'sub/in-root.ipynb',
+      scope: 'run',
+      confine: true
+    });
+    expect(refused.status).toBe(500);
+    expect(refused.body.message).toMatch(
+      /could not be restarted confined to its folder, so no link was made/
+    );
+    const links = await gw.api('GET', '/api/shares?path=sub/in-root.ipynb');
+    expect(links.body).toEqual([]);
+    // The owner's kernel goes on, unconfined, as before.
+    const after = await gw.api('GET', `/api/sessions/${session.body.id}`);
+    expect(after.body.kernel.id).toBe(kernelId);
+    const socket = await KernelSocket.connect(gw, kernelId);
+    const result = await socket.execute('print(1 + 1)');
+    await socket.close();
+    expect(result.stdout).toBe('2\n');
   });
 });

@@ -101,7 +101,16 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
       });
       if (body.confine) {
         // The kernel running now is not: the notebook moves to a confined one, as a restart would.
-        await context.sessions.confine(model.path);
+        try {
+          await context.sessions.confine(model.path);
+        } catch (error) {
+          // No link that promises a confinement its kernel does not have.
+          await shares.revoke(share.id);
+          throw new HttpError(
+            500,
+            `The notebook's kernel could not be restarted confined to its folder, so no link was made: ${(error as Error).message}`
+          );
+        }
       }
       const created: RestSchemas['CreatedShare'] = {
         ...Private.model(share, options),
