@@ -22,6 +22,7 @@ import {
   Worker,
   type IEnvironmentProfile
 } from '../src';
+import { confinedCommand } from '../src/agent/kernels/confinement';
 import { KernelSocket, startGateway, type ITestGateway } from './helpers';
 import { makeLink, NOTEBOOK } from './share-clients';
 
@@ -105,6 +106,18 @@ print(json.dumps({
   afterAll(async () => {
     await gw?.close();
     rmSync(rootDir, { recursive: true, force: true });
+  });
+
+  it('confines no kernel that runs as root, which could undo it', () => {
+    const confinement = { root: rootDir, dir: path.join(rootDir, 'sub') };
+    for (const runAs of [undefined, { uid: 0, gid: 0 }]) {
+      expect(() =>
+        confinedCommand(['python3'], confinement, [], runAs)
+      ).toThrow(/runs as root could undo its confinement/);
+    }
+    expect(
+      confinedCommand(['python3'], confinement, [], { uid: 65534, gid: 65534 })
+    ).toEqual(expect.arrayContaining(['--reuid=65534', 'python3']));
   });
 
   it('says whether kernels can be confined', async () => {

@@ -77,7 +77,8 @@ export function confinementSupport(): IConfinementSupport {
  * `confinement.dir` (and `keep`, the kernel's private directory, if it lies under the root), entered
  * as root and left for `runAs` (through `setpriv`) just before the kernel's own code.
  *
- * @throws Error when confinement is not available here, or the folder is not under the root.
+ * @throws Error when confinement is not available here, the kernel would run as root, or the
+ *   folder is not under the root.
  */
 export function confinedCommand(
   argv: string[],
@@ -88,6 +89,12 @@ export function confinedCommand(
   const support = confinementSupport();
   if (!support.available) {
     throw new Error(support.reason);
+  }
+  if (!runAs || runAs.uid === 0) {
+    // Root in the namespace could unmount the tmpfs and see the root directory again.
+    throw new Error(
+      'a kernel that runs as root could undo its confinement: run kernels as another user (--kernel-user)'
+    );
   }
   const root = path.resolve(confinement.root);
   const dir = path.resolve(confinement.dir);
@@ -100,15 +107,13 @@ export function confinedCommand(
   }
   const unshare = UNSHARE.find(p => existsSync(p))!;
   const setpriv = SETPRIV.find(p => existsSync(p))!;
-  const user = runAs
-    ? [
-        setpriv,
-        `--reuid=${runAs.uid}`,
-        `--regid=${runAs.gid}`,
-        '--clear-groups',
-        '--'
-      ]
-    : [];
+  const user = [
+    setpriv,
+    `--reuid=${runAs.uid}`,
+    `--regid=${runAs.gid}`,
+    '--clear-groups',
+    '--'
+  ];
   return [
     unshare,
     '--mount',
