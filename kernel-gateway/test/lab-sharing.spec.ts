@@ -26,6 +26,7 @@ import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
+  kernelIdle,
   launchChromium,
   screenshotStep,
   startFerry,
@@ -270,7 +271,13 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .waitFor();
     const cells = notebookPanel(eve).locator('.jp-Notebook .jp-Cell');
     await cells.nth(0).locator('.cm-editor.jp-mod-readOnly').waitFor();
-    const count = await cells.count();
+    // Every cell the owner has, rendered; and the page's session on the owner's kernel (a run
+    // asked for before it has one runs nothing).
+    const count = await notebookPanel(owner)
+      .locator('.jp-Notebook .jp-Cell')
+      .count();
+    await cells.nth(count - 1).waitFor();
+    await kernelIdle(eve);
     const prompt = notebookPanel(owner)
       .locator('.jp-Notebook .jp-Cell')
       .nth(0)
