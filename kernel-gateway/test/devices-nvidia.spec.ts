@@ -26,6 +26,7 @@ function fixture(name: string): string {
 const H100_0 = 'GPU-3f2a9c1e-8b7d-4e60-a1f5-2c9d0e7b6a41';
 const H100_1 = 'GPU-b81d4e07-25c6-4f3a-9e8b-7a0c5d1f2e93';
 const H200 = 'GPU-8be40d03-ad95-7082-878f-31e2874dc2f5';
+const H200_BUSY = 'GPU-f7b722b8-12a8-ddb5-9ef6-49c4c16bf8e4';
 const A100_MIG = 'GPU-6c1f0d2a-93b4-1e7c-58a2-f0d4c9b7e318';
 const A100_WHOLE = 'GPU-e2a95d17-0c4b-8f63-7d1e-3b80a6c5f294';
 const A100_MIG_NO_INSTANCES = 'GPU-41c7b0e8-5f2d-a936-1e4c-d8f2b7a05e61';
@@ -335,6 +336,34 @@ describe('NvidiaDeviceSource', () => {
       memoryClockMHz: 3201,
       eccUncorrected: 0,
       processes: [{ pid: 543, memoryBytes: 6754 * MIB }]
+    });
+  });
+
+  it('reads a real H200 at full load, recorded while a bf16 matmul loop ran', async () => {
+    // nvidia-smi 580.159 on another NVIDIA H200 (driver 580.159.04, Firecracker), recorded
+    // 2026-11-28 by bench/gpu/probe.sh: a torch process (pid 494) ran 8192^3 bf16 matmuls in a loop
+    // and held 6 GiB besides; the GPU read 100 % busy at 688 W of 700 with the SM clock at 1455 MHz.
+    const command = await fakeNvidiaSmi('nvidia-smi-h200-busy', {
+      gpus: 'nvidia-smi-h200-busy.csv',
+      list: 'nvidia-smi-L-h200-busy.txt',
+      apps: 'compute-apps-h200-busy.csv'
+    });
+    const source = new NvidiaDeviceSource({ command });
+    const devices = await source.discover();
+    expect(devices.map(d => [d.id, d.model, d.memoryBytes])).toEqual([
+      [H200_BUSY, 'H200', 143771 * MIB]
+    ]);
+    const [sample] = await source.sample(devices);
+    expect(sample).toMatchObject({
+      deviceId: H200_BUSY,
+      utilizationPercent: 100,
+      memoryUsedBytes: 7027 * MIB,
+      temperatureC: 57,
+      powerW: 688.41,
+      powerLimitW: 700,
+      smClockMHz: 1455,
+      memoryClockMHz: 3201,
+      processes: [{ pid: 494, memoryBytes: 7018 * MIB }]
     });
   });
 
