@@ -1,6 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
-import { poolKeyOf, type Scheduler } from '../scheduler';
+import {
+  acceleratorChoices,
+  poolKeyOf,
+  type IAcceleratorChoice,
+  type IChoicesQuestion,
+  type IDisconnectedType,
+  type Scheduler
+} from '../scheduler';
 import {
   offerEngine,
   type IAcceleratorOffer,
@@ -38,7 +45,10 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       notebookOf: options.notebookOf ?? (() => undefined)
     });
     // Every change of who holds what, for how long holds last.
-    this._onChanged = () => this._waits.observe(this._picture().holdings);
+    this._onChanged = () => {
+      this._choices = undefined;
+      this._waits.observe(this._picture().holdings);
+    };
     options.scheduler.on('changed', this._onChanged);
     options.pool.on('host', (worker, sample) =>
       this._hosts.set(worker.id, sample)
@@ -65,6 +75,79 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     this._timer.unref();
   }
 
+  /**
+   * What each choice of the picker would do now, as the scheduler answers it, with the estimated
+   * wait of those that would queue (`GET /api/accelerators/choices`).
+   *
+   * @param kernelId - The kernel that would move, if any.
+   * @param environment - The environment to run in (`undefined`: none).
+   */
+  choices(kernelId?: string, environment?: string): IAcceleratorChoice[] {
+    const { pool, scheduler, registry } = this._options;
+    const disconnected = new Map<string, IDisconnectedType>();
+    for (const worker of pool.list()) {
+      if (Private.connected(worker)) {
+        continue;
+      }
+      for (const device of worker.devices) {
+        disconnected.set(poolKeyOf(device), {
+          kind: device.kind,
+          model: device.model,
+          simulated: device.simulated,
+          ...(device.profile !== undefined ? { profile: device.profile } : {})
+        });
+      }
+    }
+    const kernel = kernelId ? registry.get(kernelId) : undefined;
+    const question: IChoicesQuestion = {
+      ...(kernelId !== undefined ? { kernelId } : {}),
+      ...(environment !== undefined ? { environment } : {}),
+      kernelInEnvironment: kernel?.launch.environment === environment,
+      disconnected: [...disconnected.values()],
+      engineOffers: this._engineOffers()
+    };
+    const plain = kernelId === undefined && environment === undefined;
+    const key = JSON.stringify([...disconnected.keys()]);
+    if (plain && this._choices?.key === key) {
+      return structuredClone(this._choices.choices);
+    }
+    const choices = acceleratorChoices(scheduler, question);
+    const { types } = this._picture();
+    const queue = scheduler
+      .queue()
+      .filter(entry => entry.kernelId !== kernelId);
+    for (const choice of choices) {
+      if (
+        choice.availability !== 'queued' ||
+        choice.current ||
+        choice.engine ||
+        choice.request.kind === 'cpu'
+      ) {
+        continue;
+      }
+      const type = Private.typeFor(choice.request, types);
+      const ahead = queue
+        .filter(e => Private.typeFor(e.request, types) === type)
+        .reduce((sum, e) => sum + (e.request.count ?? 1), 0);
+      choice.wait = this._waits.explain(
+        { kernelId: '', count: choice.request.count },
+        type,
+        ahead,
+        types,
+        id => registry.get(id)
+      );
+    }
+    if (plain) {
+      this._choices = { key, choices: structuredClone(choices) };
+    }
+    return choices;
+  }
+
+  /** Whether a kernel is known (its choices can be asked for). */
+  knowsKernel(kernelId: string): boolean {
+    return this._options.registry.get(kernelId) !== undefined;
+  }
+
   /** What `/api/accelerators` answers. */
   snapshot(): IAcceleratorsModel {
     const { pool, scheduler, registry } = this._options;
@@ -76,9 +159,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         id: worker.id,
         name: worker.name,
         remote: worker.remote,
-        connected:
-          !worker.remote ||
-          (worker as { connected?: boolean }).connected !== false,
+        connected: Private.connected(worker),
         acceptsCpu: worker.acceptsCpu,
         environments: worker.environments.map(e => ({ ...e })),
         ...(this._hosts.has(worker.id)
@@ -124,12 +205,8 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           )
         };
       }),
-      offers: (this._options.offers ?? []).map(offer => ({
-        name: offer.name,
-        displayName: offer.displayName ?? offer.name,
-        engine: offerEngine(offer),
-        accelerator: { ...offer.accelerator }
-      })),
+      offers: this._engineOffers(),
+      choices: this.choices(),
       environments: (this._options.environments ?? []).map(e => ({
         name: e.name,
         displayName: e.displayName ?? e.name
@@ -141,6 +218,16 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           .map(kernel => [kernel.id, kernel.launch.environment as string])
       )
     };
+  }
+
+  /** The offers of the profiles file, as `/api/accelerators` lists them. */
+  private _engineOffers(): IAcceleratorsModel['offers'] {
+    return (this._options.offers ?? []).map(offer => ({
+      name: offer.name,
+      displayName: offer.displayName ?? offer.name,
+      engine: offerEngine(offer),
+      accelerator: { ...offer.accelerator }
+    }));
   }
 
   /** The recent samples of one device, oldest first. */
@@ -185,9 +272,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     const holdings = new Map<string, IHolding>();
     const types = new Map<string, ITypeState>();
     for (const worker of pool.list()) {
-      const connected =
-        !worker.remote ||
-        (worker as { connected?: boolean }).connected !== false;
+      const connected = Private.connected(worker);
       for (const device of worker.devices) {
         const type = poolKeyOf(device);
         const kernels = holders.get(`${worker.id}/${device.id}`) ?? [];
@@ -219,6 +304,8 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
 
   private _options: AcceleratorService.IOptions;
   private _waits: QueueWaits;
+  /** The choices for a new kernel in no environment, until the scheduler changes. */
+  private _choices: { key: string; choices: IAcceleratorChoice[] } | undefined;
   private _onChanged: () => void;
   private _latest = new Map<string, IAttributedSample>();
   private _hosts = new Map<string, IHostSample>();
@@ -251,6 +338,14 @@ export namespace AcceleratorService {
 }
 
 namespace Private {
+  /** Whether a worker is connected (the embedded one always is). */
+  export function connected(worker: {
+    remote: boolean;
+    connected?: boolean;
+  }): boolean {
+    return !worker.remote || worker.connected !== false;
+  }
+
   /**
    * The first device type (a scheduler pool key) a request can use, if any (a request without a
    * model takes any).

@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export * from './errors';
+export * from './offers';
 export * from './request';
 export * from './scheduler';
 export * from './simulation';

@@ -35,6 +35,16 @@ export class Placements {
     return placed ? Private.placementOf(placed) : undefined;
   }
 
+  /** A placed kernel's worker and devices. */
+  get(kernelId: string): IPlaced | undefined {
+    return this._placed.get(kernelId);
+  }
+
+  /** Every placed kernel, in the order it was placed. */
+  entries(): IterableIterator<IPlaced> {
+    return this._placed.values();
+  }
+
   /** Place a kernel on a worker without devices. */
   placeCpu(kernelId: string, worker: IWorkerState): IPlacement {
     this._cpu.load(worker, +1);

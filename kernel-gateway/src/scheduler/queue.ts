@@ -57,6 +57,25 @@ export class RequestQueue {
   }
 
   /**
+   * Take over another queue's waiting requests (same arrival numbers, times and overtakings) and
+   * its count of arrivals, into this empty one: a copy of the scheduler to try requests on.
+   *
+   * @returns each copied entry by its original.
+   */
+  copyFrom(other: RequestQueue): Map<IQueueEntry, IQueueEntry> {
+    const copies = new Map<IQueueEntry, IQueueEntry>();
+    for (const entry of other.entries()) {
+      this.add(entry.kernelId, entry.request, entry.seq);
+      const copy = this._entries.get(entry.kernelId)!;
+      copy.since = entry.since;
+      copy.bypasses = entry.bypasses;
+      copies.set(entry, copy);
+    }
+    this._seq = other._seq;
+    return copies;
+  }
+
+  /**
    * Queue a request behind every waiting one.
    *
    * @param seq - its arrival number, from {@link nextSeq}.

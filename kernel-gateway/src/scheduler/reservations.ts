@@ -72,6 +72,19 @@ export class Reservations {
     }
   }
 
+  /**
+   * Make a copied queue entry reserve as its original does, on `target` (the copy of the original's
+   * worker pool, if it has one).
+   */
+  restore(entry: IQueueEntry, target: IWorkerPool | undefined): void {
+    entry.reserving = true;
+    this._reservers.add(entry);
+    if (target) {
+      target.reservedBy = entry;
+      entry.target = target;
+    }
+  }
+
   /** Drop the reservations of a worker's pools, before its devices go or are replaced. */
   dropWorker(worker: IWorkerState): void {
     for (const wp of worker.pools.values()) {

@@ -3,7 +3,8 @@
  * parts, each in its own file: `pools.ts` (devices by pool and free count), `placements.ts` (who
  * holds what), `queue.ts` (waiting requests by shape), `reservations.ts` (the queue's aging bound),
  * `cpu-index.ts` (workers for CPU kernels) and `explain.ts` (why a request can never be placed),
- * over the records in `state.ts`. Its types and API docs make it a little over 500 lines.
+ * over the records in `state.ts`; `offers.ts` answers the picker on a {@link Scheduler.fork}. Its
+ * types and API docs make it a little over 500 lines.
  */
 import { EventEmitter } from 'node:events';
 import type { DeviceKind } from '../protocol/devices';
@@ -131,6 +132,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     } else {
       this._workers.set(workerId, worker);
     }
+    this._inventories.set(workerId, inventory);
     const acceptsCpu = inventory.acceptsCpu && !inventory.dedicated;
     if (acceptsCpu && !worker.acceptsCpu) {
       this._cpu.add(worker);
@@ -172,6 +174,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     }
     this._detach(worker);
     this._workers.delete(workerId);
+    this._inventories.delete(workerId);
     this._inventoryChanged();
     this._announce([]);
     return lost;
@@ -305,6 +308,27 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return this._placements.placementOf(kernelId);
   }
 
+  /**
+   * What a kernel holds (its devices' kind, model, MIG profile and count; `cpu` for none) or waits
+   * for, as a request; undefined when the scheduler does not know it.
+   */
+  heldBy(kernelId: string): IAcceleratorRequest | undefined {
+    const placed = this._placements.get(kernelId);
+    if (placed) {
+      const pool = placed.devices[0]?.pool.pool;
+      return pool
+        ? {
+            kind: pool.kind,
+            model: pool.model,
+            count: placed.devices.length,
+            ...(pool.profile !== undefined ? { profile: pool.profile } : {})
+          }
+        : { kind: 'cpu', count: 0 };
+    }
+    const entry = this._queue.get(kernelId);
+    return entry ? Private.withoutEnvironment(entry.request) : undefined;
+  }
+
   /** A queued kernel's 1-based position, or undefined when it is not queued. */
   positionOf(kernelId: string): number | undefined {
     return this._queue.positionOf(kernelId);
@@ -352,8 +376,48 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       ...(pool.profile !== undefined ? { profile: pool.profile } : {}),
       devices: pool.deviceCount,
       mostOnOneWorker: Math.max(0, ...pool.sizes.keys()),
+      free: [...pool.members].reduce((sum, wp) => sum + wp.free, 0),
+      mostFreeOnOneWorker: Math.max(0, ...[...pool.members].map(wp => wp.free)),
       simulated: pool.simulatedCount === pool.deviceCount
     }));
+  }
+
+  /**
+   * A copy of this scheduler, to try requests and releases on without touching this one: the same
+   * workers, placements, queue (arrival order, overtakings, reservations) and options. What a
+   * request on the copy answers is what it would answer here now (a tie between equally good
+   * workers may go to another one).
+   */
+  fork(): Scheduler {
+    const copy = new Scheduler({
+      policy: this.policy,
+      maxKernelsPerDevice: this.maxKernelsPerDevice,
+      maxBypasses: this.maxBypasses
+    });
+    for (const inventory of this._inventories.values()) {
+      copy.setWorker(inventory);
+    }
+    for (const placed of this._placements.entries()) {
+      copy._placements.adopt(
+        placed.kernelId,
+        copy._workers.get(placed.worker.id)!,
+        placed.devices.map(device => device.device.id)
+      );
+    }
+    for (const [entry, twin] of copy._queue.copyFrom(this._queue)) {
+      if (entry.reserving) {
+        const target = entry.target;
+        copy._reservations.restore(
+          twin,
+          target &&
+            copy._workers.get(target.worker.id)?.pools.get(target.pool.key)
+        );
+      }
+    }
+    copy._devices.dirty.clear();
+    copy._dirtyCpu = false;
+    copy.removeAllListeners();
+    return copy;
   }
 
   /** The largest the queue has been. */
@@ -498,6 +562,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   private _workers = new Map<string, IWorkerState>();
+  /** Each worker's inventory as last set, for {@link fork}. */
+  private _inventories = new Map<string, IWorkerInventory>();
   private _cpu = new CpuIndex();
   private _queue = new RequestQueue();
   private readonly _devices: DevicePools;
@@ -580,6 +646,13 @@ export namespace Scheduler {
     devices: number;
     /** The most one worker has: the largest count a request can ask for. */
     mostOnOneWorker: number;
+    /**
+     * How many have room for one more kernel (with `maxKernelsPerDevice` above 1, a device held by
+     * fewer kernels than that counts).
+     */
+    free: number;
+    /** The most of them with room on one worker. */
+    mostFreeOnOneWorker: number;
     /** Whether every one of them is simulated. */
     simulated: boolean;
   }

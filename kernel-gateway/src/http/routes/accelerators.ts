@@ -1,11 +1,13 @@
 import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { AcceleratorService } from '../../accelerators';
+import { HttpError } from '../errors';
 import { OutboundStream, type IOutboundLimits } from '../outbound';
 
 /**
- * `/api/accelerators` (workers, devices, who holds what, the queue), its pushed stream
- * `/api/accelerators/stream` (server-sent events, one update a second) and Prometheus `/metrics`.
+ * `/api/accelerators` (workers, devices, who holds what, the queue, the picker's choices), its pushed
+ * stream `/api/accelerators/stream` (server-sent events, one update a second), the choices for a
+ * kernel that moves or an environment `/api/accelerators/choices`, and Prometheus `/metrics`.
  */
 export function acceleratorsRouter(
   accelerators: AcceleratorService,
@@ -23,6 +25,17 @@ export function acceleratorsRouter(
       }
     }
     response.json(snapshot);
+  });
+  router.get('/api/accelerators/choices', (request, response) => {
+    const kernel = Private.queryString(request.query.kernel, 'kernel');
+    const environment = Private.queryString(
+      request.query.environment,
+      'environment'
+    );
+    if (kernel !== undefined && !accelerators.knowsKernel(kernel)) {
+      throw new HttpError(404, `Kernel does not exist: ${kernel}`);
+    }
+    response.json({ choices: accelerators.choices(kernel, environment) });
   });
   router.get('/api/accelerators/stream', (request, response) => {
     response.writeHead(200, {
@@ -50,4 +63,24 @@ export function acceleratorsRouter(
     response.type(metrics.contentType).send(await metrics.metrics());
   });
   return router;
+}
+
+/** The module-private parts. */
+namespace Private {
+  /** A query parameter that is one string of at most 256 characters, if given. */
+  export function queryString(
+    value: unknown,
+    name: string
+  ): string | undefined {
+    if (value === undefined) {
+      return undefined;
+    }
+    if (typeof value !== 'string' || value === '' || value.length > 256) {
+      throw new HttpError(
+        400,
+        `${name} must be given once, as 1 to 256 characters`
+      );
+    }
+    return value;
+  }
 }
