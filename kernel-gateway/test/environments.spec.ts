@@ -58,14 +58,13 @@ describe('environment templates in the profiles file', () => {
     });
   });
 
-  it("accepts the README's example profiles file", async () => {
-    const readme = await fs.readFile(
-      path.join(__dirname, '..', '..', 'README.md'),
+  it("accepts docs/environments.md's example profiles file", async () => {
+    const page = await fs.readFile(
+      path.join(__dirname, '..', '..', 'docs', 'environments.md'),
       'utf8'
     );
-    const section = readme.slice(readme.indexOf('### Environments'));
-    const block = /```yaml\n([\s\S]*?)```/.exec(section)![1];
-    const profiles = checkProfilesFile(parse(block), 'README.md');
+    const block = /```yaml\n([\s\S]*?)```/.exec(page)![1];
+    const profiles = checkProfilesFile(parse(block), 'docs/environments.md');
     expect(profiles.environments.map(e => e.displayName)).toEqual([
       'PyTorch 2.4',
       'JAX 0.4'

@@ -298,20 +298,17 @@ describe('accelerator profiles with Kubernetes offers', () => {
     );
   });
 
-  it("accepts the README's example offers and Role, and builds valid manifests from the offers", async () => {
-    const readme = await fs.readFile(
-      path.join(__dirname, '..', '..', 'README.md'),
+  it("accepts docs/kubernetes.md's example offers and Role, and builds valid manifests from the offers", async () => {
+    const page = await fs.readFile(
+      path.join(__dirname, '..', '..', 'docs', 'kubernetes.md'),
       'utf8'
     );
-    const section = readme.slice(
-      readme.indexOf('### Running on Kubernetes'),
-      readme.indexOf('**What is tested here')
-    );
+    const section = page.slice(0, page.indexOf('**What is tested here'));
     const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map(
       m => m[1]
     );
     expect(blocks).toHaveLength(2);
-    const offers = checkProfiles(parse(blocks[0]), 'README.md');
+    const offers = checkProfiles(parse(blocks[0]), 'docs/kubernetes.md');
     expect(offers.map(o => o.name)).toEqual([
       'a100',
       'a100-1g',
