@@ -5,8 +5,8 @@
  * different people on different machines), a real ipykernel. The owner makes links with the Share
  * dialog; visitors open them as a person does (the link page, their name, the notebook).
  *
- * The picture of two people in one notebook goes to test-artifacts/screenshots/co-editing.png (the
- * README's docs/images/co-editing.png is a copy of one).
+ * The picture of two people in one notebook goes to test-artifacts/screenshots/co-editing.png
+ * (docs/images/co-editing.png, shown in docs/sharing.md, is a copy of one).
  */
 import type { ChildProcess } from 'node:child_process';
 import {
