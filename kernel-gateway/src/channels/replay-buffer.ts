@@ -1,3 +1,4 @@
+import { FollowerLog } from '../protocol/follower-log';
 import type { Channel } from '../protocol/wire';
 import { OutboundMessage } from './framing';
 
@@ -12,7 +13,6 @@ const SLAB_BYTES = 64 * 1024;
 
 /** One buffered message: iopub for everyone, or a reply meant for one client session. */
 interface IReplayEntry {
-  seq: number;
   channel: Channel;
   /** Memory of the buffer's own (a slab shared with other messages) holding the parts end to end. */
   memory: Buffer;
@@ -37,66 +37,51 @@ interface IReplayEntry {
  * Kept as they came, a 450-byte `print` output held ~33 KiB per execution alive outside the JS heap, so
  * a 16 MiB cap per kernel let the gateway grow by ~1.3 GiB for four kernels. Small copies share slabs
  * filled in order, so the oldest slab is freed once its last message leaves, and each entry's cost
- * counts its overhead: the cap bounds the memory the buffer holds.
+ * counts its overhead: the cap bounds the memory the buffer holds. The numbering, the cap and the
+ * order of dropping are the {@link FollowerLog}'s, as for every log that late followers read.
  */
 export class ReplayBuffer {
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    this._log = new FollowerLog({ maxBytes });
+  }
 
   /** The sequence number of the newest message (0 before any). */
   get seq(): number {
-    return this._seq;
+    return this._log.seq;
   }
 
   /** What the buffered messages cost: their bytes and each entry's overhead. */
   get byteLength(): number {
-    return this._bytes;
+    return this._log.byteLength;
   }
 
   /** The number of buffered messages. */
   get length(): number {
-    return this._entries.length - this._head;
+    return this._log.length;
   }
 
   /** Whether messages after `seq` have been dropped for the cap. */
   hasGap(seq: number): boolean {
-    const oldest = this._entries[this._head];
-    return oldest ? oldest.seq > seq + 1 : this._seq > seq;
+    return this._log.hasGap(seq);
   }
 
   /** Buffer a copy of a message and return its sequence number. */
   push(message: OutboundMessage, target?: string): number {
-    const cost = Private.cost(message.byteLength);
+    const cost = message.byteLength + REPLAY_ENTRY_OVERHEAD_BYTES;
     if (cost > this.maxBytes) {
-      // Kept, it would only empty the buffer and leave itself: drop it, and everything older.
-      this._clear();
-      return ++this._seq;
+      // Not copied: the log would drop it (and everything older) at once.
+      this._slab = undefined;
+      return this._log.skip();
     }
-    this._entries.push(this._copy(++this._seq, message, target));
-    this._bytes += cost;
-    while (this._bytes > this.maxBytes && this._head < this._entries.length) {
-      // The slot is emptied at once: a message that left the buffer must not stay in memory until
-      // the array is next compacted (a thousand 14 MB messages of a print loop held 14 GB).
-      const oldest = this._entries[this._head]!;
-      this._bytes -= Private.cost(
-        oldest.ends[oldest.ends.length - 1] - oldest.start
-      );
-      this._entries[this._head++] = undefined;
-    }
-    if (this._head > 1024 && this._head * 2 > this._entries.length) {
-      this._entries = this._entries.slice(this._head);
-      this._head = 0;
-    }
-    return this._seq;
+    return this._log.push(this._copy(message, target), cost);
   }
 
   /** Messages after `seq` meant for everyone or for `target`. */
   *since(seq: number, target: string | undefined): Iterable<OutboundMessage> {
-    for (let i = this._head; i < this._entries.length; i++) {
-      const entry = this._entries[i]!;
-      if (
-        entry.seq > seq &&
-        (entry.target === undefined || entry.target === target)
-      ) {
+    const entries = this._log.since(seq);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i];
+      if (entry.target === undefined || entry.target === target) {
         let start = entry.start;
         const parts = entry.ends.map(end =>
           entry.memory.subarray(start, (start = end))
@@ -108,7 +93,6 @@ export class ReplayBuffer {
 
   /** Copy a message's parts end to end into a slab (or, if large, memory of its own). */
   private _copy(
-    seq: number,
     message: OutboundMessage,
     target: string | undefined
   ): IReplayEntry {
@@ -131,29 +115,11 @@ export class ReplayBuffer {
     const ends = message.parts.map(
       part => (offset += part.copy(memory, offset))
     );
-    return { seq, channel: message.channel, memory, start, ends, target };
+    return { channel: message.channel, memory, start, ends, target };
   }
 
-  private _clear(): void {
-    this._entries = [];
-    this._head = 0;
-    this._bytes = 0;
-    this._slab = undefined;
-  }
-
-  /** Entries before `_head` have left the buffer (their slots are empty). */
-  private _entries: (IReplayEntry | undefined)[] = [];
-  private _head = 0;
-  private _bytes = 0;
-  private _seq = 0;
+  private _log: FollowerLog<IReplayEntry>;
   /** The slab small messages are copied into now, and how much of it is taken. */
   private _slab: Buffer | undefined;
   private _slabUsed = 0;
-}
-
-namespace Private {
-  /** What a message of `byteLength` bytes costs in the buffer. */
-  export function cost(byteLength: number): number {
-    return byteLength + REPLAY_ENTRY_OVERHEAD_BYTES;
-  }
 }

@@ -2,7 +2,7 @@
  * What the gateway and the agent share, and nothing else: the Jupyter wire protocol, the gRPC link
  * between worker and gateway (types generated from `schema/worker.proto`), the device and worker
  * types both sides speak in, the queue where client messages wait for a kernel (one rule on both
- * sides), the types of the REST contract (generated from `schema/openapi.yaml`; the device types
+ * sides), the one bounded log that late followers resume from (`FollowerLog`), the types of the REST contract (generated from `schema/openapi.yaml`; the device types
  * are its), and the loader of the schemas in `schema/`.
  *
  * @packageDocumentation
@@ -60,6 +60,7 @@ export type {
   JobEvent,
   JobRunStatus
 } from './jobs';
+export { FollowerLog } from './follower-log';
 export { type DeliverMessage, MessageQueue } from './message-queue';
 export { nbformatOutput, type NbformatOutput } from './nbformat';
 export type { RestSchemas } from './rest';

@@ -1,13 +1,15 @@
 import { StringDecoder } from 'node:string_decoder';
+import { FollowerLog } from '../protocol';
 
 /**
  * A terminal's output on the gateway's side: raw bytes from its worker become text once (UTF-8,
  * a character split between two chunks kept whole), and the most recent text is kept, within a cap,
- * for a browser that reconnects.
+ * for a browser that reconnects (in a {@link FollowerLog} measured in characters, as the option is).
  */
 export class TerminalOutput {
   constructor(maxChars: number) {
     this._maxChars = maxChars;
+    this._kept = new FollowerLog({ maxBytes: maxChars });
   }
 
   /** The text of one chunk of output (possibly empty, when it ends inside a character). */
@@ -24,29 +26,20 @@ export class TerminalOutput {
     if (this._maxChars <= 0) {
       return;
     }
-    this._chunks.push(text);
-    this._chars += text.length;
-    while (this._chars > this._maxChars && this._chunks.length > 1) {
-      this._chars -= this._chunks.shift()!.length;
-    }
-    if (this._chars > this._maxChars) {
-      // One chunk larger than the cap: its end.
-      const only = this._chunks[0];
-      this._chunks[0] = only.slice(only.length - this._maxChars);
-      this._chars = this._chunks[0].length;
-    }
+    // One chunk larger than the cap: its end (which leaves nothing older in the log).
+    const kept =
+      text.length > this._maxChars
+        ? text.slice(text.length - this._maxChars)
+        : text;
+    this._kept.push(kept, kept.length);
   }
 
   /** What a reconnecting browser is shown: the kept text, oldest first. */
   replay(): string {
-    if (this._chunks.length > 1) {
-      this._chunks = [this._chunks.join('')];
-    }
-    return this._chunks[0] ?? '';
+    return this._kept.since(0).join('');
   }
 
   private _decoder = new StringDecoder('utf8');
   private _maxChars: number;
-  private _chunks: string[] = [];
-  private _chars = 0;
+  private _kept: FollowerLog<string>;
 }
