@@ -32,7 +32,7 @@ export default tseslint.config(
   },
   {
     // The gateway runs the accelerator vocabulary in Node: it imports no package (no JupyterLab,
-    // no lumino, nothing that needs a DOM), only its own modules.
+    // no lumino, nothing that needs a DOM), only its own modules and the REST contract's types.
     files: ['packages/accelerator-vocabulary/src/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -40,9 +40,9 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: '^(?!\\./)',
+              regex: '^(?!\\./|@ferry/rest-contract$)',
               message:
-                '@ferry/accelerator-vocabulary imports no package: the gateway and the browser both run it.'
+                '@ferry/accelerator-vocabulary imports no package but the REST types (@ferry/rest-contract): the gateway and the browser both run it.'
             }
           ]
         }

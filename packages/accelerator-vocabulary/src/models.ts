@@ -1,12 +1,8 @@
 /**
- * The accelerator types of the REST contract, generated from `schema/openapi.yaml` (`npm run
- * generate`, which `npm run build` runs, writes `generated/openapi.ts` with openapi-typescript:
- * types only). Each name here is an alias of a schema, never a shape of its own.
+ * The accelerator types of the REST contract, generated from `schema/openapi.yaml` into
+ * `@ferry/rest-contract`. Each name here is an alias of a schema, never a shape of its own.
  */
-import type { components } from './generated/openapi';
-
-/** The schemas of the REST contract this package speaks of. */
-type Schemas = components['schemas'];
+import type { RestSchemas as Schemas } from '@ferry/rest-contract';
 
 /** The kinds of accelerator a kernel can ask for (schema `AcceleratorRequest.kind`). */
 export type AcceleratorKind = Schemas['AcceleratorRequest']['kind'];

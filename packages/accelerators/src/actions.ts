@@ -9,6 +9,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import type { PartialJSONObject } from '@lumino/coreutils';
+import type { RestSchemas } from '@ferry/rest-contract';
 import { KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { benchmarkCode, formatBenchmark, parseBenchmark } from './benchmark';
 import { chooseAccelerator } from './dialog';
@@ -66,7 +67,7 @@ export namespace AcceleratorActions {
       await showErrorMessage(title, error.message);
       return undefined;
     }
-    const model = (await response.json()) as { name: string; kernel?: string };
+    const model = (await response.json()) as RestSchemas['Terminal'];
     if (model.kernel !== kernel.id) {
       // A server that is not Ferry (jupyter_server in front of it) opened a terminal of its own.
       await ServerConnection.makeRequest(

@@ -3,7 +3,6 @@ import { ServerConnection } from '@jupyterlab/services';
 import type {
   IAcceleratorRequest,
   IAccelerators,
-  IDeviceSample,
   IKernelModel
 } from './models';
 
@@ -35,13 +34,11 @@ export class AcceleratorClient {
    *
    * @param options - `history` adds each device's recent samples.
    */
-  async fetch(
-    options: { history?: boolean } = {}
-  ): Promise<AcceleratorClient.IAcceleratorsWithHistory> {
+  async fetch(options: { history?: boolean } = {}): Promise<IAccelerators> {
     const url =
       URLExt.join(this.serverSettings.baseUrl, 'api/accelerators') +
       (options.history ? '?history=1' : '');
-    return (await this._get(url)) as AcceleratorClient.IAcceleratorsWithHistory;
+    return (await this._get(url)) as IAccelerators;
   }
 
   /**
@@ -126,14 +123,5 @@ export namespace AcceleratorClient {
   export interface IOptions {
     /** The server settings; JupyterLab's page settings by default. */
     serverSettings?: ServerConnection.ISettings;
-  }
-
-  /** `GET /api/accelerators?history=1`: each device also carries its recent samples. */
-  export interface IAcceleratorsWithHistory extends IAccelerators {
-    workers: (IAccelerators['workers'][number] & {
-      devices: (IAccelerators['workers'][number]['devices'][number] & {
-        history?: IDeviceSample[];
-      })[];
-    })[];
   }
 }

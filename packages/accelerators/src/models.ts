@@ -1,13 +1,10 @@
 /**
- * The types of the REST contract, generated from `schema/openapi.yaml` (`npm run generate`, which
- * `npm run build` runs, writes `generated/openapi.ts` with openapi-typescript: types only, so the
- * bundle carries no YAML). Each name here is an alias of a schema, never a shape of its own: a
- * change to the contract is a type error wherever the browser side reads what changed.
+ * The accelerator types of the REST contract, generated from `schema/openapi.yaml` into
+ * `@ferry/rest-contract` (types only, so the bundle carries no YAML). Each name here is an alias of
+ * a schema, never a shape of its own: a change to the contract is a type error wherever the browser
+ * side reads what changed.
  */
-import type { components } from './generated/openapi';
-
-/** Every schema of the REST contract, by its name under `components.schemas`. */
-export type RestSchemas = components['schemas'];
+import type { RestSchemas } from '@ferry/rest-contract';
 
 /** The kinds of accelerator a kernel can ask for (schema `AcceleratorRequest.kind`). */
 export type AcceleratorKind = RestSchemas['AcceleratorRequest']['kind'];

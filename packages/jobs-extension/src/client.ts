@@ -1,7 +1,7 @@
 /**
  * The browser's client of the gateway's `/api/jobs`, through JupyterLab's server connection.
  */
-import type { RestSchemas } from '@ferry/accelerators';
+import type { RestSchemas } from '@ferry/rest-contract';
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 

@@ -5,77 +5,35 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
-import type { IAcceleratorStatus } from '@ferry/accelerators';
+import type { RestSchemas } from '@ferry/rest-contract';
 
-/** What a link lets its holder do with its one notebook, from least to most. */
-export type ShareScope = 'view' | 'comment' | 'run' | 'edit';
+/** What a link lets its holder do with its one notebook, from least to most: schema `ShareScope`. */
+export type ShareScope = RestSchemas['ShareScope'];
 
 /** Every scope, in the order a person reads them. */
 export const SCOPES: readonly ShareScope[] = ['view', 'comment', 'run', 'edit'];
 
-/** Someone connected through a link right now. */
-export interface IVisitor {
-  /** The display name they picked. */
-  name: string;
-  /** When they connected (ISO 8601). */
-  since: string;
-}
+/**
+ * A share link as the owner lists it (the secret is never listed): schema `Share`.
+ *
+ * #### Notes
+ * `path` is null once the notebook was deleted: the link then leads nowhere until revoked.
+ */
+export type IShare = RestSchemas['Share'];
 
-/** A share link as the owner lists it (the secret is never listed). */
-export interface IShare {
-  id: string;
-  path: string;
-  scope: ShareScope;
-  /** ISO 8601, or null for a link that does not expire. */
-  expiresAt: string | null;
-  label: string | null;
-  /** Whether it has expired (it then grants nothing). */
-  expired?: boolean;
-  /** Whether kernels started for the notebook see only its folder. */
-  confine?: boolean;
-  /** Who is connected through it, where the server reports it. */
-  visitors?: IVisitor[];
-}
+/** The reply to creating a link, the only time its secret (`token`, inside `url`) is shown: schema `CreatedShare`. */
+export type ICreatedShare = RestSchemas['CreatedShare'];
 
-/** The reply to creating a link: the only time its secret (`token`, inside `url`) is shown. */
-export interface ICreatedShare extends IShare {
-  token: string;
-  url: string;
-}
+/** What the owner asks for: schema `ShareRequest`. */
+export type IShareRequest = RestSchemas['ShareRequest'];
 
-/** What the owner asks for. */
-export interface IShareRequest {
-  path: string;
-  scope: ShareScope;
-  /** Seconds from now; absent for no expiry. */
-  expiresIn?: number;
-  label?: string;
-  /** Confine the notebook's kernel to its folder (a run or edit link; restarts a running one). */
-  confine?: boolean;
-}
+/** Whether the gateway can confine a kernel to its notebook's folder, and why not: `kernel_confinement` of schema `ApiStatus`. */
+export type IConfinementSupport = NonNullable<
+  RestSchemas['ApiStatus']['kernel_confinement']
+>;
 
-/** Whether the gateway can confine a kernel to its notebook's folder, and why not. */
-export interface IConfinementSupport {
-  available: boolean;
-  reason?: string;
-}
-
-/** What a visitor's link grants, as `/api/shares/current` tells its holder. */
-export interface ICurrentShare {
-  id: string;
-  path: string;
-  scope: ShareScope;
-  label?: string | null;
-  expiresAt?: string | null;
-  /** The notebook's kernel (the REST model, with its `accelerator`), if it has one. */
-  kernel?: {
-    id: string;
-    name?: string;
-    accelerator?: IAcceleratorStatus;
-  } | null;
-  /** The visitor this browser is; `name` is null until they pick one. */
-  visitor?: { id: string; name: string | null } | null;
-}
+/** What a visitor's link grants, its notebook's kernel and the visitor this browser is: schema `CurrentShare`. */
+export type ICurrentShare = RestSchemas['CurrentShare'];
 
 /** A refusal from the server, with its `{reason, message}` when it sent one. */
 export class ShareApiError extends Error {
@@ -111,9 +69,9 @@ export class SharesClient {
 
   /** Whether kernels can be confined to their notebook's folder (`GET /api/status`). */
   async confinement(): Promise<IConfinementSupport> {
-    const status = await this._request<{
-      kernel_confinement?: IConfinementSupport;
-    }>('api/status', { method: 'GET' });
+    const status = await this._request<RestSchemas['ApiStatus']>('api/status', {
+      method: 'GET'
+    });
     return (
       status.kernel_confinement ?? {
         available: false,
@@ -171,7 +129,7 @@ export class SharesClient {
       }
     }
     if (!response.ok) {
-      const problem = (body ?? {}) as { message?: string; reason?: string };
+      const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
       throw new ShareApiError(
         response.status,
         problem.message || `${response.status} ${response.statusText}`,

@@ -42,6 +42,12 @@ const CONFINE_HINT =
   'root directory; a kernel running now is restarted confined, and its variables are lost. ' +
   'It still reaches the network, /tmp, and other processes of its user.';
 
+/**
+ * The longest label the gateway takes: schema `ShareRequest`'s `label.maxLength` (dialog.spec holds
+ * the two equal, for the types generated from the schema carry no lengths).
+ */
+const LABEL_MAX_LENGTH = 200;
+
 /** How often the list of links (and their visitors) is refreshed while the dialog is open. */
 const REFRESH_MS = 5000;
 
@@ -76,7 +82,7 @@ export class SharePanel extends Widget {
     this._label = document.createElement('input');
     this._label.className = 'jp-mod-styled jp-FerryShare-label';
     this._label.placeholder = 'Label (who it is for)';
-    this._label.maxLength = 100;
+    this._label.maxLength = LABEL_MAX_LENGTH;
     this._label.setAttribute('aria-label', 'Label');
     const create = document.createElement('button');
     create.type = 'submit';

@@ -13,12 +13,12 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { INotebookCellExecutor, runCell } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
 import { nullTranslator } from '@jupyterlab/translation';
+import type { RestSchemas } from '@ferry/rest-contract';
 
-/** What the gateway answers when a run ends. */
-interface IExecuteReply {
-  status?: 'ok' | 'error' | 'aborted';
-  execution_count?: number | null;
-}
+/** What the gateway answers when a run ends (schema `CellExecuteReply`), or why it refused it (`Error`). */
+type IExecuteReply = Partial<
+  RestSchemas['CellExecuteReply'] & RestSchemas['Error']
+>;
 
 /** The room a notebook's shared model is synchronised with, once it has synced. */
 export function roomOf(
@@ -89,8 +89,7 @@ export class ServerCellExecutor implements INotebookCellExecutor {
       ok = response.ok;
       if (!ok) {
         const message =
-          (reply as { message?: string }).message ??
-          `${response.status} ${response.statusText}`;
+          reply.message ?? `${response.status} ${response.statusText}`;
         void showDialog({
           title: trans.__('The cell was not run'),
           body: message,

@@ -197,6 +197,41 @@ describe('the Share dialog', () => {
     atRoot.dispose();
   });
 
+  it('takes a label as long as the gateway allows, and the gateway keeps it', async () => {
+    const panel = new SharePanel(client, 'analysis.ipynb');
+    Widget.attach(panel, document.body);
+    const node = panel.node;
+    const input = node.querySelector<HTMLInputElement>('.jp-FerryShare-label')!;
+    const longest = input.maxLength;
+    input.value = 'a'.repeat(longest);
+    node
+      .querySelector('form')!
+      .dispatchEvent(new Event('submit', { cancelable: true }));
+    await domWhere(node, () => !!node.querySelector('.jp-FerryShare-link'));
+    const [made] = await client.list('analysis.ipynb');
+    expect(made.label).toBe('a'.repeat(longest));
+    // Every field the contract requires of a listed link is there (the types come from it).
+    expect(made).toEqual(
+      expect.objectContaining({
+        path: 'analysis.ipynb',
+        createdAt: expect.any(String),
+        expiresAt: null,
+        expired: false,
+        visitors: []
+      })
+    );
+    await client.revoke(made.id);
+    // One character more is what the gateway refuses.
+    await expect(
+      client.create({
+        path: 'analysis.ipynb',
+        scope: 'view',
+        label: 'a'.repeat(longest + 1)
+      })
+    ).rejects.toMatchObject({ status: 400 });
+    panel.dispose();
+  });
+
   it('says why the gateway refuses a link', async () => {
     const panel = new SharePanel(client, 'missing.ipynb');
     Widget.attach(panel, document.body);
