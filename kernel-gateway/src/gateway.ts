@@ -18,11 +18,12 @@ import {
   KernelQuota,
   ShareConnections,
   ShareStore,
-  TokenAuth,
+  TokenIdentityResolver,
   type ILimits,
   type ShareEnd
 } from './auth';
-import { resolveGatewayOptions, type IGatewayOptions } from './config';
+import type { IGatewayOptions } from './config';
+import { resolveGatewayOptions } from './options';
 import { FileContentsManager } from './contents';
 import {
   environmentTemplate,
@@ -34,10 +35,10 @@ import { EventBus, publishKernelActions } from './events';
 import {
   createApp,
   createHttpServer,
+  createUpgrades,
   currentIdentity,
-  outboundLimits,
-  UpgradeRouter,
-  type IAppServices
+  type IAppServices,
+  type UpgradeRouter
 } from './http';
 import { JobService } from './jobs';
 import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
@@ -132,7 +133,7 @@ export class Gateway {
         this.shares.fileDeleted(event.path);
       }
     });
-    this.auth = new TokenAuth(
+    this.auth = new TokenIdentityResolver(
       resolved.auth ? resolved.token : undefined,
       this.shares
     );
@@ -259,7 +260,7 @@ export class Gateway {
         unknownKernels: kernels => this.registry.unknownKernels(kernels)
       });
     }
-    this.app = createApp({
+    const services: IAppServices = {
       context: {
         options: resolved,
         registry: this.registry,
@@ -283,36 +284,19 @@ export class Gateway {
       collaboration: this.rooms,
       terminals: this.terminals,
       jobs: this.jobs
-    });
-    this.upgrades = new UpgradeRouter({
-      registry: this.registry,
-      auth: this.auth,
-      events: this.events,
-      rooms: this.rooms,
-      terminals: this.terminals,
-      allowOrigins: resolved.allowOrigins,
-      maxMessageBytes: resolved.maxMessageBytes,
-      messagesPerSecond: resolved.limits.wsMessagesPerSecond,
-      failures: this.authFailures,
-      sessions: this.sessions,
-      shareConnections: this.shareConnections,
-      guestMessagesPerSecond: resolved.limits.guestWsMessagesPerSecond,
-      outbound: outboundLimits(
-        resolved.clientBufferBytes,
-        resolved.slowClientTimeoutMs ?? 60_000
-      ),
-      logger: options.logger
-    });
+    };
+    this.app = createApp(services);
+    this.upgrades = createUpgrades(services);
     this.server = createHttpServer(this.app, this.upgrades, {
       limits: resolved.limits,
       logger: options.logger,
-      authenticated: request => this.auth.access(request) !== undefined
+      authenticated: request => this.auth.resolve(request) !== undefined
     });
   }
 
   readonly options: IGatewayOptions;
   readonly logger: Logger;
-  readonly auth: TokenAuth;
+  readonly auth: TokenIdentityResolver;
   /** What survives a restart: rooms, file ids, share links (`stateDir`). */
   readonly state: StateStore;
   readonly pool: WorkerPool;
@@ -348,7 +332,7 @@ export class Gateway {
   /** Headless notebook jobs. */
   readonly jobs: JobService;
   readonly app: Express;
-  /** The websocket endpoints: kernel channels, the event stream and collaboration rooms. */
+  /** The websocket endpoints: kernel channels, the event stream, collaboration rooms, terminals. */
   readonly upgrades: UpgradeRouter;
   readonly server: Server;
 
@@ -539,7 +523,7 @@ namespace Private {
   export function lab(
     options: IGatewayOptions,
     logger: Logger,
-    auth: TokenAuth,
+    auth: TokenIdentityResolver,
     userSettingsDir: string
   ): IAppServices['lab'] {
     const build = new LabBuild(options.labDir ?? LabBuild.defaultDir());

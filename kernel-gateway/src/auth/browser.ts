@@ -1,6 +1,6 @@
 import express, { Router, type RequestHandler } from 'express';
 import type { FailedAuthLimit } from './limits';
-import { TokenAuth } from './token';
+import { TokenIdentityResolver } from './token';
 
 /**
  * Browser sign-in: `GET /login` (a token field), `POST /login` (sets the sign-in cookie), `/logout`,
@@ -8,7 +8,7 @@ import { TokenAuth } from './token';
  * form counts against the client's address.
  */
 export function signInRouter(
-  auth: TokenAuth,
+  auth: TokenIdentityResolver,
   failures?: FailedAuthLimit
 ): Router {
   const router = Router();
@@ -58,7 +58,7 @@ export function signInRouter(
  * A wrong token counts against the client's address; an address past the limit gets 429s.
  */
 export function authenticate(
-  auth: TokenAuth,
+  auth: TokenIdentityResolver,
   options: authenticate.IOptions
 ): RequestHandler {
   return (request, response, next) => {
@@ -88,7 +88,7 @@ export function authenticate(
       return;
     }
     if (page && auth.enabled && request.query.token !== undefined) {
-      if (credential === 'token' && auth.access(request)?.kind === 'share') {
+      if (credential === 'token' && auth.resolve(request)?.share) {
         // A share link's secret in a page's query: the link page exchanges it for a visitor cookie.
         response.setHeader('Referrer-Policy', 'no-referrer');
         response.redirect(
@@ -138,8 +138,8 @@ export function authenticate(
     if (
       page &&
       credential === 'cookie' &&
-      (TokenAuth.cookies(request)._xsrf?.length ?? 0) <
-        TokenAuth.XSRF_MIN_LENGTH
+      (TokenIdentityResolver.cookies(request)._xsrf?.length ?? 0) <
+        TokenIdentityResolver.XSRF_MIN_LENGTH
     ) {
       response.append('Set-Cookie', auth.xsrfCookie(request));
     }

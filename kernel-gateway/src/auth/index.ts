@@ -1,26 +1,44 @@
 /**
- * Authentication: tokens, the browser sign-in cookie, XSRF, browser origins, share links (secrets,
- * visitors, their open connections), and the limits on what one client may ask (kernels, starts,
- * messages, wrong tokens).
+ * Identity and authentication: who a request is (a principal, from the one identity resolver) and
+ * what it may do (capabilities, `can()`); tokens, the browser sign-in cookie, XSRF, browser
+ * origins, share links (secrets, visitors, their open connections), and the limits on what one
+ * client may ask (kernels, starts, messages, wrong tokens).
  *
  * @packageDocumentation
  */
 export {
-  documentRefusal,
-  mayComment,
-  mayEdit,
-  mayRun,
-  OWNER_ACCESS,
-  SHARE_SCOPES,
+  linkPrincipal,
+  OWNER,
+  OWNER_PRINCIPAL,
   visitorName,
-  type Access,
-  type IAccessResolver,
-  type IOwnerAccess,
-  type IShareAccess,
+  type Credential,
+  type IIdentityResolver,
+  type ILinkPrincipal,
+  type IPrincipal,
+  type IShareGrant,
   type IShareResolver,
   type IVisitor,
+  type Role,
   type ShareResolution,
   type ShareScope
+} from './identity';
+export {
+  can,
+  CAPABILITIES,
+  ROLE_CAPABILITIES,
+  SCOPE_CAPABILITIES,
+  type Capability,
+  type GatewayCapability,
+  type NotebookCapability,
+  type NotebookRef
+} from './capabilities';
+export {
+  accessOf,
+  mayEdit,
+  principalOf,
+  type Access,
+  type IAccessResolver,
+  type IShareAccess
 } from './access';
 export {
   ShareConnections,
@@ -36,7 +54,10 @@ export {
   ILimits,
   KernelQuota,
   LimitError,
-  MessageRate,
-  OWNER
+  MessageRate
 } from './limits';
-export { originRefusal, TokenAuth } from './token';
+export {
+  originRefusal,
+  TokenIdentityResolver,
+  TokenIdentityResolver as TokenAuth
+} from './token';

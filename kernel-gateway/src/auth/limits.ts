@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { OWNER } from './identity';
 
 /**
  * What one client may ask of the gateway; 0 turns a limit off. The defaults never bother a person
@@ -74,9 +75,6 @@ export const DEFAULT_LIMITS: ILimits = {
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 300_000
 };
-
-/** The principal every request authenticated by the owner's token or cookie acts as. */
-export const OWNER = 'owner';
 
 /**
  * A limit a request ran into: 403 for a count (kernels), 429 with `Retry-After` for a rate. The

@@ -9,12 +9,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Database } from 'lmdb';
 import type { StateStore } from '../store';
 import type {
-  IShareAccess,
+  IShareGrant,
   IShareResolver,
   IVisitor,
   ShareResolution,
   ShareScope
-} from './access';
+} from './identity';
 import { LimitError } from './limits';
 import { rectifyConfusion } from 'unicode-confusables';
 
@@ -216,13 +216,14 @@ export class ShareStore implements IShareResolver {
   /**
    * A browser exchanges a link's secret for a visitor cookie of its own.
    *
-   * @returns the cookie's value and the visitor's access; undefined when the secret is no link's.
+   * @returns the cookie's value and what the link grants its visitor; undefined when the secret is
+   *   no link's.
    * @throws ShareError (403) when the link no longer works, or has as many visitors as it may.
    */
   async admit(
     secret: string,
     address?: string
-  ): Promise<{ cookie: string; access: IShareAccess } | undefined> {
+  ): Promise<{ cookie: string; share: IShareGrant } | undefined> {
     const resolution = this.resolveSecret(secret);
     if (!resolution) {
       return undefined;
@@ -230,7 +231,7 @@ export class ShareStore implements IShareResolver {
     if ('refused' in resolution) {
       throw new ShareError(403, resolution.refused);
     }
-    const shareId = resolution.access.shareId;
+    const shareId = resolution.share.shareId;
     const max = this._options.visitorsPerLink ?? ShareStore.VISITORS_PER_LINK;
     // Visitors being stored count too, so concurrent admissions cannot overshoot.
     const admitted =
@@ -278,7 +279,7 @@ export class ShareStore implements IShareResolver {
     }
     return {
       cookie,
-      access: { ...resolution.access, visitor: { id, name: null } }
+      share: { ...resolution.share, visitor: { id, name: null } }
     };
   }
 
@@ -401,15 +402,14 @@ export class ShareStore implements IShareResolver {
       // Deleted, or another file took its path outside Ferry: that one is another notebook.
       return { refused: 'The notebook this link shares no longer exists' };
     }
-    const access: IShareAccess = {
-      kind: 'share',
+    const share: IShareGrant = {
       shareId: link.id,
       fileId: link.fileId,
       path,
       scope: link.scope,
       ...(visitor ? { visitor } : {})
     };
-    return { access };
+    return { share };
   }
 
   private _ended(link: Private.ILink): boolean {

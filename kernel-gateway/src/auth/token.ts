@@ -1,23 +1,23 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { accessOf, type Access } from './access';
 import {
-  OWNER_ACCESS,
-  type Access,
-  type IAccessResolver,
-  type IShareResolver
-} from './access';
-import { OWNER } from './limits';
-
-/** How a request proved who it is. */
-type Credential = 'token' | 'cookie';
+  linkPrincipal,
+  OWNER_PRINCIPAL,
+  type Credential,
+  type IIdentityResolver,
+  type IPrincipal,
+  type IShareResolver,
+  type ShareResolution
+} from './identity';
 
 /**
  * Token authentication for every route and socket: `Authorization: token T` (or `Bearer T`),
  * `?token=T` for clients that cannot set headers on websockets, or the sign-in cookie a browser got by
- * opening the token link. The one resolver of who a request is: the owner (the token or its cookie),
- * or a share link's holder (the link's secret presented the same way, or a visitor's cookie), asked
- * of the share resolver after the owner.
+ * opening the token link. The gateway's identity resolver today: the owner (the token or its
+ * cookie), or a share link's holder (the link's secret presented the same way, or a visitor's
+ * cookie), asked of the share resolver after the owner.
  *
  * #### Notes
  * The cookie's value is an HMAC of the token, never the token itself: it stays valid across gateway
@@ -29,7 +29,7 @@ type Credential = 'token' | 'cookie';
  * outlives a new token), the owner and a link's visitor in one browser share it, and no visitor
  * learns a value that would pass for the owner's.
  */
-export class TokenAuth implements IAccessResolver {
+export class TokenIdentityResolver implements IIdentityResolver {
   /**
    * @param token - the token to require; undefined turns authentication off (`--no-auth`).
    */
@@ -55,36 +55,33 @@ export class TokenAuth implements IAccessResolver {
    */
   credential(request: IncomingMessage): Credential | undefined {
     const found = this._identify(request);
-    return found && 'access' in found ? found.credential : undefined;
-  }
-
-  /**
-   * Who the request acts as, for per-user limits: {@link OWNER} for the owner's token or cookie,
-   * `share:<id>` for a link's holder; undefined when it does not authenticate.
-   */
-  principal(request: IncomingMessage): string | undefined {
-    const access = this.access(request);
-    return access === undefined
-      ? undefined
-      : access.kind === 'owner'
-        ? OWNER
-        : `share:${access.shareId}`;
+    return found && 'principal' in found ? found.credential : undefined;
   }
 
   /** Who the request acts as: the owner, a share link's holder, or undefined (not authenticated). */
-  access(request: IncomingMessage): Access | undefined {
+  resolve(
+    request: IncomingMessage,
+    options?: { fresh?: boolean }
+  ): IPrincipal | undefined {
+    if (options?.fresh) {
+      this._identified.delete(request);
+    }
     const found = this._identify(request);
-    return found && 'access' in found ? found.access : undefined;
+    return found && 'principal' in found ? found.principal : undefined;
   }
 
   /**
-   * Who the request acts as now, worked out again: for a request that waited (a websocket upgrade
-   * waiting for its kernel) while its share link may have been revoked. {@link access} and
-   * {@link refusal} answer as this did from then on.
+   * The owner-or-link view of {@link resolve}, for http/upgrade.ts until it asks for the principal.
    */
+  access(request: IncomingMessage): Access | undefined {
+    const principal = this.resolve(request);
+    return principal && accessOf(principal);
+  }
+
+  /** {@link access}, worked out again (`resolve(request, { fresh: true })`). */
   recheck(request: IncomingMessage): Access | undefined {
-    this._identified.delete(request);
-    return this.access(request);
+    const principal = this.resolve(request, { fresh: true });
+    return principal && accessOf(principal);
   }
 
   /**
@@ -101,7 +98,7 @@ export class TokenAuth implements IAccessResolver {
     if (!this._token) {
       return false;
     }
-    const presented = TokenAuth.presented(request);
+    const presented = TokenIdentityResolver.presented(request);
     return (
       presented !== undefined &&
       !this.matches(presented) &&
@@ -127,11 +124,11 @@ export class TokenAuth implements IAccessResolver {
       (Array.isArray(header) ? header[0] : header) ??
       Private.query(request).get('_xsrf') ??
       undefined;
-    const cookie = TokenAuth.cookies(request)._xsrf;
+    const cookie = TokenIdentityResolver.cookies(request)._xsrf;
     return (
       presented !== undefined &&
       cookie !== undefined &&
-      cookie.length >= TokenAuth.XSRF_MIN_LENGTH &&
+      cookie.length >= TokenIdentityResolver.XSRF_MIN_LENGTH &&
       Private.equal(presented, cookie)
     );
   }
@@ -157,7 +154,7 @@ export class TokenAuth implements IAccessResolver {
         sameSite: 'lax',
         secure,
         path: '/',
-        maxAge: TokenAuth.COOKIE_MAX_AGE_S
+        maxAge: TokenIdentityResolver.COOKIE_MAX_AGE_S
       }),
       this.xsrfCookie(request)
     ];
@@ -168,9 +165,9 @@ export class TokenAuth implements IAccessResolver {
    * browser's own when it has one, else a new random one.
    */
   xsrfCookie(request: IncomingMessage): string {
-    const own = TokenAuth.cookies(request)._xsrf;
+    const own = TokenIdentityResolver.cookies(request)._xsrf;
     const value =
-      own !== undefined && own.length >= TokenAuth.XSRF_MIN_LENGTH
+      own !== undefined && own.length >= TokenIdentityResolver.XSRF_MIN_LENGTH
         ? own
         : randomBytes(24).toString('base64url');
     return serializeCookie('_xsrf', value, {
@@ -196,7 +193,7 @@ export class TokenAuth implements IAccessResolver {
         sameSite: 'lax',
         secure: Private.isSecure(request),
         path: '/',
-        maxAge: TokenAuth.COOKIE_MAX_AGE_S
+        maxAge: TokenIdentityResolver.COOKIE_MAX_AGE_S
       }),
       this.xsrfCookie(request)
     ];
@@ -243,30 +240,27 @@ export class TokenAuth implements IAccessResolver {
 
   private _resolve(request: IncomingMessage): Private.Identified | undefined {
     if (!this._token) {
-      return { credential: 'token', access: OWNER_ACCESS };
+      return { credential: 'token', principal: OWNER_PRINCIPAL };
     }
-    const presented = TokenAuth.presented(request);
+    const presented = TokenIdentityResolver.presented(request);
     if (presented !== undefined) {
       if (this.matches(presented)) {
-        return { credential: 'token', access: OWNER_ACCESS };
+        return { credential: 'token', principal: OWNER_PRINCIPAL };
       }
       const share = this._shares?.resolveSecret(presented);
       if (share) {
-        return 'access' in share ? { credential: 'token', ...share } : share;
+        return Private.link('token', share);
       }
     }
-    const cookies = TokenAuth.cookies(request);
+    const cookies = TokenIdentityResolver.cookies(request);
     const cookie = cookies[this.cookieName(request)];
     if (cookie !== undefined && Private.equal(cookie, this._cookieValue)) {
-      return { credential: 'cookie', access: OWNER_ACCESS };
+      return { credential: 'cookie', principal: OWNER_PRINCIPAL };
     }
     const visitor = cookies[this.shareCookieName(request)];
     const share =
       visitor === undefined ? undefined : this._shares?.resolveVisitor(visitor);
-    if (share) {
-      return 'access' in share ? { credential: 'cookie', ...share } : share;
-    }
-    return undefined;
+    return share && Private.link('cookie', share);
   }
 
   private _token: Buffer | undefined;
@@ -278,7 +272,7 @@ export class TokenAuth implements IAccessResolver {
   private _cookieValue: string;
 }
 
-export namespace TokenAuth {
+export namespace TokenIdentityResolver {
   /** How long a browser stays signed in: 30 days, as jupyter_server's login cookie. */
   export const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
   /** The shortest `_xsrf` cookie taken (an empty or short one would be guessed). */
@@ -293,7 +287,7 @@ export namespace TokenAuth {
  * send (a websocket above all, which no CORS guards), must come from the gateway's own origin or one
  * listed by name.
  *
- * @param credential - how the request authenticates ({@link TokenAuth.credential}).
+ * @param credential - how the request authenticates ({@link IIdentityResolver.credential}).
  */
 export function originRefusal(
   request: IncomingMessage,
@@ -326,7 +320,17 @@ export function originRefusal(
 namespace Private {
   /** What a request's credentials resolve to: who it is and how it proved it, or why it is refused. */
   export type Identified =
-    { credential: Credential; access: Access } | { refused: string };
+    { credential: Credential; principal: IPrincipal } | { refused: string };
+
+  /** A share link's resolution, presented as `credential`. */
+  export function link(
+    credential: Credential,
+    resolution: ShareResolution
+  ): Identified {
+    return 'share' in resolution
+      ? { credential, principal: linkPrincipal(resolution.share) }
+      : resolution;
+  }
 
   /** The request's query; empty when its URL does not parse (`//[`): such a request presents nothing. */
   export function query(request: IncomingMessage): URLSearchParams {

@@ -6,12 +6,13 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import {
-  documentRefusal,
-  mayRun,
+  can,
+  linkPrincipal,
   sendRefusalPage,
-  type IShareAccess,
-  type ShareScope,
-  type TokenAuth
+  type IIdentityResolver,
+  type ILinkPrincipal,
+  type IShareGrant,
+  type ShareScope
 } from '../auth';
 import type { KernelChannels } from '../channels';
 import type { FileContentsManager } from '../contents';
@@ -26,9 +27,12 @@ export type ShareMethod = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE' | 'WS';
 /** Every HTTP method a route may answer (for rules about every method of a path). */
 const ANY: readonly ShareMethod[] = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
 
-/** What a rule may look at besides the request: the holder's access and its notebook's kernel. */
+/** What a rule may look at besides the request: the holder, its link and its notebook's kernel. */
 export interface IShareRuleContext {
-  access: IShareAccess;
+  /** The link's holder, for what `can()` says it may do. */
+  principal: ILinkPrincipal;
+  /** What its link grants (`principal.share`). */
+  share: IShareGrant;
   /** The kernel of the notebook's session, if it has one. */
   kernelId: string | undefined;
   sessions: SessionStore;
@@ -88,29 +92,29 @@ export const SHARE_RULES: readonly IShareRule[] = [
     what: "the notebook's collaboration session",
     methods: ['PUT'],
     path: /^\/api\/collaboration\/session\/(.+)$/,
-    when: (path, { access }) => path === access.path
+    when: (path, { share }) => path === share.path
   },
   {
     what: "the notebook's room; and the server-wide presence room, where rooms/ lets a link's holder see nobody and be seen by nobody",
     methods: ['WS'],
     path: /^\/api\/collaboration\/room\/([^/]+)\/?$/,
-    when: (room, { access }) =>
+    when: (room, { principal }) =>
       room === GLOBAL_AWARENESS_ROOM ||
-      documentRefusal(access, room) === undefined
+      can(principal, 'notebook:view', { documentId: room })
   },
   {
     what: "the notebook's file model and its checkpoints (read only)",
     methods: ['GET'],
     path: /^\/api\/contents\/(.+?)(?:\/checkpoints)?\/?$/,
-    when: (path, { access }) => path === access.path
+    when: (path, { share }) => path === share.path
   },
   {
     what: 'the folders on the way to the notebook, each listing only the next step towards it (what the file browser polls; nothing the link does not name)',
     methods: ['GET'],
     path: /^\/api\/contents(?:\/(.*?))?\/?$/,
-    when: (dir, { access, contents }) =>
+    when: (dir, { share, contents }) =>
       contents !== undefined &&
-      (dir === '' || access.path.startsWith(`${dir}/`)),
+      (dir === '' || share.path.startsWith(`${dir}/`)),
     answer: (context, request, response) =>
       void Private.listTowards(context, request, response)
   },
@@ -123,7 +127,7 @@ export const SHARE_RULES: readonly IShareRule[] = [
     what: "the notebook's bytes",
     methods: ['GET'],
     path: /^\/files\/(.+)$/,
-    when: (path, { access }) => path === access.path
+    when: (path, { share }) => path === share.path
   },
   {
     what: "the notebook's session, alone",
@@ -131,15 +135,15 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/sessions\/?$/,
     answer: (context, _request, response) =>
       response.json(
-        context.sessions.list().filter(s => s.path === context.access.path)
+        context.sessions.list().filter(s => s.path === context.share.path)
       )
   },
   {
     what: "the notebook's session",
     methods: ['GET'],
     path: /^\/api\/sessions\/([^/]+)\/?$/,
-    when: (id, { access, sessions }) =>
-      sessions.list().some(s => s.id === id && s.path === access.path)
+    when: (id, { share, sessions }) =>
+      sessions.list().some(s => s.id === id && s.path === share.path)
   },
   {
     what: "the notebook's kernel, alone",
@@ -167,7 +171,9 @@ export const SHARE_RULES: readonly IShareRule[] = [
     what: "running the notebook's cells on its kernel, and interrupting them (run, edit)",
     methods: ['POST'],
     path: /^\/api\/kernels\/([^/]+)\/(?:execute|interrupt)\/?$/,
-    when: (id, { kernelId, access }) => id === kernelId && mayRun(access)
+    when: (id, { kernelId, principal, share }) =>
+      id === kernelId &&
+      can(principal, 'notebook:run', { fileId: share.fileId })
   },
   {
     what: 'the kernelspecs (names, languages, logos: what the notebook header shows)',
@@ -327,15 +333,13 @@ export const SHARE_KERNEL_MESSAGES: Readonly<
   ]
 };
 
-/** Which kernel messages `access` may send (see {@link SHARE_KERNEL_MESSAGES}). */
-export function shareKernelMessages(
-  access: IShareAccess
-): KernelChannels.Admit {
-  const allowed = new Set(SHARE_KERNEL_MESSAGES[access.scope]);
+/** Which kernel messages a link's holder may send (see {@link SHARE_KERNEL_MESSAGES}). */
+export function shareKernelMessages(share: IShareGrant): KernelChannels.Admit {
+  const allowed = new Set(SHARE_KERNEL_MESSAGES[share.scope]);
   return (channel, msgType) =>
     channel === 'shell' && allowed.has(msgType)
       ? undefined
-      : `A ${access.scope} share link may not send ${msgType} on ${channel}` +
+      : `A ${share.scope} share link may not send ${msgType} on ${channel}` +
         (msgType === 'execute_request'
           ? ': runs go through the notebook (server-side execution)'
           : '');
@@ -382,16 +386,17 @@ export function shareRulesOf(method: string, pathname: string): IShareRule[] {
   );
 }
 
-/** The context of the rules for a share link's holder. */
+/** The context of the rules for the holder of the link that grants `share`. */
 export function shareRuleContext(
-  access: IShareAccess,
+  share: IShareGrant,
   sessions: SessionStore,
   registry: KernelRegistry,
   contents?: FileContentsManager
 ): IShareRuleContext {
   return {
-    access,
-    kernelId: sessions.kernelOf(access.path),
+    principal: linkPrincipal(share),
+    share,
+    kernelId: sessions.kernelOf(share.path),
     sessions,
     registry,
     contents
@@ -405,22 +410,23 @@ export function shareRefusal(method: string, pathname: string): string {
 
 /**
  * The guard, after authentication: a share link's holder gets what a rule allows (or the rule's
- * own answer), and 403 `{ reason, message }` for everything else. Owner requests pass untouched.
+ * own answer), and 403 `{ reason, message }` for everything else. Requests of a principal that
+ * acts through no link (the owner) pass untouched.
  */
 export function guardShares(options: {
-  auth: TokenAuth;
+  auth: IIdentityResolver;
   sessions: SessionStore;
   registry: KernelRegistry;
   contents: FileContentsManager;
 }): RequestHandler {
   return (request, response, next) => {
-    const access = options.auth.access(request);
-    if (access?.kind !== 'share') {
+    const share = options.auth.resolve(request)?.share;
+    if (!share) {
       next();
       return;
     }
     const context = shareRuleContext(
-      access,
+      share,
       options.sessions,
       options.registry,
       options.contents
@@ -435,8 +441,8 @@ export function guardShares(options: {
           'This link does not open this page',
           message,
           {
-            href: `/doc/tree/${access.path.split('/').map(encodeURIComponent).join('/')}`,
-            text: `Open ${access.path}`
+            href: `/doc/tree/${share.path.split('/').map(encodeURIComponent).join('/')}`,
+            text: `Open ${share.path}`
           }
         );
         return;
@@ -466,12 +472,12 @@ namespace Private {
    * (`content=0` as the contents route answers it).
    */
   export async function listTowards(
-    { access, contents }: IShareRuleContext,
+    { share, contents }: IShareRuleContext,
     request: Request,
     response: Response
   ): Promise<void> {
     const dir = target(request.path.replace(/^\/api\/contents\/?/, '')) ?? '';
-    const next = access.path.slice(dir ? dir.length + 1 : 0).split('/')[0];
+    const next = share.path.slice(dir ? dir.length + 1 : 0).split('/')[0];
     try {
       const model = await contents!.get(dir, { content: true });
       const entries = Array.isArray(model.content) ? model.content : [];

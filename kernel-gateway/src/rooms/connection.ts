@@ -1,5 +1,5 @@
 /**
- * One socket in a room, with the rights of its access (per connection, never per room): reads the
+ * One socket in a room, with the rights of its principal (per connection, never per room): reads the
  * protocol's messages, applies the updates its rule allows and tells the client about the rest
  * (y-websocket's "permission denied"), relays its awareness with a share visitor's name stamped
  * over whatever name it claims, answers save requests, and is closed when it cannot keep up.
@@ -8,7 +8,7 @@ import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import { mayEdit, visitorName, type Access } from '../auth';
+import { can, visitorName, type IPrincipal, type NotebookRef } from '../auth';
 import {
   closeReason,
   RoomCloseCode,
@@ -41,16 +41,18 @@ interface IVisitorName {
 export class RoomConnection implements Room.IPeer {
   constructor(options: RoomConnection.IOptions) {
     this.room = options.room;
-    this._access = options.access;
+    this._principal = options.principal;
+    this._notebook = { documentId: this.room.id };
     this._ws = options.ws;
-    this._rule = changeRule(options.access);
+    this._rule = changeRule(options.principal, this._notebook);
     this._awarenessOnly = options.awarenessOnly ?? false;
     this._awarenessBudget = options.awarenessBudget;
     this._updateBudget = options.updateBudget;
     this._maxBufferedBytes =
       options.maxBufferedBytes ?? RoomConnection.MAX_BUFFERED_BYTES;
-    this._visitor =
-      options.access.kind === 'share' ? visitorName(options.access) : undefined;
+    this._visitor = options.principal.share
+      ? visitorName(options.principal.share)
+      : undefined;
     this._ws.binaryType = 'nodebuffer';
     this._ws.on('message', data => this._receive(data as Buffer));
     this._ws.on('close', () => this._closed());
@@ -71,8 +73,8 @@ export class RoomConnection implements Room.IPeer {
   readonly room: Room;
 
   /** Who the connection acts as (a visitor's name follows {@link renameVisitor}). */
-  get access(): Access {
-    return this._access;
+  get principal(): IPrincipal {
+    return this._principal;
   }
 
   /** A share link holder's name and id (undefined for the owner). */
@@ -113,13 +115,14 @@ export class RoomConnection implements Room.IPeer {
    * stamped with it again, so everyone in the room sees the new name without reconnecting.
    */
   renameVisitor(visitorId: string, name: string): void {
-    const access = this._access;
-    if (access.kind !== 'share' || access.visitor?.id !== visitorId) {
+    const principal = this._principal;
+    if (principal.share?.visitor?.id !== visitorId) {
       return;
     }
-    this._access = { ...access, visitor: { id: visitorId, name } };
-    this._visitor = visitorName(this._access);
-    this._rule = changeRule(this._access);
+    const share = { ...principal.share, visitor: { id: visitorId, name } };
+    this._principal = { ...principal, share };
+    this._visitor = visitorName(share);
+    this._rule = changeRule(this._principal, this._notebook);
     this.room.restamp(this, this._stamp);
   }
 
@@ -176,7 +179,7 @@ export class RoomConnection implements Room.IPeer {
       return;
     }
     if (
-      !mayEdit(this.access) &&
+      !this._edits() &&
       update.length > RoomConnection.MAX_RESTRICTED_UPDATE_BYTES
     ) {
       // What such a link may write (comments, bookkeeping) is small: a larger update is refused
@@ -214,7 +217,7 @@ export class RoomConnection implements Room.IPeer {
       return;
     }
     if (
-      !mayEdit(this.access) &&
+      !this._edits() &&
       this._updateBudget &&
       !this._updateBudget.take(update.length)
     ) {
@@ -242,7 +245,7 @@ export class RoomConnection implements Room.IPeer {
       // The rest of the room got the trust marks with the update; its writer gets them now.
       this.send(Private.updateMessage(Y.encodeStateAsUpdate(doc, before)));
     }
-    const identity = identityOf(this._access);
+    const identity = identityOf(this._principal);
     const unbound = [...newClients].filter(
       client => authorOf(doc, client) === undefined
     );
@@ -263,17 +266,21 @@ export class RoomConnection implements Room.IPeer {
     }
     const reply = (status: string) =>
       this.send(rawMessage({ type: 'save', responseTo: request.id, status }));
-    if (!mayEdit(this.access) || !this.room.saver) {
+    if (!this._edits() || !this.room.saver) {
       reply('failed');
       return;
     }
     this.room.saver().then(reply, () => reply('failed'));
   }
 
+  /** Whether the connection may change the notebook's cells (and save it). */
+  private _edits(): boolean {
+    return can(this._principal, 'notebook:edit', this._notebook);
+  }
+
   private _scopeName(): string {
-    return this.access.kind === 'share'
-      ? `${this.access.scope} link`
-      : 'connection';
+    const share = this._principal.share;
+    return share ? `${share.scope} link` : 'connection';
   }
 
   /**
@@ -311,7 +318,9 @@ export class RoomConnection implements Room.IPeer {
     this.onClose?.();
   }
 
-  private _access: Access;
+  private _principal: IPrincipal;
+  /** The room's notebook, which the principal's notebook capabilities are asked of. */
+  private _notebook: NotebookRef;
   private _visitor: IVisitorName | undefined;
   private _ws: WebSocket;
   private _rule: ChangeRule | undefined;
@@ -328,7 +337,7 @@ export namespace RoomConnection {
   export interface IOptions {
     room: Room;
     ws: WebSocket;
-    access: Access;
+    principal: IPrincipal;
     /** A room for presence only (the global awareness room): document updates are ignored. */
     awarenessOnly?: boolean;
     /** Bytes waiting to be sent past which the client is closed (default 64 MiB). */

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import type { Access } from '../auth';
+import { can, principalOf, type Access, type IPrincipal } from '../auth';
 import { ContentsError, type FileContentsManager } from '../contents';
 import { StateStoreError, type StateStore } from '../store';
 import { RoomConnection } from './connection';
@@ -143,29 +143,29 @@ export class RoomManager {
   }
 
   /**
-   * Why `access` may not join the room `name` (a share link reaches its own notebook's room and
-   * the global awareness room only); undefined when it may.
+   * Why `who` may not join the room `name` (`notebook:view` on its notebook; the global awareness
+   * room is everyone's); undefined when it may.
    */
-  refusal(name: string, access: Access): string | undefined {
-    if (access.kind === 'owner' || name === GLOBAL_AWARENESS_ROOM) {
-      return undefined;
-    }
-    return parseRoomName(name)?.fileId === access.fileId
+  refusal(name: string, who: IPrincipal | Access): string | undefined {
+    const principal = principalOf(who);
+    return name === GLOBAL_AWARENESS_ROOM ||
+      can(principal, 'notebook:view', { fileId: parseRoomName(name)?.fileId })
       ? undefined
       : 'This share link is for another document';
   }
 
   /**
-   * Take a socket into the room `name` with the rights of `access`. A client whose `sessionId` is
+   * Take a socket into the room `name` with the rights of `who`. A client whose `sessionId` is
    * not the room's is closed with 1003 (its doc is of another history: it must reload); a name that
    * is not a room's with 4400, a file that is gone with 4404, a room that cannot load with 4500.
    */
   async connect(
     ws: WebSocket,
     name: string,
-    access: Access,
+    who: IPrincipal | Access,
     sessionId?: string
   ): Promise<void> {
+    const principal = principalOf(who);
     if (this._disposed) {
       ws.close(RoomCloseCode.GoingAway, 'The gateway is stopping');
       return;
@@ -175,9 +175,9 @@ export class RoomManager {
         new RoomConnection({
           room: this._globalRoom(),
           ws,
-          access,
+          principal,
           awarenessOnly: true,
-          ...this._budgets(access)
+          ...this._budgets(principal)
         })
       );
       return;
@@ -240,8 +240,8 @@ export class RoomManager {
     const connection = new RoomConnection({
       room,
       ws,
-      access,
-      ...this._budgets(access)
+      principal,
+      ...this._budgets(principal)
     });
     connection.onClose = () => this._release(name, entry);
     this._track(connection);
@@ -250,14 +250,15 @@ export class RoomManager {
     }
   }
 
-  /** The budgets all of a share link's connections spend (none for the owner). */
+  /** The budgets all of a share link's connections spend (none without a link: the owner). */
   private _budgets(
-    access: Access
+    principal: IPrincipal
   ): Pick<RoomConnection.IOptions, 'awarenessBudget' | 'updateBudget'> {
-    if (access.kind === 'owner') {
+    const shareId = principal.share?.shareId;
+    if (shareId === undefined) {
       return {};
     }
-    let budgets = this._linkBudgets.get(access.shareId);
+    let budgets = this._linkBudgets.get(shareId);
     if (!budgets) {
       budgets = {
         awarenessBudget: new RoomConnection.ByteBudget(
@@ -267,7 +268,7 @@ export class RoomManager {
           RoomConnection.LINK_COMMENT_BYTES_PER_SECOND
         )
       };
-      this._linkBudgets.set(access.shareId, budgets);
+      this._linkBudgets.set(shareId, budgets);
     }
     return budgets;
   }
@@ -284,10 +285,7 @@ export class RoomManager {
     reason: string = Private.REVOKED
   ): void {
     for (const connection of [...this._connections]) {
-      if (
-        connection.access.kind === 'share' &&
-        connection.access.shareId === shareId
-      ) {
+      if (connection.principal.share?.shareId === shareId) {
         connection.close(code, reason);
       }
     }
@@ -296,10 +294,7 @@ export class RoomManager {
   /** The visitor `visitorId` of `shareId` picked the name `name`: their open sockets go by it. */
   renameVisitor(shareId: string, visitorId: string, name: string): void {
     for (const connection of this._connections) {
-      if (
-        connection.access.kind === 'share' &&
-        connection.access.shareId === shareId
-      ) {
+      if (connection.principal.share?.shareId === shareId) {
         connection.renameVisitor(visitorId, name);
       }
     }
@@ -313,8 +308,7 @@ export class RoomManager {
       if (
         !visitor ||
         connection.room === this._global ||
-        connection.access.kind !== 'share' ||
-        connection.access.shareId !== shareId
+        connection.principal.share?.shareId !== shareId
       ) {
         continue;
       }

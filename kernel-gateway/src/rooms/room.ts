@@ -15,7 +15,7 @@ import {
 } from 'y-protocols/awareness';
 import * as Y from 'yjs';
 import { MessageType, SyncType } from './protocol';
-import type { Access } from '../auth';
+import type { IPrincipal } from '../auth';
 
 /** What a save request (a client's Ctrl+S) came to, as Jupyter's provider reads it. */
 export type SaveStatus = 'success' | 'failed' | 'skipped';
@@ -300,7 +300,7 @@ export class Room {
   }
 
   private _isolated(connection: Room.IPeer): boolean {
-    return this._isolateShares && connection.access.kind === 'share';
+    return this._isolateShares && connection.principal.share !== undefined;
   }
 
   private _onUpdate = (update: Uint8Array, origin: unknown): void => {
@@ -352,7 +352,7 @@ export namespace Room {
 
   /** A connection as the room sees it (connection.ts). */
   export interface IPeer {
-    readonly access: Access;
+    readonly principal: IPrincipal;
     /** The awareness client ids this connection speaks for. */
     readonly clientIds: Set<number>;
     send(message: Uint8Array): void;

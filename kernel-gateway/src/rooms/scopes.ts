@@ -1,6 +1,6 @@
 /**
- * What a connection may change in a room's doc, decided per connection from its access, never per
- * room: the owner everything; an edit link everything but outputs and trust (below) and others'
+ * What a connection may change in a room's doc, decided per connection from its principal's
+ * capabilities on the room's notebook, never per room: the owner (`files:write`) everything; an edit link everything but outputs and trust (below) and others'
  * comments; a comment link only its own comments in the `comments` root; run and view links
  * nothing at all (not even JupyterLab's `state` bookkeeping: a link below edit writes no shared
  * state, so it can neither fill the store nor flood the other clients).
@@ -24,7 +24,7 @@
  * refused whole.
  */
 import * as Y from 'yjs';
-import { visitorName, type Access } from '../auth';
+import { can, visitorName, type IPrincipal, type NotebookRef } from '../auth';
 
 /**
  * A place in a doc, from its root: `['cells', '#', 'outputs', '#', 'text', '#']` is a character of
@@ -60,9 +60,12 @@ export interface IChange {
 /** Whether a connection may make a change. */
 export type ChangeRule = (change: IChange) => boolean;
 
-/** Who a connection is, for the comments it writes: `owner`, a visitor's id, or `link-<id>`. */
-export function identityOf(access: Access): string {
-  return access.kind === 'owner' ? 'owner' : visitorName(access).id;
+/**
+ * Who a connection is, for the comments it writes: a share link's visitor's id (or `link-<id>`),
+ * else its principal's id (`owner`).
+ */
+export function identityOf(principal: IPrincipal): string {
+  return principal.share ? visitorName(principal.share).id : principal.id;
 }
 
 /** The identity a yjs client id is bound to in `doc`, if any. */
@@ -72,26 +75,32 @@ export function authorOf(doc: Y.Doc, client: number): string | undefined {
 }
 
 /**
- * The rule of a connection with `access`; undefined (the owner): every update is applied as it
- * is. An edit link's updates are still placed first, so one that cannot be (a gap, a parent
- * nobody has) is refused instead of waiting in the doc's memory.
+ * The rule of a connection of `principal` to the room of `notebook`; undefined (`files:write`, the
+ * owner): every update is applied as it is. With `notebook:edit`, updates are still placed first,
+ * so one that cannot be (a gap, a parent nobody has) is refused instead of waiting in the doc's
+ * memory; with `notebook:comment`, comments only; otherwise nothing.
  */
-export function changeRule(access: Access): ChangeRule | undefined {
-  if (access.kind === 'owner') {
+export function changeRule(
+  principal: IPrincipal,
+  notebook: NotebookRef
+): ChangeRule | undefined {
+  if (can(principal, 'files:write')) {
     return undefined;
   }
-  const { id, name } = visitorName(access);
-  switch (access.scope) {
-    case 'edit':
-      return change =>
-        change.path[0] === COMMENTS_ROOT
-          ? comments(change, id, name)
-          : change.path[0] !== AUTHORS_ROOT && Private.noOutputWritten(change);
-    case 'comment':
-      return change => comments(change, id, name);
-    default:
-      return () => false;
+  const id = identityOf(principal);
+  const name = principal.share
+    ? visitorName(principal.share).name
+    : principal.id;
+  if (can(principal, 'notebook:edit', notebook)) {
+    return change =>
+      change.path[0] === COMMENTS_ROOT
+        ? comments(change, id, name)
+        : change.path[0] !== AUTHORS_ROOT && Private.noOutputWritten(change);
   }
+  if (can(principal, 'notebook:comment', notebook)) {
+    return change => comments(change, id, name);
+  }
+  return () => false;
 }
 
 /** The most characters of a comment's text (the page's box takes 2000). */

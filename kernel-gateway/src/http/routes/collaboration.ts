@@ -4,7 +4,7 @@
  * themselves are http/upgrade.ts's.
  */
 import { Router, type Request } from 'express';
-import type { IAccessResolver } from '../../auth';
+import { can, type IIdentityResolver } from '../../auth';
 import { ContentsError } from '../../contents';
 import type { RestSchemas } from '../../protocol';
 import type { ApiSchemas } from '../../protocol/schema';
@@ -17,7 +17,7 @@ const PREFIX = '/api/collaboration/session/';
 /** The collaboration session route. */
 export function collaborationRouter(
   rooms: RoomManager,
-  resolver: IAccessResolver,
+  resolver: IIdentityResolver,
   schemas: ApiSchemas
 ): Router {
   const router = Router();
@@ -28,12 +28,9 @@ export function collaborationRouter(
       const path = Private.path(request);
       const { format, type } =
         request.body as RestSchemas['DocumentSessionRequest'];
-      const access = resolver.access(request);
-      if (access?.kind === 'share') {
-        const fileId = rooms.fileId(path);
-        if (fileId !== access.fileId) {
-          throw new HttpError(403, 'This share link is for another document');
-        }
+      const principal = resolver.resolve(request);
+      if (!can(principal, 'notebook:view', { fileId: rooms.fileId(path) })) {
+        throw new HttpError(403, 'This share link is for another document');
       }
       try {
         const session = await rooms.session(path, format, type);

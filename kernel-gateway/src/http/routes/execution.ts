@@ -4,12 +4,7 @@
  * over). The run goes on if the client goes away.
  */
 import { Router } from 'express';
-import {
-  documentRefusal,
-  mayRun,
-  type Access,
-  type IAccessResolver
-} from '../../auth';
+import { can, type IIdentityResolver, type IPrincipal } from '../../auth';
 import type { RestSchemas } from '../../protocol';
 import type { CellExecutions } from '../../rooms';
 import type { IGatewayContext } from '../context';
@@ -29,7 +24,7 @@ export function executionRouter(
     async (request, response) => {
       const body = request.body as RestSchemas['CellExecuteRequest'];
       const kernelId = request.params.id;
-      authorizeExecution(options.access.access(request), body.document_id);
+      authorizeExecution(options.access.resolve(request), body.document_id);
       const result = await options.executions.execute(
         kernelId,
         body.document_id,
@@ -49,26 +44,33 @@ export namespace executionRouter {
   export interface IOptions {
     executions: CellExecutions;
     /** Who a request acts as. */
-    access: IAccessResolver;
+    access: IIdentityResolver;
   }
 }
 
 /**
- * The route's one access check: whether `access` may run cells of the notebook `documentId`. The
- * owner may; a share link's holder only with the run or edit scope, and only its own notebook's
- * cells. (Which kernel a link may reach is the share guard's rule, http/share-guard.ts.)
+ * The route's one permission check: whether `principal` may run cells of the notebook
+ * `documentId` (`notebook:run`): the owner may; a share link's holder only with the run or edit
+ * scope, and only its own notebook's cells. (Which kernel a link may reach is the share guard's
+ * rule, http/share-guard.ts.)
  *
  * @throws HttpError 403 otherwise.
  */
 export function authorizeExecution(
-  access: Access | undefined,
+  principal: IPrincipal | undefined,
   documentId: string
 ): void {
-  if (!access || !mayRun(access)) {
-    throw new HttpError(403, 'This link does not allow running cells');
+  if (can(principal, 'notebook:run', { documentId })) {
+    return;
   }
-  const refusal = documentRefusal(access, documentId);
-  if (refusal !== undefined) {
-    throw new HttpError(403, refusal);
-  }
+  // A link that may run its own notebook was asked about another one.
+  const runsItsOwn = can(principal, 'notebook:run', {
+    fileId: principal?.share?.fileId
+  });
+  throw new HttpError(
+    403,
+    runsItsOwn
+      ? 'A share link reaches only its own notebook, not this document'
+      : 'This link does not allow running cells'
+  );
 }

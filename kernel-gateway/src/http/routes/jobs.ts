@@ -4,7 +4,7 @@
  * link's holder reach these routes.
  */
 import { Router } from 'express';
-import type { TokenAuth } from '../../auth';
+import { can, type IIdentityResolver } from '../../auth';
 import type { JobService, JobStreamEvent } from '../../jobs';
 import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
@@ -26,13 +26,13 @@ export function jobsRouter(
     '/api/jobs',
     validateBody(context.schemas, 'JobSubmitRequest'),
     async (request, response) => {
-      const user = auth.principal(request);
-      if (user === undefined) {
+      const principal = auth.resolve(request);
+      if (!principal || !can(principal, 'kernels:manage-own')) {
         throw new HttpError(403, 'Jobs are for the owner');
       }
       const job = await jobs.submit(
         request.body as RestSchemas['JobSubmitRequest'],
-        user
+        principal.id
       );
       response
         .status(201)
@@ -113,7 +113,7 @@ export namespace jobsRouter {
   export interface IOptions {
     jobs: JobService;
     /** Who a request acts as (the per-user limit counts per principal). */
-    auth: TokenAuth;
+    auth: IIdentityResolver;
   }
 }
 

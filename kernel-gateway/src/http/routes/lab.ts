@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import express, { Router, type Request } from 'express';
 import expressStaticGzip from 'express-static-gzip';
-import { TokenAuth } from '../../auth';
+import { TokenIdentityResolver } from '../../auth';
 import {
   FAVICONS,
   GuestSettings,
@@ -105,9 +105,9 @@ export function labRouter(options: labRouter.IOptions): Router {
   // A share link's visitor gets the defaults and their own changes, never the owner's settings.
   const guests = new GuestSettings(settings);
   const guestOf = (request: Request): string | undefined => {
-    const access = options.auth.access(request);
-    return access?.kind === 'share'
-      ? (access.visitor?.id ?? `share:${access.shareId}`)
+    const principal = options.auth.resolve(request);
+    return principal?.share
+      ? (principal.share.visitor?.id ?? principal.id)
       : undefined;
   };
 
@@ -126,10 +126,10 @@ export function labRouter(options: labRouter.IOptions): Router {
     // The token goes into the page only for a client that sent it in a header; a browser signed in
     // by cookie gets none, so the HTML never carries it.
     const credential = options.auth.credential(request);
-    const access = options.auth.access(request);
+    const share = options.auth.resolve(request)?.share;
     const token =
       options.auth.enabled && credential === 'token'
-        ? (TokenAuth.presented(request) ?? '')
+        ? (TokenIdentityResolver.presented(request) ?? '')
         : '';
     const config = pageConfig({
       manifest,
@@ -145,10 +145,9 @@ export function labRouter(options: labRouter.IOptions): Router {
       allowHidden: options.allowHidden,
       storeId: storeId++,
       mode,
-      share:
-        access?.kind === 'share'
-          ? { id: access.shareId, path: access.path, scope: access.scope }
-          : undefined
+      share: share
+        ? { id: share.shareId, path: share.path, scope: share.scope }
+        : undefined
     });
     response.type('html').send(labPage(manifest, config));
   });
@@ -274,7 +273,7 @@ export namespace labRouter {
     build: LabBuild;
     settings: SettingsStore;
     workspaces: WorkspaceStore;
-    auth: TokenAuth;
+    auth: TokenIdentityResolver;
     rootDir: string;
     userSettingsDir: string;
     allowHidden: boolean;

@@ -1,9 +1,11 @@
 import * as os from 'node:os';
 import { Router } from 'express';
 import {
+  can,
   visitorName,
-  type IAccessResolver,
-  type IShareAccess
+  type IIdentityResolver,
+  type IPrincipal,
+  type IShareGrant
 } from '../../auth';
 import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
@@ -18,7 +20,7 @@ export type IIdentity = RestSchemas['Me']['identity'];
  * only what the link's scope grants.
  */
 export function meRouter(
-  auth?: IAccessResolver,
+  auth?: IIdentityResolver,
   identity: IIdentity = currentIdentity()
 ): Router {
   const router = Router();
@@ -43,8 +45,8 @@ export function meRouter(
     ) {
       throw new HttpError(400, problem);
     }
-    const access = auth?.access(request);
-    const share = access?.kind === 'share' ? access : undefined;
+    const principal = auth?.resolve(request);
+    const share = principal?.share;
     const permissions: Record<string, string[]> = {};
     for (const [resource, actions] of Object.entries(wanted)) {
       if (
@@ -53,9 +55,10 @@ export function meRouter(
       ) {
         throw new HttpError(400, problem);
       }
-      // One user, one token: whoever is authenticated may do everything; a link what its scope says.
-      permissions[resource] = share
-        ? actions.filter(action => Private.grants(share, resource, action))
+      // Without authentication (no resolver) everything; otherwise what the principal's
+      // capabilities grant (the owner everything, a link what its scope says).
+      permissions[resource] = principal
+        ? actions.filter(action => Private.grants(principal, resource, action))
         : actions;
     }
     const me: RestSchemas['Me'] = {
@@ -86,8 +89,8 @@ export function currentIdentity(): IIdentity {
 }
 
 /** A share link's holder as `/api/me` shows them (see {@link visitorName}). */
-export function visitorIdentity(access: IShareAccess): IIdentity {
-  const { id, name, initials } = visitorName(access);
+export function visitorIdentity(share: IShareGrant): IIdentity {
+  const { id, name, initials } = visitorName(share);
   return {
     username: id,
     name,
@@ -99,25 +102,32 @@ export function visitorIdentity(access: IShareAccess): IIdentity {
 }
 
 namespace Private {
-  /** What a link's scope grants of jupyter_server's resource/action permissions. */
+  /**
+   * Whether `principal` holds jupyter_server's `action` on `resource`: reading contents, kernels
+   * and sessions is viewing its notebook, writing contents editing it, executing on kernels running
+   * it; anything else asks to administer the gateway. A link's holder is asked about its own
+   * notebook; everyone else about any (all of them, today the owner's).
+   */
   export function grants(
-    access: IShareAccess,
+    principal: IPrincipal,
     resource: string,
     action: string
   ): boolean {
-    if (action === 'read') {
-      return (
-        resource === 'contents' ||
+    const notebook = { fileId: principal.share?.fileId };
+    if (
+      action === 'read' &&
+      (resource === 'contents' ||
         resource === 'kernels' ||
-        resource === 'sessions'
-      );
+        resource === 'sessions')
+    ) {
+      return can(principal, 'notebook:view', notebook);
     }
     if (resource === 'contents' && action === 'write') {
-      return access.scope === 'edit';
+      return can(principal, 'notebook:edit', notebook);
     }
     if (resource === 'kernels' && action === 'execute') {
-      return access.scope === 'run' || access.scope === 'edit';
+      return can(principal, 'notebook:run', notebook);
     }
-    return false;
+    return can(principal, 'admin');
   }
 }

@@ -6,7 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
-import type { FailedAuthLimit, ShareStore, TokenAuth } from '../../auth';
+import type {
+  FailedAuthLimit,
+  ShareStore,
+  TokenIdentityResolver
+} from '../../auth';
 import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
 
@@ -65,30 +69,26 @@ export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
         throw new HttpError(403, resolution.refused);
       }
       // A browser that comes back through the same link stays the same visitor.
-      let access = auth.access(request);
-      if (
-        access?.kind !== 'share' ||
-        !access.visitor ||
-        access.shareId !== resolution.access.shareId
-      ) {
+      let grant = auth.resolve(request)?.share;
+      if (!grant?.visitor || grant.shareId !== resolution.share.shareId) {
         const admitted = await shares.admit(token, address);
-        access = admitted!.access;
+        grant = admitted!.share;
         response.setHeader(
           'Set-Cookie',
           auth.visitorCookies(request, admitted!.cookie)
         );
       }
-      const share = shares.get(access.shareId)!;
+      const share = shares.get(grant.shareId)!;
       const reply: RestSchemas['ShareExchange'] = {
         share: {
           id: share.id,
-          path: access.path,
+          path: grant.path,
           scope: share.scope,
           label: share.label,
           expiresAt: share.expiresAt
         },
-        visitor: access.visitor!,
-        next: shareLinkRouter.notebookUrl(access.path)
+        visitor: grant.visitor!,
+        next: shareLinkRouter.notebookUrl(grant.path)
       };
       response.json(reply);
     }
@@ -100,7 +100,7 @@ export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
 export namespace shareLinkRouter {
   export interface IOptions {
     shares: ShareStore;
-    auth: TokenAuth;
+    auth: TokenIdentityResolver;
     /** Wrong secrets per client address, counted with wrong tokens. */
     failures?: FailedAuthLimit;
   }

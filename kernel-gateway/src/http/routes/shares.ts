@@ -6,11 +6,12 @@
 import { Router, type Request } from 'express';
 import { confinementSupport } from '../../agent/kernels';
 import {
+  can,
+  type IIdentityResolver,
   type IShare,
   type ShareConnections,
   type IShareRooms,
-  type ShareStore,
-  type TokenAuth
+  type ShareStore
 } from '../../auth';
 import type { FileContentsManager } from '../../contents';
 import type { RestSchemas } from '../../protocol';
@@ -25,19 +26,19 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
   const router = Router();
 
   router.get('/api/shares/current', (request, response) => {
-    const access = auth.access(request);
-    if (access?.kind !== 'share') {
+    const grant = auth.resolve(request)?.share;
+    if (!grant) {
       throw new HttpError(
         404,
         "This request is the owner's: /api/shares/current answers a share link's holder"
       );
     }
-    const share = shares.get(access.shareId);
+    const share = shares.get(grant.shareId);
     if (!share) {
       throw new HttpError(403, 'This share link was revoked by its owner');
     }
     const { kernelId } = shareRuleContext(
-      access,
+      grant,
       context.sessions,
       context.registry
     );
@@ -45,12 +46,12 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
       kernelId === undefined ? undefined : context.registry.get(kernelId);
     const current: RestSchemas['CurrentShare'] = {
       id: share.id,
-      path: access.path,
+      path: grant.path,
       scope: share.scope,
       label: share.label,
       expiresAt: share.expiresAt,
       kernel: kernel ? context.registry.model(kernel) : null,
-      visitor: access.visitor ?? null
+      visitor: grant.visitor ?? null
     };
     response.json(current);
   });
@@ -59,22 +60,34 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
     '/api/shares/current/visitor',
     validateBody(context.schemas, 'VisitorRequest'),
     async (request, response) => {
-      const access = auth.access(request);
-      if (access?.kind !== 'share' || !access.visitor) {
+      const grant = auth.resolve(request)?.share;
+      if (!grant?.visitor) {
         throw new HttpError(
           409,
           'Only a browser admitted through the link page has a visitor name (an API client presenting the secret has none)'
         );
       }
       const { name } = request.body as RestSchemas['VisitorRequest'];
-      response.json(await shares.rename(access.visitor.id, name));
+      response.json(await shares.rename(grant.visitor.id, name));
     }
   );
+
+  // Making, listing and revoking links. (A link's holder never gets here: the share guard refuses
+  // it first. A user without the capability will be stopped here.)
+  const managesLinks = (request: Request): void => {
+    if (!can(auth.resolve(request), 'links:manage')) {
+      throw new HttpError(
+        403,
+        'Making, listing and revoking share links needs the links:manage capability'
+      );
+    }
+  };
 
   router.post(
     '/api/shares',
     validateBody(context.schemas, 'ShareRequest'),
     async (request, response) => {
+      managesLinks(request);
       const body = request.body as RestSchemas['ShareRequest'];
       const model = await contents.get(body.path, { content: false });
       if (model.type === 'directory') {
@@ -126,6 +139,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
   );
 
   router.get('/api/shares', (request, response) => {
+    managesLinks(request);
     const path =
       typeof request.query.path === 'string' ? request.query.path : undefined;
     response.json(
@@ -137,6 +151,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
   });
 
   router.get('/api/shares/:id', (request, response) => {
+    managesLinks(request);
     const share = shares.get(request.params.id);
     if (!share) {
       throw new HttpError(404, `No such share link: ${request.params.id}`);
@@ -145,6 +160,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
   });
 
   router.delete('/api/shares/:id', async (request, response) => {
+    managesLinks(request);
     if (!(await shares.revoke(request.params.id))) {
       throw new HttpError(404, `No such share link: ${request.params.id}`);
     }
@@ -157,7 +173,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
 export namespace sharesRouter {
   export interface IOptions {
     shares: ShareStore;
-    auth: TokenAuth;
+    auth: IIdentityResolver;
     context: IGatewayContext;
     contents: FileContentsManager;
     /** The sockets open through each link (kernel channels, and rooms that track theirs here). */

@@ -1,0 +1,143 @@
+/**
+ * Who a request or socket acts as (an {@link IPrincipal}), and the one interface that tells it (an
+ * {@link IIdentityResolver}). Routes, sockets and rooms ask a resolver for the principal and
+ * capabilities.ts's `can()` what it may do; nothing else decides who someone is. Today's resolver
+ * is the gateway's token, its sign-in cookie and share links (token.ts); sign-in through OIDC or
+ * JupyterHub is another resolver beside it, yielding users with their own ids, groups and roles.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { RestSchemas } from '../protocol/rest';
+
+/** What a share link lets its holder do with its notebook (the REST contract's `ShareScope`). */
+export type ShareScope = RestSchemas['ShareScope'];
+
+/** A role: what a user may do beyond their own things. `admin` may do everything. */
+export type Role = 'admin';
+
+/** The id of the gateway's one user today: whoever holds its token or sign-in cookie. */
+export const OWNER = 'owner';
+
+/** A person visiting through a share link: an id of their own and the display name they picked. */
+export interface IVisitor {
+  readonly id: string;
+  readonly name: string | null;
+}
+
+/** The share link a principal acts through: one notebook (followed by its file id), one scope. */
+export interface IShareGrant {
+  /** The link's id (not its secret). */
+  readonly shareId: string;
+  /** The notebook's file id (rooms/file-ids.ts). */
+  readonly fileId: string;
+  /** The notebook's path under the root now. */
+  readonly path: string;
+  readonly scope: ShareScope;
+  /**
+   * Who holds the link: a browser that exchanged the link for a cookie is a visitor with the name
+   * it picked (null until it picks one); an API client presenting the secret is the link itself.
+   */
+  readonly visitor?: IVisitor;
+}
+
+/** Who a request or socket acts as. */
+export interface IPrincipal {
+  /**
+   * The user it acts as, for what it owns and the per-user limits: {@link OWNER} for the gateway's
+   * token or sign-in cookie; `share:<linkId>` for a share link's holders (a link's visitors count
+   * as one).
+   */
+  readonly id: string;
+  /** Its roles (the owner is `admin`; a link's holder has none). */
+  readonly roles: readonly Role[];
+  /** The groups it belongs to (none yet: an OIDC claim or JupyterHub's groups will fill them). */
+  readonly groups: readonly string[];
+  /** The share link it acts through, if any: then it reaches that link's notebook only. */
+  readonly share?: IShareGrant;
+}
+
+/** A principal acting through a share link. */
+export interface ILinkPrincipal extends IPrincipal {
+  readonly share: IShareGrant;
+}
+
+/** The gateway's one user: its token or sign-in cookie, an admin. */
+export const OWNER_PRINCIPAL: IPrincipal = Object.freeze({
+  id: OWNER,
+  roles: Object.freeze(['admin'] as const),
+  groups: Object.freeze([])
+});
+
+/** The principal of a share link's holder. */
+export function linkPrincipal(share: IShareGrant): ILinkPrincipal {
+  return { id: `share:${share.shareId}`, roles: [], groups: [], share };
+}
+
+/**
+ * How a request proved who it is: `token` (a header or the query: no other site can make a browser
+ * send it) or `cookie` (the browser's own: such a request must pass the XSRF and origin checks).
+ */
+export type Credential = 'token' | 'cookie';
+
+/**
+ * Tells who a request or websocket upgrade acts as. The one place that knows credentials: routes,
+ * sockets and the share guard ask it, then ask `can()` what the principal may do.
+ */
+export interface IIdentityResolver {
+  /**
+   * Who the request acts as; undefined when it does not authenticate. Worked out once per request;
+   * `fresh` works it out again (an upgrade that waited while its share link may have ended), and
+   * later calls answer as that one did.
+   */
+  resolve(
+    request: IncomingMessage,
+    options?: { fresh?: boolean }
+  ): IPrincipal | undefined;
+  /** How the request authenticates ({@link Credential}); undefined when it does not. */
+  credential(request: IncomingMessage): Credential | undefined;
+  /**
+   * Why credentials the request presents are known but refused (a share link revoked or expired):
+   * the message of its 403. Undefined otherwise.
+   */
+  refusal(request: IncomingMessage): string | undefined;
+  /** Whether the request presents a token that is nobody's (it counts against its address). */
+  wrongToken(request: IncomingMessage): boolean;
+}
+
+/**
+ * What a presented share secret (or a visitor's cookie) resolves to: the link it grants, or why the
+ * link no longer works (revoked, expired), for a 403 that says so.
+ */
+export type ShareResolution =
+  { readonly share: IShareGrant } | { readonly refused: string };
+
+/** Resolves share secrets and visitor cookies (auth/shares.ts); the token resolver asks it. */
+export interface IShareResolver {
+  /** A secret presented as a token; undefined when it is no link's secret. */
+  resolveSecret(secret: string): ShareResolution | undefined;
+  /** A visitor cookie's value; undefined when it is no visitor's. */
+  resolveVisitor(value: string): ShareResolution | undefined;
+}
+
+/**
+ * The id, display name and initials a share link's holder goes by, wherever it is shown (`/api/me`, room
+ * awareness, the owner's list of who is connected): a visitor's picked name ("Guest" and a short id
+ * until they pick one); an API client presenting the secret is the link itself.
+ */
+export function visitorName(share: IShareGrant): {
+  id: string;
+  name: string;
+  initials: string;
+} {
+  const id = share.visitor?.id ?? `link-${share.shareId}`;
+  const name =
+    share.visitor?.name ??
+    (share.visitor ? `Guest ${id.slice(-4)}` : 'Guest (API client)');
+  // Up to two initials, whole characters (an emoji is one, not half of a surrogate pair).
+  const initials = name
+    .split(/\s+/)
+    .filter(Boolean)
+    .slice(0, 2)
+    .map(word => [...word][0].toUpperCase())
+    .join('');
+  return { id, name, initials };
+}
