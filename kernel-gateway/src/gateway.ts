@@ -22,8 +22,7 @@ import {
   type ILimits,
   type ShareEnd
 } from './auth';
-import type { IGatewayOptions } from './config';
-import { resolveGatewayOptions } from './options';
+import { resolveGatewayOptions, type IGatewayOptions } from './config';
 import { FileContentsManager } from './contents';
 import {
   environmentTemplate,
@@ -35,10 +34,10 @@ import { EventBus, publishKernelActions } from './events';
 import {
   createApp,
   createHttpServer,
-  createUpgrades,
   currentIdentity,
-  type IAppServices,
-  type UpgradeRouter
+  outboundLimits,
+  UpgradeRouter,
+  type IAppServices
 } from './http';
 import { JobService } from './jobs';
 import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
@@ -260,7 +259,7 @@ export class Gateway {
         unknownKernels: kernels => this.registry.unknownKernels(kernels)
       });
     }
-    const services: IAppServices = {
+    this.app = createApp({
       context: {
         options: resolved,
         registry: this.registry,
@@ -284,9 +283,26 @@ export class Gateway {
       collaboration: this.rooms,
       terminals: this.terminals,
       jobs: this.jobs
-    };
-    this.app = createApp(services);
-    this.upgrades = createUpgrades(services);
+    });
+    this.upgrades = new UpgradeRouter({
+      registry: this.registry,
+      auth: this.auth,
+      events: this.events,
+      rooms: this.rooms,
+      terminals: this.terminals,
+      allowOrigins: resolved.allowOrigins,
+      maxMessageBytes: resolved.maxMessageBytes,
+      messagesPerSecond: resolved.limits.wsMessagesPerSecond,
+      failures: this.authFailures,
+      sessions: this.sessions,
+      shareConnections: this.shareConnections,
+      guestMessagesPerSecond: resolved.limits.guestWsMessagesPerSecond,
+      outbound: outboundLimits(
+        resolved.clientBufferBytes,
+        resolved.slowClientTimeoutMs ?? 60_000
+      ),
+      logger: options.logger
+    });
     this.server = createHttpServer(this.app, this.upgrades, {
       limits: resolved.limits,
       logger: options.logger,
@@ -332,7 +348,7 @@ export class Gateway {
   /** Headless notebook jobs. */
   readonly jobs: JobService;
   readonly app: Express;
-  /** The websocket endpoints: kernel channels, the event stream, collaboration rooms, terminals. */
+  /** The websocket endpoints: kernel channels, the event stream and collaboration rooms. */
   readonly upgrades: UpgradeRouter;
   readonly server: Server;
 
