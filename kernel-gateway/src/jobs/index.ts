@@ -1,6 +1,7 @@
 /**
  * Headless notebook jobs on the same scheduler, workers and engines as interactive kernels: the
- * service, its records, papermill-style parameters and the job's notebook.
+ * service (a façade), each job's state machine, its records, papermill-style parameters and the
+ * job's notebook.
  *
  * @packageDocumentation
  */
@@ -17,5 +18,12 @@ export {
   parameterSyntax,
   PARAMETERS_TAG
 } from './parameters';
-export { FINAL_STATES, type IJobRecord, JobRecords } from './records';
-export { type IJobModel, JobService, type JobStreamEvent } from './service';
+export type { JobStreamEvent } from './following';
+export { Job, type JobPhase, JobStateError } from './job';
+export {
+  FINAL_STATES,
+  type IJobModel,
+  type IJobRecord,
+  JobRecords
+} from './records';
+export { JobService } from './service';

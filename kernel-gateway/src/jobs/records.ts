@@ -8,11 +8,11 @@ import type { Database } from 'lmdb';
 import type { RestSchemas } from '../protocol';
 import type { StateStore } from '../store';
 
-/** A job's REST model (schema `Job`). */
-type JobModel = RestSchemas['Job'];
+/** The REST model of a job (schema `Job`). */
+export type IJobModel = RestSchemas['Job'];
 
 /** A job as the gateway keeps it: its REST model, and what only the gateway needs. */
-export interface IJobRecord extends JobModel {
+export interface IJobRecord extends IJobModel {
   /** Who submitted it (the principal the per-user limit counts for). */
   user: string;
   /** Whether its worker is remote (a job there may outlive a gateway restart). */
@@ -38,7 +38,13 @@ export class JobRecords {
     // Read once: records are few (at most KEEP) and read often; writes go through to the store.
     for (const { value } of this._records.getRange()) {
       this._cache.set(value.id, value);
+      this._seq = Math.max(this._seq, value.seq);
     }
+  }
+
+  /** The `seq` of the next job submitted: after every job this store has held. */
+  nextSeq(): number {
+    return ++this._seq;
   }
 
   /** Every record, oldest first. */
@@ -77,6 +83,17 @@ export class JobRecords {
     return this._withNotebook.has(id) || this._notebooks.doesExist(id);
   }
 
+  /** The REST model of a record: its duration as of now, and whether it has a notebook. */
+  model(record: IJobRecord): IJobModel {
+    const { user: _user, remote: _remote, seq: _seq, ...model } = record;
+    if (record.started) {
+      const end = record.finished ? Date.parse(record.finished) : Date.now();
+      model.duration = Math.max(0, (end - Date.parse(record.started)) / 1000);
+    }
+    model.has_notebook = this.hasNotebook(record.id);
+    return model;
+  }
+
   /** Forget a job and its notebook. */
   delete(id: string): void {
     this._cache.delete(id);
@@ -102,6 +119,7 @@ export class JobRecords {
 
   private _cache = new Map<string, IJobRecord>();
   private _withNotebook = new Set<string>();
+  private _seq = 0;
   private _records: Database<IJobRecord, StateStore.Key>;
   private _notebooks: Database<string, StateStore.Key>;
 }
