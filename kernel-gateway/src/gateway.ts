@@ -18,7 +18,7 @@ import {
   KernelQuota,
   ShareConnections,
   ShareStore,
-  TokenIdentityResolver,
+  TokenAuth,
   type ILimits,
   type ShareEnd
 } from './auth';
@@ -34,10 +34,10 @@ import { EventBus, publishKernelActions } from './events';
 import {
   createApp,
   createHttpServer,
+  createUpgrades,
   currentIdentity,
-  outboundLimits,
-  UpgradeRouter,
-  type IAppServices
+  type IAppServices,
+  type UpgradeRouter
 } from './http';
 import { JobService } from './jobs';
 import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
@@ -132,7 +132,7 @@ export class Gateway {
         this.shares.fileDeleted(event.path);
       }
     });
-    this.auth = new TokenIdentityResolver(
+    this.auth = new TokenAuth(
       resolved.auth ? resolved.token : undefined,
       this.shares
     );
@@ -259,7 +259,7 @@ export class Gateway {
         unknownKernels: kernels => this.registry.unknownKernels(kernels)
       });
     }
-    this.app = createApp({
+    const services: IAppServices = {
       context: {
         options: resolved,
         registry: this.registry,
@@ -283,36 +283,19 @@ export class Gateway {
       collaboration: this.rooms,
       terminals: this.terminals,
       jobs: this.jobs
-    });
-    this.upgrades = new UpgradeRouter({
-      registry: this.registry,
-      auth: this.auth,
-      events: this.events,
-      rooms: this.rooms,
-      terminals: this.terminals,
-      allowOrigins: resolved.allowOrigins,
-      maxMessageBytes: resolved.maxMessageBytes,
-      messagesPerSecond: resolved.limits.wsMessagesPerSecond,
-      failures: this.authFailures,
-      sessions: this.sessions,
-      shareConnections: this.shareConnections,
-      guestMessagesPerSecond: resolved.limits.guestWsMessagesPerSecond,
-      outbound: outboundLimits(
-        resolved.clientBufferBytes,
-        resolved.slowClientTimeoutMs ?? 60_000
-      ),
-      logger: options.logger
-    });
+    };
+    this.app = createApp(services);
+    this.upgrades = createUpgrades(services);
     this.server = createHttpServer(this.app, this.upgrades, {
       limits: resolved.limits,
       logger: options.logger,
-      authenticated: request => this.auth.resolve(request) !== undefined
+      authenticated: request => this.auth.access(request) !== undefined
     });
   }
 
   readonly options: IGatewayOptions;
   readonly logger: Logger;
-  readonly auth: TokenIdentityResolver;
+  readonly auth: TokenAuth;
   /** What survives a restart: rooms, file ids, share links (`stateDir`). */
   readonly state: StateStore;
   readonly pool: WorkerPool;
@@ -348,7 +331,7 @@ export class Gateway {
   /** Headless notebook jobs. */
   readonly jobs: JobService;
   readonly app: Express;
-  /** The websocket endpoints: kernel channels, the event stream and collaboration rooms. */
+  /** The websocket endpoints: kernel channels, the event stream, collaboration rooms, terminals. */
   readonly upgrades: UpgradeRouter;
   readonly server: Server;
 
@@ -539,7 +522,7 @@ namespace Private {
   export function lab(
     options: IGatewayOptions,
     logger: Logger,
-    auth: TokenIdentityResolver,
+    auth: TokenAuth,
     userSettingsDir: string
   ): IAppServices['lab'] {
     const build = new LabBuild(options.labDir ?? LabBuild.defaultDir());

@@ -281,11 +281,25 @@ describe('what a share link reaches', () => {
         '/api/collaboration/session/other.ipynb',
         { format: 'json', type: 'notebook' }
       );
-      for (const pathname of [
+      const refusedSockets = [
         `/api/kernels/${otherKernelId}/channels`,
         `/api/collaboration/room/json:notebook:${otherRoom.body.fileId}`,
         '/terminals/websocket/1'
-      ]) {
+      ];
+      // Every socket route the upgrade router serves has its rule in the same table.
+      const socketRoutes = gw.gateway.upgrades.routes;
+      expect(socketRoutes.length).toBeGreaterThanOrEqual(4);
+      for (const { path: route } of socketRoutes) {
+        const sample = [...refusedSockets, '/api/events/subscribe'].find(p =>
+          route.test(p)
+        );
+        expect({ route: String(route), sampled: !!sample }).toEqual({
+          route: String(route),
+          sampled: true
+        });
+        expect(shareRulesOf('WS', sample!)).not.toEqual([]);
+      }
+      for (const pathname of refusedSockets) {
         expect(shareRulesOf('WS', pathname)).not.toEqual([]);
         const outcome = await upgrade(wsUrl(pathname, view.token));
         expect({

@@ -1,7 +1,9 @@
 /**
- * The express app factory: the gateway's services in, the app out. The order of the middleware is
- * the security model's: malformed URLs, origins and CORS, sign-in, public lab assets, the share
- * link page, the token (or a share link), the share guard, then the routes, one router per resource, with the JSON 404 and the error middleware last.
+ * The express app factory and the websocket router's: the gateway's services in, the app and the
+ * upgrade router out. The order of the middleware is the security model's: malformed URLs, origins
+ * and CORS, sign-in, public lab assets, the share link page, the wrong-token limit, the token (or a
+ * share link), the share guard, then the routes, one router per resource, with the JSON 404 and the
+ * error middleware last. The checks are the ones every websocket passes too (checks.ts).
  */
 import express, { type Express } from 'express';
 import type { Registry } from 'prom-client';
@@ -22,18 +24,18 @@ import type { JobService } from '../jobs';
 import type { RoomManager } from '../rooms';
 import type { TerminalRegistry } from '../terminals';
 import type { IGatewayContext } from './context';
+import { RequestChecks } from './checks';
 import { errorHandler, notFound } from './errors';
 import {
   allowedOriginsCors,
   kernelStartQuota,
-  refuseForeignOrigins,
   refuseMalformedUrls
 } from './middleware';
 import { acceleratorsRouter } from './routes/accelerators';
 import { apiRouter } from './routes/api';
-import { collaborationRouter } from './routes/collaboration';
+import { collaborationRouter, roomSocket } from './routes/collaboration';
 import { contentsRouter, filesRouter } from './routes/contents';
-import { eventsRouter } from './routes/events';
+import { eventsRouter, eventsSocket } from './routes/events';
 import { executionRouter } from './routes/execution';
 import { jobsRouter } from './routes/jobs';
 import {
@@ -46,11 +48,12 @@ import { meRouter } from './routes/me';
 import { shareLinkRouter } from './routes/share-link';
 import { sharesRouter } from './routes/shares';
 import { guardShares } from './share-guard';
-import { outboundLimits } from './outbound';
+import { outboundLimits, type IOutboundLimits } from './outbound';
 import { kernelspecsRouter } from './routes/kernelspecs';
-import { kernelsRouter } from './routes/kernels';
+import { kernelChannelsSocket, kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
-import { terminalsRouter } from './routes/terminals';
+import { terminalSocket, terminalsRouter } from './routes/terminals';
+import { UpgradeRouter } from './upgrade';
 
 /** What the app serves, built by the gateway (gateway.ts). */
 export interface IAppServices {
@@ -81,22 +84,22 @@ export interface IAppServices {
   jobs: JobService;
 }
 
-/** The express app of the gateway's REST API and pages (websockets are http/upgrade.ts's). */
+/** The express app of the gateway's REST API and pages (websockets: {@link createUpgrades}). */
 export function createApp(services: IAppServices): Express {
   const { context, auth, quota, failures } = services;
   const { allowOrigins, maxMessageBytes } = context.options;
+  const checks = Private.checks(services);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(refuseMalformedUrls());
-  app.use(refuseForeignOrigins(auth, allowOrigins));
+  app.use(checks.refuseForeignOrigins());
   app.use(allowedOriginsCors(allowOrigins));
   app.use(signInRouter(auth, failures));
   app.use(labAssetsRouter(services.lab.build));
   app.use(shareLinkRouter({ shares: services.shares, auth, failures }));
-  app.use(
-    authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage, failures })
-  );
+  app.use(checks.limitFailedAuth(isLabAsset));
+  app.use(authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage }));
   // A share link's holder reaches its own notebook only: one table of rules, before every route.
   app.use(
     guardShares({
@@ -119,8 +122,7 @@ export function createApp(services: IAppServices): Express {
       type: () => true
     })
   );
-  // Only requests that start a kernel count: a session for a path that has one, or one joining
-  // an existing kernel, does not (as SessionStore.create and update decide).
+  // Only requests that start a kernel count: the sessions say which of theirs do.
   const { sessions } = context;
   app.post(
     '/api/kernels',
@@ -128,24 +130,11 @@ export function createApp(services: IAppServices): Express {
   );
   app.post(
     '/api/sessions',
-    kernelStartQuota(auth, quota, body => {
-      const path = typeof body.path === 'string' ? body.path : '';
-      return (
-        !body.kernel?.id &&
-        !(path && sessions.list().some(s => s.path === path && s.kernel))
-      );
-    })
+    kernelStartQuota(auth, quota, body => sessions.startsKernel(body))
   );
   app.patch(
     '/api/sessions/:id',
-    kernelStartQuota(
-      auth,
-      quota,
-      ({ kernel }) =>
-        !!kernel &&
-        !kernel.id &&
-        (kernel.id ?? kernel.name ?? undefined) !== undefined
-    )
+    kernelStartQuota(auth, quota, body => sessions.startsKernel(body, true))
   );
   app.use(apiRouter(context));
   app.use(kernelspecsRouter(context));
@@ -162,10 +151,7 @@ export function createApp(services: IAppServices): Express {
     acceleratorsRouter(
       services.accelerators,
       services.metrics,
-      outboundLimits(
-        context.options.clientBufferBytes,
-        context.options.slowClientTimeoutMs ?? 60_000
-      )
+      Private.outbound(services)
     )
   );
   app.use(terminalsRouter(context, services.terminals));
@@ -189,7 +175,52 @@ export function createApp(services: IAppServices): Express {
   return app;
 }
 
+/**
+ * The websocket endpoints, each registered beside its resource's HTTP routes (http/routes/*), behind
+ * the same checks as every request: a kernel's channels, the event stream, a collaboration room, a
+ * terminal.
+ */
+export function createUpgrades(services: IAppServices): UpgradeRouter {
+  const { context, shareConnections } = services;
+  const { options, logger } = context;
+  return new UpgradeRouter({
+    checks: Private.checks(services),
+    routes: [
+      kernelChannelsSocket(context, shareConnections),
+      eventsSocket(services.events, Private.outbound(services), logger),
+      roomSocket(services.collaboration, options.maxMessageBytes),
+      terminalSocket(services.terminals)
+    ],
+    shareConnections,
+    messagesPerSecond: options.limits.wsMessagesPerSecond,
+    guestMessagesPerSecond: options.limits.guestWsMessagesPerSecond,
+    logger
+  });
+}
+
 namespace Private {
   /** The largest contents body accepted at least: a 15 MB file, base64-encoded, in its JSON model. */
   export const CONTENTS_BODY_BYTES = 24 * 1024 * 1024;
+
+  /** The check chain of the gateway's requests and upgrades. */
+  export function checks(services: IAppServices): RequestChecks {
+    const { context } = services;
+    return new RequestChecks({
+      auth: services.auth,
+      allowOrigins: context.options.allowOrigins,
+      failures: services.failures,
+      sessions: context.sessions,
+      registry: context.registry,
+      shareConnections: services.shareConnections
+    });
+  }
+
+  /** The budget and slow-reader timeout of a pushed stream (events, accelerators). */
+  export function outbound(services: IAppServices): IOutboundLimits {
+    const { options } = services.context;
+    return outboundLimits(
+      options.clientBufferBytes,
+      options.slowClientTimeoutMs ?? 60_000
+    );
+  }
 }

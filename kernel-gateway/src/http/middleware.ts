@@ -1,15 +1,12 @@
 /**
- * Middleware every request passes before the routes: URLs that name nothing, origins, CORS (the
- * `cors` package), and the kernel quota at the door of the routes that may start a kernel.
+ * Middleware every request passes before the routes besides the check chain (checks.ts): URLs that
+ * name nothing, CORS (the `cors` package), and the kernel quota at the door of the routes that may
+ * start a kernel.
  */
 import cors from 'cors';
 import type { RequestHandler } from 'express';
-import {
-  OWNER,
-  originRefusal,
-  type KernelQuota,
-  type TokenAuth
-} from '../auth';
+import { OWNER, type KernelQuota, type TokenAuth } from '../auth';
+import type { SessionStore } from '../kernels';
 import { errorBody } from './errors';
 
 /**
@@ -21,28 +18,6 @@ export function refuseMalformedUrls(): RequestHandler {
     const problem = Private.urlProblem(request.url);
     if (problem) {
       response.status(400).json(errorBody(400, problem));
-      return;
-    }
-    next();
-  };
-}
-
-/**
- * Refuse (403) a browser request from an origin that may not use the gateway: another site's, unless
- * `--allow-origin` names it (or is `*` and the request carries the token rather than the cookie).
- */
-export function refuseForeignOrigins(
-  auth: TokenAuth,
-  allowOrigins: readonly string[]
-): RequestHandler {
-  return (request, response, next) => {
-    const refusal = originRefusal(
-      request,
-      allowOrigins,
-      auth.credential(request)
-    );
-    if (refusal) {
-      response.status(403).json(errorBody(403, refusal));
       return;
     }
     next();
@@ -85,7 +60,7 @@ export function kernelStartQuota(
     }
     let admission: KernelQuota.IAdmission;
     try {
-      admission = quota.admit(auth.resolve(request)?.id ?? OWNER);
+      admission = quota.admit(auth.principal(request) ?? OWNER);
     } catch (error) {
       next(error);
       return;
@@ -100,11 +75,8 @@ export function kernelStartQuota(
   };
 }
 
-/** What the quota looks at in a start or session request. */
-export interface IStartBody {
-  path?: unknown;
-  kernel?: { id?: unknown; name?: unknown } | null;
-}
+/** What the quota looks at in a start or session request (as sent: not yet validated). */
+export type IStartBody = SessionStore.IStartQuestion;
 
 namespace Private {
   /** What is wrong with a request's URL, if anything: it does not parse, or does not decode. */

@@ -102,17 +102,26 @@ export class SessionStore {
     };
   }
 
+  /**
+   * Whether a request would start a kernel (what the kernel quota counts): a new session for a path
+   * without one that names no existing kernel ({@link create}), or a session moved to a new kernel
+   * by name ({@link update}, `moving`). Takes the request as sent, before it is validated.
+   */
+  startsKernel(request: SessionStore.IStartQuestion, moving = false): boolean {
+    const kernel = request.kernel ?? undefined;
+    if (moving) {
+      return Private.namesKernel(kernel) && !kernel?.id;
+    }
+    const path = typeof request.path === 'string' ? request.path : '';
+    return !kernel?.id && this._sessionFor(path) === undefined;
+  }
+
   /** Create a session, or return the existing one for the same path (as jupyter_server does). */
   async create(request: ISessionRequest): Promise<ISessionModel> {
     const path = request.path ?? '';
-    for (const [id, session] of this._sessions) {
-      if (
-        path &&
-        session.path === path &&
-        this._registry.get(session.kernelId)
-      ) {
-        return this.get(id);
-      }
+    const existing = this._sessionFor(path);
+    if (existing !== undefined) {
+      return this.get(existing);
     }
     const kernelId = await this._kernelFor(request, path);
     const id = randomUUID();
@@ -134,10 +143,7 @@ export class SessionStore {
       throw new NoSuchSessionError(id);
     }
     const path = request.path ?? session.path;
-    if (
-      request.kernel &&
-      (request.kernel.id ?? request.kernel.name) !== undefined
-    ) {
+    if (Private.namesKernel(request.kernel)) {
       const previous = session.kernelId;
       const next = await this._kernelFor(request, path);
       session.kernelId = next;
@@ -236,6 +242,20 @@ export class SessionStore {
     return kernel.id;
   }
 
+  /** The session of `path` whose kernel exists, if any (none for an empty path). */
+  private _sessionFor(path: string): string | undefined {
+    for (const [id, session] of this._sessions) {
+      if (
+        path &&
+        session.path === path &&
+        this._registry.get(session.kernelId)
+      ) {
+        return id;
+      }
+    }
+    return undefined;
+  }
+
   private _modelOf(kernelId: string): IKernelModel | null {
     const kernel = this._registry.get(kernelId);
     return kernel ? this._registry.model(kernel) : null;
@@ -256,4 +276,21 @@ export class SessionStore {
     string,
     { id: string; path: string; name: string; type: string; kernelId: string }
   >();
+}
+
+export namespace SessionStore {
+  /** What {@link SessionStore.startsKernel} looks at in a request, as sent. */
+  export interface IStartQuestion {
+    path?: unknown;
+    kernel?: { id?: unknown; name?: unknown } | null;
+  }
+}
+
+namespace Private {
+  /** Whether a session's update names a kernel to move to: an existing one by id, or a new one. */
+  export function namesKernel(
+    kernel: SessionStore.IStartQuestion['kernel']
+  ): boolean {
+    return !!kernel && (kernel.id ?? kernel.name ?? undefined) !== undefined;
+  }
 }

@@ -1,15 +1,16 @@
 /**
  * `PUT /api/collaboration/session/{path}`: JupyterLab's collaboration client asks for a document's
- * room before it connects (`{format, type}` -> `{format, type, fileId, sessionId}`). The sockets
- * themselves are http/upgrade.ts's.
+ * room before it connects (`{format, type}` -> `{format, type, fileId, sessionId}`); then
+ * `/api/collaboration/room/{room}`, the room's socket.
  */
 import { Router, type Request } from 'express';
-import { can, type IIdentityResolver } from '../../auth';
+import { mayEdit, type IAccessResolver } from '../../auth';
 import { ContentsError } from '../../contents';
 import type { RestSchemas } from '../../protocol';
 import type { ApiSchemas } from '../../protocol/schema';
 import { RoomError, type RoomManager } from '../../rooms';
 import { HttpError } from '../errors';
+import { socketServer, type ISocketRoute } from '../upgrade';
 import { validateBody } from '../validation';
 
 const PREFIX = '/api/collaboration/session/';
@@ -17,7 +18,7 @@ const PREFIX = '/api/collaboration/session/';
 /** The collaboration session route. */
 export function collaborationRouter(
   rooms: RoomManager,
-  resolver: IIdentityResolver,
+  resolver: IAccessResolver,
   schemas: ApiSchemas
 ): Router {
   const router = Router();
@@ -28,9 +29,12 @@ export function collaborationRouter(
       const path = Private.path(request);
       const { format, type } =
         request.body as RestSchemas['DocumentSessionRequest'];
-      const principal = resolver.resolve(request);
-      if (!can(principal, 'notebook:view', { fileId: rooms.fileId(path) })) {
-        throw new HttpError(403, 'This share link is for another document');
+      const access = resolver.access(request);
+      if (access?.kind === 'share') {
+        const fileId = rooms.fileId(path);
+        if (fileId !== access.fileId) {
+          throw new HttpError(403, 'This share link is for another document');
+        }
       }
       try {
         const session = await rooms.session(path, format, type);
@@ -48,6 +52,42 @@ export function collaborationRouter(
     }
   );
   return router;
+}
+
+/**
+ * The largest frame a view, comment or run link's room socket may send (a larger one closes it,
+ * 1009): a little over what rooms/ lets such a link's update be.
+ */
+const SMALL_ROOM_FRAME_BYTES = 2 * 1024 * 1024;
+
+/** `/api/collaboration/room/{room}`: a room's socket, with the rights of who opens it. */
+export function roomSocket(
+  rooms: RoomManager,
+  maxMessageBytes: number
+): ISocketRoute {
+  const server = socketServer({ maxPayload: maxMessageBytes });
+  // A view, comment or run link writes only small things into a room (comments, bookkeeping):
+  // its frames are capped far lower, so a large one is refused (1009) before it is buffered.
+  const smallServer = socketServer({
+    maxPayload: Math.min(maxMessageBytes, SMALL_ROOM_FRAME_BYTES)
+  });
+  return {
+    what: "a collaboration room's socket",
+    path: /^\/api\/collaboration\/room\/([^/]+)\/?$/,
+    params: ['room name'],
+    servers: [server, smallServer],
+    handle: ({ params, access, url, refuse, accept }) => {
+      const name = params[0];
+      const refusal = rooms.refusal(name, access);
+      if (refusal) {
+        return refuse(403, refusal);
+      }
+      const sessionId = url.searchParams.get('sessionId') || undefined;
+      accept(mayEdit(access) ? server : smallServer, ws => {
+        void rooms.connect(ws, name, access, sessionId);
+      });
+    }
+  };
 }
 
 namespace Private {

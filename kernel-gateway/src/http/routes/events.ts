@@ -1,11 +1,13 @@
 import { Router } from 'express';
+import type { Logger } from 'pino';
 import { EventSchemas, type EventBus } from '../../events';
 import { HttpError } from '../errors';
+import { OutboundStream, type IOutboundLimits } from '../outbound';
+import { socketServer, type ISocketRoute } from '../upgrade';
 
 /**
  * `POST /api/events`: a client emits an event of a known schema (`{schema_id, version, data}`), which
- * every `/api/events/subscribe` socket receives. The socket itself is served by the UpgradeRouter
- * (http/upgrade.ts).
+ * every `/api/events/subscribe` socket receives ({@link eventsSocket}).
  */
 export function eventsRouter(
   bus: EventBus,
@@ -40,4 +42,40 @@ export function eventsRouter(
     response.status(204).end();
   });
   return router;
+}
+
+/**
+ * `/api/events/subscribe`, as jupyter_server's event socket: every event of the bus, one JSON text
+ * frame each, for the owner; for a share link's holder, only events about its notebook's file
+ * (JupyterLab subscribes on every page, and a refused socket retries forever). What clients send is
+ * ignored.
+ */
+export function eventsSocket(
+  bus: EventBus,
+  outbound: IOutboundLimits,
+  logger: Logger
+): ISocketRoute {
+  const server = socketServer({ maxPayload: 64 * 1024 });
+  return {
+    what: 'the event stream',
+    path: /^\/api\/events\/subscribe\/?$/,
+    servers: [server],
+    handle: ({ access, socket, accept }) =>
+      accept(server, ws => {
+        // A socket that does not read is closed (1013) before its events pile up in memory.
+        const stream = OutboundStream.websocket(ws, socket, outbound, reason =>
+          logger.warn({ reason }, 'event socket closed')
+        );
+        const unsubscribe = bus.subscribe(event => {
+          if (access.kind === 'share' && event.path !== access.path) {
+            return;
+          }
+          if (ws.readyState === ws.OPEN) {
+            stream.send(JSON.stringify(event));
+          }
+        });
+        ws.on('close', unsubscribe);
+        ws.on('error', unsubscribe);
+      })
+  };
 }

@@ -1,4 +1,7 @@
+import type { Duplex } from 'node:stream';
 import { Router } from 'express';
+import type { ShareConnections } from '../../auth';
+import { V1_SUBPROTOCOL, type Framing } from '../../channels';
 import {
   filterKernelEnv,
   existingWorkingDir,
@@ -7,7 +10,10 @@ import {
 } from '../../kernels';
 import type { RestSchemas } from '../../protocol';
 import { requestedAccelerator } from '../../scheduler';
+import { isRefusal } from '../checks';
 import type { IGatewayContext } from '../context';
+import { shareKernelMessages } from '../share-guard';
+import { socketServer, type ISocketRoute } from '../upgrade';
 import { validateBody } from '../validation';
 
 /** `/api/kernels` and each kernel's `interrupt` and `restart` (in place, or onto other devices). */
@@ -73,4 +79,96 @@ export function kernelsRouter(context: IGatewayContext): Router {
     }
   );
   return router;
+}
+
+/**
+ * `/api/kernels/{id}/channels`: waits for the kernel to be ready, picks the framing (the v1
+ * subprotocol or the legacy JSON one), and hands the socket to the kernel's channels; a share link's
+ * holder sends only what its scope allows there.
+ */
+export function kernelChannelsSocket(
+  context: IGatewayContext,
+  shareConnections: ShareConnections
+): ISocketRoute {
+  const { registry, logger, options } = context;
+  const server = socketServer({
+    maxPayload: options.maxMessageBytes,
+    // jupyter_server's gateway client sends binary messages in text frames.
+    skipUTF8Validation: true,
+    handleProtocols: protocols =>
+      protocols.has(V1_SUBPROTOCOL) ? V1_SUBPROTOCOL : false
+  });
+  return {
+    what: "a kernel's channels (shell, iopub, stdin, control) on one socket",
+    path: /^\/api\/kernels\/([^/]+)\/channels\/?$/,
+    params: ['kernel id'],
+    servers: [server],
+    handle: async upgrade => {
+      const { access, socket, params, refuse } = upgrade;
+      const kernelId = params[0];
+      const kernel = registry.get(kernelId);
+      if (!kernel) {
+        return refuse(404, `Kernel does not exist: ${kernelId}`);
+      }
+      // A link's upgrade that waits is refused if the link ends meanwhile (ShareConnections.close).
+      let ended: string | undefined;
+      const release =
+        access.kind === 'share'
+          ? shareConnections.pending(access.shareId, reason => {
+              ended = reason;
+              refuse(403, reason);
+            })
+          : undefined;
+      // The kernel-info handshake: clients connect once the kernel answers and its iopub flows. A
+      // kernel waiting in the queue accepts clients at once; what they send waits with it.
+      try {
+        await (kernel.placement ? kernel.ready : undefined);
+      } catch (error) {
+        return refuse(
+          503,
+          `Kernel is not running: ${(error as Error).message}`
+        );
+      } finally {
+        release?.();
+      }
+      if (ended !== undefined) {
+        return;
+      }
+      if (registry.get(kernelId) !== kernel) {
+        return refuse(404, `Kernel does not exist: ${kernelId}`);
+      }
+      // What held while it waited may not hold now: the link again (revoked, expired, its notebook
+      // gone) and the notebook's kernel (its session moved to another).
+      const now = access.kind === 'share' ? upgrade.recheck() : access;
+      if (isRefusal(now)) {
+        return refuse(now.status, now.message);
+      }
+      const sessionId = upgrade.url.searchParams.get('session_id') || undefined;
+      if (socket.destroyed) {
+        return;
+      }
+      upgrade.accept(
+        server,
+        ws => {
+          const framing: Framing =
+            ws.protocol === V1_SUBPROTOCOL ? 'v1' : 'legacy';
+          (
+            socket as Duplex & { setNoDelay?: (on: boolean) => void }
+          ).setNoDelay?.(true);
+          kernel.channels.connect(
+            ws,
+            framing,
+            sessionId,
+            socket,
+            access.kind === 'share' ? shareKernelMessages(access) : undefined
+          );
+          logger.debug(
+            { kernel: kernelId, framing, sessionId },
+            'websocket connected'
+          );
+        },
+        { access: now, kernelId }
+      );
+    }
+  };
 }

@@ -1,9 +1,11 @@
+import type { Duplex } from 'node:stream';
 import { Router } from 'express';
 import { filterKernelEnv, kernelWorkingDir } from '../../kernels';
 import type { RestSchemas } from '../../protocol';
 import { requestedAccelerator } from '../../scheduler';
 import { TerminalError, type TerminalRegistry } from '../../terminals';
 import type { IGatewayContext } from '../context';
+import { socketServer, type ISocketRoute } from '../upgrade';
 import { validateBody } from '../validation';
 
 /**
@@ -58,4 +60,30 @@ export function terminalsRouter(
     response.status(204).end();
   });
   return router;
+}
+
+/** The largest frame a terminal's socket takes (a paste); larger ones close it with 1009. */
+const MAX_TERMINAL_FRAME_BYTES = 1024 * 1024;
+
+/** `/terminals/websocket/{name}`: a terminal's socket (the owner's only: the share rules refuse it). */
+export function terminalSocket(terminals: TerminalRegistry): ISocketRoute {
+  const server = socketServer({ maxPayload: MAX_TERMINAL_FRAME_BYTES });
+  return {
+    what: "a terminal's socket",
+    path: /^\/terminals\/websocket\/([^/]+)\/?$/,
+    params: ['terminal name'],
+    servers: [server],
+    handle: ({ params, socket, refuse, accept }) => {
+      const terminal = terminals.get(params[0]);
+      if (!terminal) {
+        return refuse(404, `Terminal does not exist: ${params[0]}`);
+      }
+      accept(server, ws => {
+        (
+          socket as Duplex & { setNoDelay?: (on: boolean) => void }
+        ).setNoDelay?.(true);
+        terminals.connect(terminal, ws);
+      });
+    }
+  };
 }
