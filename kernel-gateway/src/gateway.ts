@@ -18,7 +18,7 @@ import {
   KernelQuota,
   ShareConnections,
   ShareStore,
-  TokenAuth,
+  TokenIdentityResolver,
   type ILimits,
   type ShareEnd
 } from './auth';
@@ -132,7 +132,7 @@ export class Gateway {
         this.shares.fileDeleted(event.path);
       }
     });
-    this.auth = new TokenAuth(
+    this.auth = new TokenIdentityResolver(
       resolved.auth ? resolved.token : undefined,
       this.shares
     );
@@ -289,13 +289,13 @@ export class Gateway {
     this.server = createHttpServer(this.app, this.upgrades, {
       limits: resolved.limits,
       logger: options.logger,
-      authenticated: request => this.auth.access(request) !== undefined
+      authenticated: request => this.auth.resolve(request) !== undefined
     });
   }
 
   readonly options: IGatewayOptions;
   readonly logger: Logger;
-  readonly auth: TokenAuth;
+  readonly auth: TokenIdentityResolver;
   /** What survives a restart: rooms, file ids, share links (`stateDir`). */
   readonly state: StateStore;
   readonly pool: WorkerPool;
@@ -522,7 +522,7 @@ namespace Private {
   export function lab(
     options: IGatewayOptions,
     logger: Logger,
-    auth: TokenAuth,
+    auth: TokenIdentityResolver,
     userSettingsDir: string
   ): IAppServices['lab'] {
     const build = new LabBuild(options.labDir ?? LabBuild.defaultDir());

@@ -60,7 +60,7 @@ export function kernelStartQuota(
     }
     let admission: KernelQuota.IAdmission;
     try {
-      admission = quota.admit(auth.principal(request) ?? OWNER);
+      admission = quota.admit(auth.resolve(request)?.id ?? OWNER);
     } catch (error) {
       next(error);
       return;

@@ -4,7 +4,7 @@
  * `/api/collaboration/room/{room}`, the room's socket.
  */
 import { Router, type Request } from 'express';
-import { mayEdit, type IAccessResolver } from '../../auth';
+import { can, mayEdit, type IIdentityResolver } from '../../auth';
 import { ContentsError } from '../../contents';
 import type { RestSchemas } from '../../protocol';
 import type { ApiSchemas } from '../../protocol/schema';
@@ -18,7 +18,7 @@ const PREFIX = '/api/collaboration/session/';
 /** The collaboration session route. */
 export function collaborationRouter(
   rooms: RoomManager,
-  resolver: IAccessResolver,
+  resolver: IIdentityResolver,
   schemas: ApiSchemas
 ): Router {
   const router = Router();
@@ -29,12 +29,9 @@ export function collaborationRouter(
       const path = Private.path(request);
       const { format, type } =
         request.body as RestSchemas['DocumentSessionRequest'];
-      const access = resolver.access(request);
-      if (access?.kind === 'share') {
-        const fileId = rooms.fileId(path);
-        if (fileId !== access.fileId) {
-          throw new HttpError(403, 'This share link is for another document');
-        }
+      const principal = resolver.resolve(request);
+      if (!can(principal, 'notebook:view', { fileId: rooms.fileId(path) })) {
+        throw new HttpError(403, 'This share link is for another document');
       }
       try {
         const session = await rooms.session(path, format, type);
