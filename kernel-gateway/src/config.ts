@@ -1,9 +1,9 @@
 /**
- * Everything a gateway can be told, with its defaults: `ferry gateway` (cli/gateway.ts) takes its
- * options' defaults from here, and gateway.ts completes partial options with them.
+ * Everything a gateway can be told. Its defaults, and the `ferry gateway` options that set it, are
+ * one table in options/gateway.ts.
  */
 import type { ServerCredentials } from '@grpc/grpc-js';
-import { DEFAULT_LIMITS, type ILimits } from './auth/limits';
+import type { ILimits } from './auth/limits';
 import type { IRateLimits } from './channels';
 import type {
   AcceleratorKernelspecs,
@@ -54,7 +54,7 @@ export interface IKubernetesSettings {
   workerHost?: string;
 }
 
-/** Everything `ferry gateway` can be told; {@link resolveGatewayOptions} fills in the defaults. */
+/** Everything `ferry gateway` can be told; `resolveGatewayOptions` (options/) fills in the defaults. */
 export interface IGatewayOptions {
   /** The token clients must present; undefined with `auth: false`. */
   token?: string;
@@ -134,45 +134,4 @@ export interface IGatewayOptions {
    * `GET /api/status`: the worker's `processLimits.info`.
    */
   processLimits?: RestSchemas['ProcessLimits'];
-}
-
-/** The defaults, for a gateway a person runs on their own machine. */
-export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = {
-  auth: true,
-  rootDir: process.cwd(),
-  allowOrigins: [],
-  envAllow: [],
-  replayBytes: 16 * 1024 * 1024,
-  clientBufferBytes: 64 * 1024 * 1024,
-  maxMessageBytes: 64 * 1024 * 1024,
-  rateLimits: {},
-  limits: DEFAULT_LIMITS,
-  culling: {
-    idleTimeoutMs: 0,
-    intervalMs: 300_000,
-    cullConnected: false,
-    cullBusy: false
-  },
-  workerGraceMs: 30_000,
-  kernelspecAccelerators: 'auto',
-  scheduling: { policy: 'pack', maxKernelsPerDevice: 1 }
-};
-
-/** Complete partial options with the defaults. */
-export function resolveGatewayOptions(
-  options: Partial<Omit<IGatewayOptions, 'limits'>> & {
-    limits?: Partial<ILimits>;
-  } = {}
-): IGatewayOptions {
-  return {
-    ...DEFAULT_GATEWAY_OPTIONS,
-    ...options,
-    culling: { ...DEFAULT_GATEWAY_OPTIONS.culling, ...options.culling },
-    limits: { ...DEFAULT_GATEWAY_OPTIONS.limits, ...options.limits },
-    rateLimits: {
-      ...DEFAULT_GATEWAY_OPTIONS.rateLimits,
-      ...options.rateLimits
-    },
-    scheduling: { ...DEFAULT_GATEWAY_OPTIONS.scheduling, ...options.scheduling }
-  };
 }

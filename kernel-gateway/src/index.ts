@@ -18,6 +18,7 @@ export * from './jobs';
 export * from './kernels';
 export * from './lab';
 export * from './log';
+export * from './options';
 export * from './pool';
 export * from './protocol';
 export * from './rooms';

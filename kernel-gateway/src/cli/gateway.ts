@@ -3,12 +3,10 @@
  * workers and cluster engines' jobs when told to.
  */
 import * as path from 'node:path';
-import * as os from 'node:os';
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createHostWorker, type KernelUser } from '../agent';
-import { DEFAULT_LIMITS, TokenAuth } from '../auth';
-import { DEFAULT_GATEWAY_OPTIONS } from '../config';
+import { TokenAuth } from '../auth';
 import {
   environmentTemplate,
   jobAccessBlocked,
@@ -17,325 +15,31 @@ import {
 import { createGateway } from '../gateway';
 import { raiseOpenFileLimit } from '../http';
 import { createLogger } from '../log';
-import { DEFAULT_ROOM_TIMINGS } from '../rooms';
+import {
+  GATEWAY_OPTIONS,
+  gatewaySettings,
+  kernelHostSettings,
+  type GatewayFlags
+} from '../options';
 import { readTokenFile, takeSecretEnv } from '../secrets';
-import {
-  gatewayOptions,
-  kernelspecAccelerators,
-  kernelspecEnvironments,
-  type IGatewayFlags
-} from './gateway-flags';
 import { chooseKernelUser } from './kernel-user';
-import {
-  addKernelHostOptions,
-  collect,
-  kernelHostOptions,
-  logLevelOption,
-  number,
-  refusedSecret
-} from './options';
+import { declareOptions } from './options';
 import { stopOnSignals } from './signals';
 import { VERSION } from './version';
 
 /** The `ferry gateway` command. */
 export function gatewayCommand(): Command {
-  const defaults = DEFAULT_GATEWAY_OPTIONS;
   const gateway = new Command('gateway').description(
     'Serve the Jupyter kernel gateway API with an embedded worker'
   );
-  gateway
-    .option('--ip <address>', 'address to listen on', '127.0.0.1')
-    .option(
-      '--port <port>',
-      'port to listen on (0 picks a free one)',
-      number,
-      8888
-    )
-    .option(
-      '--token-file <file>',
-      'a file holding the token clients must present (- reads one line from standard input); else FERRY_TOKEN, else random'
-    )
-    .addOption(refusedSecret(gateway, '--token', 'FERRY_TOKEN', '--token-file'))
-    .option('--no-auth', 'accept requests without a token (local use only)')
-    .option('--root-dir <dir>', 'directory notebooks live in', process.cwd())
-    .option(
-      '--allow-hidden',
-      'list and serve dot files under the root directory',
-      false
-    )
-    .option(
-      '--lab-dir <dir>',
-      'the JupyterLab build served at /lab (default: the @ferry/lab-app build)'
-    )
-    .option(
-      '--lab-settings-dir <dir>',
-      'where JupyterLab user settings are kept; workspaces go beside it (default: ~/.ferry/lab/user-settings)'
-    )
-    .option(
-      '--state-dir <dir>',
-      'the embedded store of what survives a restart: collaboration rooms, file ids, share links',
-      path.join(os.homedir(), '.ferry', 'state')
-    )
-    .addOption(logLevelOption())
-    .option(
-      '--allow-origin <origin>',
-      'browser origin allowed to connect (repeatable; * admits any origin to requests that carry the token, never to the sign-in cookie)',
-      collect,
-      []
-    )
-    .option(
-      '--env-allow <name>',
-      'client kernel variable passed on besides KERNEL_* (repeatable)',
-      collect,
-      []
-    )
-    .option(
-      '--cull-idle-timeout <seconds>',
-      'shut down kernels idle this long (0: never)',
-      number,
-      defaults.culling.idleTimeoutMs / 1000
-    )
-    .option(
-      '--cull-interval <seconds>',
-      'how often to look for idle kernels',
-      number,
-      defaults.culling.intervalMs / 1000
-    )
-    .option(
-      '--cull-connected',
-      'also cull kernels with connected clients',
-      defaults.culling.cullConnected
-    )
-    .option('--cull-busy', 'also cull busy kernels', defaults.culling.cullBusy)
-    .option(
-      '--replay-buffer-mb <mb>',
-      'output kept per kernel for reconnecting clients',
-      number,
-      defaults.replayBytes / 2 ** 20
-    )
-    .option(
-      '--client-buffer-mb <mb>',
-      'output waiting for one slow client, at most; past it its output is skipped (and it is told), and a client behind for a minute is closed',
-      number,
-      defaults.clientBufferBytes / 2 ** 20
-    )
-    .option(
-      '--slow-client-timeout <seconds>',
-      'a client whose output is skipped for longer is closed (1013)',
-      number,
-      60
-    )
-    .option(
-      '--max-message-mb <mb>',
-      'largest websocket message accepted',
-      number,
-      defaults.maxMessageBytes / 2 ** 20
-    )
-    .option(
-      '--iopub-msg-rate-limit <per-second>',
-      'iopub messages per second per kernel (off by default)',
-      number
-    )
-    .option(
-      '--iopub-data-rate-limit <bytes-per-second>',
-      'iopub bytes per second per kernel (off by default)',
-      number
-    )
-    .option(
-      '--max-kernels <n>',
-      'kernels this gateway runs at most (0: no limit)',
-      number,
-      DEFAULT_LIMITS.maxKernels
-    )
-    .option(
-      '--max-kernels-per-user <n>',
-      'kernels one user runs at most (0: no limit)',
-      number,
-      DEFAULT_LIMITS.maxKernelsPerUser
-    )
-    .option(
-      '--max-jobs-per-user <n>',
-      'jobs one user may have queued or running at once (0: no limit)',
-      number,
-      DEFAULT_LIMITS.maxJobsPerUser
-    )
-    .option(
-      '--max-terminals <n>',
-      'terminals open at once at most (0: no limit)',
-      number,
-      DEFAULT_LIMITS.maxTerminals
-    )
-    .option(
-      '--max-kernel-starts <per-minute>',
-      'kernel starts one user may make in a minute (0: no limit)',
-      number,
-      DEFAULT_LIMITS.kernelStartsPerMinute
-    )
-    .option(
-      '--max-ws-messages <per-second>',
-      'messages a second one websocket may send, sustained; more close it with 1008 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.wsMessagesPerSecond
-    )
-    .option(
-      '--max-guest-ws-messages <per-second>',
-      'messages a second one websocket opened through a share link may send; more close it with 1008 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.guestWsMessagesPerSecond
-    )
-    .option(
-      '--max-share-sockets <count>',
-      'websockets one share link may hold open at once; more get 429 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.connectionsPerLink
-    )
-    .option(
-      '--max-share-links <count>',
-      'share links one notebook may have at once; more get 403 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.linksPerNotebook
-    )
-    .option(
-      '--max-share-visitors <count>',
-      'browsers one share link may admit as visitors over its life; more get 403 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.visitorsPerLink
-    )
-    .option(
-      '--room-idle <seconds>',
-      'how long a collaboration room stays open after its last client left (saved and stored first)',
-      number,
-      DEFAULT_ROOM_TIMINGS.freeAfterMs / 1000
-    )
-    .option(
-      '--max-auth-failures <per-minute>',
-      'wrong tokens one client address may present in a minute before it gets 429s (0: no limit)',
-      number,
-      DEFAULT_LIMITS.authFailuresPerMinute
-    )
-    .option(
-      '--headers-timeout <seconds>',
-      "how long a client may take to send a request's headers",
-      number,
-      DEFAULT_LIMITS.headersTimeoutMs / 1000
-    )
-    .option(
-      '--max-pending-connections <count>',
-      'connections not yet authenticated (idle, or without a valid token) from all addresses; past it the oldest is closed with 503 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.pendingConnections
-    )
-    .option(
-      '--max-pending-per-address <count>',
-      'connections not yet authenticated from one client address; past it its oldest is closed with 503 (0: no limit)',
-      number,
-      DEFAULT_LIMITS.pendingConnectionsPerAddress
-    );
-  addKernelHostOptions(gateway, 'the embedded worker')
-    .option(
-      '--worker-port <port>',
-      'accept remote workers (ferry worker) on this gRPC port',
-      number
-    )
-    .option(
-      '--worker-token-file <file>',
-      'a file holding the token remote workers must present (- reads one line from standard input); else FERRY_WORKER_TOKEN, else random'
-    )
-    .addOption(
-      refusedSecret(
-        gateway,
-        '--worker-token',
-        'FERRY_WORKER_TOKEN',
-        '--worker-token-file'
-      )
-    )
-    .option(
-      '--worker-grace <seconds>',
-      'how long a worker may be unreachable before its kernels are dead',
-      number,
-      defaults.workerGraceMs / 1000
-    )
-    .option(
-      '--worker-tls-cert <file>',
-      'TLS certificate (PEM) for the worker port'
-    )
-    .option(
-      '--worker-tls-key <file>',
-      'TLS private key (PEM) for the worker port'
-    )
-    .addOption(
-      new Option(
-        '--placement <policy>',
-        'fill workers one by one, or spread kernels across them'
-      )
-        .choices(['pack', 'spread'])
-        .default(defaults.scheduling.policy)
-    )
-    .option(
-      '--share-devices <n>',
-      'kernels that may share one device',
-      number,
-      defaults.scheduling.maxKernelsPerDevice
-    )
-    .option(
-      '--kernelspec-accelerators <choices>',
-      'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at count 1, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',
-      kernelspecAccelerators,
-      'auto'
-    )
-    .option(
-      '--kernelspec-environments <choices>',
-      'also list the default kernelspec once per environment of the profiles file (python3.env-pytorch, "Python 3 · PyTorch"): auto (each one a connected worker has), all (those, and each crossed with the --kernelspec-accelerators choices: python3.env-pytorch.gpu-h100-x1), none, or a list such as pytorch+accelerators,jax',
-      kernelspecEnvironments,
-      'auto'
-    )
-    .option(
-      '--profiles <file>',
-      'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON; see the README)'
-    )
-    .option(
-      '--job-gateway-host <host>',
-      'the address Slurm jobs and Kubernetes pods dial to reach the worker port (default: --ip)'
-    )
-    .option(
-      '--job-worker-command <command>',
-      "how a Slurm job runs ferry on its node (default: this node and this ferry's path)"
-    )
-    .option(
-      '--job-output-dir <dir>',
-      'where Slurm jobs write their output (default: discarded)'
-    )
-    .option(
-      '--slurm-rest-url <url>',
-      'submit Slurm jobs through slurmrestd (unix:/path/to/socket or http://host:port) instead of sbatch; its token comes from SLURM_JWT or --slurm-jwt-file'
-    )
-    .option(
-      '--slurm-rest-user <user>',
-      "the user slurmrestd runs the jobs as (X-SLURM-USER-NAME; default: the token's user)"
-    )
-    .option(
-      '--slurm-jwt-file <file>',
-      'a file holding the slurmrestd token (as `scontrol token` prints it), read again for every request'
-    )
-    .option(
-      '--kubeconfig <file>',
-      'the kubeconfig for Kubernetes offers (default: KUBECONFIG, ~/.kube/config, or in-cluster)'
-    )
-    .option(
-      '--kube-namespace <namespace>',
-      "where Kubernetes offers' pods go unless an offer says (default: the kubeconfig context's)"
-    )
-    .option(
-      '--kube-image <image>',
-      'the worker image of Kubernetes offers that name none (with ferry on its PATH)'
-    )
-    .action(async (flags: IGatewayFlags) => {
+  return declareOptions(gateway, GATEWAY_OPTIONS).action(
+    async (flags: GatewayFlags) => {
       await runGateway(flags);
-    });
-  return gateway;
+    }
+  );
 }
 
-async function runGateway(flags: IGatewayFlags): Promise<void> {
+async function runGateway(flags: GatewayFlags): Promise<void> {
   // First of all, before anything starts a child that would inherit them.
   const secrets = takeSecretEnv();
   const logger = createLogger(flags.logLevel);
@@ -368,7 +72,7 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
   Private.warnIfRootDirClosed(kernelUser, path.resolve(flags.rootDir), logger);
   const worker = await createHostWorker({
     logger,
-    ...kernelHostOptions(flags, kernelUser),
+    ...kernelHostSettings(flags, kernelUser),
     // Kernels run in the root directory: the disk the sidebar shows is that one's.
     diskPath: path.resolve(flags.rootDir)
   });
@@ -383,7 +87,7 @@ async function runGateway(flags: IGatewayFlags): Promise<void> {
   let gateway: ReturnType<typeof createGateway>;
   try {
     gateway = createGateway({
-      ...gatewayOptions(flags, secrets),
+      ...gatewaySettings(flags, secrets),
       workers: [worker],
       logger,
       version: VERSION,

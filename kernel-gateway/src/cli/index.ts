@@ -1,6 +1,7 @@
 /**
  * The `ferry` command line: `ferry gateway` (cli/gateway.ts) and `ferry worker` (cli/worker.ts),
- * with the options they share declared once (cli/options.ts). `bin/ferry.js` runs it.
+ * their options written once in tables (options/) and declared from them (cli/options.ts).
+ * `bin/ferry.js` runs it.
  */
 import { Command } from 'commander';
 import { gatewayCommand } from './gateway';

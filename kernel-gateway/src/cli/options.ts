@@ -1,37 +1,45 @@
 /**
- * What the `ferry` commands share on their command lines: value parsers, the refusal of secrets as
- * arguments, and the options declared once for every command that runs kernels on this host
- * (`ferry gateway` with its embedded worker, `ferry worker`).
+ * The option tables (options/) as commander options: each command declares its options from its
+ * table, so the flags, their help and defaults are written once.
  */
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import {
-  DEFAULT_MAX_PROCESSES,
-  MAX_OUTPUT_BYTES,
-  type createHostWorker
-} from '../agent';
+import { Option, type Command } from 'commander';
+import type { OptionTable } from '../options';
 import { secretOnCommandLine, type SecretEnvName } from '../secrets';
 
-/** A non-negative number. */
-export function number(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed < 0) {
-    throw new InvalidArgumentError('expected a non-negative number');
+/** Declare every option of `table` on `command`, in the table's order. */
+export function declareOptions(command: Command, table: OptionTable): Command {
+  for (const [name, spec] of Object.entries(table)) {
+    const option = spec.secret
+      ? refusedSecret(
+          command,
+          spec.flag.split(' ')[0],
+          spec.secret.env,
+          spec.secret.file
+        )
+      : new Option(spec.flag, spec.help);
+    if (spec.parse) {
+      option.argParser(
+        spec.parse as (value: string, previous: unknown) => unknown
+      );
+    }
+    if (spec.choices) {
+      option.choices(spec.choices);
+    }
+    if (spec.default !== undefined) {
+      option.default(spec.default);
+    }
+    if (spec.required) {
+      option.makeOptionMandatory();
+    }
+    // The table's name is the flags' field its value lands in: a misspelt one would be undefined.
+    if (option.attributeName() !== name) {
+      throw new Error(
+        `option ${spec.flag} lands in ${option.attributeName()}, not ${name}`
+      );
+    }
+    command.addOption(option);
   }
-  return parsed;
-}
-
-/** A non-negative whole number. */
-export function count(value: string): number {
-  const parsed = number(value);
-  if (!Number.isInteger(parsed)) {
-    throw new InvalidArgumentError('expected a whole number');
-  }
-  return parsed;
-}
-
-/** A repeatable option whose values may also be comma-separated. */
-export function collect(value: string, previous: string[]): string[] {
-  return [...previous, ...value.split(',').filter(Boolean)];
+  return command;
 }
 
 /**
@@ -53,87 +61,4 @@ export function refusedSecret(
       }
     )
   );
-}
-
-/** `--log-level`. */
-export function logLevelOption(): Option {
-  return new Option('--log-level <level>', 'log level')
-    .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
-    .default('info');
-}
-
-/** The flags of {@link addKernelHostOptions}. */
-export interface IKernelHostFlags {
-  kernelUser?: string;
-  maxOutputMb: number;
-  kernelMaxProcesses: number;
-  kernelMemoryMb?: number;
-  simulate?: string;
-  discover: boolean;
-}
-
-/**
- * Declare the options of a command that runs kernels on this host: `--kernel-user`,
- * `--max-output-mb`, `--kernel-max-processes`, `--kernel-memory-mb`, `--simulate` and
- * `--no-discover`.
- *
- * @param worker - Whose devices `--simulate` declares, for its help.
- */
-export function addKernelHostOptions(
-  command: Command,
-  worker: string
-): Command {
-  return command
-    .option(
-      '--kernel-user <user>',
-      'the user kernels run as, by name or uid (default: nobody when Ferry runs as root, else this user); `root` keeps them as root, where kernel code can read every secret of this host'
-    )
-    .option(
-      '--max-output-mb <mb>',
-      'larger messages from a kernel are replaced by a notice under the cell (the kernel stays usable)',
-      number,
-      MAX_OUTPUT_BYTES / 2 ** 20
-    )
-    .option(
-      '--kernel-max-processes <count>',
-      "processes and threads each kernel and each terminal may have, in a cgroup of its own where the host allows (else RLIMIT_NPROC for the kernel user's processes together); 0: no limit",
-      count,
-      DEFAULT_MAX_PROCESSES
-    )
-    .option(
-      '--kernel-memory-mb <mb>',
-      "memory each kernel and each terminal may take, in its cgroup (the kernel's OOM kill stays inside it); default: no limit",
-      number
-    )
-    .option(
-      '--simulate <spec>',
-      `simulated devices for ${worker}, e.g. gpu:H100:2,tpu:v5e:4`
-    )
-    .option('--no-discover', 'do not look for real accelerators on this host');
-}
-
-/** The worker options {@link addKernelHostOptions} set, with the kernel user already chosen. */
-export function kernelHostOptions(
-  flags: IKernelHostFlags,
-  kernelUser: createHostWorker.IOptions['kernelUser']
-): Pick<
-  createHostWorker.IOptions,
-  | 'simulate'
-  | 'discover'
-  | 'kernelUser'
-  | 'maxOutputBytes'
-  | 'maxProcesses'
-  | 'memoryBytes'
-> {
-  return {
-    simulate: flags.simulate,
-    discover: flags.discover,
-    kernelUser,
-    maxOutputBytes: flags.maxOutputMb * 2 ** 20,
-    maxProcesses: flags.kernelMaxProcesses,
-    memoryBytes:
-      flags.kernelMemoryMb === undefined
-        ? undefined
-        : Math.floor(flags.kernelMemoryMb * 2 ** 20)
-  };
 }

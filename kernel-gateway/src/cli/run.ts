@@ -19,7 +19,8 @@ import {
   type IJob,
   type JobClientEvent
 } from './jobs-client';
-import { number, refusedSecret } from './options';
+import { number } from '../options';
+import { refusedSecret } from './options';
 import { VERSION } from './version';
 
 /** The exit status of a job that did not succeed, and of a request the gateway refused. */

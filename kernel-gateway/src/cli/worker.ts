@@ -3,20 +3,18 @@
  * this host's devices, and runs what it is asked to.
  */
 import { readFileSync } from 'node:fs';
-import * as os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError } from 'commander';
 import { createHostWorker, WorkerAgent } from '../agent';
 import { createLogger } from '../log';
+import {
+  kernelHostSettings,
+  WORKER_OPTIONS,
+  type WorkerFlags
+} from '../options';
 import { readTokenFile, takeSecretEnv } from '../secrets';
 import { chooseKernelUser } from './kernel-user';
-import {
-  addKernelHostOptions,
-  kernelHostOptions,
-  logLevelOption,
-  refusedSecret,
-  type IKernelHostFlags
-} from './options';
+import { declareOptions } from './options';
 import { stopOnSignals } from './signals';
 import { VERSION } from './version';
 
@@ -25,54 +23,14 @@ export function workerCommand(): Command {
   const worker = new Command('worker').description(
     'Run kernels on this host for a gateway: dial it, register devices, run what it asks'
   );
-  worker
-    .requiredOption('--gateway <host:port>', "the gateway's worker port")
-    .option(
-      '--token-file <file>',
-      'a file holding the worker token the gateway expects (- reads one line from standard input); else FERRY_WORKER_TOKEN'
-    )
-    .addOption(
-      refusedSecret(worker, '--token', 'FERRY_WORKER_TOKEN', '--token-file')
-    );
-  addKernelHostOptions(worker, 'this worker')
-    .option('--name <name>', 'name shown in the UI', os.hostname())
-    .option('--id <id>', 'stable worker id (default: the name)')
-    .option('--no-cpu', 'take only kernels that ask for a device')
-    .option(
-      '--once',
-      'run one kernel, then exit 0 once it is shut down (a worker a cluster engine started)'
-    )
-    .option(
-      '--allocated <kind[:model]>',
-      "offer the devices of this job's allocation (CUDA_VISIBLE_DEVICES / TPU_VISIBLE_CHIPS) instead of discovering them"
-    )
-    .option('--tls', 'dial the gateway over TLS (system roots)')
-    .option(
-      '--tls-ca <file>',
-      'dial over TLS, trusting this CA certificate (PEM)'
-    )
-    .addOption(logLevelOption())
-    .action(async (flags: IWorkerFlags) => {
+  return declareOptions(worker, WORKER_OPTIONS).action(
+    async (flags: WorkerFlags) => {
       await runWorker(flags);
-    });
-  return worker;
+    }
+  );
 }
 
-/** What commander parses `ferry worker`'s command line into. */
-interface IWorkerFlags extends IKernelHostFlags {
-  gateway: string;
-  tokenFile?: string;
-  name: string;
-  id?: string;
-  cpu: boolean;
-  once?: boolean;
-  allocated?: string;
-  tls?: boolean;
-  tlsCa?: string;
-  logLevel: string;
-}
-
-async function runWorker(flags: IWorkerFlags): Promise<void> {
+async function runWorker(flags: WorkerFlags): Promise<void> {
   // First of all, before anything starts a child that would inherit them.
   const secrets = takeSecretEnv();
   const logger = createLogger(flags.logLevel);
@@ -91,7 +49,7 @@ async function runWorker(flags: IWorkerFlags): Promise<void> {
     logger,
     id: flags.id ?? flags.name,
     name: flags.name,
-    ...kernelHostOptions(flags, kernelUser),
+    ...kernelHostSettings(flags, kernelUser),
     acceptsCpu: flags.cpu,
     allocated: flags.allocated
       ? Private.parseAllocated(flags.allocated)

@@ -1,0 +1,579 @@
+/**
+ * Every option of `ferry gateway`, written once: its flag, default, help and the gateway setting it
+ * becomes. The command line (cli/gateway.ts), the flags' type, the settings the command line gives
+ * ({@link gatewaySettings}), the defaults of a gateway made in code ({@link DEFAULT_GATEWAY_OPTIONS})
+ * and the reference page (docs/options.md) all come from this table.
+ */
+import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { DEFAULT_LIMITS, type ILimits } from '../auth';
+import type { IGatewayOptions } from '../config';
+import { DEFAULT_ROOM_TIMINGS, type IRoomTimings } from '../rooms';
+import type { takeSecretEnv } from '../secrets';
+import { LOG_LEVEL } from './common';
+import { kernelHostOptionTable } from './kernel-host';
+import {
+  defaultSettings,
+  mergeSections,
+  settingsFrom,
+  type Flags,
+  type IOptionSection,
+  type IOptionSpec,
+  type OptionTable,
+  type SettingPath
+} from './table';
+import {
+  collect,
+  Convert,
+  kernelspecAccelerators,
+  kernelspecEnvironments,
+  number
+} from './values';
+
+/** What `ferry gateway`'s options set: the gateway's options, and the rooms' timing. */
+export type GatewaySettings = Partial<Omit<IGatewayOptions, 'limits'>> & {
+  limits?: Partial<ILimits>;
+  roomTimings?: Partial<IRoomTimings>;
+};
+
+type Spec = IOptionSpec<SettingPath<Required<GatewaySettings>>>;
+
+/** `ferry gateway`'s options, section by section, in the order `--help` lists them. */
+export const GATEWAY_OPTION_SECTIONS = [
+  {
+    title: 'Listening and signing in',
+    options: {
+      ip: {
+        flag: '--ip <address>',
+        help: 'address to listen on',
+        default: '127.0.0.1'
+      },
+      port: {
+        flag: '--port <port>',
+        help: 'port to listen on (0 picks a free one)',
+        parse: number,
+        default: 8888
+      },
+      tokenFile: {
+        flag: '--token-file <file>',
+        help: 'a file holding the token clients must present (- reads one line from standard input); else FERRY_TOKEN, else random',
+        env: 'FERRY_TOKEN',
+        defaultText: 'random',
+        notes:
+          'every request and websocket carries the token: `Authorization: token T` or `?token=T`'
+      },
+      token: {
+        flag: '--token <token>',
+        help: 'refused: a token on a command line is readable by every user of the host (`ps`)',
+        secret: { env: 'FERRY_TOKEN', file: '--token-file' }
+      },
+      auth: {
+        flag: '--no-auth',
+        help: 'accept requests without a token (local use only)',
+        sets: 'auth',
+        notes: 'logged as a warning'
+      },
+      rootDir: {
+        flag: '--root-dir <dir>',
+        help: 'directory notebooks live in',
+        default: process.cwd(),
+        defaultText: 'the current directory',
+        sets: 'rootDir',
+        to: Convert.absolute,
+        notes:
+          "a kernel starts in its notebook's directory (or the nearest existing one), never outside"
+      },
+      allowHidden: {
+        flag: '--allow-hidden',
+        help: 'list and serve dot files under the root directory',
+        default: false,
+        notes: 'through `/api/contents`',
+        sets: 'allowHidden',
+        commandLineDefault: true
+      },
+      labDir: {
+        flag: '--lab-dir <dir>',
+        help: 'the JupyterLab build served at /lab (default: the @ferry/lab-app build)',
+        defaultText: '`@ferry/lab-app`',
+        sets: 'labDir',
+        to: Convert.absoluteIfGiven
+      },
+      labSettingsDir: {
+        flag: '--lab-settings-dir <dir>',
+        help: 'where JupyterLab user settings are kept; workspaces go beside it (default: ~/.ferry/lab/user-settings)',
+        defaultText: '`~/.ferry/lab/user-settings`',
+        sets: 'labSettingsDir',
+        to: Convert.absoluteIfGiven
+      },
+      stateDir: {
+        flag: '--state-dir <dir>',
+        help: 'the embedded store of what survives a restart: collaboration rooms, file ids, share links',
+        default: path.join(os.homedir(), '.ferry', 'state'),
+        defaultText: '`~/.ferry/state`',
+        sets: 'stateDir',
+        to: Convert.absolute,
+        // A gateway made in code without one keeps its state in a temporary directory.
+        commandLineDefault: true,
+        notes:
+          "LMDB, jobs too; one gateway's at a time, locked (see [The state directory](operations.md#the-state-directory)); 0700"
+      },
+      logLevel: LOG_LEVEL,
+      allowOrigin: {
+        flag: '--allow-origin <origin>',
+        help: 'browser origin allowed to connect (repeatable; * admits any origin to requests that carry the token, never to the sign-in cookie)',
+        parse: collect,
+        default: [],
+        defaultText: 'its own origin only',
+        sets: 'allowOrigins'
+      },
+      envAllow: {
+        flag: '--env-allow <name>',
+        help: 'client kernel variable passed on besides KERNEL_* (repeatable)',
+        parse: collect,
+        default: [],
+        sets: 'envAllow'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
+  {
+    title: 'Kernels, output and clients',
+    options: {
+      cullIdleTimeout: {
+        flag: '--cull-idle-timeout <seconds>',
+        help: 'shut down kernels idle this long (0: never)',
+        parse: number,
+        default: 0,
+        sets: 'culling.idleTimeoutMs',
+        to: Convert.seconds
+      },
+      cullInterval: {
+        flag: '--cull-interval <seconds>',
+        help: 'how often to look for idle kernels',
+        parse: number,
+        default: 300,
+        sets: 'culling.intervalMs',
+        to: (seconds: number) => Math.max(1, seconds) * 1000
+      },
+      cullConnected: {
+        flag: '--cull-connected',
+        help: 'also cull kernels with connected clients',
+        default: false,
+        sets: 'culling.cullConnected'
+      },
+      cullBusy: {
+        flag: '--cull-busy',
+        help: 'also cull busy kernels',
+        default: false,
+        sets: 'culling.cullBusy'
+      },
+      replayBufferMb: {
+        flag: '--replay-buffer-mb <mb>',
+        help: 'output kept per kernel for reconnecting clients',
+        parse: number,
+        default: 16,
+        sets: 'replayBytes',
+        to: Convert.mebibytes
+      },
+      clientBufferMb: {
+        flag: '--client-buffer-mb <mb>',
+        help: 'output waiting for one slow client, at most; past it its output is skipped (and it is told), and a client behind for a minute is closed',
+        parse: number,
+        default: 64,
+        sets: 'clientBufferBytes',
+        to: Convert.mebibytes
+      },
+      slowClientTimeout: {
+        flag: '--slow-client-timeout <seconds>',
+        help: 'a client whose output is skipped for longer is closed (1013)',
+        parse: number,
+        default: 60,
+        sets: 'slowClientTimeoutMs',
+        to: Convert.seconds,
+        commandLineDefault: true
+      },
+      maxMessageMb: {
+        flag: '--max-message-mb <mb>',
+        help: 'largest websocket message accepted',
+        parse: number,
+        default: 64,
+        sets: 'maxMessageBytes',
+        to: Convert.mebibytes,
+        notes: 'a larger one closes the socket with 1009'
+      },
+      iopubMsgRateLimit: {
+        flag: '--iopub-msg-rate-limit <per-second>',
+        help: 'iopub messages per second per kernel (off by default)',
+        parse: number,
+        defaultText: 'off',
+        sets: 'rateLimits.messagesPerSecond',
+        notes: 'clients are told when it bites'
+      },
+      iopubDataRateLimit: {
+        flag: '--iopub-data-rate-limit <bytes-per-second>',
+        help: 'iopub bytes per second per kernel (off by default)',
+        parse: number,
+        defaultText: 'off',
+        sets: 'rateLimits.bytesPerSecond',
+        notes: 'clients are told when it bites'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
+  {
+    title: 'Limits',
+    options: {
+      maxKernels: {
+        flag: '--max-kernels <n>',
+        help: 'kernels this gateway runs at most (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.maxKernels,
+        sets: 'limits.maxKernels',
+        notes: '403 past it; see [Limits](operations.md#limits)'
+      },
+      maxKernelsPerUser: {
+        flag: '--max-kernels-per-user <n>',
+        help: 'kernels one user runs at most (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.maxKernelsPerUser,
+        sets: 'limits.maxKernelsPerUser',
+        notes: '403 past it; see [Limits](operations.md#limits)'
+      },
+      maxJobsPerUser: {
+        flag: '--max-jobs-per-user <n>',
+        help: 'jobs one user may have queued or running at once (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.maxJobsPerUser,
+        sets: 'limits.maxJobsPerUser',
+        notes: '429 past it; see [Jobs](jobs.md)'
+      },
+      maxTerminals: {
+        flag: '--max-terminals <n>',
+        help: 'terminals open at once at most (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.maxTerminals,
+        sets: 'limits.maxTerminals',
+        notes: '403 past it; see [Terminals](terminals.md)'
+      },
+      maxKernelStarts: {
+        flag: '--max-kernel-starts <per-minute>',
+        help: 'kernel starts one user may make in a minute (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.kernelStartsPerMinute,
+        sets: 'limits.kernelStartsPerMinute',
+        notes: '429 with `Retry-After` past it'
+      },
+      maxWsMessages: {
+        flag: '--max-ws-messages <per-second>',
+        help: 'messages a second one websocket may send, sustained; more close it with 1008 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.wsMessagesPerSecond,
+        sets: 'limits.wsMessagesPerSecond',
+        notes: 'bursts of 5 s pass'
+      },
+      maxGuestWsMessages: {
+        flag: '--max-guest-ws-messages <per-second>',
+        help: 'messages a second one websocket opened through a share link may send; more close it with 1008 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.guestWsMessagesPerSecond,
+        sets: 'limits.guestWsMessagesPerSecond'
+      },
+      maxShareSockets: {
+        flag: '--max-share-sockets <count>',
+        help: 'websockets one share link may hold open at once; more get 429 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.connectionsPerLink,
+        sets: 'limits.connectionsPerLink'
+      },
+      maxShareLinks: {
+        flag: '--max-share-links <count>',
+        help: 'share links one notebook may have at once; more get 403 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.linksPerNotebook,
+        sets: 'limits.linksPerNotebook'
+      },
+      maxShareVisitors: {
+        flag: '--max-share-visitors <count>',
+        help: 'browsers one share link may admit as visitors over its life; more get 403 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.visitorsPerLink,
+        sets: 'limits.visitorsPerLink'
+      },
+      roomIdle: {
+        flag: '--room-idle <seconds>',
+        help: 'how long a collaboration room stays open after its last client left (saved and stored first)',
+        parse: number,
+        default: DEFAULT_ROOM_TIMINGS.freeAfterMs / 1000,
+        sets: 'roomTimings.freeAfterMs',
+        to: Convert.seconds,
+        commandLineDefault: true
+      },
+      maxAuthFailures: {
+        flag: '--max-auth-failures <per-minute>',
+        help: 'wrong tokens one client address may present in a minute before it gets 429s (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.authFailuresPerMinute,
+        sets: 'limits.authFailuresPerMinute',
+        notes: 'the 429s last up to a minute'
+      },
+      headersTimeout: {
+        flag: '--headers-timeout <seconds>',
+        help: "how long a client may take to send a request's headers",
+        parse: number,
+        default: DEFAULT_LIMITS.headersTimeoutMs / 1000,
+        sets: 'limits.headersTimeoutMs',
+        to: Convert.seconds,
+        notes: 'then 408'
+      },
+      maxPendingConnections: {
+        flag: '--max-pending-connections <count>',
+        help: 'connections not yet authenticated (idle, or without a valid token) from all addresses; past it the oldest is closed with 503 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.pendingConnections,
+        sets: 'limits.pendingConnections'
+      },
+      maxPendingPerAddress: {
+        flag: '--max-pending-per-address <count>',
+        help: 'connections not yet authenticated from one client address; past it its oldest is closed with 503 (0: no limit)',
+        parse: number,
+        default: DEFAULT_LIMITS.pendingConnectionsPerAddress,
+        sets: 'limits.pendingConnectionsPerAddress'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
+  {
+    title: 'Kernels on this host (the embedded worker)',
+    about:
+      "These set the embedded worker's settings (`createHostWorker`); `ferry worker` has the same.",
+    options: kernelHostOptionTable('the embedded worker')
+  },
+  {
+    title: 'Remote workers and placement',
+    options: {
+      workerPort: {
+        flag: '--worker-port <port>',
+        help: 'accept remote workers (ferry worker) on this gRPC port',
+        notes: 'see [Remote workers](deployment.md#remote-workers)',
+        parse: number,
+        defaultText: 'none',
+        sets: 'workerPort'
+      },
+      workerTokenFile: {
+        flag: '--worker-token-file <file>',
+        help: 'a file holding the token remote workers must present (- reads one line from standard input); else FERRY_WORKER_TOKEN, else random',
+        env: 'FERRY_WORKER_TOKEN',
+        defaultText: 'random'
+      },
+      workerToken: {
+        flag: '--worker-token <token>',
+        help: 'refused: a token on a command line is readable by every user of the host (`ps`)',
+        secret: { env: 'FERRY_WORKER_TOKEN', file: '--worker-token-file' }
+      },
+      workerGrace: {
+        flag: '--worker-grace <seconds>',
+        help: 'how long a worker may be unreachable before its kernels are dead',
+        parse: number,
+        default: 30,
+        sets: 'workerGraceMs',
+        to: Convert.seconds
+      },
+      workerTlsCert: {
+        flag: '--worker-tls-cert <file>',
+        help: 'TLS certificate (PEM) for the worker port',
+        notes: 'with `--worker-tls-key`; see [TLS](deployment.md#tls)',
+        defaultText: 'plaintext',
+        sets: 'workerCredentials',
+        combined: true
+      },
+      workerTlsKey: {
+        flag: '--worker-tls-key <file>',
+        help: 'TLS private key (PEM) for the worker port',
+        sets: 'workerCredentials',
+        combined: true
+      },
+      placement: {
+        flag: '--placement <policy>',
+        help: 'fill workers one by one, or spread kernels across them',
+        choices: ['pack', 'spread'],
+        default: 'pack',
+        sets: 'scheduling.policy'
+      },
+      shareDevices: {
+        flag: '--share-devices <n>',
+        help: 'kernels that may share one device',
+        parse: number,
+        default: 1,
+        sets: 'scheduling.maxKernelsPerDevice',
+        to: (n: number) => Math.max(1, n)
+      },
+      kernelspecAccelerators: {
+        flag: '--kernelspec-accelerators <choices>',
+        help: 'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at count 1, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',
+        parse: kernelspecAccelerators,
+        default: 'auto',
+        sets: 'kernelspecAccelerators'
+      },
+      kernelspecEnvironments: {
+        flag: '--kernelspec-environments <choices>',
+        help: 'also list the default kernelspec once per environment of the profiles file (python3.env-pytorch, "Python 3 · PyTorch"): auto (each one a connected worker has), all (those, and each crossed with the --kernelspec-accelerators choices: python3.env-pytorch.gpu-h100-x1), none, or a list such as pytorch+accelerators,jax',
+        parse: kernelspecEnvironments,
+        default: 'auto',
+        sets: 'kernelspecEnvironments',
+        commandLineDefault: true
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
+  {
+    title: 'Slurm and Kubernetes',
+    options: {
+      profiles: {
+        flag: '--profiles <file>',
+        help: 'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON; see the README)',
+        defaultText: 'none',
+        notes:
+          'see [Slurm](slurm.md), [Kubernetes](kubernetes.md) and [Environments](environments.md)'
+      },
+      jobGatewayHost: {
+        flag: '--job-gateway-host <host>',
+        help: 'the address Slurm jobs and Kubernetes pods dial to reach the worker port (default: --ip)',
+        defaultText: '`--ip`',
+        sets: ['slurm.workerHost', 'kubernetes.workerHost'],
+        combined: true
+      },
+      jobWorkerCommand: {
+        flag: '--job-worker-command <command>',
+        help: "how a Slurm job runs ferry on its node (default: this node and this ferry's path)",
+        defaultText: 'this `ferry`',
+        sets: 'slurm.workerCommand',
+        to: (command: string) => command.split(/\s+/).filter(Boolean)
+      },
+      jobOutputDir: {
+        flag: '--job-output-dir <dir>',
+        help: 'where Slurm jobs write their output (default: discarded)',
+        defaultText: 'discarded',
+        sets: 'slurm.outputDir',
+        to: Convert.absoluteIfGiven
+      },
+      slurmRestUrl: {
+        flag: '--slurm-rest-url <url>',
+        help: 'submit Slurm jobs through slurmrestd (unix:/path/to/socket or http://host:port) instead of sbatch; its token comes from SLURM_JWT or --slurm-jwt-file',
+        sets: 'slurm.rest.url',
+        combined: true
+      },
+      slurmRestUser: {
+        flag: '--slurm-rest-user <user>',
+        help: "the user slurmrestd runs the jobs as (X-SLURM-USER-NAME; default: the token's user)",
+        sets: 'slurm.rest.user',
+        combined: true
+      },
+      slurmJwtFile: {
+        flag: '--slurm-jwt-file <file>',
+        help: 'a file holding the slurmrestd token (as `scontrol token` prints it), read again for every request',
+        env: 'SLURM_JWT',
+        sets: 'slurm.rest.tokenFile',
+        combined: true
+      },
+      kubeconfig: {
+        flag: '--kubeconfig <file>',
+        help: 'the kubeconfig for Kubernetes offers (default: KUBECONFIG, ~/.kube/config, or in-cluster)',
+        notes: 'see [Kubernetes](kubernetes.md#starting-the-gateway)',
+        sets: 'kubernetes.kubeconfig',
+        to: Convert.absoluteIfGiven
+      },
+      kubeNamespace: {
+        flag: '--kube-namespace <namespace>',
+        help: "where Kubernetes offers' pods go unless an offer says (default: the kubeconfig context's)",
+        sets: 'kubernetes.namespace'
+      },
+      kubeImage: {
+        flag: '--kube-image <image>',
+        help: 'the worker image of Kubernetes offers that name none (with ferry on its PATH)',
+        defaultText: 'none',
+        sets: 'kubernetes.image'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  }
+] as const satisfies readonly IOptionSection[];
+
+/** Every option of `ferry gateway`, by the name of its value. */
+export const GATEWAY_OPTIONS = mergeSections(GATEWAY_OPTION_SECTIONS);
+
+/** What `ferry gateway`'s command line parses into. */
+export type GatewayFlags = Flags<typeof GATEWAY_OPTIONS>;
+
+/** The options that set the gateway's own settings (the embedded worker's apart). */
+const OWN_OPTIONS: OptionTable = Object.fromEntries(
+  Object.entries(GATEWAY_OPTIONS).filter(
+    ([name]) => !(name in kernelHostOptionTable(''))
+  )
+);
+
+/**
+ * The gateway settings the flags give (tokens, offers and workers apart).
+ *
+ * @param secrets - The secrets taken from the environment at start-up (`SLURM_JWT`).
+ */
+export function gatewaySettings(
+  flags: GatewayFlags,
+  secrets: ReturnType<typeof takeSecretEnv>
+): GatewaySettings {
+  const settings = settingsFrom(OWN_OPTIONS, flags) as GatewaySettings & {
+    slurm: NonNullable<GatewaySettings['slurm']>;
+    kubernetes: NonNullable<GatewaySettings['kubernetes']>;
+  };
+  // The settings that options make together.
+  settings.workerCredentials =
+    flags.workerTlsCert && flags.workerTlsKey
+      ? grpc.ServerCredentials.createSsl(null, [
+          {
+            cert_chain: readFileSync(flags.workerTlsCert),
+            private_key: readFileSync(flags.workerTlsKey)
+          }
+        ])
+      : undefined;
+  settings.slurm.workerHost = settings.kubernetes.workerHost =
+    flags.jobGatewayHost ?? flags.ip;
+  settings.slurm.rest = flags.slurmRestUrl
+    ? {
+        url: flags.slurmRestUrl,
+        user: flags.slurmRestUser,
+        tokenFile: flags.slurmJwtFile && path.resolve(flags.slurmJwtFile),
+        // Taken out of the environment at start-up: the file, if given, comes first.
+        token: flags.slurmJwtFile ? undefined : secrets.SLURM_JWT
+      }
+    : undefined;
+  return settings;
+}
+
+/** The defaults of a gateway made in code: the options' defaults, but the command line's own. */
+export const DEFAULT_GATEWAY_OPTIONS: Omit<IGatewayOptions, 'token'> = (() => {
+  const settings = defaultSettings(OWN_OPTIONS) as Omit<
+    IGatewayOptions,
+    'token' | 'limits'
+  > & { limits: Partial<ILimits> };
+  return {
+    ...settings,
+    // What no option's default sets: the iopub limits are off, and a request's whole time is bounded.
+    rateLimits: { ...settings.rateLimits },
+    limits: { ...DEFAULT_LIMITS, ...settings.limits }
+  };
+})();
+
+/** Complete partial options with the defaults. */
+export function resolveGatewayOptions(
+  options: Partial<Omit<IGatewayOptions, 'limits'>> & {
+    limits?: Partial<ILimits>;
+  } = {}
+): IGatewayOptions {
+  return {
+    ...DEFAULT_GATEWAY_OPTIONS,
+    ...options,
+    culling: { ...DEFAULT_GATEWAY_OPTIONS.culling, ...options.culling },
+    limits: { ...DEFAULT_GATEWAY_OPTIONS.limits, ...options.limits },
+    rateLimits: {
+      ...DEFAULT_GATEWAY_OPTIONS.rateLimits,
+      ...options.rateLimits
+    },
+    scheduling: { ...DEFAULT_GATEWAY_OPTIONS.scheduling, ...options.scheduling }
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * How option values are read from the command line and turned into settings: each refuses a bad
+ * value with commander's `InvalidArgumentError`, which names the option in its message.
+ */
+import * as path from 'node:path';
+import { InvalidArgumentError } from 'commander';
+import {
+  parseKernelspecAccelerators,
+  parseKernelspecEnvironments
+} from '../kernels';
+
+/** A non-negative number. */
+export function number(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < 0) {
+    throw new InvalidArgumentError('expected a non-negative number');
+  }
+  return parsed;
+}
+
+/** A non-negative whole number. */
+export function count(value: string): number {
+  const parsed = number(value);
+  if (!Number.isInteger(parsed)) {
+    throw new InvalidArgumentError('expected a whole number');
+  }
+  return parsed;
+}
+
+/** A repeatable option whose values may also be comma-separated. */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, ...value.split(',').filter(Boolean)];
+}
+
+/** `--kernelspec-accelerators`, parsed. */
+export function kernelspecAccelerators(
+  value: string
+): ReturnType<typeof parseKernelspecAccelerators> {
+  try {
+    return parseKernelspecAccelerators(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+/** `--kernelspec-environments`, parsed. */
+export function kernelspecEnvironments(
+  value: string
+): ReturnType<typeof parseKernelspecEnvironments> {
+  try {
+    return parseKernelspecEnvironments(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+/** Conversions from an option's units to its setting's. */
+export namespace Convert {
+  /** MiB to bytes. */
+  export const mebibytes = (value: number): number => value * 2 ** 20;
+  /** Seconds to milliseconds. */
+  export const seconds = (value: number): number => value * 1000;
+  /** A path, made absolute against the working directory. */
+  export const absolute = (value: string): string => path.resolve(value);
+  /** A path made absolute, an empty one left as it is. */
+  export const absoluteIfGiven = (value: string): string =>
+    value && path.resolve(value);
+}

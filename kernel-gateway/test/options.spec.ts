@@ -1,0 +1,149 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { Command } from 'commander';
+import { declareOptions } from '../src/cli/options';
+import {
+  DEFAULT_GATEWAY_OPTIONS,
+  GATEWAY_OPTIONS,
+  gatewaySettings,
+  type GatewayFlags
+} from '../src/options';
+
+const repo = path.join(__dirname, '..', '..');
+
+/** Parse `args` as `ferry gateway` does, without running a gateway. */
+function parseGateway(args: string[]): GatewayFlags {
+  let parsed: GatewayFlags | undefined;
+  declareOptions(new Command('gateway'), GATEWAY_OPTIONS)
+    .exitOverride()
+    .action((flags: GatewayFlags) => {
+      parsed = flags;
+    })
+    .parse(args, { from: 'user' });
+  return parsed!;
+}
+
+describe('the option tables', () => {
+  it('write docs/options.md as it is (run npm run docs:options after changing an option)', () => {
+    const written = execFileSync(
+      process.execPath,
+      [path.join(repo, 'scripts', 'options-reference.mjs'), '--stdout'],
+      { encoding: 'utf8' }
+    );
+    const page = readFileSync(path.join(repo, 'docs', 'options.md'), 'utf8');
+    expect(page).toBe(written);
+    expect(page).toContain('`--max-share-links <count>`');
+  });
+
+  it('turn a command line into the gateway settings it names, in their units', () => {
+    const flags = parseGateway([
+      '--root-dir',
+      'notebooks',
+      '--allow-origin',
+      'https://a.example,https://b.example',
+      '--allow-origin',
+      'https://c.example',
+      '--replay-buffer-mb',
+      '2',
+      '--slow-client-timeout',
+      '3',
+      '--iopub-msg-rate-limit',
+      '5',
+      '--max-share-links',
+      '1',
+      '--headers-timeout',
+      '4',
+      '--room-idle',
+      '7',
+      '--cull-interval',
+      '0',
+      '--share-devices',
+      '0',
+      '--placement',
+      'spread',
+      '--job-worker-command',
+      '/opt/ferry/bin/ferry  --flag',
+      '--slurm-rest-url',
+      'unix:/run/slurmrestd.sock',
+      '--kube-namespace',
+      'gpu'
+    ]);
+    const settings = gatewaySettings(flags, { SLURM_JWT: 'from-env' });
+    expect(settings).toMatchObject({
+      rootDir: path.resolve('notebooks'),
+      allowOrigins: [
+        'https://a.example',
+        'https://b.example',
+        'https://c.example'
+      ],
+      replayBytes: 2 * 2 ** 20,
+      slowClientTimeoutMs: 3000,
+      rateLimits: { messagesPerSecond: 5, bytesPerSecond: undefined },
+      roomTimings: { freeAfterMs: 7000 },
+      culling: { intervalMs: 1000, idleTimeoutMs: 0 },
+      scheduling: { policy: 'spread', maxKernelsPerDevice: 1 },
+      slurm: {
+        workerHost: '127.0.0.1',
+        workerCommand: ['/opt/ferry/bin/ferry', '--flag'],
+        rest: { url: 'unix:/run/slurmrestd.sock', token: 'from-env' }
+      },
+      kubernetes: { namespace: 'gpu', workerHost: '127.0.0.1' },
+      workerCredentials: undefined
+    });
+    expect(settings.limits).toMatchObject({
+      linksPerNotebook: 1,
+      headersTimeoutMs: 4000,
+      maxKernels: 64
+    });
+  });
+
+  it("give a gateway made in code the command line's defaults, but the state directory", () => {
+    expect(DEFAULT_GATEWAY_OPTIONS).toEqual({
+      auth: true,
+      rootDir: process.cwd(),
+      allowOrigins: [],
+      envAllow: [],
+      replayBytes: 16 * 2 ** 20,
+      clientBufferBytes: 64 * 2 ** 20,
+      maxMessageBytes: 64 * 2 ** 20,
+      rateLimits: {},
+      limits: {
+        maxKernels: 64,
+        maxKernelsPerUser: 64,
+        maxTerminals: 16,
+        kernelStartsPerMinute: 30,
+        maxJobsPerUser: 32,
+        wsMessagesPerSecond: 1000,
+        guestWsMessagesPerSecond: 100,
+        connectionsPerLink: 64,
+        linksPerNotebook: 20,
+        visitorsPerLink: 500,
+        authFailuresPerMinute: 20,
+        pendingConnectionsPerAddress: 128,
+        pendingConnections: 1024,
+        headersTimeoutMs: 20_000,
+        requestTimeoutMs: 300_000
+      },
+      culling: {
+        idleTimeoutMs: 0,
+        intervalMs: 300_000,
+        cullConnected: false,
+        cullBusy: false
+      },
+      workerGraceMs: 30_000,
+      kernelspecAccelerators: 'auto',
+      scheduling: { policy: 'pack', maxKernelsPerDevice: 1 }
+    });
+    // Left out, a gateway keeps its state in a temporary directory, not in ~/.ferry/state.
+    expect('stateDir' in DEFAULT_GATEWAY_OPTIONS).toBe(false);
+  });
+
+  it('refuse a table whose name is not where commander puts the value', () => {
+    expect(() =>
+      declareOptions(new Command('x'), {
+        tokenFil: { flag: '--token-file <file>', help: 'a file' }
+      })
+    ).toThrow('option --token-file <file> lands in tokenFile, not tokenFil');
+  });
+});
