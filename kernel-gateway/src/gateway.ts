@@ -22,7 +22,8 @@ import {
   type ILimits,
   type ShareEnd
 } from './auth';
-import { resolveGatewayOptions, type IGatewayOptions } from './config';
+import type { IGatewayOptions } from './config';
+import { resolveGatewayOptions } from './options';
 import { FileContentsManager } from './contents';
 import {
   environmentTemplate,
