@@ -1,4 +1,6 @@
 /**
+ * One file, though long: it is one table, read top to bottom in the order `--help` lists it.
+ *
  * Every option of `ferry gateway`, written once: its flag, default, help and the gateway setting it
  * becomes. The command line (cli/gateway.ts), the flags' type, the settings the command line gives
  * ({@link gatewaySettings}), the defaults of a gateway made in code ({@link DEFAULT_GATEWAY_OPTIONS})
