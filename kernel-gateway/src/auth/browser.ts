@@ -55,7 +55,7 @@ export function signInRouter(
  * (`/lab?token=T`) signs the browser in and is reloaded without the token; a page opened without
  * credentials gets the sign-in page (401, HTML); an API request gets its JSON 401. A
  * cookie-authenticated request that changes something must echo the XSRF cookie (403 otherwise).
- * A wrong token counts against the client's address; an address past the limit gets 429s.
+ * The wrong-token limit comes before this, in the check chain (http/checks.ts).
  */
 export function authenticate(
   auth: TokenIdentityResolver,
@@ -66,16 +66,10 @@ export function authenticate(
       next();
       return;
     }
-    if (Private.refuseBlocked(request, response, options.failures)) {
-      return;
-    }
     const page =
       (request.method === 'GET' || request.method === 'HEAD') &&
       options.isPage(request.path);
     const credential = auth.credential(request);
-    if (auth.wrongToken(request)) {
-      options.failures?.record(request.socket.remoteAddress);
-    }
     const refusal =
       credential === undefined ? auth.refusal(request) : undefined;
     if (refusal !== undefined) {
@@ -178,8 +172,6 @@ export namespace authenticate {
     isPublic(path: string): boolean;
     /** Paths of HTML pages: these get the sign-in page instead of a JSON 401. */
     isPage(path: string): boolean;
-    /** Wrong tokens per client address (none: no limit). */
-    failures?: FailedAuthLimit;
   }
 }
 
