@@ -1,0 +1,22 @@
+export { UserAccounts, type IAccount, type ISignIn } from './accounts';
+export {
+  folderName,
+  lookalikeKey,
+  MAX_FOLDER_LENGTH,
+  MAX_NAME_LENGTH,
+  normalizeName,
+  UserNameError
+} from './names';
+export { ensureSpace, SpaceError } from './spaces';
+export {
+  GETENT,
+  MIN_SYSTEM_UID,
+  parseUidRange,
+  UidAllocator,
+  UidError,
+  type IPasswd,
+  type IPasswdEntry,
+  type IUidRange,
+  type IUserIds,
+  type UidSource
+} from './uids';
