@@ -99,6 +99,7 @@ export const GATEWAY_OPTION_SECTIONS = [
         flag: '--lab-dir <dir>',
         help: 'the JupyterLab build served at /lab (default: the @ferry/lab-app build)',
         defaultText: '`@ferry/lab-app`',
+        notes: 'a build holds `lab.json`, `static/`, `schemas/` and `themes/`',
         sets: 'labDir',
         to: Convert.absoluteIfGiven
       },
@@ -446,6 +447,7 @@ export const GATEWAY_OPTION_SECTIONS = [
         flag: '--job-worker-command <command>',
         help: "how a Slurm job runs ferry on its node (default: this node and this ferry's path)",
         defaultText: 'this `ferry`',
+        notes: 'such as `/opt/ferry/bin/ferry`',
         sets: 'slurm.workerCommand',
         to: (command: string) => command.split(/\s+/).filter(Boolean)
       },
