@@ -18,7 +18,7 @@ export interface IOptionSpec<Path extends string = string> {
   readonly choices?: readonly string[];
   /** The value when the option is not given, in the option's own units (MiB, seconds). */
   readonly default?: unknown;
-  /** The default as the reference page says it, where its value depends on the host. */
+  /** The default as the reference page says it, where the value would not say it (`~/.ferry/state`, `random`). */
   readonly defaultText?: string;
   /** The command refuses to run without it. */
   readonly required?: true;
