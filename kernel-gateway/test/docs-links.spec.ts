@@ -1,7 +1,7 @@
 /**
- * Every relative link and `#anchor` in README.md and docs/*.md must lead somewhere: the README is
- * a short front page whose sections moved into docs/, so a renamed heading or a moved page would
- * otherwise leave links that open nothing.
+ * Every relative link and `#anchor` in README.md, docs/*.md and the packages' READMEs must lead
+ * somewhere: the README is a short front page whose sections moved into docs/, so a renamed heading
+ * or a moved page would otherwise leave links that open nothing.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -9,14 +9,19 @@ import * as path from 'node:path';
 
 const repo = path.join(__dirname, '..', '..');
 
-describe('links in README.md and docs/', () => {
+describe('links in README.md, docs/ and the packages', () => {
   it('resolve: every relative link names a file that exists, every #anchor a heading there', () => {
     const docs = fs
       .readdirSync(path.join(repo, 'docs'))
       .filter(name => name.endsWith('.md'))
       .map(name => path.join(repo, 'docs', name));
-    const files = [path.join(repo, 'README.md'), ...docs];
-    expect(files.length).toBeGreaterThan(10);
+    const packages = fs
+      .readdirSync(path.join(repo, 'packages'))
+      .map(name => path.join(repo, 'packages', name, 'README.md'))
+      .filter(file => fs.existsSync(file));
+    const files = [path.join(repo, 'README.md'), ...docs, ...packages];
+    expect(docs.length).toBeGreaterThan(10);
+    expect(packages.length).toBeGreaterThan(0);
     expect(brokenLinks(files)).toEqual([]);
   });
 
