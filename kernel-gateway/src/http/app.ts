@@ -15,7 +15,7 @@ import {
   type KernelQuota,
   type ShareConnections,
   type ShareStore,
-  type TokenAuth
+  type TokenIdentityResolver
 } from '../auth';
 import type { FileContentsManager } from '../contents';
 import type { CellExecutions } from '../rooms';
@@ -47,7 +47,6 @@ import {
 import { meRouter } from './routes/me';
 import { shareLinkRouter } from './routes/share-link';
 import { sharesRouter } from './routes/shares';
-import { guardShares } from './share-guard';
 import { outboundLimits, type IOutboundLimits } from './outbound';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelChannelsSocket, kernelsRouter } from './routes/kernels';
@@ -59,7 +58,8 @@ import { UpgradeRouter } from './upgrade';
 export interface IAppServices {
   /** What every router of the gateway works with. */
   context: IGatewayContext;
-  auth: TokenAuth;
+  /** Who a request is: the token, its sign-in cookie, share links. */
+  auth: TokenIdentityResolver;
   /** Kernels per gateway and per user, and starts a minute. */
   quota: KernelQuota;
   /** Wrong tokens per client address. */
@@ -101,14 +101,7 @@ export function createApp(services: IAppServices): Express {
   app.use(checks.limitFailedAuth(isLabAsset));
   app.use(authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage }));
   // A share link's holder reaches its own notebook only: one table of rules, before every route.
-  app.use(
-    guardShares({
-      auth,
-      sessions: context.sessions,
-      registry: context.registry,
-      contents: services.contents
-    })
-  );
+  app.use(checks.guardShares(services.contents));
   // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
   app.use(
     contentsRouter(

@@ -4,14 +4,16 @@
  * The app (app.ts) applies them as middleware, the upgrade router (upgrade.ts) in one call.
  */
 import type { IncomingMessage } from 'node:http';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import {
   originRefusal,
-  type Access,
+  sendRefusalPage,
   type FailedAuthLimit,
-  type ShareConnections,
-  type TokenAuth
+  type IIdentityResolver,
+  type IPrincipal,
+  type ShareConnections
 } from '../auth';
+import type { FileContentsManager } from '../contents';
 import type { KernelRegistry, SessionStore } from '../kernels';
 import { errorBody } from './errors';
 import { shareRefusal, shareRule, shareRuleContext } from './share-guard';
@@ -34,8 +36,7 @@ export interface IRefusal {
  * #### Notes
  * HTTP runs (1) before the public routes (sign-in, static files, the link page) and (2) to (4)
  * after them; (3) for HTTP is `authenticate` (auth/), which also serves the sign-in page, the token
- * link and the XSRF check; a rule's own answer and the refusal page are `guardShares`' (share-guard.ts).
- * Sockets run all five, in this order.
+ * link and the XSRF check. Sockets run all five, in this order.
  */
 export class RequestChecks {
   constructor(options: RequestChecks.IOptions) {
@@ -86,11 +87,11 @@ export class RequestChecks {
    * @param again - work it out anew, for a share link's holder whose request waited while its
    * link may have ended.
    */
-  identify(request: IncomingMessage, again = false): Access | IRefusal {
+  identify(request: IncomingMessage, again = false): IPrincipal | IRefusal {
     const { auth } = this._options;
-    const access = again ? auth.recheck(request) : auth.access(request);
-    if (access) {
-      return access;
+    const principal = auth.resolve(request, { fresh: again });
+    if (principal) {
+      return principal;
     }
     const refusal = auth.refusal(request);
     if (refusal !== undefined) {
@@ -103,29 +104,32 @@ export class RequestChecks {
 
   /**
    * (4) Why a share link's holder may not reach `pathname` by `method` (403; `WS` for a socket):
-   * no rule of `SHARE_RULES` allows it. Undefined for the owner, and for what a rule allows.
+   * no rule of `SHARE_RULES` allows it. Undefined for a principal that acts through no link, and
+   * for what a rule allows.
    */
   shareRules(
-    access: Access,
+    principal: IPrincipal,
     method: string,
     pathname: string
   ): IRefusal | undefined {
-    if (access.kind !== 'share') {
+    if (!principal.share) {
       return undefined;
     }
     const { sessions, registry } = this._options;
-    const context = shareRuleContext(access, sessions, registry);
+    const context = shareRuleContext(principal.share, sessions, registry);
     return shareRule(method, pathname, context)
       ? undefined
       : { status: 403, message: shareRefusal(method, pathname) };
   }
 
   /** (5) Why a share link's holder may not open one more socket (429: its link holds its cap). */
-  connectionCaps(access: Access): IRefusal | undefined {
-    if (access.kind !== 'share') {
+  connectionCaps(principal: IPrincipal): IRefusal | undefined {
+    if (!principal.share) {
       return undefined;
     }
-    const full = this._options.shareConnections.refusal(access.shareId);
+    const full = this._options.shareConnections.refusal(
+      principal.share.shareId
+    );
     return full === undefined ? undefined : { status: 429, message: full };
   }
 
@@ -138,21 +142,21 @@ export class RequestChecks {
     request: IncomingMessage,
     pathname: string,
     again = false
-  ): Access | IRefusal {
+  ): IPrincipal | IRefusal {
     if (!again) {
       const refused = this.origin(request) ?? this.failureLimit(request);
       if (refused) {
         return refused;
       }
     }
-    const access = this.identify(request, again);
-    if (isRefusal(access)) {
-      return access;
+    const principal = this.identify(request, again);
+    if (isRefusal(principal)) {
+      return principal;
     }
     return (
-      this.shareRules(access, 'WS', pathname) ??
-      this.connectionCaps(access) ??
-      access
+      this.shareRules(principal, 'WS', pathname) ??
+      this.connectionCaps(principal) ??
+      principal
     );
   }
 
@@ -182,18 +186,61 @@ export class RequestChecks {
     };
   }
 
+  /**
+   * (4) as middleware, after authentication: a share link's holder gets what a rule allows (or the
+   * rule's own answer: a view filtered to its notebook), and 403 for everything else, a page that
+   * says why for a browser's page load. Requests of a principal that acts through no link pass.
+   *
+   * @param contents - the files, for the rules that answer with part of a folder.
+   */
+  guardShares(contents: FileContentsManager): RequestHandler {
+    return (request, response, next) => {
+      const share = this._options.auth.resolve(request)?.share;
+      if (!share) {
+        next();
+        return;
+      }
+      const { sessions, registry } = this._options;
+      const context = shareRuleContext(share, sessions, registry, contents);
+      const rule = shareRule(request.method, request.path, context);
+      if (rule?.answer) {
+        rule.answer(context, request, response);
+        return;
+      }
+      if (rule) {
+        next();
+        return;
+      }
+      const message = shareRefusal(request.method, request.path);
+      if (Private.wantsPage(request)) {
+        // A page opened in the browser (a typed URL, a link followed): a page that says why.
+        sendRefusalPage(
+          response,
+          'This link does not open this page',
+          message,
+          {
+            href: `/doc/tree/${share.path.split('/').map(encodeURIComponent).join('/')}`,
+            text: `Open ${share.path}`
+          }
+        );
+        return;
+      }
+      Private.send(response, { status: 403, message });
+    };
+  }
+
   private _options: RequestChecks.IOptions;
 }
 
 /** Whether a check's answer is a refusal (rather than who the request is). */
-export function isRefusal(answer: Access | IRefusal): answer is IRefusal {
+export function isRefusal(answer: IPrincipal | IRefusal): answer is IRefusal {
   return 'status' in answer;
 }
 
 export namespace RequestChecks {
   export interface IOptions {
-    /** Authenticates by token, sign-in cookie or share link. */
-    auth: TokenAuth;
+    /** Tells who a request is (today: the token, its sign-in cookie, share links). */
+    auth: IIdentityResolver;
     /** The origins `--allow-origin` admits besides the gateway's own. */
     allowOrigins: readonly string[];
     /** Wrong tokens per client address (none: no limit). */
@@ -208,15 +255,20 @@ export namespace RequestChecks {
 
 namespace Private {
   /** Answer a refusal as `{ reason, message }` with its headers. */
-  export function send(
-    response: Parameters<RequestHandler>[1],
-    refusal: IRefusal
-  ): void {
+  export function send(response: Response, refusal: IRefusal): void {
     for (const [name, value] of Object.entries(refusal.headers ?? {})) {
       response.setHeader(name, value);
     }
     response
       .status(refusal.status)
       .json(errorBody(refusal.status, refusal.message));
+  }
+
+  /** Whether a refused request is a browser's page load (HTML first), not an API call. */
+  export function wantsPage(request: Request): boolean {
+    return (
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      request.accepts(['application/json', 'text/html']) === 'text/html'
+    );
   }
 }

@@ -2,14 +2,12 @@
  * What a share link's holder may reach, as one table of rules: its notebook's file, room, session
  * and kernel, the hosted lab's page, its own settings, its own identity and link. Every route the
  * app serves has a rule here, allowing or refusing; what no rule allows is refused (403). The owner
- * is not concerned: the guard lets every owner request by.
+ * is not concerned. The check chain (checks.ts) applies the table to requests and upgrades alike.
  */
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import {
   can,
   linkPrincipal,
-  sendRefusalPage,
-  type IIdentityResolver,
   type ILinkPrincipal,
   type IShareGrant,
   type ShareScope
@@ -408,65 +406,7 @@ export function shareRefusal(method: string, pathname: string): string {
   return `A share link reaches only its own notebook: ${method} ${pathname} is not allowed with it`;
 }
 
-/**
- * The guard, after authentication: a share link's holder gets what a rule allows (or the rule's
- * own answer), and 403 `{ reason, message }` for everything else. Requests of a principal that
- * acts through no link (the owner) pass untouched.
- */
-export function guardShares(options: {
-  auth: IIdentityResolver;
-  sessions: SessionStore;
-  registry: KernelRegistry;
-  contents: FileContentsManager;
-}): RequestHandler {
-  return (request, response, next) => {
-    const share = options.auth.resolve(request)?.share;
-    if (!share) {
-      next();
-      return;
-    }
-    const context = shareRuleContext(
-      share,
-      options.sessions,
-      options.registry,
-      options.contents
-    );
-    const rule = shareRule(request.method, request.path, context);
-    if (!rule) {
-      const message = shareRefusal(request.method, request.path);
-      if (Private.wantsPage(request)) {
-        // A page opened in the browser (a typed URL, a link followed): a page that says why.
-        sendRefusalPage(
-          response,
-          'This link does not open this page',
-          message,
-          {
-            href: `/doc/tree/${share.path.split('/').map(encodeURIComponent).join('/')}`,
-            text: `Open ${share.path}`
-          }
-        );
-        return;
-      }
-      response.status(403).json(errorBody(403, message));
-      return;
-    }
-    if (rule.answer) {
-      rule.answer(context, request, response);
-      return;
-    }
-    next();
-  };
-}
-
 namespace Private {
-  /** Whether a refused request is a browser's page load (HTML first), not an API call. */
-  export function wantsPage(request: Request): boolean {
-    return (
-      (request.method === 'GET' || request.method === 'HEAD') &&
-      request.accepts(['application/json', 'text/html']) === 'text/html'
-    );
-  }
-
   /**
    * A folder on the way to the link's notebook, its listing cut to the one entry that leads there
    * (`content=0` as the contents route answers it).

@@ -11,7 +11,7 @@ import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import {
   MessageRate,
   visitorName,
-  type Access,
+  type IPrincipal,
   type ShareConnections
 } from '../auth';
 import { isRefusal, type IRefusal, type RequestChecks } from './checks';
@@ -23,7 +23,7 @@ export interface ISocketUpgrade {
   readonly socket: Duplex;
   readonly url: URL;
   /** Who opens the socket. */
-  readonly access: Access;
+  readonly principal: IPrincipal;
   /** The path's groups, percent-decoded. */
   readonly params: readonly string[];
   /** Answer with an HTTP error `{ reason, message }` and close. */
@@ -32,18 +32,19 @@ export interface ISocketUpgrade {
    * The chain's identity, share rules and connection cap again, for a share link's holder whose
    * upgrade waited (its link may have ended, its notebook moved to another kernel meanwhile).
    */
-  recheck(): Access | IRefusal;
+  recheck(): IPrincipal | IRefusal;
   /**
    * Complete the upgrade on `server` and hand the socket to `open`. The socket's messages a second
    * are limited (1008 past it), and a share link's socket counts against its link (and `kernelId`'s:
    * closed when the link's notebook moves to another kernel).
    *
-   * @param access - who the socket is for (default: {@link access}; after {@link recheck}, its answer).
+   * @param options.principal - who the socket is for (default: {@link principal}; after
+   * {@link recheck}, its answer).
    */
   accept(
     server: WebSocketServer,
     open: (ws: WebSocket) => void,
-    options?: { access?: Access; kernelId?: string }
+    options?: { principal?: IPrincipal; kernelId?: string }
   ): void;
 }
 
@@ -161,13 +162,13 @@ export class UpgradeRouter {
       return Private.refuse(socket, 404, 'Not a websocket endpoint');
     }
     const { checks } = this._options;
-    const access = checks.socket(request, url.pathname);
-    if (isRefusal(access)) {
+    const principal = checks.socket(request, url.pathname);
+    if (isRefusal(principal)) {
       return Private.refuse(
         socket,
-        access.status,
-        access.message,
-        access.headers
+        principal.status,
+        principal.message,
+        principal.headers
       );
     }
     const params: string[] = [];
@@ -187,13 +188,17 @@ export class UpgradeRouter {
       request,
       socket,
       url,
-      access,
+      principal,
       params,
       refuse: (status, message) => Private.refuse(socket, status, message),
       recheck: () => checks.socket(request, url.pathname, true),
       accept: (server, open, options) =>
         server.handleUpgrade(request, socket, head, ws => {
-          this._limitMessages(ws, options?.kernelId, options?.access ?? access);
+          this._limitMessages(
+            ws,
+            options?.kernelId,
+            options?.principal ?? principal
+          );
           open(ws);
         })
     });
@@ -208,13 +213,14 @@ export class UpgradeRouter {
   private _limitMessages(
     ws: WebSocket,
     kernelId: string | undefined,
-    access: Access
+    principal: IPrincipal
   ): void {
-    const guest = access.kind === 'share';
-    if (guest) {
-      const { id, name } = visitorName(access);
+    const share = principal.share;
+    const guest = share !== undefined;
+    if (share) {
+      const { id, name } = visitorName(share);
       this._options.shareConnections.track(
-        access.shareId,
+        share.shareId,
         ws,
         name,
         id,

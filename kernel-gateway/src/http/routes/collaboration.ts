@@ -4,7 +4,7 @@
  * `/api/collaboration/room/{room}`, the room's socket.
  */
 import { Router, type Request } from 'express';
-import { can, mayEdit, type IIdentityResolver } from '../../auth';
+import { can, type IIdentityResolver } from '../../auth';
 import { ContentsError } from '../../contents';
 import type { RestSchemas } from '../../protocol';
 import type { ApiSchemas } from '../../protocol/schema';
@@ -73,15 +73,19 @@ export function roomSocket(
     path: /^\/api\/collaboration\/room\/([^/]+)\/?$/,
     params: ['room name'],
     servers: [server, smallServer],
-    handle: ({ params, access, url, refuse, accept }) => {
+    handle: ({ params, principal, url, refuse, accept }) => {
       const name = params[0];
-      const refusal = rooms.refusal(name, access);
+      const refusal = rooms.refusal(name, principal);
       if (refusal) {
         return refuse(403, refusal);
       }
       const sessionId = url.searchParams.get('sessionId') || undefined;
-      accept(mayEdit(access) ? server : smallServer, ws => {
-        void rooms.connect(ws, name, access, sessionId);
+      // Whoever may edit its notebook (the owner, an edit link) writes frames as large as any.
+      const edits = can(principal, 'notebook:edit', {
+        fileId: principal.share?.fileId
+      });
+      accept(edits ? server : smallServer, ws => {
+        void rooms.connect(ws, name, principal, sessionId);
       });
     }
   };

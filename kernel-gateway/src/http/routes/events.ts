@@ -60,14 +60,14 @@ export function eventsSocket(
     what: 'the event stream',
     path: /^\/api\/events\/subscribe\/?$/,
     servers: [server],
-    handle: ({ access, socket, accept }) =>
+    handle: ({ principal, socket, accept }) =>
       accept(server, ws => {
         // A socket that does not read is closed (1013) before its events pile up in memory.
         const stream = OutboundStream.websocket(ws, socket, outbound, reason =>
           logger.warn({ reason }, 'event socket closed')
         );
         const unsubscribe = bus.subscribe(event => {
-          if (access.kind === 'share' && event.path !== access.path) {
+          if (principal.share && event.path !== principal.share.path) {
             return;
           }
           if (ws.readyState === ws.OPEN) {

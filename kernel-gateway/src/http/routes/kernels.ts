@@ -104,7 +104,8 @@ export function kernelChannelsSocket(
     params: ['kernel id'],
     servers: [server],
     handle: async upgrade => {
-      const { access, socket, params, refuse } = upgrade;
+      const { principal, socket, params, refuse } = upgrade;
+      const share = principal.share;
       const kernelId = params[0];
       const kernel = registry.get(kernelId);
       if (!kernel) {
@@ -113,8 +114,8 @@ export function kernelChannelsSocket(
       // A link's upgrade that waits is refused if the link ends meanwhile (ShareConnections.close).
       let ended: string | undefined;
       const release =
-        access.kind === 'share'
-          ? shareConnections.pending(access.shareId, reason => {
+        share !== undefined
+          ? shareConnections.pending(share.shareId, reason => {
               ended = reason;
               refuse(403, reason);
             })
@@ -139,7 +140,7 @@ export function kernelChannelsSocket(
       }
       // What held while it waited may not hold now: the link again (revoked, expired, its notebook
       // gone) and the notebook's kernel (its session moved to another).
-      const now = access.kind === 'share' ? upgrade.recheck() : access;
+      const now = share !== undefined ? upgrade.recheck() : principal;
       if (isRefusal(now)) {
         return refuse(now.status, now.message);
       }
@@ -160,14 +161,14 @@ export function kernelChannelsSocket(
             framing,
             sessionId,
             socket,
-            access.kind === 'share' ? shareKernelMessages(access) : undefined
+            share !== undefined ? shareKernelMessages(share) : undefined
           );
           logger.debug(
             { kernel: kernelId, framing, sessionId },
             'websocket connected'
           );
         },
-        { access: now, kernelId }
+        { principal: now, kernelId }
       );
     }
   };
