@@ -182,6 +182,22 @@ describe('server-side execution into a notebook doc', () => {
     expect(room.released).toBe(room.opened);
   });
 
+  it('saves a cell that prints in several flushes as one output, a progress bar as its last state', async () => {
+    // Ten flushes: nine steps of a progress bar (each returning to the line's start), then a line.
+    const id = room.cell(
+      'for i in range(1, 10):\n    print(f"\\r{i}/9", end="", flush=True)\nprint("\\ndone", flush=True)'
+    );
+    const peer = room.collaborator();
+
+    const result = await executions.execute(kernelId, room.roomId, id);
+
+    expect(result.status).toBe('ok');
+    // As JupyterLab's output area shows it, and as the notebook is saved.
+    expect(codeCell(peer, id).outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: '9/9\ndone\n' }
+    ]);
+  });
+
   it('marks an error in the cell, and aborts the runs queued behind it', async () => {
     const failing = room.cell('1 / 0');
     const behind = room.cell('print("never")');

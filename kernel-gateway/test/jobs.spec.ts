@@ -392,6 +392,30 @@ describe('jobs', () => {
     expect(outputsOf(partial, 2)).toEqual([]);
   });
 
+  it('saves a cell that prints in several flushes as one output, a progress bar as its last state', async () => {
+    const job = await client.submit({
+      notebook: notebook([
+        codeCell(
+          'for i in range(1, 10):\n    print(f"\\r{i}/9", end="", flush=True)\nprint("\\ndone", flush=True)'
+        )
+      ])
+    });
+    const events = await eventsOf(client, job.id);
+    // Followers get each flush as the kernel sent it...
+    const streamed = events.flatMap(e =>
+      e.type === 'output' ? [e.data.output] : []
+    );
+    expect(streamed.length).toBeGreaterThan(1);
+    expect(streamed.map(output => output.text).join('')).toBe(
+      '\r1/9\r2/9\r3/9\r4/9\r5/9\r6/9\r7/9\r8/9\r9/9\ndone\n'
+    );
+    // ...and the executed notebook keeps one output, as JupyterLab's output area shows it.
+    const executed = JSON.parse(await client.notebook(job.id));
+    expect(outputsOf(executed, 0)).toEqual([
+      { output_type: 'stream', name: 'stdout', text: ['9/9\n', 'done\n'] }
+    ]);
+  });
+
   it('fails at a failing cell, marks it, keeps what ran, and runs nothing after it', async () => {
     writeFileSync(
       path.join(root, 'fails.ipynb'),

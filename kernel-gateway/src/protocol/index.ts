@@ -2,8 +2,10 @@
  * What the gateway and the agent share, and nothing else: the Jupyter wire protocol, the gRPC link
  * between worker and gateway (types generated from `schema/worker.proto`), the device and worker
  * types both sides speak in, the queue where client messages wait for a kernel (one rule on both
- * sides), the one bounded log that late followers resume from (`FollowerLog`), the types of the REST contract (generated from `schema/openapi.yaml`; the device types
- * are its), and the loader of the schemas in `schema/`.
+ * sides), the one bounded log that late followers resume from (`FollowerLog`), kernel output
+ * applied to a notebook cell (`OutputArea`, for rooms and jobs alike), the types of the REST
+ * contract (generated from `schema/openapi.yaml`; the device types are its), and the loader of the
+ * schemas in `schema/`.
  *
  * @packageDocumentation
  */
@@ -63,6 +65,13 @@ export type {
 export { FollowerLog } from './follower-log';
 export { type DeliverMessage, MessageQueue } from './message-queue';
 export { nbformatOutput, type NbformatOutput } from './nbformat';
+export {
+  DisplayIds,
+  type IOutputList,
+  JsonOutputs,
+  OutputArea,
+  OutputBudget
+} from './output-area';
 export type { RestSchemas } from './rest';
 export { ApiSchemas, eventSchemas, SCHEMA_DIR } from './schema';
 export * from './wire';

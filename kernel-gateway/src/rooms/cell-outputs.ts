@@ -2,43 +2,26 @@
  * A code cell of a room's notebook doc as server-side execution writes it: its execution state and
  * count, and the kernel's outputs, laid out exactly as @jupyter/ydoc 4 (`ycell.js`) lays them out,
  * so JupyterLab renders them: each output a `Y.Map` of its nbformat fields, a stream's `text` a
- * `Y.Text` that grows as the kernel prints. Every method runs inside the caller's transaction.
+ * `Y.Text` that grows as the kernel prints. How output is applied (clears, display updates, streams)
+ * is `protocol/output-area.ts`'s; this is its adapter over a Y doc. Every method runs inside the
+ * caller's transaction.
  *
  * @packageDocumentation
  */
 import * as Y from 'yjs';
-import { nbformatOutput } from '../protocol';
+import type { NbformatOutput } from '../protocol';
+import {
+  DisplayIds,
+  type IOutputList,
+  OutputArea,
+  OutputBudget
+} from '../protocol/output-area';
 
-/** The outputs that asked to be updated later (`transient.display_id`), in one notebook. */
-export class DisplayIds {
-  /** Remember that `output` shows display `id`. */
-  add(id: string, output: Y.Map<unknown>): void {
-    let outputs = this._outputs.get(id);
-    if (!outputs) {
-      if (this._outputs.size >= Private.MAX_DISPLAY_IDS) {
-        this._outputs.delete(this._outputs.keys().next().value!);
-      }
-      outputs = [];
-      this._outputs.set(id, outputs);
-    }
-    outputs.push(output);
-    if (outputs.length > Private.MAX_OUTPUTS_PER_DISPLAY) {
-      outputs.shift();
-    }
+/** The outputs that asked to be updated later (`transient.display_id`), in one notebook doc. */
+export class DocDisplayIds extends DisplayIds<Y.Map<unknown>> {
+  constructor() {
+    super(output => !isDeleted(output));
   }
-
-  /** The outputs still in the doc that show display `id`. */
-  outputs(id: string): Y.Map<unknown>[] {
-    const outputs = (this._outputs.get(id) ?? []).filter(o => !isDeleted(o));
-    if (outputs.length === 0) {
-      this._outputs.delete(id);
-    } else {
-      this._outputs.set(id, outputs);
-    }
-    return outputs;
-  }
-
-  private _outputs = new Map<string, Y.Map<unknown>[]>();
 }
 
 /** One cell of a notebook doc, found by its id, as one run of it writes it. */
@@ -46,8 +29,19 @@ export class CellOutputs {
   constructor(options: CellOutputs.IOptions) {
     this._doc = options.doc;
     this.cellId = options.cellId;
-    this._displays = options.displays;
-    this._budget = options.budgetBytes;
+    const mib = (options.budgetBytes / 2 ** 20).toFixed(1);
+    this._area = new OutputArea({
+      list: new Private.YOutputs(this),
+      displays: options.displays,
+      budget: new OutputBudget({
+        maxBytes: options.budgetBytes,
+        notice:
+          `[Ferry] This cell's output passed ${mib} MiB: the rest of it is not written to ` +
+          'the notebook.\n',
+        renewOnClear: true,
+        countUpdates: true
+      })
+    });
   }
 
   readonly cellId: string;
@@ -67,7 +61,7 @@ export class CellOutputs {
     if (!cell) {
       return;
     }
-    this._clear(cell);
+    this._area.clear();
     cell.set('execution_count', null);
     cell.set('execution_state', 'running');
   }
@@ -93,120 +87,14 @@ export class CellOutputs {
     content: Record<string, unknown>,
     bytes: number
   ): void {
-    const cell = this.cell();
-    if (!cell) {
-      return;
-    }
-    if (msgType === 'clear_output') {
-      if (content.wait === true) {
-        this._clearOnNext = true;
-      } else {
-        this._clear(cell);
-      }
-      return;
-    }
-    if (msgType === 'update_display_data') {
-      this._updateDisplay(content, bytes);
-      return;
-    }
-    const output = nbformatOutput(msgType, content);
-    if (!output) {
-      return;
-    }
-    if (this._clearOnNext) {
-      this._clear(cell);
-    }
-    if (!this._spend(cell, bytes)) {
-      return;
-    }
-    const outputs = cell.get('outputs');
-    if (!(outputs instanceof Y.Array)) {
-      return;
-    }
-    if (output.output_type === 'stream') {
-      const last = outputs.length > 0 ? outputs.get(outputs.length - 1) : null;
-      if (
-        last instanceof Y.Map &&
-        last.get('output_type') === 'stream' &&
-        last.get('name') === output.name
-      ) {
-        const text = last.get('text');
-        if (text instanceof Y.Text) {
-          text.insert(text.length, output.text as string);
-          return;
-        }
-      }
-    }
-    const map = Private.outputMap(output);
-    outputs.push([map]);
-    const displayId = Private.displayId(content);
-    if (displayId !== undefined) {
-      this._displays.add(displayId, map);
-    }
-  }
-
-  private _updateDisplay(
-    content: Record<string, unknown>,
-    bytes: number
-  ): void {
-    const id = Private.displayId(content);
-    if (id === undefined) {
-      return;
-    }
-    for (const output of this._displays.outputs(id)) {
-      output.set('data', content.data ?? {});
-      output.set('metadata', content.metadata ?? {});
-    }
-    this._used += bytes;
-  }
-
-  /** Whether `bytes` more fit the budget; the first time they do not, the cell says so. */
-  private _spend(cell: Y.Map<unknown>, bytes: number): boolean {
-    if (this._used + bytes <= this._budget) {
-      this._used += bytes;
-      return true;
-    }
-    if (!this._overBudget) {
-      this._overBudget = true;
-      const outputs = cell.get('outputs');
-      if (outputs instanceof Y.Array) {
-        const mib = (this._budget / 2 ** 20).toFixed(1);
-        outputs.push([
-          Private.outputMap({
-            output_type: 'stream',
-            name: 'stderr',
-            text:
-              `[Ferry] This cell's output passed ${mib} MiB: the rest of it is not written to ` +
-              'the notebook.\n'
-          })
-        ]);
-      }
-    }
-    return false;
-  }
-
-  private _clear(cell: Y.Map<unknown>): void {
-    this._clearOnNext = false;
-    this._used = 0;
-    this._overBudget = false;
-    const outputs = cell.get('outputs');
-    if (outputs instanceof Y.Array) {
-      if (outputs.length > 0) {
-        outputs.delete(0, outputs.length);
-      }
-    } else if (cell.get('cell_type') === 'code') {
-      cell.set('outputs', new Y.Array());
+    if (this.cell()) {
+      this._area.apply(msgType, content, bytes);
     }
   }
 
   private _doc: Y.Doc;
-  private _displays: DisplayIds;
-  private _budget: number;
+  private _area: OutputArea<Y.Map<unknown>>;
   private _cell: Y.Map<unknown> | undefined;
-  private _used = 0;
-  private _overBudget = false;
-  /** A `clear_output(wait=True)` waits for the next output. */
-  private _clearOnNext = false;
 }
 
 /** The options of {@link CellOutputs}. */
@@ -215,7 +103,7 @@ export namespace CellOutputs {
     doc: Y.Doc;
     cellId: string;
     /** The notebook's outputs with display ids (an update may reach another cell's output). */
-    displays: DisplayIds;
+    displays: DocDisplayIds;
     /** Bytes of output one run may write into the cell; past it, a notice and nothing more. */
     budgetBytes: number;
   }
@@ -248,11 +136,68 @@ function isDeleted(type: Y.Map<unknown>): boolean {
 }
 
 namespace Private {
-  /** At most this many display ids are remembered per notebook (the oldest go first). */
-  export const MAX_DISPLAY_IDS = 1000;
+  /** The outputs of a cell of a notebook doc, looked up each time (a client may move the cell). */
+  export class YOutputs implements IOutputList<Y.Map<unknown>> {
+    constructor(cell: CellOutputs) {
+      this._cell = cell;
+    }
 
-  /** At most this many outputs are remembered per display id. */
-  export const MAX_OUTPUTS_PER_DISPLAY = 100;
+    clear(): void {
+      const cell = this._cell.cell();
+      const outputs = cell?.get('outputs');
+      if (outputs instanceof Y.Array) {
+        if (outputs.length > 0) {
+          outputs.delete(0, outputs.length);
+        }
+      } else if (cell?.get('cell_type') === 'code') {
+        cell.set('outputs', new Y.Array());
+      }
+    }
+
+    push(output: NbformatOutput): Y.Map<unknown> {
+      const map = outputMap(output);
+      const outputs = this._cell.cell()?.get('outputs');
+      if (outputs instanceof Y.Array) {
+        outputs.push([map]);
+      }
+      return map;
+    }
+
+    lastStream(name: string): Y.Map<unknown> | undefined {
+      const outputs = this._cell.cell()?.get('outputs');
+      if (!(outputs instanceof Y.Array) || outputs.length === 0) {
+        return undefined;
+      }
+      const last: unknown = outputs.get(outputs.length - 1);
+      return last instanceof Y.Map &&
+        last.get('output_type') === 'stream' &&
+        last.get('name') === name &&
+        last.get('text') instanceof Y.Text
+        ? (last as Y.Map<unknown>)
+        : undefined;
+    }
+
+    streamText(output: Y.Map<unknown>): string {
+      return String(output.get('text'));
+    }
+
+    setStreamTail(output: Y.Map<unknown>, from: number, text: string): void {
+      const ytext = output.get('text') as Y.Text;
+      if (from < ytext.length) {
+        ytext.delete(from, ytext.length - from);
+      }
+      if (text.length > 0) {
+        ytext.insert(from, text);
+      }
+    }
+
+    setDisplay(output: Y.Map<unknown>, data: unknown, metadata: unknown): void {
+      output.set('data', data);
+      output.set('metadata', metadata);
+    }
+
+    private _cell: CellOutputs;
+  }
 
   /** An output as @jupyter/ydoc's `createOutputs` makes it: a stream's text as a `Y.Text`. */
   export function outputMap(output: Record<string, unknown>): Y.Map<unknown> {
@@ -263,14 +208,5 @@ namespace Private {
           : [key, value]
     );
     return new Y.Map<unknown>(entries);
-  }
-
-  /** The display id an output asks to be updated by, if any. */
-  export function displayId(
-    content: Record<string, unknown>
-  ): string | undefined {
-    const transient = content.transient as { display_id?: unknown } | undefined;
-    const id = transient?.display_id;
-    return typeof id === 'string' && id !== '' ? id : undefined;
   }
 }

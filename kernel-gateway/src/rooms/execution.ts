@@ -17,7 +17,7 @@ import type {
 } from '../channels';
 import type { KernelRegistry, ManagedKernel } from '../kernels';
 import { createMessage } from '../protocol/wire';
-import { CellOutputs, DisplayIds, findCell } from './cell-outputs';
+import { CellOutputs, DocDisplayIds, findCell } from './cell-outputs';
 import type { IRoomHandle, RoomManager } from './manager';
 import { RoomCloseCode, RoomError } from './protocol';
 
@@ -165,10 +165,10 @@ export class CellExecutions {
    * The display ids of a notebook's outputs: updates may reach outputs of earlier runs. Kept per
    * doc, so they go with it when its room is freed.
    */
-  private _displays(doc: Y.Doc): DisplayIds {
+  private _displays(doc: Y.Doc): DocDisplayIds {
     let displays = this._displayIds.get(doc);
     if (!displays) {
-      displays = new DisplayIds();
+      displays = new DocDisplayIds();
       this._displayIds.set(doc, displays);
     }
     return displays;
@@ -185,7 +185,7 @@ export class CellExecutions {
   private _log: Logger;
   private _budget: number;
   private _runners = new Map<string, KernelRunner>();
-  private _displayIds = new WeakMap<Y.Doc, DisplayIds>();
+  private _displayIds = new WeakMap<Y.Doc, DocDisplayIds>();
 }
 
 /** The options and defaults of {@link CellExecutions}. */

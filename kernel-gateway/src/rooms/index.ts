@@ -26,7 +26,7 @@ export {
   SERVER_ORIGIN,
   type IRoomTimings
 } from './room-file';
-export { CellOutputs, DisplayIds, findCell } from './cell-outputs';
+export { CellOutputs, DocDisplayIds, findCell } from './cell-outputs';
 export {
   CellExecutionError,
   CellExecutions,

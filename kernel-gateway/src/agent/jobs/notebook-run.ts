@@ -16,7 +16,12 @@ import type {
   JobEvent,
   JobRunStatus
 } from '../../protocol/jobs';
-import { nbformatOutput } from '../../protocol/nbformat';
+import {
+  DisplayIds,
+  JsonOutputs,
+  OutputArea,
+  OutputBudget
+} from '../../protocol/output-area';
 import {
   createMessage,
   type Channel,
@@ -37,7 +42,11 @@ export class NotebookRun {
     this._send = options.send;
     this._emit = options.onEvent;
     this._log = options.logger.child({ job: this.jobId });
-    this._budget = options.outputBudgetBytes ?? NotebookRun.OUTPUT_BUDGET;
+    const budget = options.outputBudgetBytes ?? NotebookRun.OUTPUT_BUDGET;
+    this._budget = new OutputBudget({
+      maxBytes: budget,
+      notice: `[ferry] this job's output passed ${budget} bytes: further output is not kept\n`
+    });
     this._notebook = Private.parseNotebook(options.run.notebook);
     this._order = this._notebook.cells
       .map((cell, index) => ({ cell, index }))
@@ -103,22 +112,10 @@ export class NotebookRun {
           cell.execution_count = content.execution_count;
         }
         return;
-      case 'clear_output':
-        if (content.wait === true) {
-          current.clearOnOutput = true;
-        } else {
-          this._clear(cell);
+      default:
+        for (const output of current.outputs.apply(type, content)) {
+          this._emit({ kind: 'output', index: current.index, output });
         }
-        return;
-      case 'update_display_data':
-        this._updateDisplay(content);
-        return;
-      case 'stream':
-      case 'display_data':
-      case 'execute_result':
-      case 'error':
-        this._output(current, cell, type, content);
-        return;
     }
   }
 
@@ -163,7 +160,12 @@ export class NotebookRun {
     }
     const index = this._order[this._position++];
     const cell = this._notebook.cells[index];
-    cell.outputs = [];
+    const outputs = new OutputArea({
+      list: new JsonOutputs(cell),
+      displays: this._displays,
+      budget: this._budget
+    });
+    outputs.clear();
     cell.execution_count = null;
     cell.metadata = { ...(cell.metadata ?? {}), execution: {} };
     const request = createMessage(
@@ -182,7 +184,7 @@ export class NotebookRun {
       msgId: request.header.msg_id,
       index,
       idle: false,
-      clearOnOutput: false
+      outputs
     };
     this._emit({
       kind: 'cell',
@@ -227,71 +229,6 @@ export class NotebookRun {
     );
   }
 
-  private _output(
-    current: Private.ICurrent,
-    cell: Private.ICell,
-    type: string,
-    content: Record<string, unknown>
-  ): void {
-    if (current.clearOnOutput) {
-      current.clearOnOutput = false;
-      this._clear(cell);
-    }
-    const output = nbformatOutput(type, content);
-    if (!output) {
-      return;
-    }
-    const bytes = JSON.stringify(output).length;
-    if (this._bytes + bytes > this._budget) {
-      if (!this._overBudget) {
-        this._overBudget = true;
-        const notice = {
-          output_type: 'stream',
-          name: 'stderr',
-          text: `[ferry] this job's output passed ${this._budget} bytes: further output is not kept\n`
-        };
-        cell.outputs!.push(notice);
-        this._emit({ kind: 'output', index: current.index, output: notice });
-      }
-      return;
-    }
-    this._bytes += bytes;
-    const outputs = cell.outputs!;
-    const last = outputs[outputs.length - 1];
-    if (
-      output.output_type === 'stream' &&
-      last?.output_type === 'stream' &&
-      last.name === output.name
-    ) {
-      // As JupyterLab and nbformat writers do: one stream output per run of the same stream.
-      last.text = String(last.text) + String(output.text);
-    } else {
-      outputs.push(output);
-    }
-    const displayId = Private.record(content.transient).display_id;
-    if (typeof displayId === 'string' && type === 'display_data') {
-      const shown = this._displays.get(displayId) ?? [];
-      shown.push(output);
-      this._displays.set(displayId, shown);
-    }
-    this._emit({ kind: 'output', index: current.index, output });
-  }
-
-  private _clear(cell: Private.ICell): void {
-    cell.outputs = [];
-  }
-
-  private _updateDisplay(content: Record<string, unknown>): void {
-    const displayId = Private.record(content.transient).display_id;
-    if (typeof displayId !== 'string') {
-      return;
-    }
-    for (const output of this._displays.get(displayId) ?? []) {
-      output.data = content.data ?? {};
-      output.metadata = content.metadata ?? {};
-    }
-  }
-
   private _finish(
     status: JobRunStatus,
     reason?: string,
@@ -314,16 +251,16 @@ export class NotebookRun {
   private _send: NotebookRun.IOptions['send'];
   private _emit: (event: JobEvent) => void;
   private _log: Logger;
-  private _budget: number;
-  private _bytes = 0;
-  private _overBudget = false;
+  /** Bytes of output the whole run may keep in its notebook. */
+  private _budget: OutputBudget;
   private _notebook: Private.INotebook;
   /** Indexes of the cells that run, in order. */
   private _order: number[];
   /** How many of `_order` were sent. */
   private _position = 0;
   private _current: Private.ICurrent | undefined;
-  private _displays = new Map<string, Record<string, unknown>[]>();
+  /** Outputs with display ids, of every cell of the run (an update may reach an earlier cell's). */
+  private _displays = new DisplayIds<Record<string, unknown>>();
   private _finished: IJobFinished | undefined;
 }
 
@@ -368,8 +305,8 @@ namespace Private {
     index: number;
     reply?: Record<string, unknown>;
     idle: boolean;
-    /** A `clear_output` with `wait` came: the next output clears first. */
-    clearOnOutput: boolean;
+    /** The kernel's output applied to the cell. */
+    outputs: OutputArea<Record<string, unknown>>;
   }
 
   export function parseNotebook(text: string): INotebook {
