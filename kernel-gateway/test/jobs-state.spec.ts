@@ -15,7 +15,9 @@ import * as path from 'node:path';
 import { createLogger, Worker } from '../src';
 import {
   Job,
+  JobFollowers,
   JobStateError,
+  type JobStreamEvent,
   type IJobRecord,
   type JobPhase
 } from '../src/jobs';
@@ -236,6 +238,50 @@ describe('a job as a state machine', () => {
     expect(lost).toHaveBeenCalledTimes(1);
     // Not recovered: no grace period to wait for.
     expect(() => adopted.awaitWorker(1000, lost)).toThrow(JobStateError);
+  });
+});
+
+describe("a job's followers", () => {
+  const output = (index: number, text: string): JobStreamEvent => ({
+    type: 'output',
+    data: { index, output: { output_type: 'stream', name: 'stdout', text } }
+  });
+
+  it('show a late follower the newest output within the cap, oldest first', () => {
+    const followers = new JobFollowers();
+    const seen: JobStreamEvent[] = [];
+    followers.add(event => seen.push(event));
+    const chunk = 'x'.repeat(JobFollowers.BACKLOG_BYTES / 4);
+    const events = [0, 1, 2, 3, 4, 5].map(i => output(i, chunk));
+    for (const event of events) {
+      followers.publish(event, error => {
+        throw error;
+      });
+    }
+    // Those already following saw everything; a late one gets the newest that fit (3 of 6).
+    expect(seen).toEqual(events);
+    expect(followers.backlog()).toEqual(events.slice(3));
+  });
+
+  it('keep the newest output even when it alone is over the cap', () => {
+    const followers = new JobFollowers();
+    const huge = output(1, 'x'.repeat(JobFollowers.BACKLOG_BYTES + 1));
+    followers.publish(output(0, 'small'), () => undefined);
+    followers.publish(huge, () => undefined);
+    expect(followers.backlog()).toEqual([huge]);
+  });
+
+  it('tell the others when one follower throws', () => {
+    const followers = new JobFollowers();
+    const seen: JobStreamEvent[] = [];
+    const failures: string[] = [];
+    followers.add(() => {
+      throw new Error('gone');
+    });
+    followers.add(event => seen.push(event));
+    followers.publish(output(0, 'a'), error => failures.push(error.message));
+    expect(seen).toHaveLength(1);
+    expect(failures).toEqual(['gone']);
   });
 });
 

@@ -1,11 +1,12 @@
 /**
  * Following a job: what its event stream carries, the followers of a job not over (each told every
  * event as it happens) and what a late follower is shown first (the cells and output kept so far,
- * within a cap on bytes), and a job that is over replayed from its executed notebook.
+ * in a {@link FollowerLog} capped in bytes, the one log every late follower reads), and a job that
+ * is over replayed from its executed notebook.
  *
  * @packageDocumentation
  */
-import type { RestSchemas } from '../protocol';
+import { FollowerLog, type RestSchemas } from '../protocol';
 import type { INotebook } from './notebook';
 import type { IJobModel } from './records';
 
@@ -19,8 +20,8 @@ export type JobStreamEvent =
 /** Who follows a job not over yet, and the cells and output kept for late followers (bounded). */
 export class JobFollowers {
   /** Events a late follower gets, in order: the kept cells and output. */
-  backlog(): readonly JobStreamEvent[] {
-    return this._backlog;
+  backlog(): JobStreamEvent[] {
+    return [...this._backlog.since(0)];
   }
 
   /** Follow from now; returns the function that stops following. */
@@ -53,23 +54,15 @@ export class JobFollowers {
   }
 
   private _keep(event: Extract<JobStreamEvent, { data: unknown }>): void {
-    const bytes = JSON.stringify(event.data).length;
-    this._backlog.push(event);
-    this._bytes.push(bytes);
-    this._total += bytes;
-    while (
-      this._total > JobFollowers.BACKLOG_BYTES &&
-      this._backlog.length > 1
-    ) {
-      this._backlog.shift();
-      this._total -= this._bytes.shift()!;
-    }
+    this._backlog.push(event, JSON.stringify(event.data).length);
   }
 
   private _listeners = new Set<JobFollowers.Listener>();
-  private _backlog: JobStreamEvent[] = [];
-  private _bytes: number[] = [];
-  private _total = 0;
+  /** The newest item stays even when it alone is over the cap: a late follower sees where it is. */
+  private _backlog = new FollowerLog<JobStreamEvent>({
+    maxBytes: JobFollowers.BACKLOG_BYTES,
+    oversized: 'keep'
+  });
 }
 
 /** The listener type and the cap of {@link JobFollowers}. */

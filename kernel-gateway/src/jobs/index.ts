@@ -18,7 +18,7 @@ export {
   parameterSyntax,
   PARAMETERS_TAG
 } from './parameters';
-export type { JobStreamEvent } from './following';
+export { JobFollowers, type JobStreamEvent } from './following';
 export { Job, type JobPhase, JobStateError } from './job';
 export {
   FINAL_STATES,
