@@ -1,10 +1,12 @@
 /**
- * The HTTP side of the gateway: the app factory, one router per resource, the websocket upgrade
- * routing, errors and validation.
+ * The HTTP side of the gateway: the app factory, the check chain every request and websocket
+ * passes, one router per resource (its socket beside its routes), the websocket upgrade dispatcher,
+ * errors and validation.
  *
  * @packageDocumentation
  */
 export * from './app';
+export * from './checks';
 export * from './connections';
 export * from './context';
 export * from './errors';
