@@ -33,14 +33,6 @@ export {
   type NotebookRef
 } from './capabilities';
 export {
-  accessOf,
-  mayEdit,
-  principalOf,
-  type Access,
-  type IAccessResolver,
-  type IShareAccess
-} from './access';
-export {
   ShareConnections,
   type IClosableSocket,
   type IConnectedVisitor,
@@ -56,8 +48,4 @@ export {
   LimitError,
   MessageRate
 } from './limits';
-export {
-  originRefusal,
-  TokenIdentityResolver,
-  TokenIdentityResolver as TokenAuth
-} from './token';
+export { originRefusal, TokenIdentityResolver } from './token';

@@ -1,7 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
-import { accessOf, type Access } from './access';
 import {
   linkPrincipal,
   OWNER_PRINCIPAL,
@@ -68,20 +67,6 @@ export class TokenIdentityResolver implements IIdentityResolver {
     }
     const found = this._identify(request);
     return found && 'principal' in found ? found.principal : undefined;
-  }
-
-  /**
-   * The owner-or-link view of {@link resolve}, for http/upgrade.ts until it asks for the principal.
-   */
-  access(request: IncomingMessage): Access | undefined {
-    const principal = this.resolve(request);
-    return principal && accessOf(principal);
-  }
-
-  /** {@link access}, worked out again (`resolve(request, { fresh: true })`). */
-  recheck(request: IncomingMessage): Access | undefined {
-    const principal = this.resolve(request, { fresh: true });
-    return principal && accessOf(principal);
   }
 
   /**

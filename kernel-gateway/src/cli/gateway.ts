@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createHostWorker, type KernelUser } from '../agent';
-import { TokenAuth } from '../auth';
+import { TokenIdentityResolver } from '../auth';
 import {
   environmentTemplate,
   jobAccessBlocked,
@@ -62,7 +62,9 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
     ? loadProfilesFile(flags.profiles)
     : undefined;
   const offers = profiles?.offers;
-  const token = flags.auth ? (given ?? TokenAuth.generate()) : undefined;
+  const token = flags.auth
+    ? (given ?? TokenIdentityResolver.generate())
+    : undefined;
   if (!flags.auth) {
     logger.warn(
       'AUTHENTICATION IS OFF (--no-auth): anyone who can reach this port can run code as this user'
@@ -82,7 +84,7 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
   );
   const workerToken =
     flags.workerPort !== undefined
-      ? (givenWorkerToken ?? TokenAuth.generate())
+      ? (givenWorkerToken ?? TokenIdentityResolver.generate())
       : undefined;
   let gateway: ReturnType<typeof createGateway>;
   try {

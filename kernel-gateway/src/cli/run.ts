@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { createHostWorker } from '../agent';
-import { TokenAuth } from '../auth';
+import { TokenIdentityResolver } from '../auth';
 import { createGateway } from '../gateway';
 import { createLogger } from '../log';
 import { readTokenFile, takeSecretEnv } from '../secrets';
@@ -294,7 +294,7 @@ namespace Private {
       simulate: flags.simulate,
       discover: flags.discover
     });
-    const token = TokenAuth.generate();
+    const token = TokenIdentityResolver.generate();
     const gateway = createGateway({
       logger,
       version: VERSION,

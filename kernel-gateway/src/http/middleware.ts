@@ -5,7 +5,7 @@
  */
 import cors from 'cors';
 import type { RequestHandler } from 'express';
-import { OWNER, type KernelQuota, type TokenAuth } from '../auth';
+import { OWNER, type IIdentityResolver, type KernelQuota } from '../auth';
 import type { SessionStore } from '../kernels';
 import { errorBody } from './errors';
 
@@ -49,7 +49,7 @@ export function allowedOriginsCors(
  * counted as a start.
  */
 export function kernelStartQuota(
-  auth: TokenAuth,
+  auth: IIdentityResolver,
   quota: KernelQuota,
   starts: (body: IStartBody) => boolean
 ): RequestHandler {

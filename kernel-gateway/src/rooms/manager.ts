@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import { can, principalOf, type Access, type IPrincipal } from '../auth';
+import { can, type IPrincipal } from '../auth';
 import { ContentsError, type FileContentsManager } from '../contents';
 import { StateStoreError, type StateStore } from '../store';
 import { RoomConnection } from './connection';
@@ -143,11 +143,10 @@ export class RoomManager {
   }
 
   /**
-   * Why `who` may not join the room `name` (`notebook:view` on its notebook; the global awareness
-   * room is everyone's); undefined when it may.
+   * Why `principal` may not join the room `name` (`notebook:view` on its notebook; the global
+   * awareness room is everyone's); undefined when it may.
    */
-  refusal(name: string, who: IPrincipal | Access): string | undefined {
-    const principal = principalOf(who);
+  refusal(name: string, principal: IPrincipal): string | undefined {
     return name === GLOBAL_AWARENESS_ROOM ||
       can(principal, 'notebook:view', { fileId: parseRoomName(name)?.fileId })
       ? undefined
@@ -155,17 +154,16 @@ export class RoomManager {
   }
 
   /**
-   * Take a socket into the room `name` with the rights of `who`. A client whose `sessionId` is
+   * Take a socket into the room `name` with the rights of `principal`. A client whose `sessionId` is
    * not the room's is closed with 1003 (its doc is of another history: it must reload); a name that
    * is not a room's with 4400, a file that is gone with 4404, a room that cannot load with 4500.
    */
   async connect(
     ws: WebSocket,
     name: string,
-    who: IPrincipal | Access,
+    principal: IPrincipal,
     sessionId?: string
   ): Promise<void> {
-    const principal = principalOf(who);
     if (this._disposed) {
       ws.close(RoomCloseCode.GoingAway, 'The gateway is stopping');
       return;
