@@ -4,6 +4,7 @@
  */
 import type { ServerCredentials } from '@grpc/grpc-js';
 import type { ILimits } from './auth/limits';
+import type { IOidcSettings, ISessionLifetimes } from './auth/oidc/settings';
 import type { IRateLimits } from './channels';
 import type {
   AcceleratorKernelspecs,
@@ -60,6 +61,17 @@ export interface IGatewayOptions {
   token?: string;
   /** Require the token (default). `false` is for local use only and is logged loudly. */
   auth: boolean;
+  /**
+   * Sign people in through an OpenID Connect provider (`--auth oidc`): each gets an account, a
+   * folder and a uid of their own. Left out: the token's one owner (`--auth token`).
+   */
+  oidc?: IOidcSettings;
+  /** How long browser sessions of signed-in people last. */
+  sessions: ISessionLifetimes;
+  /** Where users' folders are made (default: the root directory). */
+  userRoot?: string;
+  /** The uids of users without a system account of their name (`--user-uids 61000-61999`). */
+  userUids?: { first: number; last: number };
   /** The directory notebooks live in; kernels start in their notebook's directory under it. */
   rootDir: string;
   /** Serve and list dot files under the root directory (default false). */

@@ -22,6 +22,12 @@ import {
   type ILimits,
   type ShareEnd
 } from './auth';
+import {
+  BrowserSessions,
+  OidcClient,
+  OidcIdentityResolver,
+  oidcSignInRouter
+} from './auth/oidc';
 import type { IGatewayOptions } from './config';
 import { resolveGatewayOptions } from './options';
 import { FileContentsManager } from './contents';
@@ -55,6 +61,7 @@ import {
 import { Scheduler } from './scheduler';
 import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
+import { UidAllocator, UserAccounts } from './users';
 
 /**
  * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
@@ -71,6 +78,8 @@ export class Gateway {
     if (resolved.workerPort !== undefined && !resolved.workerToken) {
       throw new Error('a worker token is required to accept remote workers');
     }
+    // Before anything is opened: a bad issuer stops start-up with nothing to undo.
+    const oidcClient = resolved.oidc && new OidcClient(resolved.oidc);
     this.options = resolved;
     this.logger = options.logger;
     this._temporaryStateDir = resolved.stateDir
@@ -133,10 +142,32 @@ export class Gateway {
         this.shares.fileDeleted(event.path);
       }
     });
-    this.auth = new TokenIdentityResolver(
-      resolved.auth ? resolved.token : undefined,
-      this.shares
-    );
+    if (resolved.oidc && resolved.auth) {
+      const uids = new UidAllocator({
+        store: this.state,
+        range: resolved.userUids
+      });
+      this.accounts = new UserAccounts({
+        store: this.state,
+        uids,
+        userRoot: resolved.userRoot || resolved.rootDir
+      });
+      this.browserSessions = new BrowserSessions({
+        store: this.state,
+        accounts: this.accounts,
+        lifetimes: resolved.sessions
+      });
+      this.auth = new OidcIdentityResolver(
+        resolved.token!,
+        this.shares,
+        this.browserSessions
+      );
+    } else {
+      this.auth = new TokenIdentityResolver(
+        resolved.auth ? resolved.token : undefined,
+        this.shares
+      );
+    }
     this.pool = new WorkerPool({
       logger: options.logger,
       graceMs: resolved.workerGraceMs,
@@ -283,7 +314,18 @@ export class Gateway {
       shareConnections: this.shareConnections,
       collaboration: this.rooms,
       terminals: this.terminals,
-      jobs: this.jobs
+      jobs: this.jobs,
+      oidcSignIn:
+        resolved.oidc && oidcClient && this.accounts && this.browserSessions
+          ? oidcSignInRouter({
+              client: oidcClient,
+              sessions: this.browserSessions,
+              accounts: this.accounts,
+              settings: resolved.oidc,
+              auth: this.auth,
+              logger: options.logger
+            })
+          : undefined
     };
     this.app = createApp(services);
     this.upgrades = createUpgrades(services);
@@ -297,6 +339,10 @@ export class Gateway {
   readonly options: IGatewayOptions;
   readonly logger: Logger;
   readonly auth: TokenIdentityResolver;
+  /** The people who signed in (`--auth oidc`), their folders and uids. */
+  readonly accounts?: UserAccounts;
+  /** Their browser sessions (`--auth oidc`). */
+  readonly browserSessions?: BrowserSessions;
   /** What survives a restart: rooms, file ids, share links (`stateDir`). */
   readonly state: StateStore;
   readonly pool: WorkerPool;
@@ -369,6 +415,7 @@ export class Gateway {
     }
     this._closed = (async () => {
       this.registry.dispose();
+      this.browserSessions?.dispose();
       // First: jobs on the embedded worker end with its kernels below, and are not to be recorded
       // as failed for it (a restart finds them lost); remote ones go on and are adopted.
       this.jobs.dispose();

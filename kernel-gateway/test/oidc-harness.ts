@@ -120,7 +120,10 @@ export async function startOidcProvider(options: {
       '--oidc-client-id',
       CLIENT_ID,
       '--oidc-client-secret-file',
-      secretFile
+      secretFile,
+      // The provider gives the groups claim for its own scope (Keycloak: a mapper).
+      '--oidc-scopes',
+      'openid profile groups'
     ],
     setGroups: groups =>
       new Promise<void>((resolve, reject) => {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { declareOptions } from '../src/cli/options';
@@ -98,6 +99,64 @@ describe('the option tables', () => {
     });
   });
 
+  it('take --auth <mode> and --no-auth into one value, and build --auth oidc from its flags', () => {
+    expect(parseGateway([]).auth).toBe('token');
+    expect(parseGateway(['--no-auth']).auth).toBe(false);
+    expect(gatewaySettings(parseGateway(['--no-auth']), {}).auth).toBe(false);
+    expect(gatewaySettings(parseGateway([]), {})).toMatchObject({
+      auth: true,
+      oidc: undefined
+    });
+    expect(() => parseGateway(['--auth', 'magic'])).toThrow();
+    expect(() => gatewaySettings(parseGateway(['--auth', 'oidc']), {})).toThrow(
+      '--auth oidc needs --oidc-issuer and --oidc-client-id'
+    );
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-options-'));
+    const secretFile = path.join(dir, 'secret');
+    writeFileSync(secretFile, 'the-secret\n');
+    try {
+      const flags = parseGateway([
+        '--auth',
+        'oidc',
+        '--oidc-issuer',
+        'https://id.example.org/realms/lab',
+        '--oidc-client-id',
+        'ferry',
+        '--oidc-client-secret-file',
+        secretFile,
+        '--oidc-scopes',
+        'openid,profile groups',
+        '--oidc-admin-group',
+        'admins,staff',
+        '--session-idle-timeout',
+        '60',
+        '--user-uids',
+        '61000-61999'
+      ]);
+      expect(gatewaySettings(flags, {})).toMatchObject({
+        auth: true,
+        oidc: {
+          issuer: 'https://id.example.org/realms/lab',
+          clientId: 'ferry',
+          clientSecret: 'the-secret',
+          scopes: ['openid', 'profile', 'groups'],
+          usernameClaim: 'preferred_username',
+          groupsClaim: 'groups',
+          adminUsers: [],
+          adminGroups: ['admins', 'staff'],
+          timeoutMs: 10_000
+        },
+        sessions: { idleMs: 60_000 },
+        userUids: { first: 61000, last: 61999 }
+      });
+      expect(() => parseGateway(['--user-uids', '0-10'])).toThrow();
+      writeFileSync(secretFile, '\n');
+      expect(() => gatewaySettings(flags, {})).toThrow('is empty');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("give a gateway made in code the command line's defaults, but the state directory", () => {
     expect(DEFAULT_GATEWAY_OPTIONS).toEqual({
       auth: true,
@@ -132,6 +191,7 @@ describe('the option tables', () => {
         cullBusy: false
       },
       workerGraceMs: 30_000,
+      sessions: { idleMs: 24 * 3600_000, maxMs: 14 * 24 * 3600_000 },
       kernelspecAccelerators: 'auto',
       scheduling: { policy: 'pack', maxKernelsPerDevice: 1 }
     });

@@ -107,8 +107,16 @@ export function authenticate(
       return;
     }
     if (credential === undefined) {
-      if (page) {
+      if (page && options.signIn) {
+        options.signIn.page(response, request.originalUrl);
+      } else if (page) {
         Private.sendSignInPage(response, 401, request.originalUrl);
+      } else if (options.signIn) {
+        // The hosted lab goes to the sign-in page when its session ends (X-Ferry-Sign-In).
+        response.setHeader('X-Ferry-Sign-In', '/login').status(401).json({
+          reason: 'Unauthorized',
+          message: options.signIn.message
+        });
       } else {
         response.status(401).json({
           reason: 'Unauthorized',
@@ -172,6 +180,14 @@ export namespace authenticate {
     isPublic(path: string): boolean;
     /** Paths of HTML pages: these get the sign-in page instead of a JSON 401. */
     isPage(path: string): boolean;
+    /**
+     * Sign-in other than the token form (`--auth oidc`): the answer to a page opened without
+     * credentials (on to the provider), and the message of an API request's 401.
+     */
+    signIn?: {
+      page(response: Parameters<RequestHandler>[1], next: string): void;
+      message: string;
+    };
   }
 }
 

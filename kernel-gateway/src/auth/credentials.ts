@@ -100,7 +100,12 @@ export class CredentialStore<M> {
       void this._end(key, found, ended);
       return undefined;
     }
-    if (now - found.lastUsedAt >= CredentialStore.TOUCH_MS) {
+    // A short idle time (minutes, or seconds in tests) is noted often enough to keep a used one.
+    const touchMs = Math.min(
+      CredentialStore.TOUCH_MS,
+      (found.idleMs ?? Infinity) / 4
+    );
+    if (now - found.lastUsedAt >= touchMs) {
       const touched = { ...found, lastUsedAt: now };
       this._used.set(key, now);
       // A store that cannot write now (full disk) must not sign anyone out: the use is not noted.
@@ -250,7 +255,7 @@ export namespace CredentialStore {
     now?: () => number;
   }
 
-  /** Last use is written at most this often per credential. */
+  /** Last use is written at most this often per credential (a quarter of its idle time if less). */
   export const TOUCH_MS = 60_000;
 }
 

@@ -43,16 +43,57 @@ export interface IShareGrant {
 export interface IPrincipal {
   /**
    * The user it acts as, for what it owns and the per-user limits: {@link OWNER} for the gateway's
-   * token or sign-in cookie; `share:<linkId>` for a share link's holders (a link's visitors count
-   * as one).
+   * token or sign-in cookie; a signed-in person's account id (`oidc:<subject>`); `share:<linkId>`
+   * for a share link's holders (a link's visitors count as one).
    */
   readonly id: string;
   /** Its roles (the owner is `admin`; a link's holder has none). */
   readonly roles: readonly Role[];
-  /** The groups it belongs to (none yet: an OIDC claim or JupyterHub's groups will fill them). */
+  /** The groups it belongs to (a signed-in person's, from the provider's groups claim). */
   readonly groups: readonly string[];
   /** The share link it acts through, if any: then it reaches that link's notebook only. */
   readonly share?: IShareGrant;
+  /** The person, when it is one an identity provider signed in (`--auth oidc`). */
+  readonly user?: IUserIdentity;
+  /** The API token it acts through, if any: its scope limits what it may do (capabilities.ts). */
+  readonly token?: IApiTokenGrant;
+}
+
+/** What an API token may do (the REST contract's `ApiTokenScope`): everything, or read only. */
+export type ApiTokenScope = RestSchemas['ApiTokenScope'];
+
+/** The API token a principal acts through (`/api/me/tokens`): its id (not its secret), its scope. */
+export interface IApiTokenGrant {
+  readonly id: string;
+  readonly scope: ApiTokenScope;
+}
+
+/** Resolves API tokens (auth/api-tokens.ts): the token resolver asks it after the gateway's token. */
+export interface IApiTokenResolver {
+  /** The user a presented secret acts as, with its grant; undefined when it is no live token. */
+  resolveToken(secret: string): IPrincipal | undefined;
+}
+
+/** A person an identity provider signed in: who they are on this host. */
+export interface IUserIdentity {
+  /** Their user name, as the provider gives it (normalised). */
+  readonly name: string;
+  /** Their folder's name under the user root (also their system account's name, if any). */
+  readonly folder: string;
+  /** Their folder's absolute path. */
+  readonly home: string;
+  /** The uid and gid their kernels, terminals and jobs run as. */
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/**
+ * Resolves a browser's session (`--auth oidc`): the token resolver asks it after the token, before
+ * share links.
+ */
+export interface ISessionResolver {
+  /** The signed-in person a request's session cookie is; undefined when it carries none live. */
+  resolveSession(request: IncomingMessage): IPrincipal | undefined;
 }
 
 /** A principal acting through a share link. */

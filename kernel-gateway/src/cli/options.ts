@@ -38,6 +38,10 @@ export function declareOptions(command: Command, table: OptionTable): Command {
       );
     }
     command.addOption(option);
+    if (spec.negatedBy) {
+      // After the option itself: commander then keeps its default rather than `true`.
+      command.addOption(new Option(spec.negatedBy.flag, spec.negatedBy.help));
+    }
   }
   return command;
 }

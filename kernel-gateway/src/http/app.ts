@@ -5,7 +5,7 @@
  * share link), the share guard, then the routes, one router per resource, with the JSON 404 and the
  * error middleware last. The checks are the ones every websocket passes too (checks.ts).
  */
-import express, { type Express } from 'express';
+import express, { type Express, type Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { AcceleratorService } from '../accelerators';
 import {
@@ -17,6 +17,7 @@ import {
   type ShareStore,
   type TokenIdentityResolver
 } from '../auth';
+import { sendOidcSignIn } from '../auth/oidc';
 import type { FileContentsManager } from '../contents';
 import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
@@ -82,6 +83,8 @@ export interface IAppServices {
   terminals: TerminalRegistry;
   /** Headless notebook jobs (`/api/jobs`). */
   jobs: JobService;
+  /** Signing people in through a provider (`--auth oidc`): its routes, before the token's. */
+  oidcSignIn?: Router;
 }
 
 /** The express app of the gateway's REST API and pages (websockets: {@link createUpgrades}). */
@@ -95,11 +98,20 @@ export function createApp(services: IAppServices): Express {
   app.use(refuseMalformedUrls());
   app.use(checks.refuseForeignOrigins());
   app.use(allowedOriginsCors(allowOrigins));
+  if (services.oidcSignIn) {
+    app.use(services.oidcSignIn);
+  }
   app.use(signInRouter(auth, failures));
   app.use(labAssetsRouter(services.lab.build));
   app.use(shareLinkRouter({ shares: services.shares, auth, failures }));
   app.use(checks.limitFailedAuth(isLabAsset));
-  app.use(authenticate(auth, { isPublic: isLabAsset, isPage: isLabPage }));
+  app.use(
+    authenticate(auth, {
+      isPublic: isLabAsset,
+      isPage: isLabPage,
+      signIn: services.oidcSignIn && Private.OIDC_SIGN_IN
+    })
+  );
   // A share link's holder reaches its own notebook only: one table of rules, before every route.
   app.use(checks.guardShares(services.contents));
   // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
@@ -192,6 +204,13 @@ export function createUpgrades(services: IAppServices): UpgradeRouter {
 }
 
 namespace Private {
+  /** What a request without credentials gets with `--auth oidc`: on to the provider's sign-in. */
+  export const OIDC_SIGN_IN = {
+    page: sendOidcSignIn,
+    message:
+      'Sign in at /login: this browser is not signed in, or its session ended'
+  };
+
   /** The largest contents body accepted at least: a 15 MB file, base64-encoded, in its JSON model. */
   export const CONTENTS_BODY_BYTES = 24 * 1024 * 1024;
 

@@ -11,6 +11,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_LIMITS, type ILimits } from '../auth';
+import { DEFAULT_OIDC } from '../auth/oidc/settings';
+import type { IOidcSettings } from '../auth/oidc/settings';
 import type { IGatewayOptions } from '../config';
 import { DEFAULT_ROOM_TIMINGS, type IRoomTimings } from '../rooms';
 import type { takeSecretEnv } from '../secrets';
@@ -31,7 +33,8 @@ import {
   Convert,
   kernelspecAccelerators,
   kernelspecEnvironments,
-  number
+  number,
+  uidRange
 } from './values';
 
 /** What `ferry gateway`'s options set: the gateway's options, and the rooms' timing. */
@@ -72,10 +75,19 @@ export const GATEWAY_OPTION_SECTIONS = [
         secret: { env: 'FERRY_TOKEN', file: '--token-file' }
       },
       auth: {
-        flag: '--no-auth',
-        help: 'accept requests without a token (local use only)',
+        flag: '--auth <mode>',
+        help: 'how people sign in: token (the one owner, with the token) or oidc (each person through an OpenID Connect provider, with a folder and uid of their own)',
+        choices: ['token', 'oidc'],
+        default: 'token',
+        notes:
+          'with `oidc`, the token still works for API clients and acts as the owner; see [Many users](multi-user.md)',
         sets: 'auth',
-        notes: 'logged as a warning'
+        to: (mode: string | false) => mode !== false,
+        negatedBy: {
+          flag: '--no-auth',
+          help: 'accept requests without a token (local use only)',
+          notes: 'logged as a warning'
+        }
       },
       rootDir: {
         flag: '--root-dir <dir>',
@@ -137,6 +149,119 @@ export const GATEWAY_OPTION_SECTIONS = [
         parse: collect,
         default: [],
         sets: 'envAllow'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
+  {
+    title: 'Many users: OpenID Connect sign-in',
+    about:
+      'With `--auth oidc`, people sign in through an OpenID Connect provider (Keycloak, Google, Entra ID, Dex); ' +
+      'each gets an account, a folder under `--user-root` owned by a uid of their own (mode 0700), and a ' +
+      "server-side browser session. See [Many users](multi-user.md) for providers' exact settings.",
+    options: {
+      oidcIssuer: {
+        flag: '--oidc-issuer <url>',
+        help: "the provider's issuer URL (its /.well-known/openid-configuration is read on first sign-in)",
+        notes:
+          'https; a plain http issuer is accepted only on a loopback address (tests, a provider on this host)',
+        sets: 'oidc.issuer',
+        combined: true
+      },
+      oidcClientId: {
+        flag: '--oidc-client-id <id>',
+        help: "the gateway's client id at the provider",
+        sets: 'oidc.clientId',
+        combined: true
+      },
+      oidcClientSecretFile: {
+        flag: '--oidc-client-secret-file <file>',
+        help: 'a file holding the client secret (never on a command line)',
+        sets: 'oidc.clientSecret',
+        combined: true
+      },
+      oidcScopes: {
+        flag: '--oidc-scopes <scopes>',
+        help: 'the scopes asked for, separated by spaces or commas',
+        default: DEFAULT_OIDC.scopes.join(' '),
+        sets: 'oidc.scopes',
+        combined: true
+      },
+      oidcUsernameClaim: {
+        flag: '--oidc-username-claim <claim>',
+        help: 'the claim that holds the user name (its folder and system account name derive from it)',
+        default: DEFAULT_OIDC.usernameClaim,
+        notes: 'Google: `email`',
+        sets: 'oidc.usernameClaim',
+        combined: true
+      },
+      oidcGroupsClaim: {
+        flag: '--oidc-groups-claim <claim>',
+        help: "the claim that holds the user's groups",
+        default: DEFAULT_OIDC.groupsClaim,
+        sets: 'oidc.groupsClaim',
+        combined: true
+      },
+      oidcAdminUser: {
+        flag: '--oidc-admin-user <name>',
+        help: 'a user name that is an admin (repeatable)',
+        parse: collect,
+        default: [],
+        sets: 'oidc.adminUsers',
+        combined: true
+      },
+      oidcAdminGroup: {
+        flag: '--oidc-admin-group <group>',
+        help: 'a group whose members are admins (repeatable)',
+        parse: collect,
+        default: [],
+        sets: 'oidc.adminGroups',
+        combined: true
+      },
+      oidcTimeout: {
+        flag: '--oidc-timeout <seconds>',
+        help: 'how long the provider may take to answer (sign-in fails with a page that says so; signed-in people are not affected)',
+        parse: number,
+        default: DEFAULT_OIDC.timeoutS,
+        sets: 'oidc.timeoutMs',
+        combined: true
+      },
+      oidcRedirectUrl: {
+        flag: '--oidc-redirect-url <url>',
+        help: "the callback URL registered at the provider (default: the request's own scheme and host, then /login/callback)",
+        notes: 'set it behind a proxy that rewrites `Host`',
+        sets: 'oidc.redirectUrl',
+        combined: true
+      },
+      sessionIdleTimeout: {
+        flag: '--session-idle-timeout <seconds>',
+        help: 'a browser session unused this long ends',
+        parse: number,
+        default: DEFAULT_OIDC.sessionIdleS,
+        sets: 'sessions.idleMs',
+        to: Convert.seconds
+      },
+      sessionMaxAge: {
+        flag: '--session-max-age <seconds>',
+        help: 'a browser session ends this long after sign-in, used or not',
+        parse: number,
+        default: DEFAULT_OIDC.sessionMaxS,
+        sets: 'sessions.maxMs',
+        to: Convert.seconds
+      },
+      userRoot: {
+        flag: '--user-root <dir>',
+        help: "where users' folders are made, one per user (mode 0700, owned by the user's uid)",
+        defaultText: '`--root-dir`',
+        sets: 'userRoot',
+        to: Convert.absoluteIfGiven
+      },
+      userUids: {
+        flag: '--user-uids <first-last>',
+        help: 'the uids given to users without a system account of their name, allocated once and remembered',
+        defaultText: 'system accounts only',
+        notes: 'such as `61000-61999`',
+        parse: uidRange,
+        sets: 'userUids'
       }
     } as const satisfies Readonly<Record<string, Spec>>
   },
@@ -535,6 +660,7 @@ export function gatewaySettings(
           }
         ])
       : undefined;
+  settings.oidc = flags.auth === 'oidc' ? oidcSettings(flags) : undefined;
   settings.slurm.workerHost = settings.kubernetes.workerHost =
     flags.jobGatewayHost ?? flags.ip;
   settings.slurm.rest = flags.slurmRestUrl
@@ -547,6 +673,42 @@ export function gatewaySettings(
       }
     : undefined;
   return settings;
+}
+
+/**
+ * The `--auth oidc` settings the flags give.
+ *
+ * @throws Error naming a flag that is missing, or a secret file that cannot be read.
+ */
+function oidcSettings(flags: GatewayFlags): IOidcSettings {
+  if (!flags.oidcIssuer || !flags.oidcClientId) {
+    throw new Error('--auth oidc needs --oidc-issuer and --oidc-client-id');
+  }
+  let clientSecret: string | undefined;
+  if (flags.oidcClientSecretFile) {
+    try {
+      clientSecret = readFileSync(flags.oidcClientSecretFile, 'utf8').trim();
+    } catch (error) {
+      throw new Error(`--oidc-client-secret-file: ${(error as Error).message}`);
+    }
+    if (!clientSecret) {
+      throw new Error(
+        `--oidc-client-secret-file: ${flags.oidcClientSecretFile} is empty`
+      );
+    }
+  }
+  return {
+    issuer: flags.oidcIssuer,
+    clientId: flags.oidcClientId,
+    clientSecret,
+    scopes: flags.oidcScopes.split(/[\s,]+/).filter(Boolean),
+    usernameClaim: flags.oidcUsernameClaim,
+    groupsClaim: flags.oidcGroupsClaim,
+    adminUsers: flags.oidcAdminUser,
+    adminGroups: flags.oidcAdminGroup,
+    timeoutMs: flags.oidcTimeout * 1000,
+    redirectUrl: flags.oidcRedirectUrl
+  };
 }
 
 /** The defaults of a gateway made in code: the options' defaults, but the command line's own. */

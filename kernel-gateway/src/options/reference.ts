@@ -58,6 +58,9 @@ namespace Private {
       );
       for (const spec of specs) {
         lines.push(row(spec, sets));
+        if (spec.negatedBy) {
+          lines.push(row({ ...spec.negatedBy, sets: spec.sets }, sets));
+        }
       }
       lines.push('');
     }

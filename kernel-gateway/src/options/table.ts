@@ -48,6 +48,15 @@ export interface IOptionSpec<Path extends string = string> {
   readonly commandLineDefault?: true;
   /** More for the reference page than `--help` says (Markdown). */
   readonly notes?: string;
+  /**
+   * A `--no-` flag that lands in the same value as `false` (`--auth <mode>` and `--no-auth`): its
+   * flag, help and notes. The value is then `false`, the option's default, or a value given.
+   */
+  readonly negatedBy?: {
+    readonly flag: `--no-${string}`;
+    readonly help: string;
+    readonly notes?: string;
+  };
 }
 
 /** A command's options by the name commander gives each value (`--no-auth`: `auth`). */
@@ -86,8 +95,12 @@ export type Merged<U> = (
   ? { [K in keyof I]: I[K] }
   : never;
 
-/** The value commander hands over for one option. */
-export type OptionValue<S> = S extends { parse: (...args: never[]) => infer V }
+/** The value commander hands over for one option (`false` too when a `--no-` flag negates it). */
+export type OptionValue<S> = S extends { negatedBy: object }
+  ? PlainValue<S> | false
+  : PlainValue<S>;
+
+type PlainValue<S> = S extends { parse: (...args: never[]) => infer V }
   ? V
   : S extends { choices: readonly (infer C)[] }
     ? C

@@ -8,6 +8,7 @@ import {
   parseKernelspecAccelerators,
   parseKernelspecEnvironments
 } from '../kernels';
+import { parseUidRange, type IUidRange } from '../users/uids';
 
 /** A non-negative number. */
 export function number(value: string): number {
@@ -49,6 +50,15 @@ export function kernelspecEnvironments(
 ): ReturnType<typeof parseKernelspecEnvironments> {
   try {
     return parseKernelspecEnvironments(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+/** `--user-uids`, parsed. */
+export function uidRange(value: string): IUidRange {
+  try {
+    return parseUidRange(value);
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }

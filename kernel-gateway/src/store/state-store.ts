@@ -50,7 +50,9 @@ export class StateStore {
       this._root = open({
         path: dir,
         compression: false,
-        eventTurnBatching: false
+        eventTurnBatching: false,
+        // lmdb's default is 12 named tables; users, sessions and tokens need more.
+        maxDbs: 64
       });
       // Notebooks' edits and share links: the gateway's user's alone, whoever made the directory
       // (kernels may run as another user on this host).

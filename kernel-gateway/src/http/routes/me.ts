@@ -7,6 +7,7 @@ import {
   type IPrincipal,
   type IShareGrant
 } from '../../auth';
+import type { IUserIdentity } from '../../auth/identity';
 import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
 
@@ -62,7 +63,11 @@ export function meRouter(
         : actions;
     }
     const me: RestSchemas['Me'] = {
-      identity: share ? visitorIdentity(share) : identity,
+      identity: share
+        ? visitorIdentity(share)
+        : principal?.user
+          ? userIdentity(principal.user)
+          : identity,
       permissions
     };
     response.json(me);
@@ -83,6 +88,24 @@ export function currentIdentity(): IIdentity {
     name: username,
     display_name: username,
     initials: username.slice(0, 1).toUpperCase(),
+    avatar_url: null,
+    color: null
+  };
+}
+
+/** A signed-in person as `/api/me` shows them: their user name (`--auth oidc`). */
+export function userIdentity(user: IUserIdentity): IIdentity {
+  const initials = user.name
+    .split(/[\s._@-]+/)
+    .filter(Boolean)
+    .slice(0, 2)
+    .map(word => [...word][0].toUpperCase())
+    .join('');
+  return {
+    username: user.name,
+    name: user.name,
+    display_name: user.name,
+    initials: initials || '?',
     avatar_url: null,
     color: null
   };

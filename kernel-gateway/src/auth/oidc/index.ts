@@ -1,0 +1,20 @@
+/**
+ * Signing people in through an OpenID Connect provider (`--auth oidc`): the provider client, the
+ * server-side browser sessions, the identity resolver that reads them, and the sign-in routes.
+ *
+ * @packageDocumentation
+ */
+export {
+  OidcClient,
+  SignInError,
+  type IPendingSignIn,
+  type IProviderClaims
+} from './client';
+export { OidcIdentityResolver } from './resolver';
+export { CALLBACK_PATH, oidcSignInRouter, sendOidcSignIn } from './routes';
+export { BrowserSessions, type ISessionMeta } from './sessions';
+export {
+  DEFAULT_OIDC,
+  type IOidcSettings,
+  type ISessionLifetimes
+} from './settings';

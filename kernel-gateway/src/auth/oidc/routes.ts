@@ -1,0 +1,335 @@
+/**
+ * Signing in through the provider (`--auth oidc`): `GET /login` sends the browser to the provider
+ * (or, after signing out, shows a page with a button), `GET /login/callback` finishes the sign-in
+ * (account, folder and uid on first sign-in; a server-side session), and `/logout` ends the session
+ * and then the provider's. Every failure is a page that says what happened, with its status.
+ *
+ * #### Notes
+ * A sign-in in progress is kept here, in memory, by its `state` (ten minutes at most, a bounded
+ * number), bound to the browser that started it by an HttpOnly cookie: a callback whose state is
+ * unknown, or that arrives in another browser (a forged link), is refused. A gateway restart loses
+ * sign-ins in progress only: the person starts again.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { Router, type Response } from 'express';
+import type { Logger } from 'pino';
+import type { UserAccounts } from '../../users';
+import type { TokenIdentityResolver } from '../token';
+import type { OidcClient } from './client';
+import { SignInError, type IPendingSignIn } from './client';
+import { BrowserSessions } from './sessions';
+import type { IOidcSettings } from './settings';
+
+/** Where the provider sends the browser back. */
+export const CALLBACK_PATH = '/login/callback';
+
+/** The routes of signing in through the provider. */
+export function oidcSignInRouter(options: oidcSignInRouter.IOptions): Router {
+  const { client, sessions, accounts, settings, auth, logger } = options;
+  const pending = new Private.Pending();
+  const router = Router();
+
+  router.get('/login', async (request, response) => {
+    const next = Private.nextUrl(request.query.next);
+    if (sessions.session(request)) {
+      response.redirect(302, next);
+      return;
+    }
+    if (request.query.state === 'signed-out') {
+      Private.page(response, 200, 'Signed out', 'You signed out of Ferry.', {
+        href: `/login?next=${encodeURIComponent(next)}`,
+        text: 'Sign in again'
+      });
+      return;
+    }
+    try {
+      const redirectUri = Private.callbackUrl(request, settings);
+      const started = await client.begin(redirectUri, next);
+      const browser = pending.add(request, started.pending);
+      response.setHeader('Set-Cookie', Private.browserCookie(request, browser));
+      response.setHeader('Cache-Control', 'no-store');
+      response.redirect(302, started.url);
+    } catch (error) {
+      Private.failed(response, error, next, logger);
+    }
+  });
+
+  router.get(CALLBACK_PATH, async (request, response) => {
+    const query = request.originalUrl.slice(request.path.length);
+    const params = new URLSearchParams(query);
+    const started = pending.take(request, params.get('state'));
+    if (!started) {
+      Private.page(
+        response,
+        400,
+        'Sign-in failed',
+        'This sign-in was not started by this browser, or it took longer than ten minutes, or it was already used. Start again.',
+        { href: '/login', text: 'Sign in' }
+      );
+      return;
+    }
+    try {
+      const provided = await client.finish(query, started);
+      const name = provided.claims[settings.usernameClaim];
+      if (typeof name !== 'string' || !name) {
+        throw new SignInError(
+          502,
+          `The identity provider gave no ${settings.usernameClaim} claim to name you by (see --oidc-username-claim)`
+        );
+      }
+      const groups = Private.groups(provided.claims[settings.groupsClaim]);
+      const admin =
+        settings.adminUsers.includes(name) ||
+        groups.some(group => settings.adminGroups.includes(group));
+      const account = await accounts.signIn({
+        provider: 'oidc',
+        subject: provided.subject,
+        name,
+        groups,
+        admin
+      });
+      const cookie = await sessions.start(request, account, {
+        provider: 'oidc',
+        idToken: provided.idToken
+      });
+      logger.info(
+        { user: account.name, account: account.id, admin },
+        'signed in'
+      );
+      response.setHeader('Set-Cookie', [cookie, auth.xsrfCookie(request)]);
+      response.setHeader('Cache-Control', 'no-store');
+      response.redirect(303, started.next);
+    } catch (error) {
+      Private.failed(response, error, started.next, logger);
+    }
+  });
+
+  router.all('/logout', async (request, response) => {
+    const ended = await sessions.end(request).catch(() => undefined);
+    if (ended) {
+      logger.info({ account: ended.userId }, 'signed out');
+    }
+    response.setHeader('Set-Cookie', [
+      BrowserSessions.clearCookie(request),
+      // The token's sign-in cookie too: signing out signs out whoever this browser was.
+      `${auth.cookieName(request)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax`
+    ]);
+    response.setHeader('Cache-Control', 'no-store');
+    const back = new URL('/login', Private.callbackUrl(request, settings)).href;
+    const provider = ended
+      ? client.endSessionUrl(back, ended.meta.idToken)
+      : undefined;
+    response.redirect(303, provider ?? '/login?state=signed-out');
+  });
+
+  return router;
+}
+
+export namespace oidcSignInRouter {
+  export interface IOptions {
+    client: OidcClient;
+    sessions: BrowserSessions;
+    accounts: UserAccounts;
+    settings: IOidcSettings;
+    /** For the `_xsrf` cookie and the token's cookie name. */
+    auth: TokenIdentityResolver;
+    logger: Logger;
+  }
+}
+
+/**
+ * The sign-in page of `--auth oidc` for a page opened without a session: to `/login`, which sends
+ * the browser to the provider and back to `next`.
+ */
+export function sendOidcSignIn(response: Response, next: string): void {
+  response
+    .status(302)
+    .setHeader('Cache-Control', 'no-store')
+    .redirect(`/login?next=${encodeURIComponent(Private.nextUrl(next))}`);
+}
+
+namespace Private {
+  /** The longest a sign-in may take, from the gateway's redirect to the provider's callback. */
+  export const PENDING_MS = 10 * 60_000;
+  /** Sign-ins in progress at once, at most (the oldest are forgotten past it). */
+  export const PENDING_MAX = 10_000;
+
+  /** Sign-ins in progress, by state, each bound to the browser that started it. */
+  export class Pending {
+    /** Keep a sign-in; returns the browser's key for its cookie. */
+    add(request: IncomingMessage, started: IPendingSignIn): string {
+      const existing = browserKey(request);
+      const browser =
+        existing && existing.length === 43
+          ? existing
+          : randomBytes(32).toString('base64url');
+      this._byState.set(started.state, {
+        started,
+        browser,
+        at: Date.now()
+      });
+      for (const [state, entry] of this._byState) {
+        if (
+          this._byState.size <= PENDING_MAX &&
+          Date.now() - entry.at < PENDING_MS
+        ) {
+          break;
+        }
+        this._byState.delete(state);
+      }
+      return browser;
+    }
+
+    /** Take (once) the sign-in of `state` if this browser started it and it is recent. */
+    take(
+      request: IncomingMessage,
+      state: string | null
+    ): IPendingSignIn | undefined {
+      if (!state) {
+        return undefined;
+      }
+      const entry = this._byState.get(state);
+      const browser = browserKey(request);
+      if (!entry || browser === undefined || !equal(browser, entry.browser)) {
+        return undefined;
+      }
+      this._byState.delete(state);
+      return Date.now() - entry.at < PENDING_MS ? entry.started : undefined;
+    }
+
+    private readonly _byState = new Map<
+      string,
+      { started: IPendingSignIn; browser: string; at: number }
+    >();
+  }
+
+  function browserCookieName(request: IncomingMessage): string {
+    return BrowserSessions.cookieName(request).replace(
+      /^ferry-session-/,
+      'ferry-signin-'
+    );
+  }
+
+  function browserKey(request: IncomingMessage): string | undefined {
+    return parseCookies(request.headers.cookie ?? '')[
+      browserCookieName(request)
+    ];
+  }
+
+  /** The cookie that binds sign-ins in progress to this browser (sent back on the callback). */
+  export function browserCookie(
+    request: IncomingMessage,
+    value: string
+  ): string {
+    return serializeCookie(browserCookieName(request), value, {
+      httpOnly: true,
+      // Lax: the provider's redirect back is a top-level navigation, which carries it.
+      sameSite: 'lax',
+      secure: BrowserSessions.isSecure(request),
+      path: '/login',
+      maxAge: PENDING_MS / 1000
+    });
+  }
+
+  /** The callback URL: the configured one, else this request's scheme and host. */
+  export function callbackUrl(
+    request: IncomingMessage,
+    settings: IOidcSettings
+  ): string {
+    if (settings.redirectUrl) {
+      return settings.redirectUrl;
+    }
+    const scheme = BrowserSessions.isSecure(request) ? 'https' : 'http';
+    return `${scheme}://${request.headers.host ?? 'localhost'}${CALLBACK_PATH}`;
+  }
+
+  /** A groups claim as a bounded list of names (a string is one group; anything else, none). */
+  export function groups(claim: unknown): string[] {
+    const list = Array.isArray(claim)
+      ? claim
+      : typeof claim === 'string'
+        ? [claim]
+        : [];
+    return [
+      ...new Set(
+        list.filter(
+          (group): group is string =>
+            typeof group === 'string' && group.length > 0 && group.length <= 256
+        )
+      )
+    ].slice(0, 256);
+  }
+
+  /** A local path to return to after signing in; anything else (another site) becomes `/lab`. */
+  export function nextUrl(value: unknown): string {
+    return typeof value === 'string' &&
+      value.startsWith('/') &&
+      !value.startsWith('//') &&
+      !value.includes('\\') &&
+      !value.startsWith('/login')
+      ? value
+      : '/lab';
+  }
+
+  /** Answer a failed sign-in with a page that says why. */
+  export function failed(
+    response: Response,
+    error: unknown,
+    next: string,
+    logger: Logger
+  ): void {
+    const known = error instanceof SignInError;
+    const named = error as Error;
+    const status = known
+      ? error.status
+      : ['UserNameError'].includes(named?.name)
+        ? 403
+        : ['UidError', 'SpaceError'].includes(named?.name)
+          ? 503
+          : 500;
+    const message =
+      known || status === 403
+        ? named.message
+        : status === 503
+          ? `Your account could not be set up: ${named.message}. Ask an admin.`
+          : 'Signing in failed on the gateway; the log says why.';
+    logger.warn({ err: error, status }, 'sign-in failed');
+    page(response, status, 'Sign-in failed', message, {
+      href: `/login?next=${encodeURIComponent(next)}`,
+      text: 'Try again'
+    });
+  }
+
+  /** A small page: a title, why, and a link on. */
+  export function page(
+    response: Response,
+    status: number,
+    title: string,
+    why: string,
+    link: { href: string; text: string }
+  ): void {
+    response
+      .status(status)
+      .type('html')
+      .setHeader('Cache-Control', 'no-store')
+      .setHeader('Referrer-Policy', 'no-referrer')
+      .send(
+        `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escape(title)} · Ferry</title></head>` +
+          `<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">` +
+          `<h1>${escape(title)}</h1><p role="alert">${escape(why)}</p>` +
+          `<p><a href="${escape(link.href)}">${escape(link.text)}</a></p></body></html>\n`
+      );
+  }
+
+  function escape(text: string): string {
+    return text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
+  }
+
+  function equal(a: string, b: string): boolean {
+    const x = Buffer.from(a);
+    const y = Buffer.from(b);
+    return x.length === y.length && timingSafeEqual(x, y);
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Browser sessions of signed-in people: server-side, in the embedded store (`browser-sessions`,
+ * kept only as hashes), each ending after an idle time or at an absolute lifetime, or when revoked
+ * (signing out, an admin signing someone out). The browser holds the session's secret in an
+ * HttpOnly cookie; each request's cookie resolves to the person's account and principal.
+ */
+import type { IncomingMessage } from 'node:http';
+import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import type { StateStore } from '../../store';
+import type { IAccount, UserAccounts } from '../../users';
+import { CredentialStore, type ICredential } from '../credentials';
+import type { IPrincipal, ISessionResolver } from '../identity';
+import type { ISessionLifetimes } from './settings';
+
+/** What a browser session keeps beside its owner and lifetimes. */
+export interface ISessionMeta {
+  /** Who signed the person in (`oidc`). */
+  readonly provider: string;
+  /** The ID token of the sign-in: the provider's end-session request names it. */
+  readonly idToken?: string;
+}
+
+/** The live browser sessions. */
+export class BrowserSessions implements ISessionResolver {
+  constructor(options: BrowserSessions.IOptions) {
+    this.credentials = new CredentialStore<ISessionMeta>({
+      store: options.store,
+      table: 'browser-sessions',
+      now: options.now
+    });
+    this._accounts = options.accounts;
+    this._lifetimes = options.lifetimes;
+    this._now = options.now ?? Date.now;
+    // Ended sessions that nobody presents again are removed now and then.
+    this._sweeper = setInterval(
+      () => void this.credentials.sweep().catch(() => undefined),
+      BrowserSessions.SWEEP_MS
+    );
+    this._sweeper.unref();
+  }
+
+  /** The sessions, as credentials (revoking one, or all of a user's, ends them). */
+  readonly credentials: CredentialStore<ISessionMeta>;
+
+  /**
+   * Start a session for `account`; returns the `Set-Cookie` value that hands its secret to the
+   * browser (HttpOnly; it lives as long as the session may).
+   */
+  async start(
+    request: IncomingMessage,
+    account: IAccount,
+    meta: ISessionMeta
+  ): Promise<string> {
+    const { secret } = await this.credentials.issue(account.id, meta, {
+      expiresAt: this._now() + this._lifetimes.maxMs,
+      idleMs: this._lifetimes.idleMs
+    });
+    return serializeCookie(BrowserSessions.cookieName(request), secret, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: BrowserSessions.isSecure(request),
+      path: '/',
+      maxAge: Math.floor(this._lifetimes.maxMs / 1000)
+    });
+  }
+
+  /** The person a request's session cookie is signed in as; undefined for none live. */
+  resolveSession(request: IncomingMessage): IPrincipal | undefined {
+    const found = this.session(request);
+    if (!found) {
+      return undefined;
+    }
+    const account = this._accounts.get(found.userId);
+    return account && this.principal(account);
+  }
+
+  /** The live session a request's cookie holds, if any. */
+  session(request: IncomingMessage): ICredential<ISessionMeta> | undefined {
+    const secret = this._secret(request);
+    return secret === undefined ? undefined : this.credentials.resolve(secret);
+  }
+
+  /**
+   * End the session a request's cookie holds (signing out); returns it as it was, or undefined
+   * when there was none live.
+   */
+  async end(
+    request: IncomingMessage
+  ): Promise<ICredential<ISessionMeta> | undefined> {
+    const secret = this._secret(request);
+    const found =
+      secret === undefined ? undefined : this.credentials.resolve(secret);
+    if (secret !== undefined) {
+      await this.credentials.revokeSecret(secret);
+    }
+    return found;
+  }
+
+  /** The principal of a signed-in person. */
+  principal(account: IAccount): IPrincipal {
+    return {
+      id: account.id,
+      roles: account.roles,
+      groups: account.groups,
+      user: {
+        name: account.name,
+        folder: account.folder,
+        home: this._accounts.folderOf(account),
+        uid: account.ids.uid,
+        gid: account.ids.gid
+      }
+    };
+  }
+
+  /** Stop sweeping. */
+  dispose(): void {
+    clearInterval(this._sweeper);
+  }
+
+  /** The `Set-Cookie` value that removes the session cookie. */
+  static clearCookie(request: IncomingMessage): string {
+    return serializeCookie(BrowserSessions.cookieName(request), '', {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: BrowserSessions.isSecure(request),
+      path: '/',
+      maxAge: 0
+    });
+  }
+
+  /**
+   * The session cookie's name: per host and port, as the token's sign-in cookie (browsers share
+   * cookies between the ports of one host).
+   */
+  static cookieName(request: IncomingMessage): string {
+    const host = (request.headers.host ?? 'localhost').replace(
+      /[^A-Za-z0-9]/g,
+      '-'
+    );
+    return `ferry-session-${host}`;
+  }
+
+  /** Whether the browser reached the gateway over TLS (itself or through a proxy). */
+  static isSecure(request: IncomingMessage): boolean {
+    return (
+      (request.socket as { encrypted?: boolean }).encrypted === true ||
+      request.headers['x-forwarded-proto'] === 'https'
+    );
+  }
+
+  private _secret(request: IncomingMessage): string | undefined {
+    return parseCookies(request.headers.cookie ?? '')[
+      BrowserSessions.cookieName(request)
+    ];
+  }
+
+  private readonly _accounts: UserAccounts;
+  private readonly _lifetimes: ISessionLifetimes;
+  private readonly _now: () => number;
+  private readonly _sweeper: NodeJS.Timeout;
+}
+
+export namespace BrowserSessions {
+  export interface IOptions {
+    store: StateStore;
+    accounts: UserAccounts;
+    lifetimes: ISessionLifetimes;
+    /** The clock (tests of lifetimes). */
+    now?: () => number;
+  }
+
+  /** How often ended sessions are removed. */
+  export const SWEEP_MS = 10 * 60_000;
+}
