@@ -11,7 +11,8 @@ import { validateBody } from '../validation';
 /**
  * `/api/terminals`, as jupyter_server serves it (list, open, one, close), with where a terminal
  * runs: `{}` holds no device, `{"accelerator": ...}` devices of its own, `{"kernel": id}` beside a
- * kernel. Share links never get here (the share guard has no rule for terminals).
+ * kernel. Share links never get here (a rule of the share table refuses terminals), nor their
+ * socket ({@link terminalSocket}).
  */
 export function terminalsRouter(
   context: IGatewayContext,
