@@ -159,7 +159,7 @@ describe('accelerators with real ferry worker processes', () => {
     const device = (await accelerators()).workers
       .flatMap(w => w.devices)
       .find(d => d.id === accelerator.devices[0].id)!;
-    expect(device.kernels).toEqual([response.body.id]);
+    expect(device.holders).toEqual([{ kind: 'kernel', id: response.body.id }]);
     const client = await KernelSocket.connect(gw, response.body.id);
     const run = await client.execute(
       'import os\nprint(repr(os.environ["CUDA_VISIBLE_DEVICES"]), repr(os.environ["ROCR_VISIBLE_DEVICES"]), repr(os.environ["TPU_VISIBLE_CHIPS"]))'
@@ -261,10 +261,10 @@ describe('accelerators with real ferry worker processes', () => {
       position: 2
     });
     expect(
-      (await accelerators()).queue.map(q => [q.kernelId, q.position])
+      (await accelerators()).queue.map(q => [q.holder, q.position])
     ).toEqual([
-      [third.body.id, 1],
-      [fourth.body.id, 2]
+      [{ kind: 'kernel', id: third.body.id }, 1],
+      [{ kind: 'kernel', id: fourth.body.id }, 2]
     ]);
     // An operator's dashboard counts them as queued, not as starting.
     const metrics = (await gw.api('GET', '/metrics')).body as string;
@@ -274,8 +274,8 @@ describe('accelerators with real ferry worker processes', () => {
     expect(
       (await gw.api('DELETE', `/api/kernels/${fourth.body.id}`)).status
     ).toBe(204);
-    expect((await accelerators()).queue.map(q => q.kernelId)).toEqual([
-      third.body.id
+    expect((await accelerators()).queue.map(q => q.holder)).toEqual([
+      { kind: 'kernel', id: third.body.id }
     ]);
 
     // A client of the queued kernel can already send; the request runs once the kernel does.
@@ -651,7 +651,7 @@ describe('accelerators with real ferry worker processes', () => {
     const a10 = (await accelerators()).workers
       .find(w => w.name === 'away')!
       .devices.find(d => d.model === 'A10')!;
-    expect(a10.kernels).toEqual([]);
+    expect(a10.holders).toEqual([]);
     await client.close();
     await gw.api('DELETE', `/api/kernels/${id}`);
     await away.stop();
@@ -706,8 +706,8 @@ describe('accelerators with real ferry worker processes', () => {
     const after = await accelerators();
     expect(after.workers.map(w => w.name)).not.toContain('doomed');
     expect(
-      after.workers.flatMap(w => w.devices).flatMap(d => d.kernels)
-    ).not.toContain(id);
+      after.workers.flatMap(w => w.devices).flatMap(d => d.holders)
+    ).not.toContainEqual({ kind: 'kernel', id: id });
     // The kernel process does not outlive its worker (ipykernel watches its parent).
     const deadline = Date.now() + 15000;
     while (processAlive(pid) && Date.now() < deadline) {

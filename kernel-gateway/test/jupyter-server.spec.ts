@@ -308,7 +308,7 @@ describe('jupyter_server --gateway-url in front of Ferry', () => {
     ).toBe(204);
     const gpu = (await ferry.api('GET', '/api/accelerators')).body.workers[0]
       .devices[0];
-    expect(gpu.kernels).toEqual([]);
+    expect(gpu.holders).toEqual([]);
   }, 60000);
 
   it('does not choose the v1 subprotocol, so browsers fall back to legacy framing', async () => {

@@ -14,7 +14,8 @@ import {
   createLogger,
   parseSimulateSpec,
   Worker,
-  type IAcceleratorsModel
+  type IAcceleratorsModel,
+  type IHolder
 } from '../src';
 import {
   expectSchema,
@@ -78,7 +79,10 @@ describe('moving a kernel onto other devices under the same id', () => {
   }
 
   /** The H100 as `/api/accelerators` shows it: its visible id and who holds it. */
-  async function theGpu(): Promise<{ visibleId: string; kernels: string[] }> {
+  async function theGpu(): Promise<{
+    visibleId: string;
+    holders: IHolder[];
+  }> {
     const devices = (await accelerators()).workers.flatMap(w => w.devices);
     expect(devices).toHaveLength(1);
     return devices[0];
@@ -141,7 +145,7 @@ describe('moving a kernel onto other devices under the same id', () => {
     expect(statuses).not.toContain('dead');
 
     const gpu = await theGpu();
-    expect(gpu.kernels).toEqual([id]);
+    expect(gpu.holders).toEqual([{ kind: 'kernel', id: id }]);
     const after = await sees(client);
     expect(after).toEqual({
       cuda: `'${gpu.visibleId}'`,
@@ -161,7 +165,7 @@ describe('moving a kernel onto other devices under the same id', () => {
       id,
       accelerator: { kind: 'cpu', count: 0, state: 'assigned', devices: [] }
     });
-    expect((await theGpu()).kernels).toEqual([]);
+    expect((await theGpu()).holders).toEqual([]);
     expect(await sees(client)).toMatchObject({
       cuda: "''",
       kernelAccelerator: 'None'
@@ -234,13 +238,13 @@ describe('moving a kernel onto other devices under the same id', () => {
       accelerator: { kind: 'gpu', model: 'H100', state: 'queued', position: 1 }
     });
     expect((await accelerators()).queue).toMatchObject([
-      { kernelId: id, position: 1 }
+      { holder: { kind: 'kernel', id: id }, position: 1 }
     ]);
     // What the notebook sends meanwhile runs once the kernel does.
     const running = sees(client);
     expect((await gw.api('DELETE', `/api/kernels/${holder}`)).status).toBe(204);
     expect(await running).toMatchObject({ cuda: "'0'", hasX: false });
-    expect((await theGpu()).kernels).toEqual([id]);
+    expect((await theGpu()).holders).toEqual([{ kind: 'kernel', id: id }]);
     expect((await gw.api('GET', `/api/kernels/${id}`)).body).toMatchObject({
       execution_state: 'idle',
       accelerator: { state: 'assigned', devices: [{ id: 'sim-gpu-0' }] }

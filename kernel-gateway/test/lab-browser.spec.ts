@@ -352,13 +352,15 @@ describeInBrowser(
           devices: {
             visibleId: string;
             simulated: boolean;
-            kernels: string[];
+            holders: { kind: string; id?: string }[];
           }[];
         }[];
       };
       const device = body.workers
         .flatMap(w => w.devices)
-        .find(d => d.kernels.includes(kernelId));
+        .find(d =>
+          d.holders.some(h => h.kind === 'kernel' && h.id === kernelId)
+        );
       if (!device) {
         throw new Error(`no device holds kernel ${kernelId}`);
       }

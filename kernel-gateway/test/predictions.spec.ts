@@ -175,7 +175,9 @@ describe.each([
             count
           });
         } else {
-          const entry = after.queue.find(e => e.kernelId === id);
+          const entry = after.queue.find(
+            e => e.holder.kind === 'kernel' && e.holder.id === id
+          );
           expect({
             what,
             state: status?.state,

@@ -36,7 +36,12 @@ describe('the estimated wait of a queued kernel', () => {
     );
     expect(wait.estimateSeconds).toBeUndefined();
     expect(wait.holders).toEqual([
-      { kernelId: 'a', count: 1, heldSeconds: 90, notebook: 'train.ipynb' }
+      {
+        holder: { kind: 'kernel', id: 'a' },
+        count: 1,
+        heldSeconds: 90,
+        notebook: 'train.ipynb'
+      }
     ]);
     expect(wait.basis).toBe(
       'no hold of these devices has ended yet to learn from, and no holder would be culled: no estimate'
@@ -182,11 +187,11 @@ describe('a queued kernel through /api/accelerators', () => {
     });
     const model = (await gw.api('GET', '/api/accelerators')).body;
     const entry = model.queue.find(
-      (e: { kernelId: string }) => e.kernelId === queued
+      (e: { holder: { id?: string } }) => e.holder.id === queued
     );
     expect(entry.wait.holders).toEqual([
       expect.objectContaining({
-        kernelId: holder,
+        holder: { kind: 'kernel', id: holder },
         notebook: 'train.ipynb',
         count: 1
       })

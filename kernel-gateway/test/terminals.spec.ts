@@ -225,7 +225,9 @@ describe('terminals', () => {
     // The sidebar's picture says who holds it.
     const devices = (await gw.api('GET', '/api/accelerators')).body.workers[0]
       .devices;
-    expect(devices[0].kernels).toEqual([`terminal:${waiting.name}`]);
+    expect(devices[0].holders).toEqual([
+      { kind: 'terminal', name: waiting.name }
+    ]);
     // It holds the device: a kernel asking for it now waits.
     const queued = await gw.api('POST', '/api/kernels', {
       name: 'python3',

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { KernelRegistry } from '../kernels';
 import {
   acceleratorChoices,
+  holderOf,
   poolKeyOf,
   type IAcceleratorChoice,
   type IChoicesQuestion,
@@ -170,7 +171,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           const model: IDeviceModel = {
             ...device,
             workerId: worker.id,
-            kernels: holders.get(key) ?? []
+            holders: (holders.get(key) ?? []).map(holderOf)
           };
           const sample = this._latest.get(key);
           if (sample) {
@@ -186,7 +187,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           aheadOf.set(type, ahead + (entry.request.count ?? 1));
         }
         return {
-          kernelId: entry.kernelId,
+          holder: holderOf(entry.kernelId),
           position: entry.position,
           since: entry.since.toISOString(),
           ...entry.request,
@@ -258,7 +259,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         holders.set(key, [...(holders.get(key) ?? []), kernel.id]);
       }
     }
-    // What else holds devices through the scheduler: terminals (`terminal:<name>`).
+    // What else holds devices through the scheduler: terminals (see `holderKey`).
     for (const allocation of this._options.scheduler.allocations()) {
       const key = `${allocation.workerId}/${allocation.deviceId}`;
       const known = holders.get(key) ?? [];

@@ -6,6 +6,7 @@
  */
 import type { ICullingOptions, ManagedKernel } from '../kernels';
 import type { RestSchemas } from '../protocol';
+import { holderOf } from '../scheduler';
 
 /** How a queued kernel's wait is explained: schema `QueueWait`. */
 export type IQueueWait = RestSchemas['QueueWait'];
@@ -76,7 +77,7 @@ export class QueueWaits {
     for (const [kernelId, count] of state.holders) {
       const since = this._holds.get(kernelId)?.since ?? now;
       const holder: IQueueWait['holders'][number] = {
-        kernelId,
+        holder: holderOf(kernelId),
         count,
         heldSeconds: Math.round((now - since) / 1000)
       };

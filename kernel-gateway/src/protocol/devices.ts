@@ -10,11 +10,11 @@ export type DeviceKind = RestSchemas['Device']['kind'];
 
 /**
  * One accelerator a worker can hand to a kernel: a GPU, a MIG instance, or a TPU chip (schema
- * `Device`, less the `workerId`, `kernels` and `sample` the gateway adds).
+ * `Device`, less the `workerId`, `holders` and `sample` the gateway adds).
  */
 export type IDevice = Omit<
   RestSchemas['Device'],
-  'workerId' | 'kernels' | 'sample'
+  'workerId' | 'holders' | 'sample'
 >;
 
 /**

@@ -6,6 +6,8 @@ import type { WorkerPool } from '../pool';
 import type { IWorkerConnection, RestSchemas } from '../protocol';
 import {
   formatAcceleratorSpec,
+  holderKey,
+  holderOf,
   type IAcceleratorRequest,
   type IPlacement,
   type Scheduler
@@ -35,8 +37,8 @@ export interface ITerminalRequest {
  * their end (closed, shell exited, kernel or worker gone, gateway shut down).
  *
  * #### Notes
- * A terminal holding devices asks the scheduler for them under the id `terminal:<name>`, so it
- * counts against the devices like a kernel and waits in the same queue. Terminals are not adopted
+ * A terminal holding devices asks the scheduler for them as a holder of its own (`holderKey`), so
+ * it counts against the devices like a kernel and waits in the same queue. Terminals are not adopted
  * across a gateway restart: they close with it, their processes killed.
  */
 export class TerminalRegistry {
@@ -52,7 +54,9 @@ export class TerminalRegistry {
     );
     pool.on('terminalExit', (id, reason) => this._ended(id, reason));
     scheduler.on('assigned', (id, placement) => {
-      const entry = this._entries.get(Private.nameOf(id) ?? '');
+      const holder = holderOf(id);
+      const entry =
+        holder.kind === 'terminal' ? this._entries.get(holder.name) : undefined;
       if (entry) {
         void this._placed(entry, placement).catch(() => undefined);
       }
@@ -80,7 +84,7 @@ export class TerminalRegistry {
   model(terminal: ManagedTerminal): RestSchemas['Terminal'] {
     const placement = terminal.placement;
     const position = this._options.scheduler.positionOf(
-      Private.schedulerId(terminal.name)
+      Private.key(terminal.name)
     );
     return {
       name: terminal.name,
@@ -196,10 +200,7 @@ export class TerminalRegistry {
         }
         await this._open(entry, worker, kernel.placement!.deviceIds);
       } else if (accelerator) {
-        const result = scheduler.request(
-          Private.schedulerId(name),
-          accelerator
-        );
+        const result = scheduler.request(Private.key(name), accelerator);
         if (result.state === 'queued') {
           entry.terminal.notice(
             `waiting for ${formatAcceleratorSpec(accelerator)}: position ${result.position} in the queue`
@@ -223,7 +224,7 @@ export class TerminalRegistry {
       }
     } catch (error) {
       this._entries.delete(name);
-      this._options.scheduler.release(Private.schedulerId(name));
+      this._options.scheduler.release(Private.key(name));
       entry.terminal.closed((error as Error).message);
       throw error instanceof TerminalError || error instanceof LimitError
         ? error
@@ -329,7 +330,7 @@ export class TerminalRegistry {
       return;
     }
     this._entries.delete(name);
-    this._options.scheduler.release(Private.schedulerId(name));
+    this._options.scheduler.release(Private.key(name));
     entry.terminal.closed(entry.closing ?? reason);
     this._log.info(
       { terminal: name, reason: entry.closing ?? reason },
@@ -397,15 +398,8 @@ namespace Private {
     closing?: string;
   }
 
-  const PREFIX = 'terminal:';
-
-  /** The id a terminal's devices are held under in the scheduler. */
-  export function schedulerId(name: string): string {
-    return `${PREFIX}${name}`;
-  }
-
-  /** The terminal a scheduler id names, if it names one. */
-  export function nameOf(id: string): string | undefined {
-    return id.startsWith(PREFIX) ? id.slice(PREFIX.length) : undefined;
+  /** The key a terminal's devices are held under in the scheduler. */
+  export function key(name: string): string {
+    return holderKey({ kind: 'terminal', name });
   }
 }

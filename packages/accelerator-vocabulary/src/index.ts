@@ -7,6 +7,7 @@
  * (`GPU · H100 × 1`, `Queued · #2`). No DOM, no lumino: the gateway runs it in Node.
  */
 
+export * from './holders';
 export * from './labels';
 export * from './models';
 export * from './request';

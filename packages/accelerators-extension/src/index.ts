@@ -30,7 +30,9 @@ import {
   AcceleratorPanel,
   AcceleratorStatusItem,
   DeviceDashboard,
-  IAcceleratorManager
+  formatHolder,
+  IAcceleratorManager,
+  type IHolder
 } from '@ferry/accelerators';
 
 /**
@@ -188,22 +190,19 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       }
     };
     refreshPaths();
-    const describeKernel = (id: string): AcceleratorPanel.IKernelInfo => {
-      const path = paths.get(id);
-      if (id.startsWith('terminal:')) {
+    const describeHolder = (holder: IHolder): AcceleratorPanel.IHolderInfo => {
+      if (holder.kind === 'terminal') {
         // A terminal holding devices of its own (terminals are the owner's alone).
-        return {
-          label: `terminal ${id.slice('terminal:'.length)}`,
-          own: true
-        };
+        return { label: formatHolder(holder), own: true };
       }
+      const path = paths.get(holder.id);
       return path
         ? { label: PathExt.basename(path), path, own: true }
-        : { label: `kernel ${id.slice(0, 8)}`, own: false };
+        : { label: formatHolder(holder), own: false };
     };
     const panel = new AcceleratorPanel({
       manager,
-      describeKernel,
+      describeHolder,
       openKernel: id => {
         const path = paths.get(id);
         if (path) {
@@ -242,7 +241,7 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
             manager,
             workerId,
             deviceId,
-            kernelLabel: id => describeKernel(id).label
+            holderLabel: holder => describeHolder(holder).label
           });
           widget = new MainAreaWidget({ content });
           widget.id = `jp-ferry-device-${key.replace(/[^A-Za-z0-9_-]/g, '_')}`;

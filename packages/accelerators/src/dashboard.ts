@@ -8,8 +8,8 @@ import { h, VirtualDOM } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
 import { DeviceChartSet } from './charts';
 import { DeviceCard } from './devicecard';
-import { formatDevice } from './labels';
-import type { IDevice } from './models';
+import { formatDevice, formatHolder } from './labels';
+import type { IDevice, IHolder } from './models';
 import type { IAcceleratorManager } from './tokens';
 
 /**
@@ -24,7 +24,7 @@ export class DeviceDashboard extends Widget {
   /**
    * Create a dashboard.
    *
-   * @param options - The manager, the device, and how to name kernels.
+   * @param options - The manager, the device, and how to name holders.
    */
   constructor(options: DeviceDashboard.IOptions) {
     super();
@@ -32,8 +32,7 @@ export class DeviceDashboard extends Widget {
     this._manager = options.manager;
     this.workerId = options.workerId;
     this.deviceId = options.deviceId;
-    this._kernelLabel =
-      options.kernelLabel ?? (id => `kernel ${id.slice(0, 8)}`);
+    this._holderLabel = options.holderLabel ?? formatHolder;
     this._charts = new DeviceChartSet({
       themeNode: this.node,
       canDraw: () => this.isAttached,
@@ -98,10 +97,10 @@ export class DeviceDashboard extends Widget {
             { className: 'jp-FerryDeviceDashboard-title' },
             formatDevice(device)
           ),
-          DeviceCard.holders(device, id =>
+          DeviceCard.holders(device, holder =>
             h.span(
               { className: 'jp-FerryAccelerators-kernel' },
-              this._kernelLabel(id)
+              this._holderLabel(holder)
             )
           ),
           DeviceCard.metrics(device),
@@ -144,7 +143,7 @@ export class DeviceDashboard extends Widget {
   }
 
   private _manager: IAcceleratorManager;
-  private _kernelLabel: (kernelId: string) => string;
+  private _holderLabel: (holder: IHolder) => string;
   private _charts: DeviceChartSet;
 }
 
@@ -163,7 +162,7 @@ export namespace DeviceDashboard {
     workerId: string;
     /** The device, by its id on its worker. */
     deviceId: string;
-    /** A kernel's name for people (its notebook's name for the user's own). */
-    kernelLabel?: (kernelId: string) => string;
+    /** A holder's name for people (its notebook's name for the user's own kernels). */
+    holderLabel?: (holder: IHolder) => string;
   }
 }

@@ -7,7 +7,7 @@
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
 import { formatDevice, formatGiB } from './labels';
-import type { IDevice } from './models';
+import type { IDevice, IHolder } from './models';
 import { Overview } from './overview';
 
 /**
@@ -16,8 +16,8 @@ import { Overview } from './overview';
 export namespace DeviceCard {
   /** What a row needs from its panel. */
   export interface IOptions {
-    /** The element naming a kernel: a button for the user's own kernels, words for others. */
-    kernel: (kernelId: string) => VirtualElement;
+    /** The element naming a holder: a button for the user's own kernels, words for others. */
+    holder: (holder: IHolder) => VirtualElement;
     /** Whether its details show. */
     expanded: boolean;
     /** Show or hide its details. */
@@ -34,10 +34,10 @@ export namespace DeviceCard {
    * A device's row, keyed by the device's id among its worker's devices.
    *
    * @param device - The device, with its holders and latest sample.
-   * @param options - How to name kernels, whether it is expanded, and the charts.
+   * @param options - How to name holders, whether it is expanded, and the charts.
    */
   export function render(device: IDevice, options: IOptions): VirtualElement {
-    const busy = device.kernels.length > 0;
+    const busy = device.holders.length > 0;
     const name = formatDevice({ ...device, simulated: false });
     return h.li(
       {
@@ -60,7 +60,7 @@ export namespace DeviceCard {
         ),
         device.simulated ? [' ', Private.SIMULATED] : null
       ),
-      holders(device, options.kernel),
+      holders(device, options.holder),
       glance(device),
       options.expanded ? details(device, options) : null
     );
@@ -100,13 +100,13 @@ export namespace DeviceCard {
     );
   }
 
-  /** Which kernels hold the device, each with its accelerator memory when measured. */
+  /** Which kernels or terminals hold the device, a kernel with its accelerator memory when measured. */
   export function holders(
     device: IDevice,
-    kernel: (kernelId: string) => VirtualElement
+    name: (holder: IHolder) => VirtualElement
   ): VirtualElement {
     const className = 'jp-FerryAccelerators-holder';
-    if (device.kernels.length === 0) {
+    if (device.holders.length === 0) {
       return h.div({ className }, 'Free');
     }
     const memory = device.sample?.kernelMemoryBytes ?? {};
@@ -118,11 +118,18 @@ export namespace DeviceCard {
           className: 'jp-FerryAccelerators-holders',
           'aria-label': `Kernels on ${formatDevice(device)}`
         },
-        device.kernels.map(kernelId => {
-          const bytes = memory[kernelId];
+        device.holders.map(holder => {
+          const bytes =
+            holder.kind === 'kernel' ? memory[holder.id] : undefined;
           return h.li(
-            { key: kernelId, className: 'jp-FerryAccelerators-holderItem' },
-            kernel(kernelId),
+            {
+              key:
+                holder.kind === 'kernel'
+                  ? `kernel/${holder.id}`
+                  : `terminal/${holder.name}`,
+              className: 'jp-FerryAccelerators-holderItem'
+            },
+            name(holder),
             h.span(
               { className: 'jp-FerryAccelerators-kernelMemory' },
               bytes === undefined ? null : ` · ${formatGiB(bytes)}`

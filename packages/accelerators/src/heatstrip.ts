@@ -91,7 +91,7 @@ export namespace HeatStrip {
         return h.div({
           key: device.id,
           id: cellId(i),
-          className: `jp-FerryHeatStrip-cell${device.kernels.length ? ' jp-mod-busy' : ''}${i === index ? ' jp-mod-selected' : ''}`,
+          className: `jp-FerryHeatStrip-cell${device.holders.length ? ' jp-mod-busy' : ''}${i === index ? ' jp-mod-selected' : ''}`,
           role: 'option',
           'aria-selected': String(i === index),
           'aria-label': options.describe(device),

@@ -10,10 +10,12 @@ export {
   formatEngine,
   formatEngineOffer,
   formatGiB,
+  formatHolder,
   formatStatus,
   formatWait,
   parseAcceleratorSpec,
   parseOfferSpec,
   deviceType,
+  isKernel,
   sameRequest
 } from '@ferry/accelerator-vocabulary';

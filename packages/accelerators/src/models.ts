@@ -58,6 +58,9 @@ export type IKernelspecAccelerator = RestSchemas['KernelspecAccelerator'];
 /** The latest telemetry of a device: schema `DeviceSample`. A field that cannot be measured is absent, never 0. */
 export type IDeviceSample = RestSchemas['DeviceSample'];
 
+/** A kernel or a terminal holding devices or waiting for them: schema `Holder`. */
+export type { IHolder } from '@ferry/accelerator-vocabulary';
+
 /** A device: schema `Device`. */
 export type IDevice = RestSchemas['Device'];
 

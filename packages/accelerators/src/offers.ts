@@ -1,5 +1,6 @@
 import {
   formatAccelerator,
+  isKernel,
   formatEngine,
   formatEngineOffer,
   sameRequest
@@ -107,11 +108,18 @@ export function computeOffers(
         available: 0
       };
       counts.total++;
-      if (device.kernels.every(holder => holder === kernelId)) {
+      if (
+        device.holders.every(
+          holder => kernelId !== undefined && isKernel(holder, kernelId)
+        )
+      ) {
         counts.free++;
         counts.available++;
       }
-      if (kernelId && device.kernels.includes(kernelId)) {
+      if (
+        kernelId &&
+        device.holders.some(holder => isKernel(holder, kernelId))
+      ) {
         group.own++;
       }
       group.perWorker.set(worker.id, counts);
@@ -122,7 +130,9 @@ export function computeOffers(
   // are placed before the kernel's new one is.
   const queue = Private.settle(
     sorted,
-    model.queue.filter(entry => entry.kernelId !== kernelId)
+    model.queue.filter(
+      entry => kernelId === undefined || !isKernel(entry.holder, kernelId)
+    )
   );
   for (const group of sorted) {
     const perWorker = [...group.perWorker.values()];
@@ -217,14 +227,14 @@ export function kernelStatus(
   model: IAccelerators,
   kernelId: string
 ): IAcceleratorStatus | undefined {
-  const queued = model.queue.find(entry => entry.kernelId === kernelId);
+  const queued = model.queue.find(entry => isKernel(entry.holder, kernelId));
   if (queued) {
-    const { kernelId: _id, since, ...request } = queued;
+    const { holder: _holder, since, ...request } = queued;
     return { ...request, state: 'queued', since };
   }
   for (const worker of model.workers) {
     const devices = worker.devices.filter(device =>
-      device.kernels.includes(kernelId)
+      device.holders.some(holder => isKernel(holder, kernelId))
     );
     if (devices.length > 0) {
       const first = devices[0];
@@ -302,8 +312,8 @@ namespace Private {
     offer.current = true;
     if (status?.state === 'queued') {
       const position =
-        model.queue.find(entry => entry.kernelId === kernelId)?.position ??
-        model.queue.findIndex(entry => entry.kernelId === kernelId) + 1;
+        model.queue.find(entry => isKernel(entry.holder, kernelId))?.position ??
+        model.queue.findIndex(entry => isKernel(entry.holder, kernelId)) + 1;
       offer.availability = 'queued';
       offer.queuePosition = position;
       offer.reason = `This kernel waits for it at position ${position}; choosing it keeps that place`;

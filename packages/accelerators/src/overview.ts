@@ -51,7 +51,7 @@ export namespace Overview {
           simulated: true
         };
         count.total++;
-        count.free += device.kernels.length === 0 ? 1 : 0;
+        count.free += device.holders.length === 0 ? 1 : 0;
         count.simulated &&= device.simulated;
         counts.set(key, count);
       }

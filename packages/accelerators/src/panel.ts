@@ -11,8 +11,19 @@ import { DeviceChartSet } from './charts';
 import { gatewayProblem } from './gateway';
 import { DeviceCard } from './devicecard';
 import { HeatStrip } from './heatstrip';
-import { formatAccelerator, formatDevice, formatWait } from './labels';
-import type { IAccelerators, IDevice, IQueueEntry, IWorker } from './models';
+import {
+  formatAccelerator,
+  formatDevice,
+  formatHolder,
+  formatWait
+} from './labels';
+import type {
+  IAccelerators,
+  IDevice,
+  IHolder,
+  IQueueEntry,
+  IWorker
+} from './models';
 import { Overview } from './overview';
 import type { AcceleratorStream } from './stream';
 import type { IAcceleratorManager } from './tokens';
@@ -52,9 +63,9 @@ export class AcceleratorPanel extends Widget {
     // Focusable by script only (onActivateRequest), not a stop of its own in the Tab order.
     this.node.tabIndex = -1;
     this._manager = options.manager;
-    this._describeKernel =
-      options.describeKernel ??
-      (id => ({ label: `kernel ${id.slice(0, 8)}`, own: false }));
+    this._describeHolder =
+      options.describeHolder ??
+      (holder => ({ label: formatHolder(holder), own: false }));
     this._openKernel = options.openKernel ?? null;
     this._onBenchmark = options.onBenchmark ?? null;
     this._onConfigure = options.onConfigure ?? null;
@@ -298,9 +309,12 @@ export class AcceleratorPanel extends Widget {
     );
     const estimate = formatWait(entry.wait);
     return h.li(
-      { key: entry.kernelId, className: 'jp-FerryAccelerators-queueItem' },
+      {
+        key: Private.holderKey(entry.holder),
+        className: 'jp-FerryAccelerators-queueItem'
+      },
       `#${entry.position} ${formatAccelerator(entry)} · `,
-      this._kernel(entry.kernelId),
+      this._holder(entry.holder),
       ` · waiting ${Private.duration(waited)}${estimate ? ` · ${estimate}` : ''}`,
       entry.wait
         ? h.div(
@@ -312,14 +326,15 @@ export class AcceleratorPanel extends Widget {
   }
 
   /**
-   * A kernel's name: a button that opens its notebook for the user's own kernels, plain text for
-   * others.
+   * A holder's name: a button that opens its notebook for the user's own kernels, plain text for
+   * others and for terminals.
    */
-  private _kernel(kernelId: string): VirtualElement {
-    const info = this._describeKernel(kernelId);
+  private _holder(holder: IHolder): VirtualElement {
+    const info = this._describeHolder(holder);
     const open = this._openKernel;
+    const kernelId = holder.kind === 'kernel' ? holder.id : undefined;
     const name =
-      info.own && info.path && open
+      info.own && info.path && open && kernelId
         ? h.button(
             {
               className: 'jp-FerryAccelerators-kernelLink',
@@ -381,7 +396,7 @@ export class AcceleratorPanel extends Widget {
               const key = `${worker.id}/${device.id}`;
               const expanded = this._expanded.has(key);
               return DeviceCard.render(device, {
-                kernel: id => this._kernel(id),
+                holder: holder => this._holder(holder),
                 expanded,
                 toggle: () => this._toggle(key),
                 detailsId: Private.elementId('details', key),
@@ -404,7 +419,7 @@ export class AcceleratorPanel extends Widget {
     const key = `${worker.id}/${group}`;
     const selected = devices.find(d => d.id === this._selected.get(key));
     const first = devices[0];
-    const held = devices.filter(d => d.kernels.length > 0).length;
+    const held = devices.filter(d => d.holders.length > 0).length;
     const title = `${devices.length} ${first.profile ? `${first.model} MIG ${first.profile}` : first.model} ${first.kind === 'tpu' ? 'TPU chips' : 'GPUs'}${first.simulated ? ' (simulated)' : ''}`;
     return h.section(
       {
@@ -441,7 +456,7 @@ export class AcceleratorPanel extends Widget {
               { className: 'jp-FerryAccelerators-deviceName' },
               formatDevice(selected)
             ),
-            DeviceCard.holders(selected, id => this._kernel(id)),
+            DeviceCard.holders(selected, holder => this._holder(holder)),
             DeviceCard.details(selected, {
               detailsId: Private.elementId(
                 'details',
@@ -463,8 +478,8 @@ export class AcceleratorPanel extends Widget {
     const percent = device.sample?.utilizationPercent;
     const busy =
       percent === undefined ? 'no sample yet' : `${Math.round(percent)} % busy`;
-    const holder = device.kernels.length
-      ? `in use by ${device.kernels.map(id => this._describeKernel(id).label).join(', ')}`
+    const holder = device.holders.length
+      ? `in use by ${device.holders.map(h => this._describeHolder(h).label).join(', ')}`
       : 'free';
     return `${formatDevice(device)}: ${busy}, ${holder}`;
   }
@@ -495,7 +510,7 @@ export class AcceleratorPanel extends Widget {
   }
 
   private _manager: IAcceleratorManager;
-  private _describeKernel: (kernelId: string) => AcceleratorPanel.IKernelInfo;
+  private _describeHolder: (holder: IHolder) => AcceleratorPanel.IHolderInfo;
   private _openKernel: ((kernelId: string) => void) | null;
   private _onBenchmark: (() => void) | null;
   private _onConfigure: (() => void) | null;
@@ -516,11 +531,11 @@ export class AcceleratorPanel extends Widget {
  * The namespace for `AcceleratorPanel` statics.
  */
 export namespace AcceleratorPanel {
-  /** A kernel for people. */
-  export interface IKernelInfo {
-    /** Its notebook's name, or `kernel 1a2b3c4d` for a kernel of someone else. */
+  /** A holder of devices (a kernel or a terminal) for people. */
+  export interface IHolderInfo {
+    /** Its notebook's name, `kernel 1a2b3c4d` for a kernel of someone else, or `terminal 3`. */
     label: string;
-    /** Whether it is one of this JupyterLab's sessions: the user's own kernel. */
+    /** Whether it is the user's own: one of this JupyterLab's sessions' kernels, or a terminal. */
     own: boolean;
     /** Its notebook's path, which `openKernel` opens. */
     path?: string;
@@ -541,8 +556,8 @@ export namespace AcceleratorPanel {
   export interface IOptions {
     /** Where the live picture comes from. */
     manager: IAcceleratorManager;
-    /** Who a kernel is: `kernel 1a2b3c4d` and not the user's by default. */
-    describeKernel?: (kernelId: string) => IKernelInfo;
+    /** Who a holder is: `kernel 1a2b3c4d` or `terminal 3`, and not the user's, by default. */
+    describeHolder?: (holder: IHolder) => IHolderInfo;
     /** Opens the notebook of one of the user's own kernels (a click on its name). */
     openKernel?: (kernelId: string) => void;
     /** Shows a "Measure speed" button that calls this (runs the benchmark in the current kernel). */
@@ -586,6 +601,13 @@ namespace Private {
     return groups;
   }
 
+  /** A key for a holder among a list's items (kernel ids and terminal names may coincide). */
+  export function holderKey(holder: IHolder): string {
+    return holder.kind === 'terminal'
+      ? `terminal/${holder.name}`
+      : `kernel/${holder.id}`;
+  }
+
   /** An element id from a worker's and device's ids, unique in the page. */
   export function elementId(kind: string, key: string): string {
     return `jp-FerryAccelerators-${kind}-${key.replace(/[^A-Za-z0-9_-]/g, '_')}`;
@@ -606,7 +628,7 @@ namespace Private {
       if (holder.cullInSeconds !== undefined) {
         facts.push(`culled in ${duration(holder.cullInSeconds)} if idle`);
       }
-      const name = holder.notebook ?? `kernel ${holder.kernelId.slice(0, 8)}`;
+      const name = holder.notebook ?? formatHolder(holder.holder);
       return `${name}${holder.count > 1 ? ` (${holder.count} devices, ` : ' ('}${facts.join(', ')})`;
     });
     const held = holders.length ? `Held by ${holders.join(', ')}. ` : '';

@@ -1,6 +1,6 @@
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { formatStatus, formatWait } from './labels';
+import { formatStatus, formatWait, isKernel } from './labels';
 import type { IAccelerators } from './models';
 import type { IAcceleratorManager } from './tokens';
 
@@ -81,7 +81,7 @@ export class AcceleratorStatusItem extends Widget {
         if (worker.connected) {
           const count = counts.get(device.kind) ?? { free: 0, total: 0 };
           count.total++;
-          count.free += device.kernels.length === 0 ? 1 : 0;
+          count.free += device.holders.length === 0 ? 1 : 0;
           counts.set(device.kind, count);
         }
       }
@@ -90,9 +90,10 @@ export class AcceleratorStatusItem extends Widget {
     const status = this._kernelId
       ? this._manager.kernelStatus(this._kernelId)
       : undefined;
-    const queued = model?.queue.find(
-      entry => entry.kernelId === this._kernelId
-    );
+    const kernelId = this._kernelId;
+    const queued = kernelId
+      ? model?.queue.find(entry => isKernel(entry.holder, kernelId))
+      : undefined;
     const environment = this._kernelId
       ? Private.environmentName(model, this._kernelId)
       : undefined;
@@ -193,7 +194,10 @@ namespace Private {
     for (const worker of model.workers) {
       for (const device of worker.devices) {
         const value = device.sample?.utilizationPercent;
-        if (device.kernels.includes(kernelId) && value !== undefined) {
+        if (
+          device.holders.some(holder => isKernel(holder, kernelId)) &&
+          value !== undefined
+        ) {
           values.push(value);
         }
       }

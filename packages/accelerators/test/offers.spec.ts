@@ -32,7 +32,7 @@ describe('computeOffers', () => {
       h100Holders: [['k1'], ['k2']],
       queue: [
         {
-          kernelId: 'k3',
+          holder: { kind: 'kernel', id: 'k3' },
           kind: 'gpu',
           model: 'H100',
           count: 1,
@@ -53,7 +53,7 @@ describe('computeOffers', () => {
   it('overtakes a waiting request that does not fit, as the scheduler does', () => {
     // k3 waits for two H100s; one is free: a request for one is placed before it.
     const waiting = {
-      kernelId: 'k3',
+      holder: { kind: 'kernel' as const, id: 'k3' },
       kind: 'gpu' as const,
       model: 'H100',
       count: 2,
@@ -118,7 +118,7 @@ describe('computeOffers', () => {
         h100Holders: [['k1'], []],
         queue: [
           {
-            kernelId: 'k2',
+            holder: { kind: 'kernel', id: 'k2' },
             kind: 'gpu',
             model: 'H100',
             count: 2,
@@ -149,7 +149,7 @@ describe('computeOffers', () => {
         h100Holders: [['k1'], []],
         queue: [
           {
-            kernelId: 'k2',
+            holder: { kind: 'kernel', id: 'k2' },
             kind: 'gpu',
             model: 'H100',
             count: 2,
@@ -207,11 +207,11 @@ describe('computeOffers', () => {
       workers: [
         worker('a', [
           device('g0', 'gpu', 'T4'),
-          device('g1', 'gpu', 'T4', { kernels: ['x'] })
+          device('g1', 'gpu', 'T4', { holders: [{ kind: 'kernel', id: 'x' }] })
         ]),
         worker('b', [
           device('g0', 'gpu', 'T4'),
-          device('g1', 'gpu', 'T4', { kernels: ['y'] })
+          device('g1', 'gpu', 'T4', { holders: [{ kind: 'kernel', id: 'y' }] })
         ])
       ]
     };
@@ -273,7 +273,7 @@ describe('kernelStatus', () => {
       h100Holders: [['k1'], ['k1']],
       queue: [
         {
-          kernelId: 'k2',
+          holder: { kind: 'kernel', id: 'k2' },
           kind: 'gpu',
           model: 'H100',
           count: 1,
@@ -393,17 +393,25 @@ describe('offersInEnvironment', () => {
       ],
       kernelEnvironments: { k1: 'pytorch' },
       workers: [
-        worker('gpu-1', [device('g0', 'gpu', 'H100', { kernels: ['k1'] })], {
-          environments: [
-            { name: 'pytorch', displayName: 'PyTorch', available: true },
-            {
-              name: 'jax',
-              displayName: 'JAX',
-              available: false,
-              reason: '/opt/jax/bin/python not found on gpu-1'
-            }
-          ]
-        }),
+        worker(
+          'gpu-1',
+          [
+            device('g0', 'gpu', 'H100', {
+              holders: [{ kind: 'kernel', id: 'k1' }]
+            })
+          ],
+          {
+            environments: [
+              { name: 'pytorch', displayName: 'PyTorch', available: true },
+              {
+                name: 'jax',
+                displayName: 'JAX',
+                available: false,
+                reason: '/opt/jax/bin/python not found on gpu-1'
+              }
+            ]
+          }
+        ),
         worker('tpu-1', [device('t0', 'tpu', 'v5e')], {
           acceptsCpu: false,
           environments: [

@@ -6,6 +6,7 @@ import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import type { IAccelerators } from '../src/models';
 import { DeviceDashboard } from '../src/dashboard';
+import { formatHolder } from '../src/labels';
 import { AcceleratorPanel } from '../src/panel';
 import { AcceleratorStatusItem } from '../src/statusitem';
 import { cluster, device, TestManager, worker } from '@ferry/testing';
@@ -17,7 +18,7 @@ function busyCluster(): IAccelerators {
     h100Holders: [['kernel-aaaaaaaa'], []],
     queue: [
       {
-        kernelId: 'kernel-bbbbbbbb',
+        holder: { kind: 'kernel', id: 'kernel-bbbbbbbb' },
         kind: 'gpu',
         model: 'H100',
         count: 2,
@@ -28,7 +29,7 @@ function busyCluster(): IAccelerators {
           basis: 'from 1 idle-culling deadline; it needs 1 device to free up',
           holders: [
             {
-              kernelId: 'kernel-aaaaaaaa',
+              holder: { kind: 'kernel', id: 'kernel-aaaaaaaa' },
               notebook: 'train.ipynb',
               count: 1,
               heldSeconds: 180,
@@ -63,10 +64,13 @@ describe('AcceleratorPanel', () => {
     opened = [];
     panel = new AcceleratorPanel({
       manager,
-      describeKernel: id =>
-        id === 'kernel-aaaaaaaa'
+      describeHolder: holder =>
+        holder.kind === 'kernel' && holder.id === 'kernel-aaaaaaaa'
           ? { label: 'train.ipynb', path: 'work/train.ipynb', own: true }
-          : { label: id, own: false },
+          : {
+              label: holder.kind === 'kernel' ? holder.id : holder.name,
+              own: false
+            },
       openKernel: id => opened.push(id)
     });
   });
@@ -185,6 +189,57 @@ describe('AcceleratorPanel', () => {
     Widget.detach(panel);
   });
 
+  it('names a terminal that holds a device or waits for one, and opens nothing for it', () => {
+    // The holder is typed in the contract: a terminal is named as one, never as a kernel id.
+    const plain = new AcceleratorPanel({
+      manager,
+      openKernel: () => undefined
+    });
+    Widget.attach(plain, document.body);
+    // Pictured after the fact: the picture's choices do not matter to the sidebar.
+    const model = cluster();
+    model.queue = [
+      {
+        holder: { kind: 'terminal', name: '4' },
+        kind: 'gpu',
+        model: 'H100',
+        count: 1,
+        position: 1,
+        since: '2026-01-01T00:00:00.000Z',
+        wait: {
+          basis: 'no hold of this type has ended yet',
+          holders: [
+            {
+              holder: { kind: 'terminal', name: '3' },
+              count: 2,
+              heldSeconds: 60
+            }
+          ]
+        }
+      }
+    ];
+    for (const device of model.workers[0].devices.slice(0, 2)) {
+      device.holders = [{ kind: 'terminal', name: '3' }];
+    }
+    manager.push(model);
+    MessageLoop.flush();
+    const card = plain.node.querySelector('.jp-FerryAccelerators-device')!;
+    expect(
+      card.querySelector('.jp-FerryAccelerators-holder')?.textContent
+    ).toBe('In use by terminal 3');
+    expect(
+      card.querySelector('button.jp-FerryAccelerators-kernelLink')
+    ).toBeNull();
+    expect(
+      plain.node.querySelector('.jp-FerryAccelerators-queueItem')?.textContent
+    ).toBe(
+      '#1 GPU · H100 × 1 · terminal 4 · waiting 10 s' +
+        'Held by terminal 3 (2 devices, 60 s). ' +
+        'Estimate: no hold of this type has ended yet.'
+    );
+    plain.dispose();
+  });
+
   it('charts, on demand, only what the device reported: no empty chart or legend', () => {
     Widget.attach(panel, document.body);
     manager.samples = [
@@ -275,7 +330,7 @@ describe('AcceleratorPanel', () => {
     Widget.attach(panel, document.body);
     const chips = Array.from({ length: 64 }, (_, i) =>
       device(`tpu${i}`, 'tpu', 'v5e', {
-        kernels: i < 8 ? ['kernel-aaaaaaaa'] : [],
+        holders: i < 8 ? [{ kind: 'kernel', id: 'kernel-aaaaaaaa' }] : [],
         sample: {
           deviceId: `tpu${i}`,
           time: '2026-01-01T00:00:10.000Z',
@@ -379,7 +434,10 @@ describe('AcceleratorPanel', () => {
       manager,
       workerId: 'w1',
       deviceId: 'gpu0',
-      kernelLabel: id => (id === 'kernel-aaaaaaaa' ? 'train.ipynb' : id)
+      holderLabel: holder =>
+        holder.kind === 'kernel' && holder.id === 'kernel-aaaaaaaa'
+          ? 'train.ipynb'
+          : formatHolder(holder)
     });
     Widget.attach(dashboard, document.body);
     MessageLoop.flush();

@@ -44,7 +44,7 @@ describe('AcceleratorPicker', () => {
       h100Holders: [['a'], ['b']],
       queue: [
         {
-          kernelId: 'c',
+          holder: { kind: 'kernel', id: 'c' },
           kind: 'gpu',
           model: 'H100',
           count: 1,

@@ -160,7 +160,9 @@ describe('AcceleratorStream', () => {
       'update',
       'snapshot'
     ]);
-    expect(snapshot.data.workers[0].devices[0].kernels).toEqual(['k1']);
+    expect(snapshot.data.workers[0].devices[0].holders).toEqual([
+      { kind: 'kernel', id: 'k1' }
+    ]);
     expect(events[1].data.samples?.[0].utilizationPercent).toBe(50);
     expect(states).toEqual([
       'connecting',

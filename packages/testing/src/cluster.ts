@@ -5,7 +5,7 @@
 
 import type { IAccelerators, IDevice, IWorker } from '@ferry/accelerators';
 
-/** A device as the gateway reports it; `kernels` names its holders. */
+/** A device as the gateway reports it; `holders` names who holds it. */
 export function device(
   id: string,
   kind: 'gpu' | 'tpu',
@@ -22,9 +22,14 @@ export function device(
     labels: {},
     simulated: true,
     workerId: 'w1',
-    kernels: [],
+    holders: [],
     ...options
   };
+}
+
+/** Kernels holding a device, by their ids. */
+export function kernels(ids: string[] = []): IDevice['holders'] {
+  return ids.map(id => ({ kind: 'kernel', id }));
 }
 
 /** A connected worker. */
@@ -53,8 +58,8 @@ export function cluster(
     time: '2026-01-01T00:00:10.000Z',
     workers: [
       worker('w1', [
-        device('gpu0', 'gpu', 'H100', { kernels: holders[0] }),
-        device('gpu1', 'gpu', 'H100', { kernels: holders[1] }),
+        device('gpu0', 'gpu', 'H100', { holders: kernels(holders[0]) }),
+        device('gpu1', 'gpu', 'H100', { holders: kernels(holders[1]) }),
         device('tpu0', 'tpu', 'v5e'),
         device('tpu1', 'tpu', 'v5e'),
         device('tpu2', 'tpu', 'v5e'),
