@@ -14,9 +14,13 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { AcceleratorService, createMetrics } from './accelerators';
 import {
+  ApiTokens,
   FailedAuthLimit,
   KernelQuota,
+  OWNER,
+  OWNER_PRINCIPAL,
   ShareConnections,
+  tokenHolder,
   ShareStore,
   TokenIdentityResolver,
   type ILimits,
@@ -168,6 +172,26 @@ export class Gateway {
         this.shares
       );
     }
+    // Users' API tokens act as their user; one that ends closes its open sockets at once.
+    this.apiTokens = new ApiTokens({
+      store: this.state,
+      principalOf: userId => {
+        if (userId === OWNER) {
+          return OWNER_PRINCIPAL;
+        }
+        // A user removed since: their tokens no longer work.
+        const account = this.accounts?.get(userId);
+        return account && this.browserSessions?.principal(account);
+      }
+    });
+    this.auth.useApiTokens(this.apiTokens);
+    this.apiTokens.onEnd((token, reason) =>
+      this.shareConnections.close(
+        tokenHolder(token.id),
+        ApiTokens.CLOSE_CODE,
+        ApiTokens.endReason(reason)
+      )
+    );
     this.pool = new WorkerPool({
       logger: options.logger,
       graceMs: resolved.workerGraceMs,
@@ -315,6 +339,7 @@ export class Gateway {
       collaboration: this.rooms,
       terminals: this.terminals,
       jobs: this.jobs,
+      apiTokens: this.apiTokens,
       oidcSignIn:
         resolved.oidc && oidcClient && this.accounts && this.browserSessions
           ? oidcSignInRouter({
@@ -369,6 +394,8 @@ export class Gateway {
   readonly fileIds: FileIdStore;
   /** Share links: capabilities for one notebook each. */
   readonly shares: ShareStore;
+  /** Users' API tokens (`/api/me/tokens`). */
+  readonly apiTokens: ApiTokens;
   /** The websockets open through each share link. */
   readonly shareConnections: ShareConnections;
   /** Collaboration rooms: one Y doc per open document, its file and stored history in step. */
@@ -437,6 +464,7 @@ export class Gateway {
       });
       this.fileIds.dispose();
       this.shares.dispose();
+      this.apiTokens.dispose();
       await this.state.close();
       if (this._temporaryStateDir) {
         rmSync(this._temporaryStateDir, { recursive: true, force: true });

@@ -54,9 +54,42 @@ describe('can(principal, capability, notebook)', () => {
     [
       'the owner',
       OWNER_PRINCIPAL,
-      ['admin', 'kernels:manage-own', 'files:write', 'links:manage'],
+      ['admin', 'kernels:manage-own', 'files:write', 'links:manage', 'write'],
       ['view', 'comment', 'run', 'edit'],
       ['view', 'comment', 'run', 'edit']
+    ],
+    [
+      "the owner's full API token",
+      { ...OWNER_PRINCIPAL, token: { id: 't1', scope: 'full' } },
+      ['admin', 'kernels:manage-own', 'files:write', 'links:manage', 'write'],
+      ['view', 'comment', 'run', 'edit'],
+      ['view', 'comment', 'run', 'edit']
+    ],
+    [
+      "the owner's read-only API token",
+      { ...OWNER_PRINCIPAL, token: { id: 't2', scope: 'read-only' } },
+      [],
+      ['view'],
+      ['view']
+    ],
+    [
+      'a user without roles',
+      { id: 'oidc:ada', roles: [], groups: [] },
+      ['write'],
+      [],
+      []
+    ],
+    [
+      "a user's read-only API token",
+      {
+        id: 'oidc:ada',
+        roles: [],
+        groups: [],
+        token: { id: 't3', scope: 'read-only' }
+      },
+      [],
+      [],
+      []
     ],
     ['a view link', holder('view'), [], ['view'], []],
     ['a comment link', holder('comment'), [], ['view', 'comment'], []],
@@ -107,6 +140,7 @@ describe('can(principal, capability, notebook)', () => {
         'files:write',
         'kernels:manage-own',
         'links:manage',
+        'write',
         ...NOTEBOOK_CAPABILITIES
       ].sort()
     );

@@ -100,6 +100,16 @@ export function authenticate(
         );
         return;
       }
+      if (auth.resolve(request)?.token) {
+        // A user's API token is for API clients: it never becomes a browser's sign-in cookie.
+        Private.sendSignInPage(
+          response,
+          401,
+          request.path,
+          'An API token does not sign a browser in: use it from API clients.'
+        );
+        return;
+      }
       const url = new URL(request.originalUrl, 'http://localhost');
       url.searchParams.delete('token');
       response.setHeader('Set-Cookie', auth.signInCookies(request));

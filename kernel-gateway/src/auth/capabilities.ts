@@ -2,8 +2,9 @@
  * What a principal may do, by capability: two tables (what each role grants, what each share
  * scope grants on its one notebook) and one question, {@link can}. Routes, sockets and rooms ask
  * `can()` rather than who someone is; users, groups and admins change the tables, not the callers.
+ * An API token's scope limits whatever its user may do to what the scope allows.
  */
-import type { IPrincipal, Role, ShareScope } from './identity';
+import type { ApiTokenScope, IPrincipal, Role, ShareScope } from './identity';
 
 /** What may be done to one notebook (the scopes of a share link grant these). */
 export type NotebookCapability =
@@ -18,7 +19,13 @@ export type GatewayCapability =
   /** Write files under the root, and a notebook's room wholesale (outputs and trust included). */
   | 'files:write'
   /** Make, list and revoke share links. */
-  | 'links:manage';
+  | 'links:manage'
+  /**
+   * Change anything of one's own: every request but GET, HEAD and OPTIONS, and the sockets that
+   * drive a kernel or a shell (a kernel's channels, a terminal). Every user has it (not a share
+   * link's holder, whose link's rules say what it may change); a read-only API token has not.
+   */
+  | 'write';
 
 export type Capability = GatewayCapability | NotebookCapability;
 
@@ -28,6 +35,7 @@ export const CAPABILITIES: readonly Capability[] = [
   'kernels:manage-own',
   'files:write',
   'links:manage',
+  'write',
   'notebook:view',
   'notebook:comment',
   'notebook:run',
@@ -37,6 +45,17 @@ export const CAPABILITIES: readonly Capability[] = [
 /** What each role grants (on every notebook, for the notebook capabilities). */
 export const ROLE_CAPABILITIES: Readonly<Record<Role, readonly Capability[]>> =
   { admin: CAPABILITIES };
+
+/** What every user has, whatever their roles: a principal that acts through no share link. */
+export const USER_CAPABILITIES: readonly Capability[] = ['write'];
+
+/**
+ * What an API token's scope lets through of its user's capabilities: `read-only` reads, on the
+ * notebooks its user may read.
+ */
+export const TOKEN_SCOPE_CAPABILITIES: Readonly<
+  Record<ApiTokenScope, readonly Capability[]>
+> = { full: CAPABILITIES, 'read-only': ['notebook:view'] };
 
 /**
  * What each share scope grants on the link's notebook. A run link writes nothing to the room (its
@@ -61,7 +80,8 @@ export type NotebookRef =
 
 /**
  * Whether `principal` may do `capability` (on `notebook`, for a notebook capability): granted by
- * one of its roles, or by the scope of the share link it acts through on that link's notebook.
+ * one of its roles, to every user ({@link USER_CAPABILITIES}), or by the scope of the share link it
+ * acts through on that link's notebook; and, through an API token, let through by its scope.
  * Nobody (undefined) may do anything.
  */
 export function can(
@@ -82,8 +102,17 @@ export function can(
     return false;
   }
   if (
+    principal.token &&
+    !TOKEN_SCOPE_CAPABILITIES[principal.token.scope].includes(capability)
+  ) {
+    return false;
+  }
+  if (
     principal.roles.some(role => ROLE_CAPABILITIES[role].includes(capability))
   ) {
+    return true;
+  }
+  if (!principal.share && USER_CAPABILITIES.includes(capability)) {
     return true;
   }
   const share = principal.share;

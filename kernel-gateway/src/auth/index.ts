@@ -1,8 +1,8 @@
 /**
  * Identity and authentication: who a request is (a principal, from the one identity resolver) and
  * what it may do (capabilities, `can()`); tokens, the browser sign-in cookie, XSRF, browser
- * origins, share links (secrets, visitors, their open connections), and the limits on what one
- * client may ask (kernels, starts, messages, wrong tokens).
+ * origins, share links (secrets, visitors, their open connections), users' API tokens, and the
+ * limits on what one client may ask (kernels, starts, messages, wrong tokens).
  *
  * @packageDocumentation
  */
@@ -11,7 +11,10 @@ export {
   OWNER,
   OWNER_PRINCIPAL,
   visitorName,
+  type ApiTokenScope,
   type Credential,
+  type IApiTokenGrant,
+  type IApiTokenResolver,
   type IIdentityResolver,
   type ILinkPrincipal,
   type IPrincipal,
@@ -27,13 +30,23 @@ export {
   CAPABILITIES,
   ROLE_CAPABILITIES,
   SCOPE_CAPABILITIES,
+  TOKEN_SCOPE_CAPABILITIES,
+  USER_CAPABILITIES,
   type Capability,
   type GatewayCapability,
   type NotebookCapability,
   type NotebookRef
 } from './capabilities';
 export {
+  ApiTokenError,
+  ApiTokens,
+  type IApiToken,
+  type IApiTokenMeta
+} from './api-tokens';
+export {
   ShareConnections,
+  socketHolder,
+  tokenHolder,
   type IClosableSocket,
   type IConnectedVisitor,
   type IShareRooms

@@ -1,8 +1,26 @@
 /**
- * The websockets open through each share link: how many a link may hold at once, closing them all
- * when the link is revoked or expires (upgrades still waiting too), and closing a link's kernel
- * sockets when its notebook no longer uses their kernel.
+ * The websockets open through each credential that can end while they are open (a share link, an
+ * API token): how many a link may hold at once, closing them all when the link or token is revoked
+ * or expires (upgrades still waiting too), and closing a link's kernel sockets when its notebook no
+ * longer uses their kernel.
  */
+import type { IPrincipal } from './identity';
+
+/**
+ * The key a principal's sockets are held under here: its share link's id, `token:<id>` for an API
+ * token; undefined for a credential that does not end while its sockets are open (the gateway's
+ * token).
+ */
+export function socketHolder(principal: IPrincipal): string | undefined {
+  return principal.share
+    ? principal.share.shareId
+    : principal.token && tokenHolder(principal.token.id);
+}
+
+/** The key the sockets of the API token `id` are held under. */
+export function tokenHolder(id: string): string {
+  return `token:${id}`;
+}
 
 /** What is needed of a websocket here (ws's WebSocket has it). */
 export interface IClosableSocket {
@@ -27,7 +45,9 @@ export interface IConnectedVisitor {
   since: string;
 }
 
-/** Open sockets by share link, with a cap per link. */
+/**
+ * Open sockets by holder ({@link socketHolder}: a share link, an API token), with a cap per link.
+ */
 export class ShareConnections {
   /** @param perLink - sockets one link may hold open at once (0: no limit). */
   constructor(readonly perLink: number = ShareConnections.PER_LINK) {}

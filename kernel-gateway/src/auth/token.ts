@@ -5,6 +5,7 @@ import {
   linkPrincipal,
   OWNER_PRINCIPAL,
   type Credential,
+  type IApiTokenResolver,
   type IIdentityResolver,
   type IPrincipal,
   type IShareResolver,
@@ -15,8 +16,9 @@ import {
  * Token authentication for every route and socket: `Authorization: token T` (or `Bearer T`),
  * `?token=T` for clients that cannot set headers on websockets, or the sign-in cookie a browser got by
  * opening the token link. The gateway's identity resolver today: the owner (the token or its
- * cookie), or a share link's holder (the link's secret presented the same way, or a visitor's
- * cookie), asked of the share resolver after the owner.
+ * cookie), a user's API token (asked of the API token resolver after the gateway's token), or a
+ * share link's holder (the link's secret presented the same way, or a visitor's cookie), asked of
+ * the share resolver after those.
  *
  * #### Notes
  * The cookie's value is an HMAC of the token, never the token itself: it stays valid across gateway
@@ -36,6 +38,14 @@ export class TokenIdentityResolver implements IIdentityResolver {
     this._token = token === undefined ? undefined : Buffer.from(token, 'utf8');
     this._shares = shares;
     this._cookieValue = this._derive('sign-in cookie');
+  }
+
+  /**
+   * Resolve users' API tokens too (`/api/me/tokens`), presented as the gateway's token is: after it,
+   * before share links.
+   */
+  useApiTokens(tokens: IApiTokenResolver): void {
+    this._apiTokens = tokens;
   }
 
   /** Whether requests must carry the token. */
@@ -87,6 +97,7 @@ export class TokenIdentityResolver implements IIdentityResolver {
     return (
       presented !== undefined &&
       !this.matches(presented) &&
+      this._apiTokens?.resolveToken(presented) === undefined &&
       this._shares?.resolveSecret(presented) === undefined
     );
   }
@@ -232,6 +243,10 @@ export class TokenIdentityResolver implements IIdentityResolver {
       if (this.matches(presented)) {
         return { credential: 'token', principal: OWNER_PRINCIPAL };
       }
+      const user = this._apiTokens?.resolveToken(presented);
+      if (user) {
+        return { credential: 'token', principal: user };
+      }
       const share = this._shares?.resolveSecret(presented);
       if (share) {
         return Private.link('token', share);
@@ -250,6 +265,7 @@ export class TokenIdentityResolver implements IIdentityResolver {
 
   private _token: Buffer | undefined;
   private _shares: IShareResolver | undefined;
+  private _apiTokens: IApiTokenResolver | undefined;
   private _identified = new WeakMap<
     IncomingMessage,
     Private.Identified | undefined

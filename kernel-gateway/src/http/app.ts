@@ -2,8 +2,9 @@
  * The express app factory and the websocket router's: the gateway's services in, the app and the
  * upgrade router out. The order of the middleware is the security model's: malformed URLs, origins
  * and CORS, sign-in, public lab assets, the share link page, the wrong-token limit, the token (or a
- * share link), the share guard, then the routes, one router per resource, with the JSON 404 and the
- * error middleware last. The checks are the ones every websocket passes too (checks.ts).
+ * share link, or a user's API token), the share guard, read-only tokens' limit, then the routes, one
+ * router per resource, with the JSON 404 and the error middleware last. The checks are the ones
+ * every websocket passes too (checks.ts).
  */
 import express, { type Express, type Router } from 'express';
 import type { Registry } from 'prom-client';
@@ -11,6 +12,7 @@ import type { AcceleratorService } from '../accelerators';
 import {
   authenticate,
   signInRouter,
+  type ApiTokens,
   type FailedAuthLimit,
   type KernelQuota,
   type ShareConnections,
@@ -48,6 +50,7 @@ import {
 import { meRouter } from './routes/me';
 import { shareLinkRouter } from './routes/share-link';
 import { sharesRouter } from './routes/shares';
+import { tokensRouter } from './routes/tokens';
 import { outboundLimits, type IOutboundLimits } from './outbound';
 import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelChannelsSocket, kernelsRouter } from './routes/kernels';
@@ -83,6 +86,8 @@ export interface IAppServices {
   terminals: TerminalRegistry;
   /** Headless notebook jobs (`/api/jobs`). */
   jobs: JobService;
+  /** Users' API tokens (`/api/me/tokens`). */
+  apiTokens: ApiTokens;
   /** Signing people in through a provider (`--auth oidc`): its routes, before the token's. */
   oidcSignIn?: Router;
 }
@@ -114,6 +119,8 @@ export function createApp(services: IAppServices): Express {
   );
   // A share link's holder reaches its own notebook only: one table of rules, before every route.
   app.use(checks.guardShares(services.contents));
+  // A read-only API token reads only.
+  app.use(checks.limitWrites());
   // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
   app.use(
     contentsRouter(
@@ -173,6 +180,7 @@ export function createApp(services: IAppServices): Express {
     })
   );
   app.use(meRouter(auth));
+  app.use(tokensRouter(context, { tokens: services.apiTokens, auth }));
   app.use(eventsRouter(services.events));
   app.use(labRouter(services.lab));
   app.use(notFound());

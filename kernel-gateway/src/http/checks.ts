@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import {
+  can,
   originRefusal,
   sendRefusalPage,
   type FailedAuthLimit,
@@ -31,7 +32,8 @@ export interface IRefusal {
  * `--allow-origin` admits it (403); (2) the wrong-token limit: an address past it is refused (429)
  * and a presented wrong token counts against it; (3) who the request is: the owner, a share link's
  * holder, or refused (403 for a link that ended, 401 without credentials); (4) a link's holder
- * reaches only what `SHARE_RULES` allows (403); (5) a link holds at most so many open sockets (429).
+ * reaches only what `SHARE_RULES` allows (403), and a principal without the `write` capability (a
+ * read-only API token) only reads (403); (5) a link holds at most so many open sockets (429).
  *
  * #### Notes
  * HTTP runs (1) before the public routes (sign-in, static files, the link page) and (2) to (4)
@@ -122,6 +124,35 @@ export class RequestChecks {
       : { status: 403, message: shareRefusal(method, pathname) };
   }
 
+  /**
+   * (4) Why a principal that acts through no link may not `method` `pathname` (403; `WS` for a
+   * socket): it changes something and the principal may not `write` (a read-only API token).
+   * Reading is GET, HEAD and OPTIONS, the event stream and a notebook's room (whose own rule then
+   * lets a viewer change nothing); every other request and socket changes something.
+   */
+  writes(
+    principal: IPrincipal,
+    method: string,
+    pathname: string
+  ): IRefusal | undefined {
+    if (
+      principal.share ||
+      can(principal, 'write') ||
+      (method === 'WS'
+        ? Private.READING_SOCKETS.some(path => path.test(pathname))
+        : Private.READING_METHODS.has(method))
+    ) {
+      return undefined;
+    }
+    return {
+      status: 403,
+      message:
+        method === 'WS'
+          ? `This API token is read-only: it may not open ${pathname} (it drives a kernel or a shell)`
+          : `This API token is read-only: it may not ${method} ${pathname}`
+    };
+  }
+
   /** (5) Why a share link's holder may not open one more socket (429: its link holds its cap). */
   connectionCaps(principal: IPrincipal): IRefusal | undefined {
     if (!principal.share) {
@@ -155,6 +186,7 @@ export class RequestChecks {
     }
     return (
       this.shareRules(principal, 'WS', pathname) ??
+      this.writes(principal, 'WS', pathname) ??
       this.connectionCaps(principal) ??
       principal
     );
@@ -229,6 +261,20 @@ export class RequestChecks {
     };
   }
 
+  /** (4) for principals acting through no link, as middleware after authentication: see {@link writes}. */
+  limitWrites(): RequestHandler {
+    return (request, response, next) => {
+      const principal = this._options.auth.resolve(request);
+      const refusal =
+        principal && this.writes(principal, request.method, request.path);
+      if (refusal) {
+        Private.send(response, refusal);
+        return;
+      }
+      next();
+    };
+  }
+
   private _options: RequestChecks.IOptions;
 }
 
@@ -254,6 +300,15 @@ export namespace RequestChecks {
 }
 
 namespace Private {
+  /** The methods that only read. */
+  export const READING_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+  /** The sockets that only read: the event stream, a notebook's room (its rules say who changes it). */
+  export const READING_SOCKETS = [
+    /^\/api\/events\/subscribe\/?$/,
+    /^\/api\/collaboration\/room\/[^/]+\/?$/
+  ];
+
   /** Answer a refusal as `{ reason, message }` with its headers. */
   export function send(response: Response, refusal: IRefusal): void {
     for (const [name, value] of Object.entries(refusal.headers ?? {})) {

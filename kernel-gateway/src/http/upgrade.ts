@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import {
   MessageRate,
+  socketHolder,
   visitorName,
   type IPrincipal,
   type ShareConnections
@@ -36,7 +37,8 @@ export interface ISocketUpgrade {
   /**
    * Complete the upgrade on `server` and hand the socket to `open`. The socket's messages a second
    * are limited (1008 past it), and a share link's socket counts against its link (and `kernelId`'s:
-   * closed when the link's notebook moves to another kernel).
+   * closed when the link's notebook moves to another kernel); a share link's or API token's socket
+   * closes when it ends.
    *
    * @param options.principal - who the socket is for (default: {@link principal}; after
    * {@link recheck}, its answer).
@@ -208,7 +210,8 @@ export class UpgradeRouter {
    * Close a socket that sends more than its messages a second (1008, with the reason). Listens
    * before anything else does, and on going over takes every other message listener off, so
    * nothing the socket sends after that reaches its kernel. A share link's socket is counted
-   * against its link (closed with the link when it is revoked or expires).
+   * against its link, an API token's held under its token: closed with it when it is revoked or
+   * expires.
    */
   private _limitMessages(
     ws: WebSocket,
@@ -225,6 +228,12 @@ export class UpgradeRouter {
         name,
         id,
         kernelId
+      );
+    } else if (principal.token) {
+      this._options.shareConnections.track(
+        socketHolder(principal)!,
+        ws,
+        principal.id
       );
     }
     const perSecond =

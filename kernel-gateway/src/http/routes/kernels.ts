@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { Router } from 'express';
-import type { ShareConnections } from '../../auth';
+import { socketHolder, type ShareConnections } from '../../auth';
 import { V1_SUBPROTOCOL, type Framing } from '../../channels';
 import {
   filterKernelEnv,
@@ -111,13 +111,15 @@ export function kernelChannelsSocket(
       if (!kernel) {
         return refuse(404, `Kernel does not exist: ${kernelId}`);
       }
-      // A link's upgrade that waits is refused if the link ends meanwhile (ShareConnections.close).
+      // A link's or API token's upgrade that waits is refused if it ends meanwhile
+      // (ShareConnections.close).
       let ended: string | undefined;
+      const holder = socketHolder(principal);
       const release =
-        share !== undefined
-          ? shareConnections.pending(share.shareId, reason => {
+        holder !== undefined
+          ? shareConnections.pending(holder, reason => {
               ended = reason;
-              refuse(403, reason);
+              refuse(share !== undefined ? 403 : 401, reason);
             })
           : undefined;
       // The kernel-info handshake: clients connect once the kernel answers and its iopub flows. A
