@@ -1,13 +1,13 @@
 /**
  * The picker's predictions against what the gateway then does: for a kernel on the CPU, holding
- * devices, or queued, every offer the picker shows it (computed by @ferry/accelerators from the live
- * `/api/accelerators` model, for that kernel) is chosen through the same restart the picker sends,
+ * devices, or queued, every offer the picker shows it (the scheduler's answer for that kernel,
+ * `GET /api/accelerators/choices?kernel=`, which the picker renders) is chosen through the same
+ * restart the picker sends,
  * and the kernel's state afterwards must be the predicted one: running on the devices at once, or
  * queued at the predicted position. A real gateway, an embedded worker with two simulated H100s, real
  * ipykernels.
  */
 import {
-  computeOffers,
   kernelStatus,
   type IAcceleratorOffer
 } from '@ferry/accelerators/lib/offers';
@@ -135,7 +135,12 @@ describe.each([
 
   /** The offers the picker shows the kernel now, apart from engine offers (none here). */
   async function offersFor(id: string): Promise<IAcceleratorOffer[]> {
-    return computeOffers(await model(), id);
+    const response = await gw.api(
+      'GET',
+      `/api/accelerators/choices?kernel=${encodeURIComponent(id)}`
+    );
+    expect(response.status).toBe(200);
+    return response.body.choices;
   }
 
   for (const scenario of SCENARIOS) {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { KernelRegistry } from '../kernels';
+import { KernelEnvironments, type KernelRegistry } from '../kernels';
 import {
   acceleratorChoices,
   holderOf,
@@ -41,6 +41,10 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
   constructor(options: AcceleratorService.IOptions) {
     super();
     this._options = options;
+    this._environments = new KernelEnvironments({
+      pool: options.pool,
+      templates: options.environments ?? []
+    });
     this._waits = new QueueWaits({
       culling: options.culling,
       notebookOf: options.notebookOf ?? (() => undefined)
@@ -100,19 +104,38 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       }
     }
     const kernel = kernelId ? registry.get(kernelId) : undefined;
+    // A start or move in an environment no connected worker has is refused before the scheduler
+    // is asked, with the same words.
+    let refusal: string | undefined;
+    if (environment !== undefined) {
+      try {
+        this._environments.requested({ environment }, {});
+        this._environments.checkAvailable(environment, {
+          kind: 'cpu',
+          count: 0
+        });
+      } catch (error) {
+        refusal = (error as Error).message;
+      }
+    }
     const question: IChoicesQuestion = {
+      ...(refusal !== undefined ? { refusal } : {}),
       ...(kernelId !== undefined ? { kernelId } : {}),
       ...(environment !== undefined ? { environment } : {}),
       kernelInEnvironment: kernel?.launch.environment === environment,
       disconnected: [...disconnected.values()],
       engineOffers: this._engineOffers()
     };
+    // The scheduler's answers for a new kernel are kept until the scheduler changes; the waits
+    // (how long holders have held) are worked out anew each time.
     const plain = kernelId === undefined && environment === undefined;
     const key = JSON.stringify([...disconnected.keys()]);
-    if (plain && this._choices?.key === key) {
-      return structuredClone(this._choices.choices);
+    if (plain && this._choices?.key !== key) {
+      this._choices = { key, choices: acceleratorChoices(scheduler, question) };
     }
-    const choices = acceleratorChoices(scheduler, question);
+    const choices = plain
+      ? structuredClone(this._choices!.choices)
+      : acceleratorChoices(scheduler, question);
     const { types } = this._picture();
     const queue = scheduler
       .queue()
@@ -137,9 +160,6 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         types,
         id => registry.get(id)
       );
-    }
-    if (plain) {
-      this._choices = { key, choices: structuredClone(choices) };
     }
     return choices;
   }
@@ -305,6 +325,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
 
   private _options: AcceleratorService.IOptions;
   private _waits: QueueWaits;
+  private _environments: KernelEnvironments;
   /** The choices for a new kernel in no environment, until the scheduler changes. */
   private _choices: { key: string; choices: IAcceleratorChoice[] } | undefined;
   private _onChanged: () => void;

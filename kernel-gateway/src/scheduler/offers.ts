@@ -30,6 +30,11 @@ export interface IChoicesQuestion {
    * `current` (another environment restarts it even on the same devices).
    */
   kernelInEnvironment?: boolean;
+  /**
+   * Why a start would be refused before the scheduler is asked (its environment is on no
+   * connected worker): every choice but the engines' is then unavailable, with this reason.
+   */
+  refusal?: string;
   /** Device types seen only on disconnected workers: offered, never available. */
   disconnected?: readonly IDisconnectedType[];
   /** The offers of the profiles file: a cluster engine starts a worker for each. */
@@ -72,17 +77,46 @@ export function acceleratorChoices(
   const base = scheduler.fork();
   // A move gives the kernel's devices and queue entry up first; what waits for them goes first.
   const handedOn = kernelId ? base.release(kernelId).length : 0;
-  const types = base.deviceTypes().sort(Private.compareTypes);
-  const choices: IAcceleratorChoice[] = [
-    Private.answer(base, { kind: 'cpu', count: 0 }, environment, types, {
-      label: 'CPU',
-      total: 0,
-      free: 0,
-      maxPerWorker: 0,
-      simulated: false
-    })
-  ];
-  for (const type of types) {
+  const types = base.deviceTypes();
+  const cpu = Private.answer(
+    base,
+    { kind: 'cpu', count: 0 },
+    environment,
+    types,
+    { label: 'CPU', total: 0, free: 0, maxPerWorker: 0, simulated: false }
+  );
+  if (cpu.availability === 'queued') {
+    // A CPU kernel waits only while no worker that takes them is connected.
+    cpu.reason = `No connected worker runs CPU kernels: you will be queued at position ${cpu.queuePosition}`;
+  }
+  const choices: IAcceleratorChoice[] = [cpu];
+  // Types seen only on disconnected workers are listed among the others, never available.
+  const listed: (Scheduler.IDeviceType | IDisconnectedType)[] = [...types];
+  for (const type of question.disconnected ?? []) {
+    if (!listed.some(known => Private.sameType(type, known))) {
+      listed.push(type);
+    }
+  }
+  for (const type of listed.sort(Private.compareTypes)) {
+    if (!('devices' in type)) {
+      const request: IAcceleratorRequest = {
+        kind: type.kind,
+        model: type.model,
+        count: 1,
+        ...(type.profile !== undefined ? { profile: type.profile } : {})
+      };
+      choices.push({
+        request,
+        label: formatAccelerator(request),
+        total: 0,
+        free: 0,
+        maxPerWorker: 0,
+        simulated: type.simulated,
+        availability: 'unavailable',
+        reason: `Every worker with ${Private.typeName(type)} is disconnected`
+      });
+      continue;
+    }
     const name = Private.typeName(type);
     const own =
       held && held.kind === type.kind && Private.sameType(held, type)
@@ -117,28 +151,19 @@ export function acceleratorChoices(
       choices.push(choice);
     }
   }
-  for (const type of question.disconnected ?? []) {
-    if (types.some(known => Private.sameType(type, known))) {
-      continue;
+  if (question.refusal !== undefined) {
+    for (const choice of choices) {
+      delete choice.queuePosition;
+      choice.availability = 'unavailable';
+      choice.reason = Private.sentence(question.refusal);
     }
-    const request: IAcceleratorRequest = {
-      kind: type.kind,
-      model: type.model,
-      count: 1,
-      ...(type.profile !== undefined ? { profile: type.profile } : {})
-    };
-    choices.push({
-      request,
-      label: formatAccelerator(request),
-      total: 0,
-      free: 0,
-      maxPerWorker: 0,
-      simulated: type.simulated,
-      availability: 'unavailable',
-      reason: `Every worker with ${Private.typeName(type)} is disconnected`
-    });
   }
-  if (kernelId && held && question.kernelInEnvironment !== false) {
+  if (
+    kernelId &&
+    held &&
+    question.refusal === undefined &&
+    question.kernelInEnvironment !== false
+  ) {
     Private.markCurrent(scheduler, choices, kernelId, held, types);
   }
   for (const offer of question.engineOffers ?? []) {
@@ -295,8 +320,8 @@ namespace Private {
 
   /** GPUs before TPUs, whole devices before partitions, then by name. */
   export function compareTypes(
-    a: Scheduler.IDeviceType,
-    b: Scheduler.IDeviceType
+    a: { kind: string; model: string; profile?: string },
+    b: { kind: string; model: string; profile?: string }
   ): number {
     if (a.kind !== b.kind) {
       return a.kind === 'gpu' ? -1 : 1;

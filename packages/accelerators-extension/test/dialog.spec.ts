@@ -17,6 +17,31 @@ function radios(): HTMLInputElement[] {
   );
 }
 
+/**
+ * Resolves once `test` holds, looking again at each change of `node` (the dialog asks the gateway
+ * again when the picture or the environment changes, then renders its answer).
+ */
+function until(node: Element, test: () => boolean): Promise<void> {
+  return new Promise(resolve => {
+    if (test()) {
+      resolve();
+      return;
+    }
+    const observer = new MutationObserver(() => {
+      if (test()) {
+        observer.disconnect();
+        resolve();
+      }
+    });
+    observer.observe(node, {
+      attributes: true,
+      characterData: true,
+      childList: true,
+      subtree: true
+    });
+  });
+}
+
 describe('the "Change Accelerator" dialog', () => {
   it('is used with the keyboard alone: arrows move the choice, Enter restarts on it', async () => {
     const manager = new TestManager(cluster());
@@ -59,8 +84,12 @@ describe('the "Change Accelerator" dialog', () => {
     press('ArrowUp');
     expect(radios()[1].checked).toBe(true);
 
-    // Someone takes a device while the dialog is open: the count follows, the choice stays.
+    // Someone takes a device while the dialog is open: the count follows (the gateway's answer,
+    // asked again), the choice stays.
     manager.push(cluster({ h100Holders: [['other'], []] }));
+    await until(document.querySelector('.jp-Dialog')!, () =>
+      radios()[1].getAttribute('aria-label')!.includes('1 of 2 free')
+    );
     expect(document.activeElement).toBe(radios()[1]);
     expect(document.activeElement?.getAttribute('aria-label')).toBe(
       'GPU · H100 × 1 (simulated): 1 of 2 free · starts now'
@@ -113,7 +142,8 @@ describe('the "Change Accelerator" dialog', () => {
     expect(accept()).toBe('Keep');
     select.value = 'pytorch';
     select.dispatchEvent(new Event('change', { bubbles: true }));
-    // The same CPU in another environment restarts the kernel.
+    // The same CPU in another environment restarts the kernel (once the gateway answered for it).
+    await until(dialog, () => accept() !== 'Keep');
     expect(accept()).toBe('Restart on PyTorch · CPU');
     radios()[0].focus();
     press('ArrowDown');

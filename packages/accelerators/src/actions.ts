@@ -302,8 +302,7 @@ export namespace AcceleratorActions {
       label: `Accelerator for ${panel.title.label}`,
       environment: kernelId
         ? kernelEnvironment
-        : readNotebookEnvironment(model.metadata),
-      kernelEnvironment
+        : readNotebookEnvironment(model.metadata)
     });
     if (!chosen) {
       return;

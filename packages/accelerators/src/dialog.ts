@@ -1,11 +1,12 @@
 /**
- * The "Change Accelerator" dialog: the picker with live free counts, in JupyterLab's dialog.
+ * The "Change Accelerator" dialog: the picker with the gateway's live answers, in JupyterLab's
+ * dialog.
  */
 
 import { Dialog } from '@jupyterlab/apputils';
 import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type { IAcceleratorRequest } from './models';
-import { environmentChoices, offersInEnvironment } from './offers';
+import { environmentChoices } from './offers';
 import { AcceleratorPicker } from './picker';
 import type { IAcceleratorManager } from './tokens';
 
@@ -28,26 +29,19 @@ export interface IAcceleratorChoice {
  *
  * #### Notes
  * The list is a radio group: arrow keys, Home and End move the choice, Enter restarts on it,
- * Escape cancels. The free counts follow the manager while the dialog is open; so does each
- * choice's availability in the chosen environment.
+ * Escape cancels. Each choice's availability is the gateway's answer, asked again with each
+ * update of the manager and each change of environment while the dialog is open.
  */
 export async function chooseAccelerator(
   options: IChooseAcceleratorOptions
 ): Promise<IAcceleratorChoice | null> {
   const { manager, kernelId } = options;
-  const kernelEnvironment = options.kernelEnvironment ?? null;
+  // What each choice would do is the gateway's answer, asked again whenever the picture changes.
   const offersIn = (environment: string | null) =>
-    manager.model
-      ? offersInEnvironment(
-          manager.model,
-          manager.offersFor(kernelId),
-          environment,
-          kernelId ? kernelEnvironment : environment
-        )
-      : manager.offersFor(kernelId);
+    manager.offersFor(kernelId, environment);
   const environment = options.environment ?? null;
   const body = new AcceleratorPicker({
-    offers: offersIn(environment),
+    offers: await offersIn(environment),
     value: options.value,
     note: options.note,
     warning: options.warning,
@@ -82,9 +76,20 @@ export async function chooseAccelerator(
       label.ariaLabel = text;
     }
   };
+  let asked = 0;
   const refresh = () => {
-    body.offers = offersIn(body.environment);
-    relabel();
+    const ask = ++asked;
+    offersIn(body.environment).then(
+      offers => {
+        // Only the latest answer counts; a later one may already have arrived.
+        if (ask === asked && !body.isDisposed) {
+          body.offers = offers;
+          relabel();
+        }
+      },
+      // The gateway did not answer (it restarts, the kernel is gone): keep the last answer.
+      () => undefined
+    );
   };
   manager.changed.connect(refresh);
   body.valueChanged.connect(relabel);
@@ -119,11 +124,9 @@ export interface IChooseAcceleratorOptions {
   label?: string;
   /** The environment the dialog starts on (`null`, the default: none). */
   environment?: string | null;
-  /** The environment the kernel that would move runs in (`null`, the default: none). */
-  kernelEnvironment?: string | null;
   /**
-   * The kernel that would move, if any: offers are predicted for it (its own devices count as
-   * free, its queue entry is not ahead of it) and its current choice is marked.
+   * The kernel that would move, if any: the gateway answers for it (its own devices count as
+   * free, its queue entry is not ahead of it, its current choice is marked).
    */
   kernelId?: string;
 }

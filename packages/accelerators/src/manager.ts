@@ -11,7 +11,7 @@ import type {
   IDeviceSample
 } from './models';
 import type { IAcceleratorOffer } from './offers';
-import { computeOffers, kernelStatus } from './offers';
+import { fetchChoices, kernelStatus } from './offers';
 import { AcceleratorStream } from './stream';
 import type { IAcceleratorManager } from './tokens';
 
@@ -71,18 +71,18 @@ export class AcceleratorManager implements IAcceleratorManager {
     return this._model;
   }
 
-  /** What the picker offers now. */
+  /** What the picker offers a new kernel now, as the gateway answered in the latest model. */
   get offers(): readonly IAcceleratorOffer[] {
-    if (!this._offers) {
-      this._offers = this._model ? computeOffers(this._model) : [];
-    }
-    return this._offers;
+    return this._model?.choices ?? [];
   }
 
   /** What the picker offers a kernel that would move (see `IAcceleratorManager.offersFor`). */
-  offersFor(kernelId: string | undefined): readonly IAcceleratorOffer[] {
-    return kernelId && this._model
-      ? computeOffers(this._model, kernelId)
+  async offersFor(
+    kernelId: string | undefined,
+    environment: string | null = null
+  ): Promise<readonly IAcceleratorOffer[]> {
+    return kernelId || environment
+      ? fetchChoices(this._client, kernelId, environment)
       : this.offers;
   }
 
@@ -186,7 +186,6 @@ export class AcceleratorManager implements IAcceleratorManager {
     this._history.clear();
     const hadModel = this._model !== null;
     this._model = null;
-    this._offers = null;
     let settings = this._pageSettings;
     try {
       settings = gatewayServerSettings(this._gateway, this._pageSettings);
@@ -266,7 +265,6 @@ export class AcceleratorManager implements IAcceleratorManager {
 
   private _setModel(model: IAccelerators): void {
     this._model = model;
-    this._offers = null;
     this._ready.resolve(model);
     this._changed.emit(model);
   }
@@ -280,7 +278,6 @@ export class AcceleratorManager implements IAcceleratorManager {
   private _idleTimeoutMs: number | undefined;
   private _isDisposed = false;
   private _model: IAccelerators | null = null;
-  private _offers: IAcceleratorOffer[] | null = null;
   private _history = new Map<string, IDeviceSample[]>();
   private _historyLength: number;
   private _stream: AcceleratorStream | null = null;

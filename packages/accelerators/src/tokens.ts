@@ -20,13 +20,23 @@ export interface IAcceleratorManager extends IDisposable {
   /** The latest model, `null` until the first snapshot. */
   readonly model: IAccelerators | null;
 
-  /** What the picker offers now (see `computeOffers`). */
+  /**
+   * What the picker offers a new kernel now, as the gateway's scheduler answered in the latest
+   * model (`choices`): what starts at once, what would queue and where, what never can and why.
+   */
   readonly offers: readonly IAcceleratorOffer[];
   /**
-   * What the picker offers a kernel that would move: its own devices count as free for it, its own
-   * queue entry is not ahead of it, and its current choice is marked (see `computeOffers`).
+   * What the picker offers a kernel that would move, or in an environment, as the gateway's
+   * scheduler answers (`GET /api/accelerators/choices`): the kernel's own devices count as free for
+   * it, its own queue entry is not ahead of it, and its current choice is marked.
+   *
+   * @param kernelId - The kernel that would move, if any.
+   * @param environment - The environment to run in (`null`, the default: none).
    */
-  offersFor(kernelId: string | undefined): readonly IAcceleratorOffer[];
+  offersFor(
+    kernelId: string | undefined,
+    environment?: string | null
+  ): Promise<readonly IAcceleratorOffer[]>;
 
   /** Emitted with each new model (once a second while connected). */
   readonly changed: ISignal<IAcceleratorManager, IAccelerators>;

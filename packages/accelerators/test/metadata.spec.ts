@@ -8,8 +8,7 @@ import {
   readNotebookEnvironment,
   toNotebookMetadata
 } from '../src/metadata';
-import { computeOffers } from '../src/offers';
-import { cluster, device, worker } from '@ferry/testing';
+import { cluster, device, schedulerChoices, worker } from '@ferry/testing';
 
 const schema = JSON.parse(
   readFileSync(
@@ -106,7 +105,7 @@ describe('toNotebookMetadata', () => {
 });
 
 describe('nearestOffer', () => {
-  const offers = computeOffers(cluster());
+  const offers = schedulerChoices(cluster());
 
   it('takes the exact offer when the cluster has it', () => {
     const match = nearestOffer({ kind: 'tpu', model: 'v5e', count: 4 }, offers);
@@ -148,7 +147,7 @@ describe('nearestOffer', () => {
   });
 
   it('prefers the closest generation: an old T4 notebook gets an L4 before an H100', () => {
-    const mixed = computeOffers({
+    const mixed = schedulerChoices({
       time: '2026-01-01T00:00:00.000Z',
       queue: [],
       workers: [
@@ -164,7 +163,7 @@ describe('nearestOffer', () => {
   });
 
   it('falls back to CPU when the kind is missing, with the reason', () => {
-    const gpuOnly = computeOffers({
+    const gpuOnly = schedulerChoices({
       time: '2026-01-01T00:00:00.000Z',
       queue: [],
       workers: [worker('a', [device('g0', 'gpu', 'H100')])]
@@ -180,13 +179,13 @@ describe('nearestOffer', () => {
   });
 
   it('returns the exact offer even when busy or unavailable, with why it cannot start now', () => {
-    const busy = computeOffers(cluster({ h100Holders: [['a'], ['b']] }));
+    const busy = schedulerChoices(cluster({ h100Holders: [['a'], ['b']] }));
     const match = nearestOffer({ kind: 'gpu', model: 'H100', count: 1 }, busy);
     expect(match?.exact).toBe(true);
     expect(match?.reason).toBe(
       'All 2 H100 are busy: you will be queued at position 1'
     );
-    const down = computeOffers({
+    const down = schedulerChoices({
       time: '2026-01-01T00:00:00.000Z',
       queue: [],
       workers: [

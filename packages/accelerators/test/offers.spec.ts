@@ -1,13 +1,17 @@
-import {
-  computeEnvironmentOffers,
-  computeOffers,
-  environmentChoices,
-  kernelStatus,
-  offersInEnvironment
-} from '../src/offers';
-import { cluster, device, worker } from '@ferry/testing';
+/**
+ * The picker's choices for pictures of a cluster, as the gateway's scheduler answers them
+ * (`schedulerChoices` gives the scheduler the picture, then asks it), and what the library reads
+ * from the live model itself: a kernel's status, the environments.
+ */
+import { environmentChoices, kernelStatus } from '../src/offers';
+import { cluster, device, schedulerChoices, worker } from '@ferry/testing';
 
-describe('computeOffers', () => {
+const computeOffers = (
+  model: Parameters<typeof schedulerChoices>[0],
+  kernelId?: string
+) => schedulerChoices(model, kernelId ? { kernelId } : {});
+
+describe("the gateway's choices", () => {
   it('offers CPU and each device type with counts one worker can hold', () => {
     const offers = computeOffers(cluster());
     expect(offers.map(offer => offer.label)).toEqual([
@@ -67,19 +71,9 @@ describe('computeOffers', () => {
     expect(two.reason).toBe(
       'Only 1 H100 free on one worker: you will be queued at position 2'
     );
-    // Once it has been overtaken as often as the scheduler allows, it reserves the worker.
-    const [reservedOne] = computeOffers(
-      cluster({
-        h100Holders: [['k1'], []],
-        queue: [{ ...waiting, reservedWorkerId: 'w1' }]
-      })
-    ).slice(1, 2);
-    expect(reservedOne).toMatchObject({
-      availability: 'queued',
-      queuePosition: 2,
-      reason:
-        'A request waiting longer has reserved the free H100: you will be queued at position 2'
-    });
+    // Once it has been overtaken as often as the scheduler allows, it reserves the worker: a
+    // reservation cannot be pictured, see "keeps a waiting request ahead ..." in
+    // kernel-gateway/test/scheduler-offers.spec.ts.
   });
 
   describe('for a kernel that would move', () => {
@@ -189,9 +183,11 @@ describe('computeOffers', () => {
       ]
     };
     const [cpu, a100] = computeOffers(model);
+    // A CPU kernel waits (the scheduler queues it) until a worker that takes them connects.
     expect(cpu).toMatchObject({
-      availability: 'unavailable',
-      reason: 'No connected worker runs CPU kernels'
+      availability: 'queued',
+      reason:
+        'No connected worker runs CPU kernels: you will be queued at position 1'
     });
     expect(a100).toMatchObject({
       label: 'GPU · A100 × 1',
@@ -297,9 +293,10 @@ describe('kernelStatus', () => {
   });
 });
 
-describe('computeEnvironmentOffers', () => {
-  it('offers each environment with each choice, unavailable where no worker has both, and why', () => {
-    const model = {
+describe('choices in an environment', () => {
+  /** A GPU host with PyTorch (JAX missing, and why), a TPU host with JAX that takes no CPU kernels. */
+  function twoHosts() {
+    return {
       time: '2026-01-01T00:00:10.000Z',
       queue: [],
       environments: [
@@ -327,33 +324,43 @@ describe('computeEnvironmentOffers', () => {
         })
       ]
     };
-    const offers = computeEnvironmentOffers(model, computeOffers(model));
-    const byLabel = new Map(offers.map(o => [o.label, o]));
-    expect([...byLabel.keys()]).toEqual([
-      'PyTorch · CPU',
-      'PyTorch · GPU · H100 × 1',
-      'PyTorch · TPU · v5e-1',
-      'JAX · CPU',
-      'JAX · GPU · H100 × 1',
-      'JAX · TPU · v5e-1'
+  }
+
+  it('offers each choice in each environment, unavailable where no worker has both, and why', () => {
+    const model = twoHosts();
+    const inEnvironment = (environment: string) =>
+      new Map(
+        schedulerChoices(model, { environment }).map(o => [
+          `${environment} · ${o.label}`,
+          o
+        ])
+      );
+    const offers = new Map([
+      ...inEnvironment('pytorch'),
+      ...inEnvironment('jax')
     ]);
-    expect(byLabel.get('PyTorch · GPU · H100 × 1')).toMatchObject({
-      environment: 'pytorch',
-      availability: 'free'
-    });
-    expect(byLabel.get('JAX · TPU · v5e-1')?.availability).toBe('free');
+    expect([...offers.keys()]).toEqual([
+      'pytorch · CPU',
+      'pytorch · GPU · H100 × 1',
+      'pytorch · TPU · v5e-1',
+      'jax · CPU',
+      'jax · GPU · H100 × 1',
+      'jax · TPU · v5e-1'
+    ]);
+    expect(offers.get('pytorch · GPU · H100 × 1')?.availability).toBe('free');
+    expect(offers.get('jax · TPU · v5e-1')?.availability).toBe('free');
     // The GPU host lacks JAX, and the TPU host takes no CPU kernels.
-    expect(byLabel.get('JAX · GPU · H100 × 1')).toMatchObject({
+    expect(offers.get('jax · GPU · H100 × 1')).toMatchObject({
       availability: 'unavailable',
-      reason: 'No worker with JAX has GPU · H100 × 1'
+      reason: "No worker with environment 'jax' (tpu-1) could hold gpu:H100:1"
     });
-    expect(byLabel.get('JAX · CPU')?.availability).toBe('unavailable');
-    expect(byLabel.get('PyTorch · TPU · v5e-1')?.availability).toBe(
+    expect(offers.get('jax · CPU')?.availability).toBe('unavailable');
+    expect(offers.get('pytorch · TPU · v5e-1')?.availability).toBe(
       'unavailable'
     );
   });
 
-  it('says why, worker by worker, when no worker has an environment', () => {
+  it('says why when no worker has an environment', () => {
     const model = {
       time: '2026-01-01T00:00:10.000Z',
       queue: [],
@@ -371,17 +378,25 @@ describe('computeEnvironmentOffers', () => {
         })
       ]
     };
-    const [cpu] = computeEnvironmentOffers(model, computeOffers(model));
+    const [cpu] = schedulerChoices(model, { environment: 'jax' });
     expect(cpu).toMatchObject({
-      label: 'JAX · CPU',
+      label: 'CPU',
       availability: 'unavailable',
-      reason:
-        'No connected worker has JAX (gpu-1: /opt/jax/bin/python not found on gpu-1)'
+      reason: "No connected worker has environment 'jax'"
     });
+    // The environment menu says why, worker by worker.
+    expect(environmentChoices({ ...model, choices: [] })).toEqual([
+      {
+        name: 'jax',
+        displayName: 'JAX',
+        unavailable:
+          'on no connected worker (gpu-1: /opt/jax/bin/python not found on gpu-1)'
+      }
+    ]);
   });
 });
 
-describe('offersInEnvironment', () => {
+describe('choices of a kernel in an environment', () => {
   /** One GPU host with PyTorch, a TPU host without it (and why), a kernel on the GPU. */
   function model() {
     return {
@@ -392,6 +407,7 @@ describe('offersInEnvironment', () => {
         { name: 'jax', displayName: 'JAX' }
       ],
       kernelEnvironments: { k1: 'pytorch' },
+      choices: [],
       workers: [
         worker(
           'gpu-1',
@@ -427,29 +443,28 @@ describe('offersInEnvironment', () => {
     };
   }
 
-  it('is the accelerator list itself outside any environment', () => {
-    const m = model();
-    const offers = computeOffers(m);
-    expect(offersInEnvironment(m, offers, null)).toEqual(offers);
-  });
-
   it('marks what no worker with the environment holds unavailable, with why', () => {
-    const m = model();
-    const offers = offersInEnvironment(m, computeOffers(m), 'pytorch');
+    const offers = schedulerChoices(model(), { environment: 'pytorch' });
     expect(offers.map(o => [o.label, o.availability, o.reason])).toEqual([
       ['CPU', 'free', undefined],
       ['GPU · H100 × 1', 'queued', expect.stringContaining('busy')],
-      ['TPU · v5e-1', 'unavailable', 'No worker with PyTorch has TPU · v5e-1']
+      [
+        'TPU · v5e-1',
+        'unavailable',
+        "No worker with environment 'pytorch' (gpu-1) could hold tpu:v5e:1"
+      ]
     ]);
   });
 
   it("keeps the kernel's choice current only in its own environment", () => {
     const m = model();
-    const own = computeOffers(m, 'k1');
-    const same = offersInEnvironment(m, own, 'pytorch', 'pytorch');
+    const same = schedulerChoices(m, {
+      kernelId: 'k1',
+      environment: 'pytorch'
+    });
     expect(same.find(o => o.current)?.label).toBe('GPU · H100 × 1');
     // Outside PyTorch the same GPU restarts the kernel: its own device is free for it, not current.
-    const none = offersInEnvironment(m, own, null, 'pytorch');
+    const none = schedulerChoices(m, { kernelId: 'k1' });
     const gpu = none.find(o => o.label === 'GPU · H100 × 1');
     expect(gpu).toMatchObject({ availability: 'free' });
     expect(gpu?.current).toBeUndefined();

@@ -342,7 +342,8 @@ describe('AcceleratorPanel', () => {
     manager.push({
       time: '2026-01-01T00:00:10.000Z',
       workers: [worker('tpu-host', chips)],
-      queue: []
+      queue: [],
+      choices: []
     });
     MessageLoop.flush();
     expect(

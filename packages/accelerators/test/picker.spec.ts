@@ -3,9 +3,8 @@
  */
 import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { computeOffers, offersInEnvironment } from '../src/offers';
 import { AcceleratorPicker } from '../src/picker';
-import { cluster, device, worker } from '@ferry/testing';
+import { cluster, device, schedulerChoices, worker } from '@ferry/testing';
 
 function rows(picker: AcceleratorPicker): HTMLElement[] {
   return Array.from(picker.node.querySelectorAll('.jp-FerryPicker-item'));
@@ -28,7 +27,7 @@ describe('AcceleratorPicker', () => {
   });
 
   it('lists every offer with its free count, in words', () => {
-    picker = new AcceleratorPicker({ offers: computeOffers(cluster()) });
+    picker = new AcceleratorPicker({ offers: schedulerChoices(cluster()) });
     expect(rows(picker).map(row => row.textContent)).toEqual([
       'CPUstarts now',
       'GPU · H100 × 1 (simulated)2 of 2 free · starts now',
@@ -53,7 +52,7 @@ describe('AcceleratorPicker', () => {
         }
       ]
     });
-    picker = new AcceleratorPicker({ offers: computeOffers(model) });
+    picker = new AcceleratorPicker({ offers: schedulerChoices(model) });
     const h100 = rows(picker)[1];
     expect(h100.querySelector('.jp-FerryPicker-detail')?.textContent).toBe(
       '0 of 2 free · All 2 H100 are busy: you will be queued at position 2'
@@ -64,7 +63,7 @@ describe('AcceleratorPicker', () => {
   });
 
   it('disables unavailable offers and says why', () => {
-    const offers = computeOffers({
+    const offers = schedulerChoices({
       time: '2026-01-01T00:00:00.000Z',
       queue: [],
       workers: [
@@ -83,7 +82,7 @@ describe('AcceleratorPicker', () => {
 
   it('gives every control an accessible name that carries its state', () => {
     picker = new AcceleratorPicker({
-      offers: computeOffers(cluster({ h100Holders: [['a'], []] })),
+      offers: schedulerChoices(cluster({ h100Holders: [['a'], []] })),
       label: 'Accelerator for Untitled.ipynb'
     });
     const group = picker.node.querySelector('[role="radiogroup"]');
@@ -102,7 +101,7 @@ describe('AcceleratorPicker', () => {
   });
 
   it('starts on the current choice and moves with the arrow keys, skipping unavailable offers', () => {
-    const offers = computeOffers({
+    const offers = schedulerChoices({
       time: '2026-01-01T00:00:00.000Z',
       queue: [],
       workers: [
@@ -141,12 +140,12 @@ describe('AcceleratorPicker', () => {
   it('keeps the choice and focus when free counts refresh live', () => {
     const model = cluster();
     picker = new AcceleratorPicker({
-      offers: computeOffers(model),
+      offers: schedulerChoices(model),
       value: { kind: 'gpu', model: 'H100', count: 1 }
     });
     Widget.attach(picker, document.body);
     MessageLoop.sendMessage(picker, Widget.Msg.ActivateRequest);
-    picker.offers = computeOffers(cluster({ h100Holders: [['x'], ['y']] }));
+    picker.offers = schedulerChoices(cluster({ h100Holders: [['x'], ['y']] }));
     expect(radios(picker)[1].checked).toBe(true);
     expect(document.activeElement).toBe(radios(picker)[1]);
     expect(
@@ -160,7 +159,7 @@ describe('AcceleratorPicker', () => {
 
   it('shows how a Colab or Kaggle choice was translated', () => {
     picker = new AcceleratorPicker({
-      offers: computeOffers(cluster()),
+      offers: schedulerChoices(cluster()),
       note: 'GPU · A100 × 1 was asked for, but this cluster has no A100: nearest is GPU · H100 × 1'
     });
     expect(picker.node.querySelector('[role="note"]')?.textContent).toContain(
@@ -170,7 +169,7 @@ describe('AcceleratorPicker', () => {
 
   it('warns that choosing restarts the kernel, and ties the warning to the list for screen readers', () => {
     picker = new AcceleratorPicker({
-      offers: computeOffers(cluster()),
+      offers: schedulerChoices(cluster()),
       note: 'This notebook asks for Colab GPU T4.',
       warning:
         'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
@@ -187,7 +186,7 @@ describe('AcceleratorPicker', () => {
   });
 
   it('selects with a click (change event)', () => {
-    picker = new AcceleratorPicker({ offers: computeOffers(cluster()) });
+    picker = new AcceleratorPicker({ offers: schedulerChoices(cluster()) });
     Widget.attach(picker, document.body);
     expect(picker.getValue()).toBeNull();
     radios(picker)[5].click();
@@ -204,7 +203,7 @@ describe('AcceleratorPicker', () => {
       { name: 'pytorch', displayName: 'PyTorch', available: true }
     ];
     picker = new AcceleratorPicker({
-      offers: computeOffers(model),
+      offers: schedulerChoices(model),
       value: { kind: 'gpu', model: 'H100', count: 1 },
       environments: [
         { name: 'pytorch', displayName: 'PyTorch' },
@@ -227,7 +226,10 @@ describe('AcceleratorPicker', () => {
     const changed: (string | null)[] = [];
     picker.environmentChanged.connect((_, name) => {
       changed.push(name);
-      picker.offers = offersInEnvironment(model, computeOffers(model), name);
+      picker.offers = schedulerChoices(
+        model,
+        name ? { environment: name } : {}
+      );
     });
     select.value = 'pytorch';
     select.dispatchEvent(new Event('change', { bubbles: true }));
@@ -243,7 +245,7 @@ describe('AcceleratorPicker', () => {
 
     // Without environments there is no menu, and the labels are the accelerators alone.
     picker.dispose();
-    picker = new AcceleratorPicker({ offers: computeOffers(model) });
+    picker = new AcceleratorPicker({ offers: schedulerChoices(model) });
     expect(picker.node.querySelector('select')).toBeNull();
     expect(rows(picker)[1].textContent).toBe(
       'GPU · H100 × 1 (simulated)2 of 2 free · starts now'

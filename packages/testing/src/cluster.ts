@@ -4,6 +4,7 @@
  */
 
 import type { IAccelerators, IDevice, IWorker } from '@ferry/accelerators';
+import { schedulerChoices } from './choices';
 
 /** A device as the gateway reports it; `holders` names who holds it. */
 export function device(
@@ -49,12 +50,15 @@ export function worker(
   };
 }
 
-/** The model `--simulate gpu:H100:2,tpu:v5e:4` gives, with the given holders. */
+/**
+ * The model `--simulate gpu:H100:2,tpu:v5e:4` gives, with the given holders, and the choices the
+ * gateway's scheduler answers for it.
+ */
 export function cluster(
   options: { h100Holders?: string[][]; queue?: IAccelerators['queue'] } = {}
 ): IAccelerators {
   const holders = options.h100Holders ?? [[], []];
-  return {
+  return withChoices({
     time: '2026-01-01T00:00:10.000Z',
     workers: [
       worker('w1', [
@@ -67,5 +71,13 @@ export function cluster(
       ])
     ],
     queue: options.queue ?? []
-  };
+  });
+}
+
+/** A picture of a cluster with the choices the gateway's scheduler answers for it. */
+export function withChoices(
+  model: Omit<IAccelerators, 'choices'> & { choices?: unknown }
+): IAccelerators {
+  const { choices: _choices, ...picture } = model;
+  return { ...picture, choices: schedulerChoices(picture) };
 }

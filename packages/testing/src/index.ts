@@ -6,6 +6,7 @@
  * test drives by hand, waiting for a signal, and kernelspecs whose Python lacks a module.
  */
 
+export * from './choices';
 export * from './cluster';
 export * from './gateway';
 export * from './manager';

@@ -10,8 +10,9 @@ import type {
 } from '@ferry/accelerators';
 // The module, not the package's index: the library's own specs (plain ts-jest, which does not
 // transform JupyterLab's ES modules) load only the modules they test.
-import { computeOffers, kernelStatus } from '@ferry/accelerators/lib/offers';
+import { kernelStatus } from '@ferry/accelerators/lib/offers';
 import { Signal } from '@lumino/signaling';
+import { schedulerChoices } from './choices';
 
 /**
  * An accelerator manager the test drives by hand: `push` a new picture of the cluster, `setState`
@@ -32,11 +33,18 @@ export class TestManager implements IAcceleratorManager {
   ready = new Promise<IAccelerators>(() => undefined);
   isDisposed = false;
   samples: IDeviceSample[] = [];
+  /** The choices of the model (the gateway's answer for a new kernel). */
   get offers() {
-    return this.model ? computeOffers(this.model) : [];
+    return this.model?.choices ?? [];
   }
-  offersFor(kernelId: string | undefined) {
-    return this.model ? computeOffers(this.model, kernelId) : [];
+  /** What the gateway's scheduler answers for the model, the kernel and the environment. */
+  async offersFor(kernelId: string | undefined, environment?: string | null) {
+    return this.model
+      ? schedulerChoices(this.model, {
+          ...(kernelId ? { kernelId } : {}),
+          ...(environment ? { environment } : {})
+        })
+      : [];
   }
   /** The samples whose `deviceId` is the device's. */
   history(_workerId: string, deviceId: string): readonly IDeviceSample[] {
