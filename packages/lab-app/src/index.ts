@@ -4,8 +4,12 @@
  * URL the gateway puts in the page config, so the base URL can change without a rebuild.
  */
 import { PageConfig } from '@jupyterlab/coreutils';
+import { watchSession } from './session';
 
 __webpack_public_path__ = PageConfig.getOption('fullStaticUrl') + '/';
+
+// Before JupyterLab's server connection takes the global fetch: an ended session goes to sign-in.
+watchSession();
 
 import('./app')
   .then(({ main }) => main())
