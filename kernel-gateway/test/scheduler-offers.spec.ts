@@ -143,7 +143,12 @@ describe("the scheduler's choices", () => {
       'GPU · H100 × 1',
       'k1'
     );
-    expect(choice).toMatchObject({ availability: 'queued', queuePosition: 2 });
+    expect(choice).toMatchObject({
+      availability: 'queued',
+      queuePosition: 2,
+      reason:
+        'A request waiting longer has reserved the free H100: you will be queued at position 2'
+    });
     expect(result.state).toBe('queued');
   });
 });
