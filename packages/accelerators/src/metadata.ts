@@ -118,7 +118,7 @@ export function toNotebookMetadata(
  * match with its reason and the user confirms it.
  *
  * @param request - What the notebook asks for.
- * @param offers - What the cluster offers (see `computeOffers`).
+ * @param offers - What the cluster offers (the gateway's choices, `IAcceleratorManager.offers`).
  */
 export function nearestOffer(
   request: IAcceleratorRequest,

@@ -7,7 +7,8 @@ import type { IAcceleratorOffer, IEnvironmentChoice } from './offers';
 
 /**
  * The body of the "Change accelerator…" dialog: every offer with its free count and, when it cannot
- * start now, why and at which queue position it would wait.
+ * start now, why and at which queue position it would wait, as the gateway's scheduler answered
+ * (the picker renders; it computes nothing).
  *
  * #### Notes
  * The list is a radio group: arrow keys, Home and End move the choice, unavailable offers are
@@ -16,8 +17,8 @@ import type { IAcceleratorOffer, IEnvironmentChoice } from './offers';
  *
  * Where the gateway declares environments, a menu above the list picks the one the kernel runs in
  * (an environment no connected worker has says so, and why); each choice then reads
- * `PyTorch · GPU · H100 × 1`. The owner sets `offers` for the chosen environment (see
- * `offersInEnvironment`) when `environmentChanged` fires. Without environments the picker is the
+ * `PyTorch · GPU · H100 × 1`. The owner sets `offers` for the chosen environment (the gateway's
+ * answer, `IAcceleratorManager.offersFor`) when `environmentChanged` fires. Without environments the picker is the
  * accelerator list alone.
  */
 export class AcceleratorPicker extends Widget {
@@ -301,7 +302,7 @@ export class AcceleratorPicker extends Widget {
 export namespace AcceleratorPicker {
   /** The options of a picker. */
   export interface IOptions {
-    /** The offers to list (see `computeOffers`). */
+    /** The offers to list: the gateway's choices (`IAcceleratorManager.offers`, `offersFor`). */
     offers: readonly IAcceleratorOffer[];
     /** The current choice. */
     value?: IAcceleratorRequest | null;

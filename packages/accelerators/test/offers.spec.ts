@@ -6,14 +6,14 @@
 import { environmentChoices, kernelStatus } from '../src/offers';
 import { cluster, device, schedulerChoices, worker } from '@ferry/testing';
 
-const computeOffers = (
+const choicesFor = (
   model: Parameters<typeof schedulerChoices>[0],
   kernelId?: string
 ) => schedulerChoices(model, kernelId ? { kernelId } : {});
 
 describe("the gateway's choices", () => {
   it('offers CPU and each device type with counts one worker can hold', () => {
-    const offers = computeOffers(cluster());
+    const offers = choicesFor(cluster());
     expect(offers.map(offer => offer.label)).toEqual([
       'CPU',
       'GPU · H100 × 1',
@@ -45,7 +45,7 @@ describe("the gateway's choices", () => {
         }
       ]
     });
-    const h100 = computeOffers(model)[1];
+    const h100 = choicesFor(model)[1];
     expect(h100.availability).toBe('queued');
     expect(h100.free).toBe(0);
     expect(h100.queuePosition).toBe(2);
@@ -64,7 +64,7 @@ describe("the gateway's choices", () => {
       position: 1,
       since: '2026-01-01T00:00:00.000Z'
     };
-    const [one, two] = computeOffers(
+    const [one, two] = choicesFor(
       cluster({ h100Holders: [['k1'], []], queue: [waiting] })
     ).slice(1, 3);
     expect(one.availability).toBe('free');
@@ -80,7 +80,7 @@ describe("the gateway's choices", () => {
     it('counts its own devices as free and marks its choice current', () => {
       // k1 holds one H100, someone else the other.
       const model = cluster({ h100Holders: [['k1'], ['other']] });
-      const [cpu, one, two] = computeOffers(model, 'k1');
+      const [cpu, one, two] = choicesFor(model, 'k1');
       expect(one).toMatchObject({
         current: true,
         availability: 'free',
@@ -93,12 +93,12 @@ describe("the gateway's choices", () => {
       expect(two.free).toBe(1);
       expect(two.own).toBe(1);
       // The same picture for a stranger: the kernel's device is busy.
-      expect(computeOffers(model)[1].free).toBe(0);
+      expect(choicesFor(model)[1].free).toBe(0);
     });
 
     it('moves to a larger count at once when the rest is free', () => {
       const model = cluster({ h100Holders: [['k1'], []] });
-      const two = computeOffers(model, 'k1')[2];
+      const two = choicesFor(model, 'k1')[2];
       expect(two).toMatchObject({
         availability: 'free',
         free: 2,
@@ -121,7 +121,7 @@ describe("the gateway's choices", () => {
           }
         ]
       });
-      const [, one, two] = computeOffers(model, 'k2');
+      const [, one, two] = choicesFor(model, 'k2');
       expect(one.availability).toBe('free');
       expect(one.reason).toBeUndefined();
       expect(two).toMatchObject({
@@ -132,7 +132,7 @@ describe("the gateway's choices", () => {
           'This kernel waits for it at position 1; choosing it keeps that place'
       });
       // For anyone else, k2 is ahead for two H100s (one, which k2 cannot use, starts now).
-      const [, strangerOne, strangerTwo] = computeOffers(model);
+      const [, strangerOne, strangerTwo] = choicesFor(model);
       expect(strangerOne.availability).toBe('free');
       expect(strangerTwo.queuePosition).toBe(2);
     });
@@ -152,7 +152,7 @@ describe("the gateway's choices", () => {
           }
         ]
       });
-      const [cpu, one, two] = computeOffers(model, 'k1');
+      const [cpu, one, two] = choicesFor(model, 'k1');
       expect(cpu.availability).toBe('free');
       expect(one.current).toBe(true);
       expect(two).toMatchObject({
@@ -164,7 +164,7 @@ describe("the gateway's choices", () => {
     });
 
     it('marks CPU current for a kernel the model does not list', () => {
-      const offers = computeOffers(cluster(), 'cpu-kernel');
+      const offers = choicesFor(cluster(), 'cpu-kernel');
       expect(offers.filter(offer => offer.current).map(o => o.label)).toEqual([
         'CPU'
       ]);
@@ -182,7 +182,7 @@ describe("the gateway's choices", () => {
         })
       ]
     };
-    const [cpu, a100] = computeOffers(model);
+    const [cpu, a100] = choicesFor(model);
     // A CPU kernel waits (the scheduler queues it) until a worker that takes them connects.
     expect(cpu).toMatchObject({
       availability: 'queued',
@@ -211,7 +211,7 @@ describe("the gateway's choices", () => {
         ])
       ]
     };
-    const [, one, two] = computeOffers(model);
+    const [, one, two] = choicesFor(model);
     expect(one).toMatchObject({ availability: 'free', free: 2, total: 4 });
     expect(two).toMatchObject({ availability: 'queued', maxPerWorker: 2 });
   });
@@ -230,7 +230,7 @@ describe("the gateway's choices", () => {
         ])
       ]
     };
-    expect(computeOffers(model).map(offer => offer.label)).toEqual([
+    expect(choicesFor(model).map(offer => offer.label)).toEqual([
       'CPU',
       'GPU · A100 × 1',
       'GPU · A100 · MIG 1g.10gb'
@@ -251,7 +251,7 @@ describe('engine offers', () => {
         }
       ]
     };
-    const offer = computeOffers(model).pop()!;
+    const offer = choicesFor(model).pop()!;
     expect(offer).toMatchObject({
       label: 'A100 × 4 (8 h) · Slurm',
       request: { kind: 'gpu', model: 'A100', count: 4, offer: 'slurm-a100x4' },
