@@ -18,6 +18,13 @@ describe('FollowerLog', () => {
     });
     expect(log.read(3)).toEqual({ items: [], dropped: 0, cursor: 3 });
     expect(log.hasGap(0)).toBe(false);
+    expect([0, 1, 2, 3, 4].map(seq => log.at(seq))).toEqual([
+      undefined,
+      'a',
+      'b',
+      'c',
+      undefined
+    ]);
   });
 
   it('drops the oldest first for the cap and says how many a follower missed', () => {
@@ -34,6 +41,7 @@ describe('FollowerLog', () => {
     expect(log.hasGap(4)).toBe(true);
     expect(log.hasGap(5)).toBe(false);
     expect(log.read(6)).toEqual({ items: [7, 8], dropped: 0, cursor: 8 });
+    expect([log.at(5), log.at(6), log.at(8)]).toEqual([undefined, 6, 8]);
   });
 
   it('drops an item over the cap with everything older, or keeps it alone', () => {

@@ -78,10 +78,11 @@ export class ReplayBuffer {
 
   /** Messages after `seq` meant for everyone or for `target`. */
   *since(seq: number, target: string | undefined): Iterable<OutboundMessage> {
-    const entries = this._log.since(seq);
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i];
-      if (entry.target === undefined || entry.target === target) {
+    // By number, not a copy of the list: a reconnect reads thousands of entries.
+    const first = Math.max(seq + 1, this._log.firstSeq);
+    for (let next = first; next <= this._log.seq; next++) {
+      const entry = this._log.at(next);
+      if (entry && (entry.target === undefined || entry.target === target)) {
         let start = entry.start;
         const parts = entry.ends.map(end =>
           entry.memory.subarray(start, (start = end))

@@ -115,6 +115,14 @@ export class FollowerLog<T> {
     return this._items.slice(start) as T[];
   }
 
+  /** The kept item numbered `seq`; undefined when it was dropped or is yet to come. */
+  at(seq: number): T | undefined {
+    const index = this._items.length - 1 - (this._seq - seq);
+    return index >= this._head && index < this._items.length
+      ? this._items[index]
+      : undefined;
+  }
+
   /** What a follower at `cursor` resumes with: the items after it, how many it missed, its new cursor. */
   read(cursor: number): FollowerLog.IRead<T> {
     return {
