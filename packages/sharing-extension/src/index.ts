@@ -3,8 +3,8 @@
  * @module sharing-extension
  * JupyterLab plugins for Ferry's share links and co-editing: the collaboration client (documents
  * open in rooms of the gateway), the server-side cell executor, the Share button and command
- * (create a link, see its visitors, revoke it) and the page a link opens (its rights, the visitor's
- * name).
+ * (create a link, see its visitors, revoke it), the page a link opens (its rights, the visitor's
+ * name), and the API tokens panel (a user's tokens for API clients).
  */
 import type {
   JupyterFrontEnd,
@@ -22,11 +22,20 @@ import { showComments } from './comments';
 import { collaborationPlugins } from './collaboration';
 import { showShareDialog } from './dialog';
 import { cellExecutorPlugin } from './executor';
+import { tokensPlugin } from './tokens';
 import { currentShare, visitorPlugin } from './visitor';
 
 export * from './api';
 export { SharePanel } from './dialog';
 export { ServerCellExecutor } from './executor';
+export {
+  showTokensDialog,
+  TokensClient,
+  TokensPanel,
+  type ApiTokenScope,
+  type IApiToken,
+  type ICreatedApiToken
+} from './tokens';
 export { commandAllowed } from './rights';
 export { addComment, COMMENTS_ROOT, type IComment } from './comments';
 
@@ -112,7 +121,8 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   cellExecutorPlugin,
   sharePlugin,
   visitorPlugin,
-  commentsPlugin
+  commentsPlugin,
+  tokensPlugin
 ];
 
 export default plugins;
