@@ -19,6 +19,7 @@ import {
   KernelQuota,
   OWNER,
   OWNER_PRINCIPAL,
+  sessionHolder,
   ShareConnections,
   tokenHolder,
   ShareStore,
@@ -161,6 +162,14 @@ export class Gateway {
         accounts: this.accounts,
         lifetimes: resolved.sessions
       });
+      // A session that ends (signed out, idled out, expired) closes its open sockets at once.
+      this.browserSessions.credentials.onEnd((session, reason) =>
+        this.shareConnections.close(
+          sessionHolder(session.id),
+          BrowserSessions.CLOSE_CODE,
+          BrowserSessions.endReason(reason)
+        )
+      );
       this.auth = new OidcIdentityResolver(
         resolved.token!,
         this.shares,

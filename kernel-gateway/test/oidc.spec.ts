@@ -5,9 +5,12 @@
  * cookie, sessions that idle out or expire, signing out, a provider that is down or slow, names no
  * folder may have).
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { once } from 'node:events';
 import { CookieJar } from 'tough-cookie';
+import WebSocket from 'ws';
+import { notebook } from './notebooks';
 import {
   CALLBACK_PATH,
   signIn,
@@ -240,6 +243,70 @@ describe('signing in through OpenID Connect', () => {
     const back = await fetch(`${env.gateway.url}/login?state=signed-out`);
     expect(back.status).toBe(200);
     expect(await back.text()).toMatch(/You signed out/);
+  });
+
+  it("closes a session's open sockets when it ends, and keeps another session's", async () => {
+    const alice = await signIn(env.gateway.url, 'alice');
+    const elsewhere = await signIn(env.gateway.url, 'alice');
+    const open = async (who: ISignedIn): Promise<WebSocket> => {
+      const socket = new WebSocket(
+        `${env.gateway.url.replace(/^http/, 'ws')}/api/events/subscribe`,
+        { headers: { Cookie: who.cookie } }
+      );
+      await once(socket, 'open');
+      return socket;
+    };
+    const signedOut = await open(alice);
+    const kept = await open(elsewhere);
+    const closed = once(signedOut, 'close');
+    await fetch(`${env.gateway.url}/logout`, {
+      headers: alice.headers,
+      redirect: 'manual'
+    });
+    const [code, reason] = (await closed) as [number, Buffer];
+    expect(code).toBe(4401);
+    expect(reason.toString()).toMatch(/signed out/);
+    expect(kept.readyState).toBe(WebSocket.OPEN);
+    // A signed-out session opens no new socket.
+    const refused = new WebSocket(
+      `${env.gateway.url.replace(/^http/, 'ws')}/api/events/subscribe`,
+      { headers: { Cookie: alice.cookie } }
+    );
+    const [error] = (await once(refused, 'error')) as [Error];
+    expect(error.message).toMatch(/401/);
+    kept.close();
+  });
+
+  it('keeps share links working: a link made with the token opens its notebook', async () => {
+    writeFileSync(
+      path.join(env.gateway.rootDir, 'shared.ipynb'),
+      JSON.stringify(notebook([]))
+    );
+    const share = await env.gateway.api('POST', '/api/shares', {
+      path: 'shared.ipynb',
+      scope: 'view'
+    });
+    expect(share.status).toBe(201);
+    const token = (share.body as { token: string }).token;
+    const read = await env.gateway.api(
+      'GET',
+      '/api/contents/shared.ipynb',
+      undefined,
+      { token }
+    );
+    expect(read.status).toBe(200);
+    // Only that notebook.
+    writeFileSync(
+      path.join(env.gateway.rootDir, 'other.ipynb'),
+      JSON.stringify(notebook([]))
+    );
+    const other = await env.gateway.api(
+      'GET',
+      '/api/contents/other.ipynb',
+      undefined,
+      { token }
+    );
+    expect(other.status).toBe(403);
   });
 
   it('maps ../root to a folder inside the user root, and refuses 500-character and look-alike names', async () => {

@@ -55,6 +55,11 @@ export interface IPrincipal {
   readonly share?: IShareGrant;
   /** The person, when it is one an identity provider signed in (`--auth oidc`). */
   readonly user?: IUserIdentity;
+  /**
+   * The browser session it acts through (`--auth oidc`): its id (not its secret). Its sockets
+   * close when the session ends (signed out, idled out, expired).
+   */
+  readonly session?: { readonly id: string };
   /** The API token it acts through, if any: its scope limits what it may do (capabilities.ts). */
   readonly token?: IApiTokenGrant;
 }

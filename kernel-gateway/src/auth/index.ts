@@ -45,6 +45,7 @@ export {
 } from './api-tokens';
 export {
   ShareConnections,
+  sessionHolder,
   socketHolder,
   tokenHolder,
   type IClosableSocket,

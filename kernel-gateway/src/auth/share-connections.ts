@@ -8,13 +8,20 @@ import type { IPrincipal } from './identity';
 
 /**
  * The key a principal's sockets are held under here: its share link's id, `token:<id>` for an API
- * token; undefined for a credential that does not end while its sockets are open (the gateway's
- * token).
+ * token, `session:<id>` for a browser session; undefined for a credential that does not end while
+ * its sockets are open (the gateway's token).
  */
 export function socketHolder(principal: IPrincipal): string | undefined {
   return principal.share
     ? principal.share.shareId
-    : principal.token && tokenHolder(principal.token.id);
+    : principal.token
+      ? tokenHolder(principal.token.id)
+      : principal.session && sessionHolder(principal.session.id);
+}
+
+/** The key the sockets of the browser session `id` are held under. */
+export function sessionHolder(id: string): string {
+  return `session:${id}`;
 }
 
 /** The key the sockets of the API token `id` are held under. */

@@ -229,7 +229,7 @@ export class UpgradeRouter {
         id,
         kernelId
       );
-    } else if (principal.token) {
+    } else if (principal.token || principal.session) {
       this._options.shareConnections.track(
         socketHolder(principal)!,
         ws,

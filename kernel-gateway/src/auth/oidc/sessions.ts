@@ -8,7 +8,11 @@ import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { StateStore } from '../../store';
 import type { IAccount, UserAccounts } from '../../users';
-import { CredentialStore, type ICredential } from '../credentials';
+import {
+  CredentialStore,
+  type EndReason,
+  type ICredential
+} from '../credentials';
 import type { IPrincipal, ISessionResolver } from '../identity';
 import type { ISessionLifetimes } from './settings';
 
@@ -71,7 +75,7 @@ export class BrowserSessions implements ISessionResolver {
       return undefined;
     }
     const account = this._accounts.get(found.userId);
-    return account && this.principal(account);
+    return account && { ...this.principal(account), session: { id: found.id } };
   }
 
   /** The live session a request's cookie holds, if any. */
@@ -110,6 +114,13 @@ export class BrowserSessions implements ISessionResolver {
         gid: account.ids.gid
       }
     };
+  }
+
+  /** What a session's open sockets are told when it ends (close code {@link CLOSE_CODE}). */
+  static endReason(reason: EndReason): string {
+    return reason === 'revoked'
+      ? 'You signed out, or were signed out: sign in again'
+      : 'Your session ended: sign in again';
   }
 
   /** Stop sweeping. */
@@ -169,6 +180,8 @@ export namespace BrowserSessions {
     now?: () => number;
   }
 
-  /** How often ended sessions are removed. */
-  export const SWEEP_MS = 10 * 60_000;
+  /** The close code of a session's sockets when it ends (as an API token's). */
+  export const CLOSE_CODE = 4401;
+  /** How often ended sessions are removed (their sockets close then). */
+  export const SWEEP_MS = 60_000;
 }
