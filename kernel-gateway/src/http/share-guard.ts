@@ -280,6 +280,12 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/shares(?:\/.*)?$/
   },
   {
+    what: "API tokens (a user's own: a link has none)",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/me\/tokens(?:\/.*)?$/
+  },
+  {
     what: 'any other file than the notebook',
     grant: 'refuse',
     methods: ANY,
