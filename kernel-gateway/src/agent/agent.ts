@@ -5,6 +5,7 @@ import {
   deviceToProto,
   environmentTemplateFromProto,
   environmentToProto,
+  FollowerLog,
   jobEventToProto,
   jobReportToProto,
   hostSampleToProto,
@@ -388,17 +389,16 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     };
     call.on('error', onEnd);
     call.on('end', onEnd);
-    if (stream.dropped > 0) {
+    const { items, dropped, cursor } = stream.backlog.read(stream.sent);
+    stream.sent = cursor;
+    stream.backlog.clear();
+    if (dropped > 0) {
       this._log.warn(
-        { kernel: kernelId, dropped: stream.dropped },
+        { kernel: kernelId, dropped },
         'kernel output dropped while the gateway was away (backlog full)'
       );
-      stream.dropped = 0;
     }
-    const backlog = stream.backlog;
-    stream.backlog = [];
-    stream.backlogBytes = 0;
-    for (const frame of backlog) {
+    for (const frame of items) {
       call.write(frame);
     }
   }
@@ -419,9 +419,11 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         inbox: new MessageQueue({
           logger: this._log.child({ kernel: kernelId })
         }),
-        backlog: [],
-        backlogBytes: 0,
-        dropped: 0
+        backlog: new FollowerLog({
+          maxBytes: MAX_BACKLOG_BYTES,
+          oversized: 'keep'
+        }),
+        sent: 0
       };
       this._streams.set(kernelId, stream);
     }
@@ -440,17 +442,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       this._write(stream, stream.call, frame, msgType);
       return;
     }
-    const bytes = partsByteLength(parts);
-    stream.backlog.push(frame);
-    stream.backlogBytes += bytes;
-    while (
-      stream.backlogBytes > MAX_BACKLOG_BYTES &&
-      stream.backlog.length > 1
-    ) {
-      const old = stream.backlog.shift()!;
-      stream.backlogBytes -= partsByteLength(old.parts as Buffer[]);
-      stream.dropped++;
-    }
+    stream.backlog.push(frame, partsByteLength(parts));
   }
 
   /**
@@ -671,10 +663,10 @@ namespace Private {
     call: grpc.ClientDuplexStream<KernelFrame, KernelFrame__Output> | undefined;
     /** Client messages from the gateway that wait while the kernel restarts here. */
     inbox: MessageQueue;
-    /** Kernel frames kept while no stream is open. */
-    backlog: KernelFrame[];
-    backlogBytes: number;
-    dropped: number;
+    /** Kernel frames kept while no stream is open (the newest always, however large). */
+    backlog: FollowerLog<KernelFrame>;
+    /** The backlog's number of the last frame written to a stream. */
+    sent: number;
     /** Output skipped while the stream was too far behind, with the last one's parent header. */
     skipped?: { count: number; bytes: number; parent: Buffer };
   }
