@@ -316,6 +316,12 @@ export async function signInSteps(
     if (!form || response.status !== 200) {
       return steps;
     }
+    if (options.cancel) {
+      // The provider's own "Cancel": its abort link beside the form.
+      url = new URL(`${form.action}/abort`, url).href;
+      init = { method: 'GET' };
+      continue;
+    }
     const fields = new URLSearchParams(form.fields);
     if (fields.has('login') || /name="login"/.test(body)) {
       fields.set('login', userName);
@@ -340,6 +346,8 @@ export namespace signInSteps {
     password?: string;
     /** Change the provider's callback URL before the browser follows it (a forged state). */
     beforeCallback?: (url: URL) => URL;
+    /** Cancel at the provider's login form instead of signing in. */
+    cancel?: boolean;
   }
 }
 

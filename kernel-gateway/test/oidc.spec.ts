@@ -220,6 +220,18 @@ describe('signing in through OpenID Connect', () => {
     expect(last.body).toMatch(/refused the sign-in/);
   });
 
+  it("says so when the person cancels at the provider, in the provider's words", async () => {
+    const steps = await signInSteps(env.gateway.url, 'alice', {
+      cancel: true
+    });
+    const last = steps[steps.length - 1];
+    expect(last.url).toContain(`${CALLBACK_PATH}?error=access_denied`);
+    expect(last.status).toBe(403);
+    expect(last.body).toMatch(
+      /The identity provider did not sign you in: End-User aborted interaction/
+    );
+  });
+
   it('ends the session at sign-out, on the gateway first, then at the provider', async () => {
     const alice = await signIn(env.gateway.url, 'alice');
     expect((await me(env.gateway.url, alice.headers)).status).toBe(200);
