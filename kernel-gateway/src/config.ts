@@ -4,6 +4,7 @@
  */
 import type { ServerCredentials } from '@grpc/grpc-js';
 import type { ILimits } from './auth/limits';
+import type { IHubSettings } from './auth/jupyterhub/settings';
 import type { IOidcSettings, ISessionLifetimes } from './auth/oidc/settings';
 import type { IRateLimits } from './channels';
 import type {
@@ -66,6 +67,11 @@ export interface IGatewayOptions {
    * folder and a uid of their own. Left out: the token's one owner (`--auth token`).
    */
   oidc?: IOidcSettings;
+  /**
+   * Sign people in through a JupyterHub, as one of its services (`--auth jupyterhub`): its users,
+   * groups and admins carry over. Left out (and no `oidc`): the token's one owner.
+   */
+  jupyterhub?: IHubSettings;
   /** How long browser sessions of signed-in people last. */
   sessions: ISessionLifetimes;
   /** Where users' folders are made (default: the root directory). */

@@ -31,8 +31,10 @@ import {
   BrowserSessions,
   OidcClient,
   OidcIdentityResolver,
-  oidcSignInRouter
+  oidcProvider,
+  sessionSignInRouter
 } from './auth/oidc';
+import { HubSignIn } from './auth/jupyterhub';
 import type { IGatewayOptions } from './config';
 import { resolveGatewayOptions } from './options';
 import { FileContentsManager } from './contents';
@@ -83,8 +85,11 @@ export class Gateway {
     if (resolved.workerPort !== undefined && !resolved.workerToken) {
       throw new Error('a worker token is required to accept remote workers');
     }
-    // Before anything is opened: a bad issuer stops start-up with nothing to undo.
-    const oidcClient = resolved.oidc && new OidcClient(resolved.oidc);
+    // People sign in through an OpenID Connect provider or a JupyterHub, else the token is the owner.
+    // Before anything is opened: a bad issuer or Hub URL stops start-up with nothing to undo.
+    const signIn = resolved.oidc
+      ? oidcProvider(new OidcClient(resolved.oidc), resolved.oidc)
+      : resolved.jupyterhub && new HubSignIn(resolved.jupyterhub);
     this.options = resolved;
     this.logger = options.logger;
     this._temporaryStateDir = resolved.stateDir
@@ -147,7 +152,7 @@ export class Gateway {
         this.shares.fileDeleted(event.path);
       }
     });
-    if (resolved.oidc && resolved.auth) {
+    if (signIn && resolved.auth) {
       const uids = new UidAllocator({
         store: this.state,
         range: resolved.userUids
@@ -350,12 +355,12 @@ export class Gateway {
       jobs: this.jobs,
       apiTokens: this.apiTokens,
       oidcSignIn:
-        resolved.oidc && oidcClient && this.accounts && this.browserSessions
-          ? oidcSignInRouter({
-              client: oidcClient,
+        signIn && this.accounts && this.browserSessions
+          ? sessionSignInRouter({
+              provider: signIn,
               sessions: this.browserSessions,
               accounts: this.accounts,
-              settings: resolved.oidc,
+              redirectUrl: (resolved.oidc ?? resolved.jupyterhub)?.redirectUrl,
               auth: this.auth,
               logger: options.logger
             })
@@ -373,9 +378,9 @@ export class Gateway {
   readonly options: IGatewayOptions;
   readonly logger: Logger;
   readonly auth: TokenIdentityResolver;
-  /** The people who signed in (`--auth oidc`), their folders and uids. */
+  /** The people who signed in (`--auth oidc` or `jupyterhub`), their folders and uids. */
   readonly accounts?: UserAccounts;
-  /** Their browser sessions (`--auth oidc`). */
+  /** Their browser sessions (`--auth oidc` or `jupyterhub`). */
   readonly browserSessions?: BrowserSessions;
   /** What survives a restart: rooms, file ids, share links (`stateDir`). */
   readonly state: StateStore;

@@ -2,14 +2,15 @@ import { promises as fs } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 /**
- * The environment variables that hold Ferry's secrets: the gateway's token, the worker token and
- * slurmrestd's token. {@link takeSecretEnv} removes them from the environment the moment Ferry
+ * The environment variables that hold Ferry's secrets: the gateway's token, the worker token,
+ * slurmrestd's token and a JupyterHub service's API token. {@link takeSecretEnv} removes them from the environment the moment Ferry
  * starts, so no child (a kernel, an embedded worker's tool, sbatch and its job) inherits them.
  */
 export const SECRET_ENV = [
   'FERRY_TOKEN',
   'FERRY_WORKER_TOKEN',
-  'SLURM_JWT'
+  'SLURM_JWT',
+  'JUPYTERHUB_API_TOKEN'
 ] as const;
 
 /** One of {@link SECRET_ENV}. */

@@ -157,6 +157,78 @@ describe('the option tables', () => {
     }
   });
 
+  it("build --auth jupyterhub from its flags or a Hub-launched service's environment, never a token on the command line", () => {
+    const saved = {
+      url: process.env.JUPYTERHUB_API_URL,
+      name: process.env.JUPYTERHUB_SERVICE_NAME
+    };
+    delete process.env.JUPYTERHUB_API_URL;
+    delete process.env.JUPYTERHUB_SERVICE_NAME;
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-options-'));
+    try {
+      const bare = parseGateway(['--auth', 'jupyterhub']);
+      expect(() => gatewaySettings(bare, {})).toThrow(
+        '--auth jupyterhub needs --hub-api-url'
+      );
+      expect(() =>
+        parseGateway(['--auth', 'jupyterhub', '--hub-api-token', 'secret'])
+      ).toThrow();
+      const tokenFile = path.join(dir, 'token');
+      writeFileSync(tokenFile, 'from-the-file\n');
+      expect(
+        gatewaySettings(
+          parseGateway([
+            '--auth',
+            'jupyterhub',
+            '--hub-api-url',
+            'http://10.0.0.2:8081/hub/api',
+            '--hub-url',
+            'https://hub.example.org',
+            '--hub-service-name',
+            'gpus',
+            '--hub-api-token-file',
+            tokenFile
+          ]),
+          { JUPYTERHUB_API_TOKEN: 'from-the-environment' }
+        )
+      ).toMatchObject({
+        oidc: undefined,
+        jupyterhub: {
+          apiUrl: 'http://10.0.0.2:8081/hub/api',
+          url: 'https://hub.example.org',
+          serviceName: 'gpus',
+          apiToken: 'from-the-file'
+        }
+      });
+      // As the Hub starts a managed service: everything from its environment.
+      process.env.JUPYTERHUB_API_URL = 'http://127.0.0.1:8081/hub/api';
+      process.env.JUPYTERHUB_SERVICE_NAME = 'ferry-lab';
+      expect(
+        gatewaySettings(bare, { JUPYTERHUB_API_TOKEN: 'from-the-environment' })
+          .jupyterhub
+      ).toMatchObject({
+        apiUrl: 'http://127.0.0.1:8081/hub/api',
+        serviceName: 'ferry-lab',
+        apiToken: 'from-the-environment'
+      });
+      expect(() => gatewaySettings(bare, {})).toThrow(
+        "needs the service's api_token"
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      for (const [name, value] of [
+        ['JUPYTERHUB_API_URL', saved.url],
+        ['JUPYTERHUB_SERVICE_NAME', saved.name]
+      ] as const) {
+        if (value === undefined) {
+          delete process.env[name];
+        } else {
+          process.env[name] = value;
+        }
+      }
+    }
+  });
+
   it("give a gateway made in code the command line's defaults, but the state directory", () => {
     expect(DEFAULT_GATEWAY_OPTIONS).toEqual({
       auth: true,

@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_LIMITS, type ILimits } from '../auth';
+import { DEFAULT_HUB, type IHubSettings } from '../auth/jupyterhub/settings';
 import { DEFAULT_OIDC } from '../auth/oidc/settings';
 import type { IOidcSettings } from '../auth/oidc/settings';
 import type { IGatewayOptions } from '../config';
@@ -76,11 +77,11 @@ export const GATEWAY_OPTION_SECTIONS = [
       },
       auth: {
         flag: '--auth <mode>',
-        help: 'how people sign in: token (the one owner, with the token) or oidc (each person through an OpenID Connect provider, with a folder and uid of their own)',
-        choices: ['token', 'oidc'],
+        help: 'how people sign in: token (the one owner, with the token), oidc (each person through an OpenID Connect provider) or jupyterhub (each Hub user, as a Hub service); oidc and jupyterhub give each a folder and uid of their own',
+        choices: ['token', 'oidc', 'jupyterhub'],
         default: 'token',
         notes:
-          'with `oidc`, the token still works for API clients and acts as the owner; see [Many users](multi-user.md)',
+          'with `oidc` or `jupyterhub`, the token still works for API clients and acts as the owner; see [Many users](multi-user.md)',
         sets: 'auth',
         to: (mode: string | false) => mode !== false,
         negatedBy: {
@@ -262,6 +263,64 @@ export const GATEWAY_OPTION_SECTIONS = [
         notes: 'such as `61000-61999`',
         parse: uidRange,
         sets: 'userUids'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
+  {
+    title: 'Many users: JupyterHub sign-in',
+    about:
+      'With `--auth jupyterhub`, the gateway is a service of a JupyterHub and an OAuth client of it: ' +
+      "the Hub's users sign in with their Hub account, and their groups and admin flag carry over. " +
+      'Users need the scope `access:services!service=<name>`. The browser sessions, folders and uids ' +
+      'are those of `--auth oidc` (the session and user options above apply). See ' +
+      '[With JupyterHub](multi-user.md#with-jupyterhub) for the `jupyterhub_config.py`.',
+    options: {
+      hubApiUrl: {
+        flag: '--hub-api-url <url>',
+        help: "the Hub's API URL as this host reaches it (else JUPYTERHUB_API_URL)",
+        env: 'JUPYTERHUB_API_URL',
+        notes:
+          'such as `http://127.0.0.1:8081/hub/api`; a Hub-launched service is given it',
+        sets: 'jupyterhub.apiUrl',
+        combined: true
+      },
+      hubServiceName: {
+        flag: '--hub-service-name <name>',
+        help: "the gateway's name in c.JupyterHub.services (else JUPYTERHUB_SERVICE_NAME); its OAuth client is `service-<name>`",
+        env: 'JUPYTERHUB_SERVICE_NAME',
+        defaultText: `\`${DEFAULT_HUB.serviceName}\``,
+        sets: 'jupyterhub.serviceName',
+        combined: true
+      },
+      hubApiTokenFile: {
+        flag: '--hub-api-token-file <file>',
+        help: "a file holding the service's api_token, also its OAuth client secret (else JUPYTERHUB_API_TOKEN)",
+        env: 'JUPYTERHUB_API_TOKEN',
+        notes:
+          'never on a command line, never logged; taken out of the environment at start-up',
+        sets: 'jupyterhub.apiToken',
+        combined: true
+      },
+      hubApiToken: {
+        flag: '--hub-api-token <token>',
+        help: 'refused: a token on a command line is readable by every user of the host (`ps`)',
+        secret: { env: 'JUPYTERHUB_API_TOKEN', file: '--hub-api-token-file' }
+      },
+      hubUrl: {
+        flag: '--hub-url <url>',
+        help: "the Hub's public URL, where browsers are sent to sign in",
+        defaultText: 'the API URL without `/hub/api`',
+        notes:
+          'set it when the API URL is an internal address (`https://hub.example.org`)',
+        sets: 'jupyterhub.url',
+        combined: true
+      },
+      hubRedirectUrl: {
+        flag: '--hub-redirect-url <url>',
+        help: "the service's oauth_redirect_uri (default: the request's own scheme and host, then /login/callback)",
+        notes: 'set it behind a proxy that rewrites `Host`',
+        sets: 'jupyterhub.redirectUrl',
+        combined: true
       }
     } as const satisfies Readonly<Record<string, Spec>>
   },
@@ -661,6 +720,8 @@ export function gatewaySettings(
         ])
       : undefined;
   settings.oidc = flags.auth === 'oidc' ? oidcSettings(flags) : undefined;
+  settings.jupyterhub =
+    flags.auth === 'jupyterhub' ? hubSettings(flags, secrets) : undefined;
   settings.slurm.workerHost = settings.kubernetes.workerHost =
     flags.jobGatewayHost ?? flags.ip;
   settings.slurm.rest = flags.slurmRestUrl
@@ -708,6 +769,58 @@ function oidcSettings(flags: GatewayFlags): IOidcSettings {
     adminGroups: flags.oidcAdminGroup,
     timeoutMs: flags.oidcTimeout * 1000,
     redirectUrl: flags.oidcRedirectUrl
+  };
+}
+
+/**
+ * The `--auth jupyterhub` settings the flags (else a Hub-launched service's environment) give.
+ *
+ * @throws Error naming what is missing, or a token file that cannot be read; never with the token.
+ */
+function hubSettings(
+  flags: GatewayFlags,
+  secrets: ReturnType<typeof takeSecretEnv>
+): IHubSettings {
+  const apiUrl = flags.hubApiUrl ?? process.env.JUPYTERHUB_API_URL;
+  if (!apiUrl) {
+    throw new Error(
+      '--auth jupyterhub needs --hub-api-url (or JUPYTERHUB_API_URL, as the Hub gives the services it starts)'
+    );
+  }
+  let apiToken = secrets.JUPYTERHUB_API_TOKEN;
+  if (flags.hubApiTokenFile) {
+    try {
+      // `-`: the first line of standard input.
+      apiToken =
+        flags.hubApiTokenFile === '-'
+          ? readFileSync(0, 'utf8').split('\n')[0].trim()
+          : readFileSync(flags.hubApiTokenFile, 'utf8').trim();
+    } catch (error) {
+      throw new Error(
+        `--hub-api-token-file: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}: ${flags.hubApiTokenFile}`
+      );
+    }
+    if (!apiToken) {
+      throw new Error(
+        `--hub-api-token-file: ${flags.hubApiTokenFile} is empty`
+      );
+    }
+  }
+  if (!apiToken) {
+    throw new Error(
+      "--auth jupyterhub needs the service's api_token: --hub-api-token-file FILE, or JUPYTERHUB_API_TOKEN in the environment"
+    );
+  }
+  return {
+    apiUrl,
+    serviceName:
+      flags.hubServiceName ??
+      process.env.JUPYTERHUB_SERVICE_NAME ??
+      DEFAULT_HUB.serviceName,
+    apiToken,
+    url: flags.hubUrl,
+    redirectUrl: flags.hubRedirectUrl,
+    timeoutMs: DEFAULT_HUB.timeoutS * 1000
   };
 }
 

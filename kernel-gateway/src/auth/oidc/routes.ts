@@ -1,8 +1,10 @@
 /**
- * Signing in through the provider (`--auth oidc`): `GET /login` sends the browser to the provider
- * (or, after signing out, shows a page with a button), `GET /login/callback` finishes the sign-in
- * (account, folder and uid on first sign-in; a server-side session), and `/logout` ends the session
- * and then the provider's. Every failure is a page that says what happened, with its status.
+ * Signing in through a provider (`--auth oidc`, or a JupyterHub with `--auth jupyterhub`): `GET
+ * /login` sends the browser to the provider (or, after signing out, shows a page with a button),
+ * `GET /login/callback` finishes the sign-in (account, folder and uid on first sign-in; a
+ * server-side session), and `/logout` ends the session and then the provider's. Every failure is a
+ * page that says what happened, with its status. What differs between providers is an
+ * {@link ISignInProvider}: how the browser is sent there, and who its callback says signed in.
  *
  * #### Notes
  * A sign-in in progress is kept here, in memory, by its `state` (ten minutes at most, a bounded
@@ -19,16 +21,92 @@ import type { UserAccounts } from '../../users';
 import type { TokenIdentityResolver } from '../token';
 import type { OidcClient } from './client';
 import { SignInError, type IPendingSignIn } from './client';
-import { BrowserSessions } from './sessions';
+import { BrowserSessions, type ISessionMeta } from './sessions';
 import type { IOidcSettings } from './settings';
 
 /** Where the provider sends the browser back. */
 export const CALLBACK_PATH = '/login/callback';
 
-/** The routes of signing in through the provider. */
-export function oidcSignInRouter(options: oidcSignInRouter.IOptions): Router {
-  const { client, sessions, accounts, settings, auth, logger } = options;
-  const pending = new Private.Pending();
+/** What the gateway keeps of a sign-in sent to a provider, until the browser comes back. */
+export interface IStartedSignIn {
+  readonly state: string;
+  /** Where the browser goes once signed in. */
+  readonly next: string;
+}
+
+/** Who a provider's callback says signed in. */
+export interface ISignedInPerson {
+  /** The provider's stable id of the person (OIDC `sub`; the Hub user's name). */
+  readonly subject: string;
+  readonly name: string;
+  readonly groups: readonly string[];
+  readonly admin: boolean;
+  /** Kept with the session (the ID token, for the provider's sign-out). */
+  readonly idToken?: string;
+}
+
+/** A provider people sign in through: an OpenID Connect provider, a JupyterHub. */
+export interface ISignInProvider<P extends IStartedSignIn = IStartedSignIn> {
+  /** The accounts' and sessions' provider (`oidc`, `jupyterhub`). */
+  readonly name: string;
+  /**
+   * The provider's URL for the browser, and what to keep until it comes back to `redirectUri`.
+   *
+   * @throws SignInError when the provider cannot be reached.
+   */
+  begin(
+    redirectUri: string,
+    next: string
+  ): Promise<{ url: string; pending: P }>;
+  /**
+   * Who signed in, from the callback's `query` (as it came).
+   *
+   * @throws SignInError with the status and words of the page the browser gets.
+   */
+  finish(query: string, pending: P): Promise<ISignedInPerson>;
+  /** Where the browser goes to sign out at the provider too, then back to `back`; if anywhere. */
+  endSessionUrl?(back: string, meta: ISessionMeta): string | undefined;
+}
+
+/** An OpenID Connect provider as a sign-in provider: its claims name the person and their groups. */
+export function oidcProvider(
+  client: OidcClient,
+  settings: IOidcSettings
+): ISignInProvider<IPendingSignIn> {
+  return {
+    name: 'oidc',
+    begin: (redirectUri, next) => client.begin(redirectUri, next),
+    finish: async (query, started) => {
+      const provided = await client.finish(query, started);
+      const name = provided.claims[settings.usernameClaim];
+      if (typeof name !== 'string' || !name) {
+        throw new SignInError(
+          502,
+          `The identity provider gave no ${settings.usernameClaim} claim to name you by (see --oidc-username-claim)`
+        );
+      }
+      const groups = groupList(provided.claims[settings.groupsClaim]);
+      const admin =
+        settings.adminUsers.includes(name) ||
+        groups.some(group => settings.adminGroups.includes(group));
+      return {
+        subject: provided.subject,
+        name,
+        groups,
+        admin,
+        idToken: provided.idToken
+      };
+    },
+    endSessionUrl: (back, meta) => client.endSessionUrl(back, meta.idToken)
+  };
+}
+
+/** The routes of signing in through a provider. */
+export function sessionSignInRouter<P extends IStartedSignIn>(
+  options: sessionSignInRouter.IOptions<P>
+): Router {
+  const { provider, sessions, accounts, auth, logger } = options;
+  const pending = new Private.Pending<P>();
   const router = Router();
 
   router.get('/login', async (request, response) => {
@@ -45,8 +123,8 @@ export function oidcSignInRouter(options: oidcSignInRouter.IOptions): Router {
       return;
     }
     try {
-      const redirectUri = Private.callbackUrl(request, settings);
-      const started = await client.begin(redirectUri, next);
+      const redirectUri = Private.callbackUrl(request, options.redirectUrl);
+      const started = await provider.begin(redirectUri, next);
       const browser = pending.add(request, started.pending);
       response.setHeader('Set-Cookie', Private.browserCookie(request, browser));
       response.setHeader('Cache-Control', 'no-store');
@@ -71,31 +149,25 @@ export function oidcSignInRouter(options: oidcSignInRouter.IOptions): Router {
       return;
     }
     try {
-      const provided = await client.finish(query, started);
-      const name = provided.claims[settings.usernameClaim];
-      if (typeof name !== 'string' || !name) {
-        throw new SignInError(
-          502,
-          `The identity provider gave no ${settings.usernameClaim} claim to name you by (see --oidc-username-claim)`
-        );
-      }
-      const groups = Private.groups(provided.claims[settings.groupsClaim]);
-      const admin =
-        settings.adminUsers.includes(name) ||
-        groups.some(group => settings.adminGroups.includes(group));
+      const person = await provider.finish(query, started);
       const account = await accounts.signIn({
-        provider: 'oidc',
-        subject: provided.subject,
-        name,
-        groups,
-        admin
+        provider: provider.name,
+        subject: person.subject,
+        name: person.name,
+        groups: groupList(person.groups),
+        admin: person.admin
       });
       const cookie = await sessions.start(request, account, {
-        provider: 'oidc',
-        idToken: provided.idToken
+        provider: provider.name,
+        idToken: person.idToken
       });
       logger.info(
-        { user: account.name, account: account.id, admin },
+        {
+          user: account.name,
+          account: account.id,
+          admin: person.admin,
+          groups: account.groups
+        },
         'signed in'
       );
       response.setHeader('Set-Cookie', [cookie, auth.xsrfCookie(request)]);
@@ -117,22 +189,29 @@ export function oidcSignInRouter(options: oidcSignInRouter.IOptions): Router {
       `${auth.cookieName(request)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax`
     ]);
     response.setHeader('Cache-Control', 'no-store');
-    const back = new URL('/login', Private.callbackUrl(request, settings)).href;
-    const provider = ended
-      ? client.endSessionUrl(back, ended.meta.idToken)
+    const back = new URL(
+      '/login',
+      Private.callbackUrl(request, options.redirectUrl)
+    ).href;
+    const elsewhere = ended
+      ? provider.endSessionUrl?.(back, ended.meta)
       : undefined;
-    response.redirect(303, provider ?? '/login?state=signed-out');
+    response.redirect(303, elsewhere ?? '/login?state=signed-out');
   });
 
   return router;
 }
 
-export namespace oidcSignInRouter {
-  export interface IOptions {
-    client: OidcClient;
+export namespace sessionSignInRouter {
+  export interface IOptions<P extends IStartedSignIn> {
+    provider: ISignInProvider<P>;
     sessions: BrowserSessions;
     accounts: UserAccounts;
-    settings: IOidcSettings;
+    /**
+     * The callback URL registered at the provider; left out, the request's own scheme and host
+     * (set it behind a proxy that rewrites `Host`).
+     */
+    redirectUrl?: string;
     /** For the `_xsrf` cookie and the token's cookie name. */
     auth: TokenIdentityResolver;
     logger: Logger;
@@ -140,14 +219,31 @@ export namespace oidcSignInRouter {
 }
 
 /**
- * The sign-in page of `--auth oidc` for a page opened without a session: to `/login`, which sends
- * the browser to the provider and back to `next`.
+ * The sign-in page of `--auth oidc` (and `jupyterhub`) for a page opened without a session: to
+ * `/login`, which sends the browser to the provider and back to `next`.
  */
 export function sendOidcSignIn(response: Response, next: string): void {
   response
     .status(302)
     .setHeader('Cache-Control', 'no-store')
     .redirect(`/login?next=${encodeURIComponent(Private.nextUrl(next))}`);
+}
+
+/** A groups claim (or a provider's list) as a bounded list of names (a string is one group). */
+function groupList(claim: unknown): string[] {
+  const list = Array.isArray(claim)
+    ? claim
+    : typeof claim === 'string'
+      ? [claim]
+      : [];
+  return [
+    ...new Set(
+      list.filter(
+        (group): group is string =>
+          typeof group === 'string' && group.length > 0 && group.length <= 256
+      )
+    )
+  ].slice(0, 256);
 }
 
 namespace Private {
@@ -157,9 +253,9 @@ namespace Private {
   export const PENDING_MAX = 10_000;
 
   /** Sign-ins in progress, by state, each bound to the browser that started it. */
-  export class Pending {
+  export class Pending<P extends IStartedSignIn> {
     /** Keep a sign-in; returns the browser's key for its cookie. */
-    add(request: IncomingMessage, started: IPendingSignIn): string {
+    add(request: IncomingMessage, started: P): string {
       const existing = browserKey(request);
       const browser =
         existing && existing.length === 43
@@ -183,10 +279,7 @@ namespace Private {
     }
 
     /** Take (once) the sign-in of `state` if this browser started it and it is recent. */
-    take(
-      request: IncomingMessage,
-      state: string | null
-    ): IPendingSignIn | undefined {
+    take(request: IncomingMessage, state: string | null): P | undefined {
       if (!state) {
         return undefined;
       }
@@ -201,7 +294,7 @@ namespace Private {
 
     private readonly _byState = new Map<
       string,
-      { started: IPendingSignIn; browser: string; at: number }
+      { started: P; browser: string; at: number }
     >();
   }
 
@@ -236,30 +329,13 @@ namespace Private {
   /** The callback URL: the configured one, else this request's scheme and host. */
   export function callbackUrl(
     request: IncomingMessage,
-    settings: IOidcSettings
+    redirectUrl: string | undefined
   ): string {
-    if (settings.redirectUrl) {
-      return settings.redirectUrl;
+    if (redirectUrl) {
+      return redirectUrl;
     }
     const scheme = BrowserSessions.isSecure(request) ? 'https' : 'http';
     return `${scheme}://${request.headers.host ?? 'localhost'}${CALLBACK_PATH}`;
-  }
-
-  /** A groups claim as a bounded list of names (a string is one group; anything else, none). */
-  export function groups(claim: unknown): string[] {
-    const list = Array.isArray(claim)
-      ? claim
-      : typeof claim === 'string'
-        ? [claim]
-        : [];
-    return [
-      ...new Set(
-        list.filter(
-          (group): group is string =>
-            typeof group === 'string' && group.length > 0 && group.length <= 256
-        )
-      )
-    ].slice(0, 256);
   }
 
   /** A local path to return to after signing in; anything else (another site) becomes `/lab`. */
