@@ -3,7 +3,8 @@
 #   - Debian packages: python3-ipykernel (a kernel to run) and, for `test`, python3-jupyter-server
 #     (the reference client), python3-numpy (the speed check's tests measure with it), python3-nbclient
 #     (the reference notebook executor jobs are compared with), chromium (the
-#     browser the JupyterLab tests drive), and slurm-wlm slurmctld slurmd slurm-client munge
+#     browser the JupyterLab tests drive), jupyterhub (a real JupyterHub 3 the gateway signs users
+#     in through as a Hub service), and slurm-wlm slurmctld slurmd slurm-client munge
 #     slurmrestd slurm-wlm-jwt-plugin (a real Slurm, with its REST API, for the Slurm engine's tests).
 #     Installed with apt-get when running as root; otherwise named.
 #   - npm dependencies: `npm ci` when node_modules is missing or older than package-lock.json.
@@ -22,6 +23,8 @@ if [ "$purpose" = test ]; then
   python_has nbclient || missing+=(python3-nbclient)
   # The browser tests drive Debian's Chromium through playwright-core; never a downloaded browser.
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # A real JupyterHub for `--auth jupyterhub` (kernel-gateway/test/jupyterhub.spec.ts).
+  command -v jupyterhub >/dev/null || missing+=(jupyterhub)
 fi
 # A real single-node Slurm cluster for the Slurm engine's tests (kernel-gateway/test/slurm.spec.ts);
 # optional: without them (or without root) those tests skip and say why.
