@@ -8,3 +8,4 @@ import './sidebar.css';
 import './dashboard.css';
 import './sharing.css';
 import './jobs.css';
+import './tokens.css';
