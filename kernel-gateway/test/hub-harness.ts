@@ -88,9 +88,9 @@ export async function startHub(options: {
     admins: options.admins ?? [],
     groups: { [ACCESS_GROUP]: [], ...options.groups },
     services: [
+      // As docs/multi-user.md says: no `url` (browsers reach the gateway at its own address).
       {
         name: SERVICE,
-        url: gateway,
         api_token: serviceToken,
         oauth_redirect_uri: `${gateway}${CALLBACK_PATH}`,
         oauth_no_confirm: true

@@ -141,6 +141,17 @@ describeWithHub('signing in through JupyterHub', () => {
     expect(last.location).toBe('/lab/tree/x.ipynb');
   });
 
+  it('signs out of the gateway at once, then sends the browser to sign out of the Hub', async () => {
+    const bob = await hubSignIn(env, 'bob');
+    const out = await fetch(`${env.gateway.url}/logout`, {
+      headers: bob.headers,
+      redirect: 'manual'
+    });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('location')).toBe(`${env.hub.url}/hub/logout`);
+    expect((await me(env.gateway.url, bob.headers)).status).toBe(401);
+  });
+
   it('never gets a user the Hub does not let use the service', async () => {
     const jar = new CookieJar();
     const steps = await hubSignInSteps(env, 'carol', { jar });
