@@ -4,12 +4,14 @@
  * gateway process whose log and store are searched for the secret, and a user signed in through a
  * real OpenID provider (`--auth oidc`) whose tokens act as them.
  */
+import { spawn } from 'node:child_process';
 import {
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
-  statSync
+  statSync,
+  writeFileSync
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -30,6 +32,27 @@ import {
 import { startGatewayProcess } from './gateway-process';
 import { NOTEBOOK } from './share-clients';
 import { signIn, startOidcGateway, type IOidcGateway } from './oidc-harness';
+
+const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
+
+/** `ferry <args>` with `env` added: its exit code and output. */
+function ferryCli(
+  args: string[],
+  env: Record<string, string>
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [FERRY, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', code => resolve({ code, stdout, stderr }));
+  });
+}
 
 /** How a websocket ended: its close code and reason. */
 interface IClosed {
@@ -79,18 +102,16 @@ describe('API tokens (--auth token: they act as the owner)', () => {
   let rootDir: string;
   const wsUrl = (pathname: string, token: string) =>
     `${gw.url.replace(/^http/, 'ws')}${pathname}?token=${encodeURIComponent(token)}`;
+  /** The id of each token {@link make} made, by its secret. */
+  const ids = new Map<string, string>();
   /** Make a token with the gateway's token; its secret. */
   const make = async (body: object = {}): Promise<string> => {
     const made = await gw.api('POST', '/api/me/tokens', body);
     expect(made.status).toBe(201);
+    ids.set(made.body.token, made.body.id);
     return made.body.token;
   };
-  const idOf = async (secret: string): Promise<string> => {
-    const listed = await gw.api('GET', '/api/me/tokens', undefined, {
-      token: secret
-    });
-    return listed.body[0].id;
-  };
+  const idOf = async (secret: string): Promise<string> => ids.get(secret)!;
 
   beforeAll(async () => {
     jest.spyOn(console, 'debug').mockImplementation(() => undefined);
@@ -361,6 +382,36 @@ describe('API tokens (--auth token: they act as the owner)', () => {
       token: secret
     });
     expect(answer.status).toBe(401);
+  });
+
+  it('runs a notebook with `ferry run`; a read-only token is told it may not', async () => {
+    const file = path.join(rootDir, 'job.ipynb');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ...NOTEBOOK.content,
+        cells: [{ ...NOTEBOOK.content.cells[0], source: 'print(6 * 7)' }]
+      })
+    );
+    const output = path.join(rootDir, 'job-out.ipynb');
+    const run = (token: string) =>
+      ferryCli(['run', file, '--gateway', gw.url, '-o', output], {
+        FERRY_TOKEN: token
+      });
+    const full = await make({ note: 'ferry run' });
+    const ran = await run(full);
+    expect(ran.code).toBe(0);
+    expect(readFileSync(output, 'utf8')).toContain('42');
+    const readOnly = await make({ note: 'watch', scope: 'read-only' });
+    const refused = await run(readOnly);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      'This API token is read-only: it may not POST /api/jobs'
+    );
+    expect(refused.stderr).not.toContain(readOnly);
+    for (const secret of [full, readOnly]) {
+      await gw.api('DELETE', `/api/me/tokens/${await idOf(secret)}`);
+    }
   });
 
   it('never signs a browser in: the token link answers 401, sets no cookie', async () => {
