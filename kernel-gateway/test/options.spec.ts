@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { declareOptions } from '../src/cli/options';
+import { loadProfilesFile } from '../src/engines';
 import {
   DEFAULT_GATEWAY_OPTIONS,
   GATEWAY_OPTIONS,
@@ -226,6 +227,61 @@ describe('the option tables', () => {
           process.env[name] = value;
         }
       }
+    }
+  });
+
+  it("take --auth oidc's settings from the profiles file, a flag given winning over its field", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-options-'));
+    try {
+      writeFileSync(path.join(dir, 'oidc-secret'), 'from-the-file\n');
+      const file = path.join(dir, 'profiles.yaml');
+      writeFileSync(
+        file,
+        [
+          'oidc:',
+          '  issuer: https://keycloak.example.org/realms/lab',
+          '  client_id: ferry',
+          '  client_secret_file: oidc-secret',
+          '  scopes: [openid, profile, groups]',
+          '  admin_groups: [ferry-admins]',
+          '  timeout_seconds: 5',
+          ''
+        ].join('\n')
+      );
+      const profiles = loadProfilesFile(file);
+      expect(profiles.oidc?.client_secret_file).toBe(
+        path.join(dir, 'oidc-secret')
+      );
+      expect(
+        gatewaySettings(
+          parseGateway([
+            '--auth',
+            'oidc',
+            '--oidc-client-id',
+            'ferry-lab',
+            '--oidc-admin-group',
+            'staff'
+          ]),
+          {},
+          profiles
+        ).oidc
+      ).toEqual({
+        issuer: 'https://keycloak.example.org/realms/lab',
+        clientId: 'ferry-lab',
+        clientSecret: 'from-the-file',
+        scopes: ['openid', 'profile', 'groups'],
+        usernameClaim: 'preferred_username',
+        groupsClaim: 'groups',
+        adminUsers: [],
+        adminGroups: ['staff', 'ferry-admins'],
+        timeoutMs: 5000,
+        redirectUrl: undefined
+      });
+      // A secret written into the file itself is refused, naming the field.
+      writeFileSync(file, 'oidc:\n  client_secret: s3cret\n');
+      expect(() => loadProfilesFile(file)).toThrow(/oidc/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -89,7 +89,7 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
   let gateway: ReturnType<typeof createGateway>;
   try {
     gateway = createGateway({
-      ...gatewaySettings(flags, secrets),
+      ...gatewaySettings(flags, secrets, profiles),
       workers: [worker],
       logger,
       version: VERSION,

@@ -24,6 +24,7 @@ export {
   type Engine,
   type IAcceleratorOffer,
   type IEnvironmentProfile,
+  type IOidcProfile,
   type IProfiles,
   type IProvisionedJob,
   type IProvisioner,

@@ -50,7 +50,16 @@ export function loadProfilesFile(file: string): IProfiles {
       `profiles file ${file} is not valid YAML or JSON: ${(error as Error).message}`
     );
   }
-  return checkProfilesFile(data, `profiles file ${file}`);
+  const profiles = checkProfilesFile(data, `profiles file ${file}`);
+  const secretFile = profiles.oidc?.client_secret_file;
+  if (secretFile !== undefined) {
+    // Beside the profiles file, wherever the gateway was started.
+    profiles.oidc!.client_secret_file = path.resolve(
+      path.dirname(file),
+      secretFile
+    );
+  }
+  return profiles;
 }
 
 /**
@@ -99,7 +108,11 @@ export function checkProfilesFile(
     source,
     'is declared twice'
   );
-  return { offers, environments };
+  return {
+    offers,
+    environments,
+    ...(profiles.oidc ? { oidc: { ...profiles.oidc } } : {})
+  };
 }
 
 /** The part of an environment template a static worker is sent (no engine parts). */

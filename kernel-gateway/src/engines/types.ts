@@ -78,6 +78,25 @@ export interface IEnvironmentProfile extends IEnvironmentTemplate {
 export interface IProfiles {
   offers: IAcceleratorOffer[];
   environments: IEnvironmentProfile[];
+  /** The settings of `--auth oidc` (each overridden by its flag). */
+  oidc?: IOidcProfile;
+}
+
+/**
+ * The `oidc` section of a profiles file, as written: how people sign in with `--auth oidc`. The
+ * client secret is never in it, only the file that holds it (made absolute when the file is read).
+ */
+export interface IOidcProfile {
+  issuer?: string;
+  client_id?: string;
+  client_secret_file?: string;
+  scopes?: string[];
+  username_claim?: string;
+  groups_claim?: string;
+  admin_users?: string[];
+  admin_groups?: string[];
+  timeout_seconds?: number;
+  redirect_url?: string;
 }
 
 /** Where a provisioned worker's job stands. */

@@ -15,6 +15,7 @@ import { DEFAULT_HUB, type IHubSettings } from '../auth/jupyterhub/settings';
 import { DEFAULT_OIDC } from '../auth/oidc/settings';
 import type { IOidcSettings } from '../auth/oidc/settings';
 import type { IGatewayOptions } from '../config';
+import type { IOidcProfile } from '../engines';
 import { DEFAULT_ROOM_TIMINGS, type IRoomTimings } from '../rooms';
 import type { takeSecretEnv } from '../secrets';
 import { LOG_LEVEL } from './common';
@@ -158,7 +159,8 @@ export const GATEWAY_OPTION_SECTIONS = [
     about:
       'With `--auth oidc`, people sign in through an OpenID Connect provider (Keycloak, Google, Entra ID, Dex); ' +
       'each gets an account, a folder under `--user-root` owned by a uid of their own (mode 0700), and a ' +
-      "server-side browser session. See [Many users](multi-user.md) for providers' exact settings.",
+      "server-side browser session. See [Many users](multi-user.md) for providers' exact settings. " +
+      'The same settings may be written in the profiles file (`oidc:`); a flag given wins over its field.',
     options: {
       oidcIssuer: {
         flag: '--oidc-issuer <url>',
@@ -183,14 +185,14 @@ export const GATEWAY_OPTION_SECTIONS = [
       oidcScopes: {
         flag: '--oidc-scopes <scopes>',
         help: 'the scopes asked for, separated by spaces or commas',
-        default: DEFAULT_OIDC.scopes.join(' '),
+        defaultText: `\`${DEFAULT_OIDC.scopes.join(' ')}\``,
         sets: 'oidc.scopes',
         combined: true
       },
       oidcUsernameClaim: {
         flag: '--oidc-username-claim <claim>',
         help: 'the claim that holds the user name (its folder and system account name derive from it)',
-        default: DEFAULT_OIDC.usernameClaim,
+        defaultText: `\`${DEFAULT_OIDC.usernameClaim}\``,
         notes: 'Google: `email`',
         sets: 'oidc.usernameClaim',
         combined: true
@@ -198,7 +200,7 @@ export const GATEWAY_OPTION_SECTIONS = [
       oidcGroupsClaim: {
         flag: '--oidc-groups-claim <claim>',
         help: "the claim that holds the user's groups",
-        default: DEFAULT_OIDC.groupsClaim,
+        defaultText: `\`${DEFAULT_OIDC.groupsClaim}\``,
         sets: 'oidc.groupsClaim',
         combined: true
       },
@@ -222,7 +224,7 @@ export const GATEWAY_OPTION_SECTIONS = [
         flag: '--oidc-timeout <seconds>',
         help: 'how long the provider may take to answer (sign-in fails with a page that says so; signed-in people are not affected)',
         parse: number,
-        default: DEFAULT_OIDC.timeoutS,
+        defaultText: String(DEFAULT_OIDC.timeoutS),
         sets: 'oidc.timeoutMs',
         combined: true
       },
@@ -700,10 +702,12 @@ const OWN_OPTIONS: OptionTable = Object.fromEntries(
  * The gateway settings the flags give (tokens, offers and workers apart).
  *
  * @param secrets - The secrets taken from the environment at start-up (`SLURM_JWT`).
+ * @param profiles - The profiles file's settings (`oidc`), which flags given override.
  */
 export function gatewaySettings(
   flags: GatewayFlags,
-  secrets: ReturnType<typeof takeSecretEnv>
+  secrets: ReturnType<typeof takeSecretEnv>,
+  profiles?: { oidc?: IOidcProfile }
 ): GatewaySettings {
   const settings = settingsFrom(OWN_OPTIONS, flags) as GatewaySettings & {
     slurm: NonNullable<GatewaySettings['slurm']>;
@@ -719,7 +723,8 @@ export function gatewaySettings(
           }
         ])
       : undefined;
-  settings.oidc = flags.auth === 'oidc' ? oidcSettings(flags) : undefined;
+  settings.oidc =
+    flags.auth === 'oidc' ? oidcSettings(flags, profiles?.oidc) : undefined;
   settings.jupyterhub =
     flags.auth === 'jupyterhub' ? hubSettings(flags, secrets) : undefined;
   settings.slurm.workerHost = settings.kubernetes.workerHost =
@@ -737,38 +742,54 @@ export function gatewaySettings(
 }
 
 /**
- * The `--auth oidc` settings the flags give.
+ * The `--auth oidc` settings the flags give, else the profiles file's `oidc` section, else the
+ * defaults (the admin lists of both add up).
  *
- * @throws Error naming a flag that is missing, or a secret file that cannot be read.
+ * @throws Error naming a setting that is missing, or a secret file that cannot be read.
  */
-function oidcSettings(flags: GatewayFlags): IOidcSettings {
-  if (!flags.oidcIssuer || !flags.oidcClientId) {
-    throw new Error('--auth oidc needs --oidc-issuer and --oidc-client-id');
+function oidcSettings(
+  flags: GatewayFlags,
+  profile: IOidcProfile = {}
+): IOidcSettings {
+  const issuer = flags.oidcIssuer ?? profile.issuer;
+  const clientId = flags.oidcClientId ?? profile.client_id;
+  if (!issuer || !clientId) {
+    throw new Error(
+      "--auth oidc needs --oidc-issuer and --oidc-client-id (or issuer and client_id in the profiles file's oidc section)"
+    );
   }
+  const secretFile = flags.oidcClientSecretFile ?? profile.client_secret_file;
   let clientSecret: string | undefined;
-  if (flags.oidcClientSecretFile) {
+  if (secretFile) {
     try {
-      clientSecret = readFileSync(flags.oidcClientSecretFile, 'utf8').trim();
+      clientSecret = readFileSync(secretFile, 'utf8').trim();
     } catch (error) {
       throw new Error(`--oidc-client-secret-file: ${(error as Error).message}`);
     }
     if (!clientSecret) {
-      throw new Error(
-        `--oidc-client-secret-file: ${flags.oidcClientSecretFile} is empty`
-      );
+      throw new Error(`--oidc-client-secret-file: ${secretFile} is empty`);
     }
   }
   return {
-    issuer: flags.oidcIssuer,
-    clientId: flags.oidcClientId,
+    issuer,
+    clientId,
     clientSecret,
-    scopes: flags.oidcScopes.split(/[\s,]+/).filter(Boolean),
-    usernameClaim: flags.oidcUsernameClaim,
-    groupsClaim: flags.oidcGroupsClaim,
-    adminUsers: flags.oidcAdminUser,
-    adminGroups: flags.oidcAdminGroup,
-    timeoutMs: flags.oidcTimeout * 1000,
-    redirectUrl: flags.oidcRedirectUrl
+    scopes:
+      flags.oidcScopes?.split(/[\s,]+/).filter(Boolean) ??
+      profile.scopes ??
+      DEFAULT_OIDC.scopes,
+    usernameClaim:
+      flags.oidcUsernameClaim ??
+      profile.username_claim ??
+      DEFAULT_OIDC.usernameClaim,
+    groupsClaim:
+      flags.oidcGroupsClaim ?? profile.groups_claim ?? DEFAULT_OIDC.groupsClaim,
+    adminUsers: [...flags.oidcAdminUser, ...(profile.admin_users ?? [])],
+    adminGroups: [...flags.oidcAdminGroup, ...(profile.admin_groups ?? [])],
+    timeoutMs:
+      (flags.oidcTimeout ?? profile.timeout_seconds ?? DEFAULT_OIDC.timeoutS) *
+      1000,
+    redirectUrl: flags.oidcRedirectUrl ?? profile.redirect_url
   };
 }
 
