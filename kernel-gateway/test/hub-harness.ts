@@ -15,6 +15,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CookieJar } from 'tough-cookie';
@@ -173,6 +175,14 @@ export async function startHub(options: {
 export interface IHubGateway {
   gateway: IGatewayProcess;
   hub: IHub;
+  /**
+   * Run `action` once the Hub has answered the gateway's next request to its API path `path`
+   * (`/oauth2/token`), before the gateway reads the answer: the gateway reaches the Hub's API
+   * through the test, which passes every request and answer on unchanged.
+   */
+  beforeAnswer(path: string, action: () => Promise<void>): void;
+  /** Stop the Hub, and the way to its API: the gateway finds nothing listening there. */
+  stopHub(): Promise<void>;
   /** The gateway's `--user-root` (users' folders). */
   userRoot: string;
   /** Stop both. */
@@ -198,6 +208,7 @@ export async function startHubGateway(
     admins: options.admins
   });
   const userRoot = mkdtempSync(path.join(tmpdir(), 'ferry-users-'));
+  const relay = await Private.relay(hub.apiUrl);
   let gateway: IGatewayProcess;
   try {
     gateway = await startGatewayProcess([
@@ -206,7 +217,7 @@ export async function startHubGateway(
       '--auth',
       'jupyterhub',
       '--hub-api-url',
-      hub.apiUrl,
+      relay.apiUrl,
       '--hub-url',
       hub.url,
       '--hub-api-token-file',
@@ -218,6 +229,7 @@ export async function startHubGateway(
       ...(options.args ?? [])
     ]);
   } catch (error) {
+    await relay.close();
     await hub.stop();
     rmSync(userRoot, { recursive: true, force: true });
     throw error;
@@ -226,8 +238,14 @@ export async function startHubGateway(
     gateway,
     hub,
     userRoot,
+    beforeAnswer: relay.beforeAnswer,
+    stopHub: async () => {
+      await relay.close();
+      await hub.stop();
+    },
     stop: async () => {
       await gateway.stop();
+      await relay.close();
       await hub.stop();
       rmSync(userRoot, { recursive: true, force: true });
     }
@@ -345,6 +363,78 @@ export async function hubSignIn(
 }
 
 namespace Private {
+  /**
+   * An HTTP relay to the Hub's API at `apiUrl`: every request and answer passed on unchanged, but
+   * an answer can be held until a test's action is done.
+   */
+  export async function relay(apiUrl: string): Promise<{
+    apiUrl: string;
+    beforeAnswer(path: string, action: () => Promise<void>): void;
+    close(): Promise<void>;
+  }> {
+    const target = new URL(apiUrl);
+    const held: { path: string; action: () => Promise<void> }[] = [];
+    const server = createServer((request, response) => {
+      void (async () => {
+        const body = await read(request);
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(request.headers)) {
+          if (
+            typeof value === 'string' &&
+            !['host', 'connection', 'content-length'].includes(name)
+          ) {
+            headers.set(name, value);
+          }
+        }
+        const answer = await fetch(new URL(request.url!, target.origin), {
+          method: request.method,
+          headers,
+          body: body.length > 0 ? body : undefined,
+          redirect: 'manual'
+        }).catch(() => undefined);
+        if (!answer) {
+          request.socket.destroy();
+          return;
+        }
+        const bytes = Buffer.from(await answer.arrayBuffer());
+        const at = held.findIndex(hold =>
+          request.url!.startsWith(`${target.pathname}${hold.path}`)
+        );
+        if (at >= 0) {
+          await held.splice(at, 1)[0].action();
+        }
+        response.writeHead(answer.status, {
+          'Content-Type': answer.headers.get('content-type') ?? 'text/plain'
+        });
+        response.end(bytes);
+      })();
+    });
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return {
+      apiUrl: `http://127.0.0.1:${port}${target.pathname}`,
+      beforeAnswer: (path, action) => held.push({ path, action }),
+      close: () =>
+        new Promise<void>(resolve => {
+          if (!server.listening) {
+            resolve();
+            return;
+          }
+          server.closeAllConnections();
+          server.close(() => resolve());
+        })
+    };
+  }
+
+  function read(request: IncomingMessage): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => resolve(Buffer.concat(chunks)));
+      request.on('error', reject);
+    });
+  }
+
   /** The `jupyterhub_config.py` of a test Hub. */
   export function config(options: {
     dir: string;

@@ -65,7 +65,7 @@ describeWithHub('signing in through JupyterHub', () => {
       admins: ['alice'],
       groups: {
         // alice, a Hub admin, may use every service without the group.
-        [ACCESS_GROUP]: ['bob', 'dave', 'erin'],
+        [ACCESS_GROUP]: ['bob', 'dave', 'erin', 'frank'],
         lab: ['alice', 'bob']
       }
     });
@@ -190,6 +190,33 @@ describeWithHub('signing in through JupyterHub', () => {
     expect((await me(env.gateway.url, { Cookie: cookie })).status).toBe(401);
   });
 
+  it('refuses a Hub token that lost the service scope, and says what the admin must grant', async () => {
+    const jar = new CookieJar();
+    // frank may use the service until the Hub has issued his token; he leaves the access group
+    // before the gateway asks the Hub who holds it, so its scopes no longer include the service.
+    env.beforeAnswer('/oauth2/token', async () => {
+      const removed = await env.hub.api(
+        'DELETE',
+        `/groups/${ACCESS_GROUP}/users`,
+        { users: ['frank'] }
+      );
+      expect(removed.status).toBe(200);
+    });
+    const steps = await hubSignInSteps(env, 'frank', { jar });
+    const last = steps[steps.length - 1];
+    expect(last.url).toContain(CALLBACK_PATH);
+    expect(last.status).toBe(403);
+    expect(last.body).toContain(
+      `JupyterHub signed you in as frank, but you may not use this service`
+    );
+    expect(last.body).toContain(
+      `a Hub admin must grant you the scope access:services!service=${SERVICE}`
+    );
+    const cookie = await jar.getCookieString(env.gateway.url);
+    expect((await me(env.gateway.url, { Cookie: cookie })).status).toBe(401);
+    expect(signedIn(env).some(entry => entry.user === 'frank')).toBe(false);
+  });
+
   it('refuses a callback whose state another sign-in made, or none', async () => {
     const forged = await hubSignInSteps(env, 'erin', {
       beforeCallback: url => {
@@ -212,9 +239,7 @@ describeWithHub('signing in through JupyterHub', () => {
   it('answers a Hub that is down with a page, and keeps signed-in users working', async () => {
     const alice = await hubSignIn(env, 'alice');
     const steps = await hubSignInSteps(env, 'erin', {
-      beforeCallback: async () => {
-        await env.hub.stop();
-      }
+      beforeCallback: () => env.stopHub()
     });
     const last = steps[steps.length - 1];
     expect(last.url).toContain(CALLBACK_PATH);
