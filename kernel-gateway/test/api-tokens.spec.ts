@@ -154,6 +154,17 @@ describe('API tokens (--auth token: they act as the owner)', () => {
       token: made.body.token
     });
     expect(me.status).toBe(200);
+    // It lists tokens, but makes none: a leaked one cannot mint one that outlives it.
+    const minted = await gw.api(
+      'POST',
+      '/api/me/tokens',
+      {},
+      { token: made.body.token }
+    );
+    expect(minted.status).toBe(403);
+    expect(minted.body.message).toMatch(
+      /^An API token may not make API tokens/
+    );
     const forever = await gw.api('POST', '/api/me/tokens', {});
     expect(forever.body).toMatchObject({
       note: null,

@@ -1,7 +1,8 @@
 /**
  * `/api/me/tokens`: a user makes, lists and revokes their own API tokens (the owner's with
  * `--auth token`). A share link's holder has none (the share guard refuses it first); a read-only
- * token lists but changes nothing (the check chain refuses it first).
+ * token lists but changes nothing (the check chain refuses it first); no API token makes tokens, so
+ * that a leaked short-lived one cannot mint one that outlives it.
  */
 import { Router, type Request } from 'express';
 import {
@@ -29,6 +30,12 @@ export function tokensRouter(
     validateBody(context.schemas, 'ApiTokenRequest'),
     async (request, response) => {
       const user = Private.user(auth, request);
+      if (user.token) {
+        throw new HttpError(
+          403,
+          "An API token may not make API tokens: make them signed in (the lab's API Tokens panel) or with the gateway's token"
+        );
+      }
       const body = request.body as RestSchemas['ApiTokenRequest'];
       let made: Awaited<ReturnType<ApiTokens['create']>>;
       try {
