@@ -62,6 +62,8 @@ describeWithHub('signing in through JupyterHub', () => {
 
   beforeAll(async () => {
     env = await startHubGateway({
+      // Short enough for a test to outwait; the Hub answers in milliseconds.
+      args: ['--hub-timeout', '2'],
       admins: ['alice'],
       groups: {
         // alice, a Hub admin, may use every service without the group.
@@ -233,6 +235,22 @@ describeWithHub('signing in through JupyterHub', () => {
       { redirect: 'manual' }
     );
     expect(stray.status).toBe(400);
+  });
+
+  it('answers a Hub that is slow with a page, and keeps signed-in users working', async () => {
+    const alice = await hubSignIn(env, 'alice');
+    // The Hub's answer to the code is held until the gateway has given up on it.
+    let release!: () => void;
+    const released = new Promise<void>(resolve => (release = resolve));
+    env.beforeAnswer('/oauth2/token', () => released);
+    const steps = await hubSignInSteps(env, 'erin');
+    release();
+    const last = steps[steps.length - 1];
+    expect(last.url).toContain(CALLBACK_PATH);
+    expect(last.status).toBe(504);
+    expect(last.body).toMatch(/did not answer within 2 s/);
+    const still = await me(env.gateway.url, alice.headers);
+    expect(still.status).toBe(200);
   });
 
   // Last: it stops the Hub.

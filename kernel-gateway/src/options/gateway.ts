@@ -317,6 +317,14 @@ export const GATEWAY_OPTION_SECTIONS = [
         sets: 'jupyterhub.url',
         combined: true
       },
+      hubTimeout: {
+        flag: '--hub-timeout <seconds>',
+        help: 'how long the Hub may take to answer (sign-in fails with a page that says so; signed-in people are not affected)',
+        parse: number,
+        default: DEFAULT_HUB.timeoutS,
+        sets: 'jupyterhub.timeoutMs',
+        combined: true
+      },
       hubRedirectUrl: {
         flag: '--hub-redirect-url <url>',
         help: "the service's oauth_redirect_uri (default: the request's own scheme and host, then /login/callback)",
@@ -841,7 +849,7 @@ function hubSettings(
     apiToken,
     url: flags.hubUrl,
     redirectUrl: flags.hubRedirectUrl,
-    timeoutMs: DEFAULT_HUB.timeoutS * 1000
+    timeoutMs: flags.hubTimeout * 1000
   };
 }
 
