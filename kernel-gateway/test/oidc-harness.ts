@@ -170,43 +170,17 @@ export async function startOidcGateway(
     env?: NodeJS.ProcessEnv;
   } = {}
 ): Promise<IOidcGateway> {
-  // The callback is registered at the provider before the gateway starts: its port is chosen here.
-  const port = await freePort();
-  const provider = await startOidcProvider({
-    gatewayUrl: `http://127.0.0.1:${port}`,
-    groups: options.groups
-  });
-  const userRoot = mkdtempSync(path.join(tmpdir(), 'ferry-users-'));
-  let gateway: IGatewayProcess;
-  try {
-    gateway = await startGatewayProcess(
-      [
-        '--port',
-        String(port),
-        ...provider.gatewayArgs,
-        '--user-root',
-        userRoot,
-        '--user-uids',
-        '61000-61999',
-        ...(options.args ?? [])
-      ],
-      options.env
-    );
-  } catch (error) {
-    await provider.stop();
-    rmSync(userRoot, { recursive: true, force: true });
-    throw error;
-  }
-  return {
-    gateway,
-    provider,
-    userRoot,
-    stop: async () => {
-      await gateway.stop();
-      await provider.stop();
-      rmSync(userRoot, { recursive: true, force: true });
+  // The port is chosen before the gateway takes it (its callback is registered at the provider
+  // first): another process may take it meanwhile, and then it is tried again with another.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await Private.startOidcGatewayOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((error as Error).message)) {
+        throw error;
+      }
     }
-  };
+  }
 }
 
 /** What a client of a signed-in user sends. */
@@ -364,6 +338,50 @@ export function freePort(): Promise<number> {
 }
 
 namespace Private {
+  /** {@link startOidcGateway}, once. */
+  export async function startOidcGatewayOnce(options: {
+    groups?: Record<string, string[]>;
+    args?: string[];
+    env?: NodeJS.ProcessEnv;
+  }): Promise<IOidcGateway> {
+    const port = await freePort();
+    const provider = await startOidcProvider({
+      gatewayUrl: `http://127.0.0.1:${port}`,
+      groups: options.groups
+    });
+    const userRoot = mkdtempSync(path.join(tmpdir(), 'ferry-users-'));
+    let gateway: IGatewayProcess;
+    try {
+      gateway = await startGatewayProcess(
+        [
+          '--port',
+          String(port),
+          ...provider.gatewayArgs,
+          '--user-root',
+          userRoot,
+          '--user-uids',
+          '61000-61999',
+          ...(options.args ?? [])
+        ],
+        options.env
+      );
+    } catch (error) {
+      await provider.stop();
+      rmSync(userRoot, { recursive: true, force: true });
+      throw error;
+    }
+    return {
+      gateway,
+      provider,
+      userRoot,
+      stop: async () => {
+        await gateway.stop();
+        await provider.stop();
+        rmSync(userRoot, { recursive: true, force: true });
+      }
+    };
+  }
+
   /** The first POST form of a provider page: its action and hidden fields. */
   export function form(
     html: string
