@@ -4,6 +4,7 @@ module.exports = {
     '<rootDir>/packages/accelerator-vocabulary',
     '<rootDir>/packages/accelerators',
     '<rootDir>/packages/accelerators-extension',
+    '<rootDir>/packages/jobs-extension',
     '<rootDir>/packages/sharing-extension'
   ],
   testTimeout: 60000

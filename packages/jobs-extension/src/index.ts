@@ -24,13 +24,14 @@ import {
   ToolbarButton
 } from '@jupyterlab/apputils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { JobsClient } from './client';
-import { JobsPanel } from './panel';
+import { JobsPanel, submittedNotice } from './panel';
 import { ParametersForm, readParameters } from './parameters';
 
 export { JobsClient, type IJob, type IJobSubmitRequest } from './client';
-export { JobsPanel } from './panel';
+export { JobsPanel, submittedNotice } from './panel';
 export { ParametersForm, parseValue, readParameters } from './parameters';
 
 namespace CommandIDs {
@@ -55,7 +56,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ICommandPalette,
     IToolbarWidgetRegistry,
     ILabShell,
-    ILayoutRestorer
+    ILayoutRestorer,
+    ITranslator
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -64,12 +66,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     toolbar: IToolbarWidgetRegistry | null,
     labShell: ILabShell | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    translator: ITranslator | null
   ) => {
+    translator = translator ?? nullTranslator;
+    const trans = translator.load('ferry');
     const client = new JobsClient(app.serviceManager.serverSettings);
     const panel = new JobsPanel({
       client,
-      open: path => void app.commands.execute('docmanager:open', { path })
+      open: path => void app.commands.execute('docmanager:open', { path }),
+      translator
     });
     panel.title.icon = jobIcon;
     app.shell.add(panel, 'right', { rank: 600 });
@@ -79,21 +85,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
       void panel.refresh();
     };
     app.commands.addCommand(CommandIDs.showJobs, {
-      label: 'Show Jobs',
-      caption: 'The notebooks running headless, and those that ran',
+      label: trans.__('Show Jobs'),
+      caption: trans.__('The notebooks running headless, and those that ran'),
       execute: showJobs
     });
     app.commands.addCommand(CommandIDs.runAsJob, {
-      label: 'Run as Job…',
-      caption:
-        'Run this notebook headless on an accelerator, with parameters; the executed notebook is written beside it',
+      label: trans.__('Run as Job…'),
+      caption: trans.__(
+        'Run this notebook headless on an accelerator, with parameters; the executed notebook is written beside it'
+      ),
       icon: jobIcon,
       isEnabled: () => !!notebooks.currentWidget,
       execute: async () => {
         const notebook = notebooks.currentWidget;
         if (notebook) {
-          const job = await Private.runAsJob(notebook, manager, client, () =>
-            Private.saveForJob(app, notebook)
+          const job = await Private.runAsJob(
+            notebook,
+            manager,
+            client,
+            () => Private.saveForJob(app, notebook),
+            translator
           );
           if (job) {
             showJobs();
@@ -101,12 +112,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
-    palette?.addItem({ command: CommandIDs.runAsJob, category: 'Notebook' });
-    palette?.addItem({ command: CommandIDs.showJobs, category: 'Notebook' });
+    palette?.addItem({
+      command: CommandIDs.runAsJob,
+      category: trans.__('Notebook')
+    });
+    palette?.addItem({
+      command: CommandIDs.showJobs,
+      category: trans.__('Notebook')
+    });
     toolbar?.addFactory('Notebook', 'run-as-job', () => {
       const button = new ToolbarButton({
         icon: jobIcon,
-        tooltip: 'Run this notebook headless on an accelerator (a job)',
+        tooltip: trans.__(
+          'Run this notebook headless on an accelerator (a job)'
+        ),
         onClick: () => void app.commands.execute(CommandIDs.runAsJob)
       });
       button.addClass('jp-FerryJobs-toolbarButton');
@@ -149,13 +168,15 @@ namespace Private {
     notebook: NotebookPanel,
     manager: IAcceleratorManager,
     client: JobsClient,
-    save: () => Promise<void>
+    save: () => Promise<void>,
+    translator: ITranslator
   ): Promise<unknown> {
+    const trans = translator.load('ferry');
     const metadata = notebook.model?.metadata ?? {};
     const choice = await chooseAccelerator({
       manager,
       value: readNotebookAccelerator(metadata)?.request ?? null,
-      label: 'Accelerator for the job'
+      label: trans.__('Accelerator for the job')
     });
     if (!choice) {
       return undefined;
@@ -165,12 +186,16 @@ namespace Private {
       return Array.isArray(tags) && tags.includes('parameters');
     });
     const form = new ParametersForm(
-      readParameters(cell?.model.sharedModel.getSource() ?? '')
+      readParameters(cell?.model.sharedModel.getSource() ?? ''),
+      translator
     );
     const result = await showDialog({
-      title: `Run ${notebook.context.path} as a job`,
+      title: trans.__('Run %1 as a job', notebook.context.path),
       body: form,
-      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Run' })]
+      buttons: [
+        Dialog.cancelButton(),
+        Dialog.okButton({ label: trans.__('Run') })
+      ]
     });
     if (!result.button.accept) {
       return undefined;
@@ -180,8 +205,11 @@ namespace Private {
       await save();
     } catch (error) {
       await showDialog({
-        title: 'The job was not started',
-        body: `The notebook could not be saved first: ${error instanceof Error ? error.message : String(error)}`,
+        title: trans.__('The job was not started'),
+        body: trans.__(
+          'The notebook could not be saved first: %1',
+          error instanceof Error ? error.message : String(error)
+        ),
         buttons: [Dialog.okButton()]
       });
       return undefined;
@@ -192,14 +220,13 @@ namespace Private {
         accelerator: choice.request,
         parameters: result.value ?? {}
       });
-      Notification.success(
-        `Job ${job.name} ${job.state}${job.position ? ` (#${job.position} in the queue)` : ''}: the executed notebook goes to ${job.output_path}`,
-        { autoClose: 5000 }
-      );
+      Notification.success(submittedNotice(job, translator), {
+        autoClose: 5000
+      });
       return job;
     } catch (error) {
       await showDialog({
-        title: 'The job was not started',
+        title: trans.__('The job was not started'),
         body: (error as Error).message,
         buttons: [Dialog.okButton()]
       });

@@ -3,13 +3,18 @@
  * accelerator and duration, links to its executed notebook and its log (the event stream), and
  * cancel. Refreshed by a lumino Poll (standby while hidden).
  */
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import { Poll } from '@lumino/polling';
 import { h, VirtualDOM, type VirtualElement } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
 import type { IJob, JobsClient } from './client';
 
 /** The states a job ends in. */
-const FINAL = new Set([
+const FINAL = new Set<IJob['state']>([
   'succeeded',
   'failed',
   'cancelled',
@@ -23,9 +28,12 @@ export class JobsPanel extends Widget {
     super();
     this._client = options.client;
     this._open = options.open;
+    this._trans = (options.translator ?? nullTranslator).load('ferry');
     this.id = 'jp-ferry-jobs';
     this.addClass('jp-FerryJobs');
-    this.title.caption = 'Jobs: notebooks run headless on accelerators';
+    this.title.caption = this._trans.__(
+      'Jobs: notebooks run headless on accelerators'
+    );
     this._poll = new Poll({
       factory: () => this.refresh(),
       frequency: { interval: 2000, backoff: true, max: 30000 },
@@ -62,10 +70,11 @@ export class JobsPanel extends Widget {
   }
 
   private _render(): void {
+    const trans = this._trans;
     const rows = this._jobs.map(job => this._row(job));
     VirtualDOM.render(
       [
-        h.div({ className: 'jp-FerryJobs-header' }, 'Jobs'),
+        h.div({ className: 'jp-FerryJobs-header' }, trans.__('Jobs')),
         ...(this._error
           ? [
               h.div(
@@ -75,10 +84,10 @@ export class JobsPanel extends Widget {
             ]
           : []),
         rows.length > 0
-          ? h.ul({ className: 'jp-FerryJobs-list' }, rows)
+          ? h.ul({ className: 'jp-FerryJobs-list' }, ...rows)
           : h.div(
               { className: 'jp-FerryJobs-empty' },
-              'No jobs yet: "Run as Job…" on a notebook starts one.'
+              trans.__('No jobs yet: "Run as Job…" on a notebook starts one.')
             )
       ],
       this.node
@@ -86,6 +95,7 @@ export class JobsPanel extends Widget {
   }
 
   private _row(job: IJob): VirtualElement {
+    const trans = this._trans;
     const cells = job.cells ?? 0;
     const done = FINAL.has(job.state)
       ? job.state === 'succeeded'
@@ -93,9 +103,11 @@ export class JobsPanel extends Widget {
         : Math.max(0, (job.cell ?? 0) - 1)
       : Math.max(0, (job.cell ?? 0) - 1);
     const state =
-      job.state +
-      (job.position ? ` (#${job.position} in the queue)` : '') +
-      (job.state === 'running' ? ` · cell ${job.cell ?? 0} of ${cells}` : '');
+      Private.stateLabel(trans, job.state) +
+      (job.position ? ' ' + trans.__('(#%1 in the queue)', job.position) : '') +
+      (job.state === 'running'
+        ? ' · ' + trans.__('cell %1 of %2', job.cell ?? 0, cells)
+        : '');
     const links: VirtualElement[] = [];
     if (job.has_notebook) {
       links.push(
@@ -103,10 +115,10 @@ export class JobsPanel extends Widget {
           ? h.button(
               {
                 className: 'jp-FerryJobs-open',
-                title: `Open ${job.output_path}`,
+                title: trans.__('Open %1', job.output_path),
                 onclick: () => this._open(job.output_path!)
               },
-              'Notebook'
+              trans.__('Notebook')
             )
           : h.a(
               {
@@ -114,7 +126,7 @@ export class JobsPanel extends Widget {
                 href: this._client.notebookUrl(job.id),
                 download: job.name
               },
-              'Notebook'
+              trans.__('Notebook')
             )
       );
     }
@@ -126,7 +138,7 @@ export class JobsPanel extends Widget {
           target: '_blank',
           rel: 'noopener'
         },
-        'Log'
+        trans.__('Log')
       )
     );
     if (!FINAL.has(job.state)) {
@@ -134,11 +146,12 @@ export class JobsPanel extends Widget {
         h.button(
           {
             className: 'jp-FerryJobs-cancel',
-            title:
-              'Cancel this job: its kernel is shut down and its devices freed',
+            title: trans.__(
+              'Cancel this job: its kernel is shut down and its devices freed'
+            ),
             onclick: () => void this._cancel(job.id)
           },
-          'Cancel'
+          trans.__('Cancel')
         )
       );
     }
@@ -156,9 +169,12 @@ export class JobsPanel extends Widget {
       }),
       h.div(
         { className: 'jp-FerryJobs-details' },
-        `${job.accelerator}${job.worker_name ? ` on ${job.worker_name}` : ''}${
-          job.duration !== undefined ? ` · ${job.duration.toFixed(1)} s` : ''
-        }`
+        (job.worker_name
+          ? trans.__('%1 on %2', job.accelerator, job.worker_name)
+          : job.accelerator) +
+          (job.duration !== undefined
+            ? ' · ' + trans.__('%1 s', job.duration.toFixed(1))
+            : '')
       ),
       ...(job.reason && job.state !== 'succeeded'
         ? [h.div({ className: 'jp-FerryJobs-reason' }, job.reason)]
@@ -177,10 +193,43 @@ export class JobsPanel extends Widget {
   }
 
   private _client: JobsClient;
+  private _trans: TranslationBundle;
   private _open: (path: string) => void;
   private _poll: Poll;
   private _jobs: IJob[] = [];
   private _error = '';
+}
+
+/**
+ * What the page says once a job is submitted: its name, state, place in the queue and where its
+ * executed notebook goes.
+ *
+ * @param job - The job as the gateway answered the submission.
+ * @param translator - The application's translator.
+ */
+export function submittedNotice(
+  job: IJob,
+  translator: ITranslator = nullTranslator
+): string {
+  const trans = translator.load('ferry');
+  const state = Private.stateLabel(trans, job.state);
+  const where =
+    job.output_path ??
+    trans.__('the gateway (Download it from the Jobs panel)');
+  return job.position
+    ? trans.__(
+        'Job %1 %2 (#%3 in the queue): the executed notebook goes to %4',
+        job.name,
+        state,
+        job.position,
+        where
+      )
+    : trans.__(
+        'Job %1 %2: the executed notebook goes to %3',
+        job.name,
+        state,
+        where
+      );
 }
 
 /** The options of {@link JobsPanel}. */
@@ -189,5 +238,34 @@ export namespace JobsPanel {
     client: JobsClient;
     /** Open a notebook under the root (the executed one). */
     open: (path: string) => void;
+    /** The application's translator (its words in English without one). */
+    translator?: ITranslator;
+  }
+}
+
+namespace Private {
+  /** A job's state in words (the same word in English). */
+  export function stateLabel(
+    trans: TranslationBundle,
+    state: IJob['state']
+  ): string {
+    switch (state) {
+      case 'queued':
+        return trans.__('queued');
+      case 'starting':
+        return trans.__('starting');
+      case 'running':
+        return trans.__('running');
+      case 'succeeded':
+        return trans.__('succeeded');
+      case 'failed':
+        return trans.__('failed');
+      case 'cancelled':
+        return trans.__('cancelled');
+      case 'timed-out':
+        return trans.__('timed-out');
+      case 'lost':
+        return trans.__('lost');
+    }
   }
 }

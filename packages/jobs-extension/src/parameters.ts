@@ -2,6 +2,7 @@
  * The parameters form of "Run as Job…": one field per assignment of the notebook's cell tagged
  * `parameters` (papermill's convention), its current value as the default.
  */
+import { nullTranslator, type ITranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 /** One parameter of the `parameters` cell. */
@@ -54,16 +55,21 @@ export function parseValue(text: string): unknown {
   return trimmed;
 }
 
-/** The form: a labelled field per parameter. */
+/** The form: a labelled field per parameter (a parameter's name is code: never translated). */
 export class ParametersForm extends Widget {
-  constructor(parameters: IParameter[]) {
+  constructor(
+    parameters: IParameter[],
+    translator: ITranslator = nullTranslator
+  ) {
     super();
+    const trans = translator.load('ferry');
     this.addClass('jp-FerryJobParameters');
     if (parameters.length === 0) {
       const empty = document.createElement('p');
       empty.className = 'jp-FerryJobParameters-empty';
-      empty.textContent =
-        'No cell of this notebook is tagged "parameters": it runs as it is.';
+      empty.textContent = trans.__(
+        'No cell of this notebook is tagged "parameters": it runs as it is.'
+      );
       this.node.append(empty);
     }
     for (const parameter of parameters) {
