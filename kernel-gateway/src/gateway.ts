@@ -37,7 +37,7 @@ import {
 import { HubSignIn } from './auth/jupyterhub';
 import type { IGatewayOptions } from './config';
 import { resolveGatewayOptions } from './options';
-import { FileContentsManager } from './contents';
+import { FileContentsManager, SpaceContents } from './contents';
 import {
   environmentTemplate,
   KubernetesProvisioner,
@@ -68,7 +68,7 @@ import {
 import { Scheduler } from './scheduler';
 import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
-import { UidAllocator, UserAccounts } from './users';
+import { UidAllocator, UserAccounts, UserSpaces } from './users';
 
 /**
  * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
@@ -279,6 +279,23 @@ export class Gateway {
       // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
       notaryDir: path.dirname(userSettingsDir)
     });
+    // Each signed-in user works in their own folder; the token's owner in the root, as always.
+    this.spaces = new UserSpaces({
+      rootDir: resolved.rootDir,
+      userRoot: resolved.userRoot,
+      ownerOfFolder: folder => this.accounts?.byFolder(folder)?.id
+    });
+    this.spaceContents = new SpaceContents({
+      shared: this.contents,
+      sharedRoot: resolved.rootDir,
+      // No events: the event stream is everyone's, and its paths are the root's.
+      make: root =>
+        new FileContentsManager({
+          rootDir: root,
+          allowHidden: resolved.allowHidden,
+          notaryDir: path.dirname(userSettingsDir)
+        })
+    });
     this.rooms = new RoomManager({
       contents: this.contents,
       fileIds: this.fileIds,
@@ -337,7 +354,9 @@ export class Gateway {
         schemas: new ApiSchemas(),
         logger: options.logger,
         startedAt: new Date(),
-        version: options.version ?? '0.0.0'
+        version: options.version ?? '0.0.0',
+        auth: this.auth,
+        spaces: this.spaces
       },
       auth: this.auth,
       quota: this.quota,
@@ -346,6 +365,7 @@ export class Gateway {
       metrics: this.metrics,
       events: this.events,
       contents: this.contents,
+      spaceContents: this.spaceContents,
       executions: this.executions,
       lab: Private.lab(resolved, options.logger, this.auth, userSettingsDir),
       shares: this.shares,
@@ -382,6 +402,10 @@ export class Gateway {
   readonly accounts?: UserAccounts;
   /** Their browser sessions (`--auth oidc` or `jupyterhub`). */
   readonly browserSessions?: BrowserSessions;
+  /** Each user's space and whose things are whose (users/ownership.ts). */
+  readonly spaces: UserSpaces;
+  /** The contents of each user's folder (the root's is {@link contents}). */
+  readonly spaceContents: SpaceContents;
   /** What survives a restart: rooms, file ids, share links (`stateDir`). */
   readonly state: StateStore;
   readonly pool: WorkerPool;

@@ -73,11 +73,12 @@ describe('can(principal, capability, notebook)', () => {
       ['view']
     ],
     [
+      // Whose notebook it is, users/ownership.ts says (another's answers 404 before this).
       'a user without roles',
       { id: 'oidc:ada', roles: [], groups: [] },
-      ['write'],
-      [],
-      []
+      ['kernels:manage-own', 'files:write', 'write'],
+      ['view', 'comment', 'run', 'edit'],
+      ['view', 'comment', 'run', 'edit']
     ],
     [
       "a user's read-only API token",
@@ -88,8 +89,8 @@ describe('can(principal, capability, notebook)', () => {
         token: { id: 't3', scope: 'read-only' }
       },
       [],
-      [],
-      []
+      ['view'],
+      ['view']
     ],
     ['a view link', holder('view'), [], ['view'], []],
     ['a comment link', holder('comment'), [], ['view', 'comment'], []],

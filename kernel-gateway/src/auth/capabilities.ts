@@ -46,8 +46,20 @@ export const CAPABILITIES: readonly Capability[] = [
 export const ROLE_CAPABILITIES: Readonly<Record<Role, readonly Capability[]>> =
   { admin: CAPABILITIES };
 
-/** What every user has, whatever their roles: a principal that acts through no share link. */
-export const USER_CAPABILITIES: readonly Capability[] = ['write'];
+/**
+ * What every user has, whatever their roles: a principal that acts through no share link. On their
+ * own things only: another user's kernels, files and rooms are not there for them at all
+ * (users/ownership.ts answers 404), so these name no notebook.
+ */
+export const USER_CAPABILITIES: readonly Capability[] = [
+  'kernels:manage-own',
+  'files:write',
+  'write',
+  'notebook:view',
+  'notebook:comment',
+  'notebook:run',
+  'notebook:edit'
+];
 
 /**
  * What an API token's scope lets through of its user's capabilities: `read-only` reads, on the

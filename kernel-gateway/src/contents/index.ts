@@ -12,3 +12,4 @@ export {
 export { ContentsError } from './errors';
 export { FileContentsManager, type IServedFile } from './manager';
 export type { ContentsType, IContentsModel } from './models';
+export { SpaceContents } from './spaces';

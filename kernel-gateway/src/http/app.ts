@@ -20,7 +20,7 @@ import {
   type TokenIdentityResolver
 } from '../auth';
 import { sendOidcSignIn } from '../auth/oidc';
-import type { FileContentsManager } from '../contents';
+import type { FileContentsManager, SpaceContents } from '../contents';
 import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
 import type { JobService } from '../jobs';
@@ -37,7 +37,11 @@ import {
 import { acceleratorsRouter } from './routes/accelerators';
 import { apiRouter } from './routes/api';
 import { collaborationRouter, roomSocket } from './routes/collaboration';
-import { contentsRouter, filesRouter } from './routes/contents';
+import {
+  contentsRouter,
+  filesRouter,
+  type ContentsFor
+} from './routes/contents';
 import { eventsRouter, eventsSocket } from './routes/events';
 import { executionRouter } from './routes/execution';
 import { jobsRouter } from './routes/jobs';
@@ -72,6 +76,8 @@ export interface IAppServices {
   metrics: Registry;
   events: EventBus;
   contents: FileContentsManager;
+  /** Each user's folder's contents (users see theirs, the owner and links the root's). */
+  spaceContents: SpaceContents;
   /** Server-side execution of notebook cells into their rooms. */
   executions: CellExecutions;
   /** The JupyterLab page and its server API. */
@@ -121,10 +127,13 @@ export function createApp(services: IAppServices): Express {
   app.use(checks.guardShares(services.contents));
   // A read-only API token reads only.
   app.use(checks.limitWrites());
+  // Another user's kernel, session, terminal or job answers 404, as if there were none.
+  app.use(checks.guardOwnership());
+  const contentsFor = Private.contentsFor(services);
   // Before the general parser: JupyterLab sends files of up to 15 MB in one base64 PUT.
   app.use(
     contentsRouter(
-      services.contents,
+      contentsFor,
       Math.max(maxMessageBytes, Private.CONTENTS_BODY_BYTES)
     )
   );
@@ -154,6 +163,7 @@ export function createApp(services: IAppServices): Express {
   app.use(
     executionRouter(context, {
       executions: services.executions,
+      rooms: services.collaboration,
       access: auth
     })
   );
@@ -167,8 +177,15 @@ export function createApp(services: IAppServices): Express {
     )
   );
   app.use(terminalsRouter(context, services.terminals));
-  app.use(filesRouter(services.contents));
-  app.use(collaborationRouter(services.collaboration, auth, context.schemas));
+  app.use(filesRouter(contentsFor));
+  app.use(
+    collaborationRouter(
+      services.collaboration,
+      auth,
+      context.schemas,
+      context.spaces
+    )
+  );
   app.use(
     sharesRouter({
       shares: services.shares,
@@ -201,7 +218,11 @@ export function createUpgrades(services: IAppServices): UpgradeRouter {
     routes: [
       kernelChannelsSocket(context, shareConnections),
       eventsSocket(services.events, Private.outbound(services), logger),
-      roomSocket(services.collaboration, options.maxMessageBytes),
+      roomSocket(
+        services.collaboration,
+        options.maxMessageBytes,
+        context.spaces
+      ),
       terminalSocket(services.terminals)
     ],
     shareConnections,
@@ -231,8 +252,26 @@ namespace Private {
       failures: services.failures,
       sessions: context.sessions,
       registry: context.registry,
-      shareConnections: services.shareConnections
+      shareConnections: services.shareConnections,
+      owned: {
+        spaces: context.spaces,
+        registry: context.registry,
+        sessions: context.sessions,
+        terminals: services.terminals,
+        jobs: services.jobs
+      }
     });
+  }
+
+  /** The contents a request works on: its user's folder; the root for the owner and links. */
+  export function contentsFor(services: IAppServices): ContentsFor {
+    const { auth, context, spaceContents } = services;
+    return request => {
+      const principal = auth.resolve(request);
+      return principal
+        ? spaceContents.for(context.spaces.spaceOf(principal).root)
+        : services.contents;
+    };
   }
 
   /** The budget and slow-reader timeout of a pushed stream (events, accelerators). */

@@ -17,6 +17,7 @@ import {
 import type { FileContentsManager } from '../contents';
 import type { KernelRegistry, SessionStore } from '../kernels';
 import { errorBody } from './errors';
+import { ownershipRefusal, type IOwnedResources } from './ownership';
 import { shareRefusal, shareRule, shareRuleContext } from './share-guard';
 
 /** Why a request may not go on: its HTTP status, the message of its `{ reason, message }`. */
@@ -33,7 +34,9 @@ export interface IRefusal {
  * and a presented wrong token counts against it; (3) who the request is: the owner, a share link's
  * holder, or refused (403 for a link that ended, 401 without credentials); (4) a link's holder
  * reaches only what `SHARE_RULES` allows (403), and a principal without the `write` capability (a
- * read-only API token) only reads (403); (5) a link holds at most so many open sockets (429).
+ * read-only API token) only reads (403), and another user's kernel, session, terminal or job
+ * answers 404 as if it did not exist (ownership.ts); (5) a link holds at most so many open sockets
+ * (429).
  *
  * #### Notes
  * HTTP runs (1) before the public routes (sign-in, static files, the link page) and (2) to (4)
@@ -153,6 +156,15 @@ export class RequestChecks {
     };
   }
 
+  /**
+   * (4) Why `principal` may not reach `pathname`: it names another user's kernel, session, terminal
+   * or job (404, as if there were none: http/ownership.ts). Undefined without users to tell apart.
+   */
+  ownership(principal: IPrincipal, pathname: string): IRefusal | undefined {
+    const { owned } = this._options;
+    return owned && ownershipRefusal(owned, principal, pathname);
+  }
+
   /** (5) Why a share link's holder may not open one more socket (429: its link holds its cap). */
   connectionCaps(principal: IPrincipal): IRefusal | undefined {
     if (!principal.share) {
@@ -187,6 +199,7 @@ export class RequestChecks {
     return (
       this.shareRules(principal, 'WS', pathname) ??
       this.writes(principal, 'WS', pathname) ??
+      this.ownership(principal, pathname) ??
       this.connectionCaps(principal) ??
       principal
     );
@@ -261,6 +274,19 @@ export class RequestChecks {
     };
   }
 
+  /** (4) as middleware after authentication: another user's things answer 404 ({@link ownership}). */
+  guardOwnership(): RequestHandler {
+    return (request, response, next) => {
+      const principal = this._options.auth.resolve(request);
+      const refusal = principal && this.ownership(principal, request.path);
+      if (refusal) {
+        Private.send(response, refusal);
+        return;
+      }
+      next();
+    };
+  }
+
   /** (4) for principals acting through no link, as middleware after authentication: see {@link writes}. */
   limitWrites(): RequestHandler {
     return (request, response, next) => {
@@ -296,6 +322,8 @@ export namespace RequestChecks {
     registry: KernelRegistry;
     /** The sockets open through each share link, with their cap per link. */
     shareConnections: ShareConnections;
+    /** Whose each kernel, session, terminal and job is (none: nothing is checked). */
+    owned?: IOwnedResources;
   }
 }
 

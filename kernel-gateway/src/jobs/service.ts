@@ -91,14 +91,20 @@ export class JobService {
     return this._submission.submit(request, user);
   }
 
-  /** Every job remembered, newest first. */
-  list(): IJobModel[] {
+  /** Every job remembered, newest first; `mayReach(user)`: only those of users it says. */
+  list(mayReach: (user: string) => boolean = () => true): IJobModel[] {
     return this._records
       .all()
       .reverse()
+      .filter(record => mayReach(record.user))
       .map(record =>
         this._records.model(this._active.get(record.id)?.record ?? record)
       );
+  }
+
+  /** Who submitted a job (its owner, users/ownership.ts); undefined for none known. */
+  ownerOf(id: string): string | undefined {
+    return (this._active.get(id)?.record ?? this._records.get(id))?.user;
   }
 
   /** One job. @throws NoSuchJobError */

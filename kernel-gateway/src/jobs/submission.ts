@@ -131,6 +131,7 @@ export class JobSubmission {
     const start = registry.start({
       name: kernelName,
       job: { id, name },
+      owner: user,
       env,
       cwd: request.path
         ? kernelWorkingDir(this._rootDir, request.path)

@@ -41,6 +41,7 @@ export interface IProvisioned {
 export class ManagedKernel {
   constructor(options: ManagedKernel.IOptions) {
     this.id = options.id;
+    this.owner = options.owner;
     this.channels = options.channels;
     this.specName = options.specName ?? options.name;
     this._name = options.name;
@@ -50,6 +51,9 @@ export class ManagedKernel {
   }
 
   readonly id: string;
+
+  /** The user it is for (users/ownership.ts); undefined: the owner's (adopted after a restart). */
+  readonly owner: string | undefined;
 
   /** Its websockets, replay buffer and activity. */
   readonly channels: KernelChannels;
@@ -429,6 +433,8 @@ export namespace ManagedKernel {
     /** The real kernelspec its worker launches; `name` when left out. */
     specName?: string;
     launch?: ManagedKernel.ILaunch;
+    /** The user it is for; left out: the owner's. */
+    owner?: string;
   }
 
   /** The phases each phase may go to; every other change is refused. */

@@ -277,7 +277,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       const offer = this._provisioned.offerNamed(target.offer);
       const kernel = this._create(id, name, offerRequest(offer.offer), {
         specName,
-        launch
+        launch,
+        owner: request.owner
       });
       try {
         await this._provisioned.provision(kernel, offer);
@@ -288,7 +289,11 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       return kernel;
     }
     const accelerator = target.accelerator ?? { kind: 'cpu', count: 0 };
-    const kernel = this._create(id, name, accelerator, { specName, launch });
+    const kernel = this._create(id, name, accelerator, {
+      specName,
+      launch,
+      owner: request.owner
+    });
     let result;
     try {
       if (environment !== undefined) {
@@ -407,7 +412,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     id: string,
     name: string,
     accelerator: IAcceleratorRequest,
-    options: Pick<ManagedKernel.IOptions, 'specName' | 'launch'> = {}
+    options: Pick<ManagedKernel.IOptions, 'specName' | 'launch' | 'owner'> = {}
   ): ManagedKernel {
     const kernel: ManagedKernel = new ManagedKernel({
       ...options,

@@ -23,6 +23,8 @@ export interface ISessionRequest extends Pick<
   RestSchemas['SessionRequest'],
   'path' | 'name' | 'type'
 > {
+  /** The user it is for (users/ownership.ts), with its kernel; left out: the owner's. */
+  owner?: string;
   kernel?: {
     id?: string;
     name?: string;
@@ -54,8 +56,23 @@ export class SessionStore {
    */
   confineFor: ((path: string) => boolean) | undefined;
 
-  list(): ISessionModel[] {
-    return [...this._sessions.keys()].map(id => this.get(id));
+  /** The sessions; `mayReach(owner)`: only those of the users it says. */
+  list(
+    mayReach: (owner: string | undefined) => boolean = () => true
+  ): ISessionModel[] {
+    return [...this._sessions.values()]
+      .filter(session => mayReach(session.owner))
+      .map(session => this.get(session.id));
+  }
+
+  /** Whose a session is (users/ownership.ts); undefined for the owner's, or none with that id. */
+  ownerOf(id: string): string | undefined {
+    return this._sessions.get(id)?.owner;
+  }
+
+  /** Whether a session of that id exists. */
+  has(id: string): boolean {
+    return this._sessions.has(id);
   }
 
   /**
@@ -96,8 +113,9 @@ export class SessionStore {
     if (!session) {
       throw new NoSuchSessionError(id);
     }
+    const { owner: _owner, ...model } = session;
     return {
-      ...session,
+      ...model,
       kernel: this._modelOf(session.kernelId)
     };
   }
@@ -107,19 +125,23 @@ export class SessionStore {
    * without one that names no existing kernel ({@link create}), or a session moved to a new kernel
    * by name ({@link update}, `moving`). Takes the request as sent, before it is validated.
    */
-  startsKernel(request: SessionStore.IStartQuestion, moving = false): boolean {
+  startsKernel(
+    request: SessionStore.IStartQuestion,
+    moving = false,
+    owner?: string
+  ): boolean {
     const kernel = request.kernel ?? undefined;
     if (moving) {
       return Private.namesKernel(kernel) && !kernel?.id;
     }
     const path = typeof request.path === 'string' ? request.path : '';
-    return !kernel?.id && this._sessionFor(path) === undefined;
+    return !kernel?.id && this._sessionFor(path, owner) === undefined;
   }
 
   /** Create a session, or return the existing one for the same path (as jupyter_server does). */
   async create(request: ISessionRequest): Promise<ISessionModel> {
     const path = request.path ?? '';
-    const existing = this._sessionFor(path);
+    const existing = this._sessionFor(path, request.owner);
     if (existing !== undefined) {
       return this.get(existing);
     }
@@ -130,7 +152,8 @@ export class SessionStore {
       path,
       name: request.name ?? '',
       type: request.type ?? 'notebook',
-      kernelId
+      kernelId,
+      ...(request.owner !== undefined ? { owner: request.owner } : {})
     });
     this._changed();
     return this.get(id);
@@ -145,7 +168,10 @@ export class SessionStore {
     const path = request.path ?? session.path;
     if (Private.namesKernel(request.kernel)) {
       const previous = session.kernelId;
-      const next = await this._kernelFor(request, path);
+      const next = await this._kernelFor(
+        { ...request, owner: session.owner },
+        path
+      );
       session.kernelId = next;
       session.path = path;
       this._changed();
@@ -235,6 +261,7 @@ export class SessionStore {
       fromEnvironment: request.kernel?.fromEnvironment,
       environment: request.kernel?.environment,
       cwd,
+      ...(request.owner !== undefined ? { owner: request.owner } : {}),
       ...(this.confineFor?.(path)
         ? { confinement: { root: this._rootDir, dir: cwd } }
         : {})
@@ -242,12 +269,13 @@ export class SessionStore {
     return kernel.id;
   }
 
-  /** The session of `path` whose kernel exists, if any (none for an empty path). */
-  private _sessionFor(path: string): string | undefined {
+  /** The session of `path` for `owner` whose kernel exists, if any (none for an empty path). */
+  private _sessionFor(path: string, owner?: string): string | undefined {
     for (const [id, session] of this._sessions) {
       if (
         path &&
         session.path === path &&
+        session.owner === owner &&
         this._registry.get(session.kernelId)
       ) {
         return id;
@@ -274,7 +302,14 @@ export class SessionStore {
   private _listeners = new Set<() => void>();
   private _sessions = new Map<
     string,
-    { id: string; path: string; name: string; type: string; kernelId: string }
+    {
+      id: string;
+      path: string;
+      name: string;
+      type: string;
+      kernelId: string;
+      owner?: string;
+    }
   >();
 }
 

@@ -30,6 +30,8 @@ export interface IStartRequest extends IAcceleratorTarget {
   environment?: string;
   /** The job it runs, when a job started it (its model says so). */
   job?: { id: string; name: string };
+  /** The user it is for (users/ownership.ts); left out: the owner's. */
+  owner?: string;
   /** Confine it to `dir`: `root` shows only that folder to it (see the agent's confinement.ts). */
   confinement?: { root: string; dir: string };
   /**

@@ -114,6 +114,14 @@ export class RoomManager {
     return this._options.fileIds.id(path.replace(/^\/+|\/+$/g, ''));
   }
 
+  /** The path (under the root) of the file a room's name names, if it names a known one. */
+  pathOf(name: string): string | undefined {
+    const fileId = parseRoomName(name)?.fileId;
+    return fileId === undefined
+      ? undefined
+      : this._options.fileIds.path(fileId);
+  }
+
   /**
    * Open a document room and keep it open until the handle is released.
    *

@@ -29,6 +29,8 @@ export interface ITerminalRequest {
   kernel?: string;
   /** An environment's name (else `KERNEL_ENVIRONMENT` in `env`; beside a kernel, the kernel's). */
   environment?: string;
+  /** The user it is for (users/ownership.ts); left out: the owner's. */
+  owner?: string;
 }
 
 /**
@@ -169,6 +171,7 @@ export class TerminalRegistry {
       size: { rows: 24, cols: 80 },
       terminal: new ManagedTerminal({
         name,
+        owner: request.owner,
         accelerator: kernel
           ? formatAcceleratorSpec(kernel.accelerator)
           : formatAcceleratorSpec(accelerator ?? { kind: 'cpu', count: 0 }),

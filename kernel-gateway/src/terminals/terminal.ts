@@ -31,6 +31,7 @@ export class ManagedTerminal {
     this.name = options.name;
     this.accelerator = options.accelerator;
     this.kernelId = options.kernelId;
+    this.owner = options.owner;
     this._options = options;
     this._output = new TerminalOutput(options.replayChars);
     this._log = options.logger.child({ terminal: options.name });
@@ -41,6 +42,8 @@ export class ManagedTerminal {
   readonly accelerator: string;
   /** The kernel it runs beside, if any. */
   readonly kernelId: string | undefined;
+  /** The user it is for (users/ownership.ts); undefined: the owner's. */
+  readonly owner: string | undefined;
 
   get state(): TerminalState {
     return this._state;
@@ -325,6 +328,8 @@ export namespace ManagedTerminal {
     name: string;
     accelerator: string;
     kernelId?: string;
+    /** The user it is for; left out: the owner's. */
+    owner?: string;
     /** Characters of recent output kept for reconnecting browsers. */
     replayChars: number;
     /** A socket that stays a megabyte behind for longer is closed with 1013. */

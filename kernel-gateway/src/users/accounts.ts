@@ -91,6 +91,12 @@ export class UserAccounts {
     return this.list().find(account => lookalikeKey(account.name) === key);
   }
 
+  /** The account whose folder is `folder`, if any. */
+  byFolder(folder: string): IAccount | undefined {
+    const id = this._folders.get(folder);
+    return id === undefined ? undefined : this._accounts.get(id);
+  }
+
   /** The absolute path of a user's folder. */
   folderOf(account: IAccount): string {
     return `${this._userRoot.replace(/\/+$/, '')}/${account.folder}`;

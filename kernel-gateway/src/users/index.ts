@@ -8,6 +8,7 @@ export {
   UserNameError
 } from './names';
 export { ensureSpace, SpaceError } from './spaces';
+export { UserSpaces, type IOwned, type ISpace } from './ownership';
 export {
   GETENT,
   MIN_SYSTEM_UID,

@@ -8,7 +8,13 @@ import { can, type IIdentityResolver } from '../../auth';
 import { ContentsError } from '../../contents';
 import type { RestSchemas } from '../../protocol';
 import type { ApiSchemas } from '../../protocol/schema';
-import { RoomError, type RoomManager } from '../../rooms';
+import {
+  parseRoomName,
+  RoomCloseCode,
+  RoomError,
+  type RoomManager
+} from '../../rooms';
+import type { UserSpaces } from '../../users';
 import { HttpError } from '../errors';
 import { socketServer, type ISocketRoute } from '../upgrade';
 import { validateBody } from '../validation';
@@ -19,17 +25,22 @@ const PREFIX = '/api/collaboration/session/';
 export function collaborationRouter(
   rooms: RoomManager,
   resolver: IIdentityResolver,
-  schemas: ApiSchemas
+  schemas: ApiSchemas,
+  spaces: UserSpaces
 ): Router {
   const router = Router();
   router.put(
     /^\/api\/collaboration\/session\/.+$/,
     validateBody(schemas, 'DocumentSessionRequest'),
     async (request, response) => {
-      const path = Private.path(request);
+      const principal = resolver.resolve(request);
+      // A user names the document within their folder; rooms go by the root's names.
+      const named = Private.path(request);
+      const path = principal
+        ? (spaces.toGateway(spaces.spaceOf(principal), named) ?? named)
+        : named;
       const { format, type } =
         request.body as RestSchemas['DocumentSessionRequest'];
-      const principal = resolver.resolve(request);
       if (!can(principal, 'notebook:view', { fileId: rooms.fileId(path) })) {
         throw new HttpError(403, 'This share link is for another document');
       }
@@ -60,7 +71,8 @@ const SMALL_ROOM_FRAME_BYTES = 2 * 1024 * 1024;
 /** `/api/collaboration/room/{room}`: a room's socket, with the rights of who opens it. */
 export function roomSocket(
   rooms: RoomManager,
-  maxMessageBytes: number
+  maxMessageBytes: number,
+  spaces: UserSpaces
 ): ISocketRoute {
   const server = socketServer({ maxPayload: maxMessageBytes });
   // A view, comment or run link writes only small things into a room (comments, bookkeeping):
@@ -78,6 +90,20 @@ export function roomSocket(
       const refusal = rooms.refusal(name, principal);
       if (refusal) {
         return refuse(403, refusal);
+      }
+      // Another user's document: as a file that does not exist (4404, as rooms/ closes those).
+      const path = rooms.pathOf(name);
+      if (
+        path !== undefined &&
+        !spaces.reaches(principal, spaces.ownerOfPath(path))
+      ) {
+        accept(smallServer, ws =>
+          ws.close(
+            RoomCloseCode.NotFound,
+            `No file has id ${parseRoomName(name)?.fileId ?? name}`
+          )
+        );
+        return;
       }
       const sessionId = url.searchParams.get('sessionId') || undefined;
       // Whoever may edit its notebook (the owner, an edit link) writes frames as large as any.

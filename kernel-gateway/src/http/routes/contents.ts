@@ -10,12 +10,15 @@ import {
 } from '../../contents';
 import { HttpError } from '../errors';
 
+/** The contents a request works on: its user's folder, or the gateway's root (contents/spaces.ts). */
+export type ContentsFor = (request: Request) => FileContentsManager;
+
 /**
  * `/api/contents/{path}` and its checkpoints, as jupyter_server serves them. Bodies may be as large as
  * JupyterLab sends (a 15 MB file in one base64 PUT), hence a parser of its own.
  */
 export function contentsRouter(
-  contents: FileContentsManager,
+  contentsFor: ContentsFor,
   maxBodyBytes: number
 ): Router {
   const router = Router();
@@ -24,6 +27,7 @@ export function contentsRouter(
     express.json({ limit: maxBodyBytes, type: () => true })
   );
   router.all(/^\/api\/contents(?:\/.*)?$/, async (request, response) => {
+    const contents = contentsFor(request);
     const segments = Private.segments(request.path);
     const n = segments.length;
     const checkpoint =
@@ -97,9 +101,10 @@ export function contentsRouter(
  * act on this origin with the user's cookies. The file is opened by the contents service (inside the
  * root, no symlink leading out) and sent from that open file, never reopened by path.
  */
-export function filesRouter(contents: FileContentsManager): Router {
+export function filesRouter(contentsFor: ContentsFor): Router {
   const router = Router();
   router.get(/^\/files\/.+$/, async (request, response) => {
+    const contents = contentsFor(request);
     const segments = Private.segments(request.path, '/files');
     const file = await contents.openFile(segments.join('/'));
     try {

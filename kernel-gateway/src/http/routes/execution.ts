@@ -6,7 +6,11 @@
 import { Router } from 'express';
 import { can, type IIdentityResolver, type IPrincipal } from '../../auth';
 import type { RestSchemas } from '../../protocol';
-import type { CellExecutions } from '../../rooms';
+import {
+  parseRoomName,
+  type CellExecutions,
+  type RoomManager
+} from '../../rooms';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { validateBody } from '../validation';
@@ -24,7 +28,21 @@ export function executionRouter(
     async (request, response) => {
       const body = request.body as RestSchemas['CellExecuteRequest'];
       const kernelId = request.params.id;
-      authorizeExecution(options.access.resolve(request), body.document_id);
+      const principal = options.access.resolve(request);
+      authorizeExecution(principal, body.document_id);
+      // Another user's notebook: as one that does not exist (as rooms/execution.ts says it).
+      const path = options.rooms.pathOf(body.document_id);
+      const { spaces } = context;
+      if (
+        path !== undefined &&
+        !spaces.reaches(principal, spaces.ownerOfPath(path))
+      ) {
+        const fileId = parseRoomName(body.document_id)?.fileId;
+        throw new HttpError(
+          404,
+          `No notebook document ${JSON.stringify(body.document_id)}: No file has id ${fileId}`
+        );
+      }
       const result = await options.executions.execute(
         kernelId,
         body.document_id,
@@ -43,6 +61,8 @@ export function executionRouter(
 export namespace executionRouter {
   export interface IOptions {
     executions: CellExecutions;
+    /** The rooms, for whose notebook a document is. */
+    rooms: Pick<RoomManager, 'pathOf'>;
     /** Who a request acts as. */
     access: IIdentityResolver;
   }

@@ -10,6 +10,7 @@ import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { OutboundStream, outboundLimits } from '../outbound';
+import { principalOf } from '../ownership';
 import { validateBody } from '../validation';
 
 /** The routes of jobs. */
@@ -19,8 +20,9 @@ export function jobsRouter(
 ): Router {
   const { jobs, auth } = options;
   const router = Router();
-  router.get('/api/jobs', (_request, response) => {
-    response.json(jobs.list());
+  router.get('/api/jobs', (request, response) => {
+    const principal = principalOf(context, request);
+    response.json(jobs.list(user => context.spaces.reaches(principal, user)));
   });
   router.post(
     '/api/jobs',
@@ -30,9 +32,31 @@ export function jobsRouter(
       if (!principal || !can(principal, 'kernels:manage-own')) {
         throw new HttpError(403, 'Jobs are for the owner');
       }
+      const body = request.body as RestSchemas['JobSubmitRequest'];
+      const space = context.spaces.spaceOf(principal);
+      // Paths of the user's folder, as the gateway's root names them.
+      const named = (given: string | undefined) => {
+        const path =
+          given === undefined
+            ? undefined
+            : context.spaces.toGateway(space, given);
+        if (given !== undefined && path === undefined) {
+          throw new HttpError(
+            400,
+            'Jobs read and write notebooks under --root-dir, and --user-root is outside it: send the notebook itself (`notebook`) and no paths'
+          );
+        }
+        return path;
+      };
+      const path = named(body.path);
+      const output = named(body.output_path);
       const job = await jobs.submit(
-        request.body as RestSchemas['JobSubmitRequest'],
-        principal.id
+        {
+          ...body,
+          ...(path !== undefined ? { path } : {}),
+          ...(output !== undefined ? { output_path: output } : {})
+        },
+        space.owner
       );
       response
         .status(201)

@@ -11,6 +11,7 @@ import {
 import type { RestSchemas } from '../../protocol';
 import { requestedAccelerator } from '../../scheduler';
 import { isRefusal } from '../checks';
+import { principalOf } from '../ownership';
 import type { IGatewayContext } from '../context';
 import { shareKernelMessages } from '../share-guard';
 import { socketServer, type ISocketRoute } from '../upgrade';
@@ -18,10 +19,15 @@ import { validateBody } from '../validation';
 
 /** `/api/kernels` and each kernel's `interrupt` and `restart` (in place, or onto other devices). */
 export function kernelsRouter(context: IGatewayContext): Router {
-  const { registry, schemas, options } = context;
+  const { registry, schemas, options, spaces } = context;
   const router = Router();
-  router.get('/api/kernels', (_request, response) => {
-    response.json(registry.list().map(kernel => registry.model(kernel)));
+  router.get('/api/kernels', (request, response) => {
+    const principal = principalOf(context, request);
+    response.json(
+      spaces
+        .visible(principal, registry.list())
+        .map(kernel => registry.model(kernel))
+    );
   });
   router.post(
     '/api/kernels',
@@ -29,14 +35,17 @@ export function kernelsRouter(context: IGatewayContext): Router {
     async (request, response) => {
       const body = request.body as RestSchemas['KernelStartRequest'];
       const env = filterKernelEnv(body.env, options.envAllow);
+      // In the user's own folder (the root for the owner).
+      const space = spaces.spaceOf(principalOf(context, request));
       const cwd = await existingWorkingDir(
-        options.rootDir,
+        space.root,
         body.path
-          ? kernelWorkingDir(options.rootDir, body.path)
-          : requestedWorkingDir(options.rootDir, env.KERNEL_WORKING_DIR)
+          ? kernelWorkingDir(space.root, body.path)
+          : requestedWorkingDir(space.root, env.KERNEL_WORKING_DIR)
       );
       const kernel = await registry.start({
         name: body.name,
+        owner: space.owner,
         env,
         cwd,
         ...(body.environment ? { environment: body.environment } : {}),

@@ -5,6 +5,7 @@ import type { RestSchemas } from '../../protocol';
 import { requestedAccelerator } from '../../scheduler';
 import { TerminalError, type TerminalRegistry } from '../../terminals';
 import type { IGatewayContext } from '../context';
+import { principalOf } from '../ownership';
 import { socketServer, type ISocketRoute } from '../upgrade';
 import { validateBody } from '../validation';
 
@@ -18,10 +19,13 @@ export function terminalsRouter(
   context: IGatewayContext,
   terminals: TerminalRegistry
 ): Router {
-  const { schemas, options } = context;
+  const { schemas, options, spaces, registry } = context;
   const router = Router();
-  router.get('/api/terminals', (_request, response) => {
-    response.json(terminals.list().map(t => terminals.model(t)));
+  router.get('/api/terminals', (request, response) => {
+    const principal = principalOf(context, request);
+    response.json(
+      spaces.visible(principal, terminals.list()).map(t => terminals.model(t))
+    );
   });
   router.post(
     '/api/terminals',
@@ -36,9 +40,18 @@ export function terminalsRouter(
           `A terminal cannot start an offer's worker (${target.offer}): start a kernel on it, then open a terminal beside it`
         );
       }
-      // JupyterLab sends the file browser's directory, relative to the root.
+      const principal = principalOf(context, request);
+      // Beside a kernel of one's own only: another's answers as one that does not exist.
+      if (
+        body.kernel !== undefined &&
+        !spaces.reaches(principal, registry.get(body.kernel)?.owner)
+      ) {
+        throw new TerminalError(400, `Kernel does not exist: ${body.kernel}`);
+      }
+      const space = spaces.spaceOf(principal);
+      // JupyterLab sends the file browser's directory, relative to the user's folder (the root).
       const cwd = kernelWorkingDir(
-        options.rootDir,
+        space.root,
         body.cwd ? `${body.cwd.replace(/\/+$/, '')}/` : undefined
       );
       const terminal = await terminals.create({
@@ -47,7 +60,8 @@ export function terminalsRouter(
         env,
         accelerator: target.accelerator,
         kernel: body.kernel,
-        environment: body.environment
+        environment: body.environment,
+        owner: space.owner
       });
       // 200, as jupyter_server answers (JupyterLab checks for it).
       response.json(terminals.model(terminal));

@@ -1,0 +1,377 @@
+/**
+ * A space of one's own (`--auth oidc`): two people signed in through a real OpenID Provider, each
+ * with their own folder, kernels, sessions, terminals, jobs and rooms; the other's answer 404 over
+ * REST and websockets, exactly as things that do not exist; an admin sees everyone's.
+ */
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import WebSocket from 'ws';
+import {
+  signIn,
+  startOidcGateway,
+  type IOidcGateway,
+  type ISignedIn
+} from './oidc-harness';
+
+jest.setTimeout(180_000);
+
+/** A JSON answer, read field by field. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+/** A request of a signed-in person: its status and JSON body. */
+async function call(
+  url: string,
+  who: ISignedIn,
+  method: string,
+  route: string,
+  body?: unknown
+): Promise<{ status: number; body: Json }> {
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers: { ...who.headers, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+/** A GET sent with its path exactly as written (`..` and all): fetch would resolve it first. */
+function rawGet(
+  url: string,
+  who: ISignedIn,
+  route: string
+): Promise<{ status: number; text: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      { hostname, port, path: route, headers: who.headers },
+      response => {
+        let text = '';
+        response.on('data', chunk => (text += chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text })
+        );
+      }
+    );
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+/** Open a websocket as `who`: open, or refused with an HTTP status. */
+async function socket(
+  url: string,
+  who: ISignedIn,
+  route: string
+): Promise<
+  | { kind: 'open'; ws: WebSocket }
+  | { kind: 'refused'; status: number; body: string }
+> {
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${route}`, {
+    headers: { Cookie: who.cookie }
+  });
+  return new Promise(resolve => {
+    ws.on('unexpected-response', (_request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () =>
+        resolve({ kind: 'refused', status: response.statusCode ?? 0, body })
+      );
+    });
+    ws.on('error', () => undefined);
+    ws.on('open', () => resolve({ kind: 'open', ws }));
+  });
+}
+
+const NOTEBOOK = {
+  cells: [
+    {
+      cell_type: 'code',
+      source: '1 + 1',
+      metadata: {},
+      outputs: [],
+      execution_count: null
+    }
+  ],
+  metadata: {
+    kernelspec: {
+      name: 'python3',
+      display_name: 'Python 3',
+      language: 'python'
+    }
+  },
+  nbformat: 4,
+  nbformat_minor: 5
+};
+
+describe('a space of one’s own', () => {
+  let env: IOidcGateway;
+  let root: string;
+  let url: string;
+  let alice: ISignedIn;
+  let bob: ISignedIn;
+  let carol: ISignedIn;
+  /** What alice made. */
+  const made = {
+    kernel: '',
+    session: '',
+    terminal: '',
+    job: '',
+    room: ''
+  };
+
+  beforeAll(async () => {
+    // Users' folders under the root, so their notebooks have rooms; kernels may enter 0700 folders
+    // of other uids (which uid they run as is not what this suite is about).
+    root = mkdtempSync(path.join(tmpdir(), 'ferry-spaces-'));
+    env = await startOidcGateway({
+      groups: { carol: ['admins'] },
+      args: [
+        '--oidc-admin-group',
+        'admins',
+        '--root-dir',
+        root,
+        '--user-root',
+        root,
+        '--kernel-user',
+        'root'
+      ]
+    });
+    url = env.gateway.url;
+    alice = await signIn(url, 'alice');
+    bob = await signIn(url, 'bob');
+    carol = await signIn(url, 'carol');
+
+    const saved = await call(url, alice, 'PUT', '/api/contents/mine.ipynb', {
+      type: 'notebook',
+      format: 'json',
+      content: NOTEBOOK
+    });
+    expect(saved.status).toBe(201);
+    const session = await call(url, alice, 'POST', '/api/sessions', {
+      path: 'mine.ipynb',
+      name: 'mine.ipynb',
+      type: 'notebook',
+      kernel: { name: 'python3' }
+    });
+    expect(session.status).toBe(201);
+    expect(session.body.path).toBe('mine.ipynb');
+    made.session = session.body.id;
+    made.kernel = session.body.kernel.id;
+    const terminal = await call(url, alice, 'POST', '/api/terminals', {});
+    expect(terminal.status).toBe(200);
+    made.terminal = terminal.body.name;
+    const job = await call(url, alice, 'POST', '/api/jobs', {
+      notebook: NOTEBOOK
+    });
+    expect(job.status).toBe(201);
+    made.job = job.body.id;
+    const room = await call(
+      url,
+      alice,
+      'PUT',
+      '/api/collaboration/session/mine.ipynb',
+      { format: 'json', type: 'notebook' }
+    );
+    expect(room.status).toBeLessThan(300);
+    made.room = `json:notebook:${room.body.fileId}`;
+  });
+
+  afterAll(async () => {
+    await env?.stop();
+    if (root) {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps each person’s files in their own folder', async () => {
+    expect(existsSync(path.join(root, 'alice', 'mine.ipynb'))).toBe(true);
+    const own = await call(url, alice, 'GET', '/api/contents');
+    expect(own.body.content.map((c: { name: string }) => c.name)).toEqual([
+      'mine.ipynb'
+    ]);
+    const other = await call(url, bob, 'GET', '/api/contents');
+    expect(other.status).toBe(200);
+    expect(other.body.content).toEqual([]);
+    // Out of one's folder into another's: refused, its content never sent.
+    for (const route of [
+      '/api/contents/../alice/mine.ipynb',
+      '/api/contents/%2E%2E/alice/mine.ipynb',
+      '/files/../alice/mine.ipynb'
+    ]) {
+      const answer = await rawGet(url, bob, route);
+      expect(answer.status).toBeGreaterThanOrEqual(400);
+      expect(answer.text).not.toContain('1 + 1');
+    }
+    expect(
+      (await call(url, bob, 'GET', '/api/contents/mine.ipynb')).status
+    ).toBe(404);
+  });
+
+  it('lists only one’s own kernels, sessions, terminals and jobs', async () => {
+    const ids = async (who: ISignedIn, route: string, key: string) =>
+      (await call(url, who, 'GET', route)).body.map(
+        (item: Record<string, string>) => item[key]
+      );
+    expect(await ids(alice, '/api/kernels', 'id')).toContain(made.kernel);
+    expect(await ids(alice, '/api/sessions', 'id')).toEqual([made.session]);
+    expect(await ids(alice, '/api/terminals', 'name')).toEqual([made.terminal]);
+    expect(await ids(alice, '/api/jobs', 'id')).toEqual([made.job]);
+    expect(await ids(bob, '/api/kernels', 'id')).toEqual([]);
+    expect(await ids(bob, '/api/sessions', 'id')).toEqual([]);
+    expect(await ids(bob, '/api/terminals', 'name')).toEqual([]);
+    expect(await ids(bob, '/api/jobs', 'id')).toEqual([]);
+  });
+
+  it('answers another’s kernel, session, terminal and job with 404, as one that does not exist', async () => {
+    const missing = {
+      kernel: await call(url, bob, 'GET', '/api/kernels/no-such-kernel'),
+      session: await call(url, bob, 'GET', '/api/sessions/no-such-session'),
+      terminal: await call(url, bob, 'GET', '/api/terminals/no-such-terminal'),
+      job: await call(url, bob, 'GET', '/api/jobs/no-such-job')
+    };
+    const same = (
+      answer: { status: number; body: Json },
+      like: { status: number; body: Json },
+      missingId: string,
+      id: string
+    ) => {
+      expect(answer.status).toBe(404);
+      expect(answer.body).toEqual({
+        ...like.body,
+        message: like.body.message.replace(missingId, id)
+      });
+    };
+    for (const [method, route] of [
+      ['GET', `/api/kernels/${made.kernel}`],
+      ['DELETE', `/api/kernels/${made.kernel}`],
+      ['POST', `/api/kernels/${made.kernel}/interrupt`],
+      ['POST', `/api/kernels/${made.kernel}/restart`]
+    ]) {
+      same(
+        await call(url, bob, method, route, method === 'GET' ? undefined : {}),
+        missing.kernel,
+        'no-such-kernel',
+        made.kernel
+      );
+    }
+    for (const method of ['GET', 'PATCH', 'DELETE']) {
+      same(
+        await call(
+          url,
+          bob,
+          method,
+          `/api/sessions/${made.session}`,
+          method === 'PATCH' ? { name: 'taken' } : undefined
+        ),
+        missing.session,
+        'no-such-session',
+        made.session
+      );
+    }
+    for (const method of ['GET', 'DELETE']) {
+      same(
+        await call(url, bob, method, `/api/terminals/${made.terminal}`),
+        missing.terminal,
+        'no-such-terminal',
+        made.terminal
+      );
+      same(
+        await call(url, bob, method, `/api/jobs/${made.job}`),
+        missing.job,
+        'no-such-job',
+        made.job
+      );
+    }
+    // Nor through a session of one's own that names the other's kernel.
+    const borrowed = await call(url, bob, 'POST', '/api/sessions', {
+      path: 'borrowed.ipynb',
+      type: 'notebook',
+      kernel: { id: made.kernel }
+    });
+    expect(borrowed.status).toBe(404);
+    // Everything of alice's is still there, hers.
+    expect(
+      (await call(url, alice, 'GET', `/api/kernels/${made.kernel}`)).status
+    ).toBe(200);
+    expect(
+      (await call(url, alice, 'GET', `/api/sessions/${made.session}`)).body.path
+    ).toBe('mine.ipynb');
+    expect(
+      (await call(url, alice, 'GET', `/api/terminals/${made.terminal}`)).status
+    ).toBe(200);
+    expect(
+      (await call(url, alice, 'GET', `/api/jobs/${made.job}`)).status
+    ).toBe(200);
+  });
+
+  it('refuses another’s kernel, terminal and room sockets as ones that do not exist', async () => {
+    const kernel = await socket(
+      url,
+      bob,
+      `/api/kernels/${made.kernel}/channels`
+    );
+    expect(kernel).toEqual({
+      kind: 'refused',
+      status: 404,
+      body: expect.stringContaining(`Kernel does not exist: ${made.kernel}`)
+    });
+    const terminal = await socket(
+      url,
+      bob,
+      `/terminals/websocket/${made.terminal}`
+    );
+    expect(terminal).toEqual({
+      kind: 'refused',
+      status: 404,
+      body: expect.stringContaining(`Terminal does not exist: ${made.terminal}`)
+    });
+    // A room's socket opens, then says what is wrong by its close code, as for a deleted file.
+    const room = await socket(url, bob, `/api/collaboration/room/${made.room}`);
+    expect(room.kind).toBe('open');
+    const [code, reason] = (await once(
+      (room as { ws: WebSocket }).ws,
+      'close'
+    )) as [number, Buffer];
+    expect(code).toBe(4404);
+    expect(reason.toString()).toBe(`No file has id ${made.room.split(':')[2]}`);
+    // Alice's own open, and the terminal and room talk to her.
+    for (const route of [
+      `/api/kernels/${made.kernel}/channels`,
+      `/terminals/websocket/${made.terminal}`,
+      `/api/collaboration/room/${made.room}`
+    ]) {
+      const mine = await socket(url, alice, route);
+      expect(mine.kind).toBe('open');
+      const ws = (mine as { ws: WebSocket }).ws;
+      if (!route.includes('/kernels/')) {
+        await once(ws, 'message');
+      }
+      expect(ws.readyState).toBe(WebSocket.OPEN);
+      ws.close();
+      await once(ws, 'close');
+    }
+  });
+
+  it('shows an admin everyone’s kernels', async () => {
+    const started = await call(url, bob, 'POST', '/api/kernels', {
+      name: 'python3'
+    });
+    expect(started.status).toBe(201);
+    const all = (await call(url, carol, 'GET', '/api/kernels')).body.map(
+      (kernel: { id: string }) => kernel.id
+    );
+    expect(all).toEqual(expect.arrayContaining([made.kernel, started.body.id]));
+    expect(
+      (await call(url, carol, 'GET', `/api/kernels/${made.kernel}`)).status
+    ).toBe(200);
+    // Bob's is his alone among the two others.
+    expect(
+      (await call(url, alice, 'GET', `/api/kernels/${started.body.id}`)).status
+    ).toBe(404);
+  });
+});
