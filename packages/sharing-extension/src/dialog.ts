@@ -3,6 +3,11 @@
  * with Copy, and the notebook's links with who is connected through each, each with Revoke.
  */
 import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 import {
   mayRun,
@@ -15,32 +20,26 @@ import {
 } from './api';
 
 /** What each scope lets a visitor do, in words. */
-export const SCOPE_DESCRIPTIONS: Record<ShareScope, string> = {
-  view: 'View: sees the notebook live',
-  comment: 'Comment: views and writes comments on cells',
-  run: 'Run: views and runs cells on your kernel, no edits',
-  edit: 'Edit: edits with you and runs cells'
-};
-
-/** The expiries offered, in seconds (0: never). */
-const EXPIRIES: readonly [string, number][] = [
-  ['Never expires', 0],
-  ['Expires in 1 hour', 3600],
-  ['Expires in 1 day', 86400],
-  ['Expires in 7 days', 7 * 86400]
-];
+export function scopeDescriptions(
+  trans: TranslationBundle
+): Record<ShareScope, string> {
+  return {
+    view: trans.__('View: sees the notebook live'),
+    comment: trans.__('Comment: views and writes comments on cells'),
+    run: trans.__('Run: views and runs cells on your kernel, no edits'),
+    edit: trans.__('Edit: edits with you and runs cells')
+  };
+}
 
 /** What a run or edit link means, said before one is made. */
-export const RUN_WARNING =
-  "Whoever holds a run or edit link runs code in your kernel, with your kernel's file access: " +
-  'it can read any file your kernel can (your other notebooks, .git, keys), ' +
-  'not only this notebook.';
+export function runWarning(trans: TranslationBundle): string {
+  return trans.__(
+    "Whoever holds a run or edit link runs code in your kernel, with your kernel's file access: it can read any file your kernel can (your other notebooks, .git, keys), not only this notebook."
+  );
+}
 
-/** What confinement does to the kernel, beside its checkbox. */
-const CONFINE_HINT =
-  "Your kernel then sees only this notebook's folder (read and write) and nothing else of your " +
-  'root directory; a kernel running now is restarted confined, and its variables are lost. ' +
-  'It still reaches the network, /tmp, and other processes of its user.';
+/** {@link runWarning} in English. */
+export const RUN_WARNING = runWarning(nullTranslator.load('ferry'));
 
 /**
  * The longest label the gateway takes: schema `ShareRequest`'s `label.maxLength` (dialog.spec holds
@@ -55,25 +54,28 @@ const REFRESH_MS = 5000;
 export class SharePanel extends Widget {
   constructor(
     private readonly _client: SharesClient,
-    readonly path: string
+    readonly path: string,
+    translator: ITranslator = nullTranslator
   ) {
     super();
+    const trans = (this._trans = translator.load('ferry'));
     this.addClass('jp-FerryShare');
     const form = document.createElement('form');
     form.className = 'jp-FerryShare-form';
     this._scope = document.createElement('select');
     this._scope.className = 'jp-mod-styled jp-FerryShare-scope';
-    this._scope.setAttribute('aria-label', 'Scope');
+    this._scope.setAttribute('aria-label', trans.__('Scope'));
+    const descriptions = scopeDescriptions(trans);
     for (const scope of SCOPES) {
       const option = document.createElement('option');
       option.value = scope;
-      option.textContent = SCOPE_DESCRIPTIONS[scope];
+      option.textContent = descriptions[scope];
       this._scope.append(option);
     }
     this._expiry = document.createElement('select');
     this._expiry.className = 'jp-mod-styled jp-FerryShare-expiry';
-    this._expiry.setAttribute('aria-label', 'Expiry');
-    for (const [label, seconds] of EXPIRIES) {
+    this._expiry.setAttribute('aria-label', trans.__('Expiry'));
+    for (const [label, seconds] of Private.expiries(trans)) {
       const option = document.createElement('option');
       option.value = String(seconds);
       option.textContent = label;
@@ -81,13 +83,13 @@ export class SharePanel extends Widget {
     }
     this._label = document.createElement('input');
     this._label.className = 'jp-mod-styled jp-FerryShare-label';
-    this._label.placeholder = 'Label (who it is for)';
+    this._label.placeholder = trans.__('Label (who it is for)');
     this._label.maxLength = LABEL_MAX_LENGTH;
-    this._label.setAttribute('aria-label', 'Label');
+    this._label.setAttribute('aria-label', trans.__('Label'));
     const create = document.createElement('button');
     create.type = 'submit';
     create.className = 'jp-mod-styled jp-mod-accept jp-FerryShare-create';
-    create.textContent = 'Create link';
+    create.textContent = trans.__('Create link');
     this._scope.addEventListener('change', () => this._renderRunWarning());
 
     // What a run or edit link means, before it is made, and the kernel's confinement.
@@ -96,7 +98,7 @@ export class SharePanel extends Widget {
     this._runWarning.setAttribute('role', 'note');
     const warning = document.createElement('p');
     warning.className = 'jp-FerryShare-runWarningText';
-    warning.textContent = RUN_WARNING;
+    warning.textContent = runWarning(trans);
     const confineLabel = document.createElement('label');
     confineLabel.className = 'jp-FerryShare-confineLabel';
     this._confine = document.createElement('input');
@@ -107,11 +109,13 @@ export class SharePanel extends Widget {
     this._confine.disabled = true;
     confineLabel.append(
       this._confine,
-      " Confine this notebook's kernel to its folder"
+      ' ' + trans.__("Confine this notebook's kernel to its folder")
     );
     this._confineHint = document.createElement('p');
     this._confineHint.className = 'jp-FerryShare-confineHint';
-    this._confineHint.textContent = 'Asking the server whether it can…';
+    this._confineHint.textContent = trans.__(
+      'Asking the server whether it can…'
+    );
     this._runWarning.append(warning, confineLabel, this._confineHint);
 
     form.append(
@@ -132,7 +136,7 @@ export class SharePanel extends Widget {
     this._error.className = 'jp-FerryShare-error';
     this._error.setAttribute('role', 'alert');
     const heading = document.createElement('h3');
-    heading.textContent = 'Links to this notebook';
+    heading.textContent = trans.__('Links to this notebook');
     this._list = document.createElement('ul');
     this._list.className = 'jp-FerryShare-links';
     this.node.append(form, this._created, this._error, heading, this._list);
@@ -162,28 +166,36 @@ export class SharePanel extends Widget {
 
   /** Asks the gateway whether it can confine kernels, and offers the checkbox accordingly. */
   async checkConfinement(): Promise<void> {
+    const trans = this._trans;
     try {
       this._support = await this._client.confinement();
     } catch (error) {
       this._support = {
         available: false,
-        reason: `the server did not say whether it can confine kernels (${error instanceof Error ? error.message : String(error)})`
+        reason: trans.__(
+          'the server did not say whether it can confine kernels (%1)',
+          error instanceof Error ? error.message : String(error)
+        )
       };
     }
     const atRoot = !this.path.includes('/');
     if (!this._support.available) {
       this._confine.checked = false;
       this._confine.disabled = true;
-      this._confineHint.textContent = `Not available: ${this._support.reason ?? 'unknown reason'}.`;
+      this._confineHint.textContent = trans.__(
+        'Not available: %1.',
+        this._support.reason ?? trans.__('unknown reason')
+      );
     } else if (atRoot) {
       this._confine.checked = false;
       this._confine.disabled = true;
-      this._confineHint.textContent =
-        'Not available here: this notebook is in the root folder, so its folder is all of your files. Move it into a folder of its own to confine its kernel.';
+      this._confineHint.textContent = trans.__(
+        'Not available here: this notebook is in the root folder, so its folder is all of your files. Move it into a folder of its own to confine its kernel.'
+      );
     } else {
       this._confine.disabled = false;
       this._confine.checked = true;
-      this._confineHint.textContent = CONFINE_HINT;
+      this._confineHint.textContent = Private.confineHint(trans);
     }
   }
 
@@ -222,38 +234,46 @@ export class SharePanel extends Widget {
   }
 
   private _showCreated(share: ICreatedShare): void {
+    const trans = this._trans;
     this._created.replaceChildren();
     const note = document.createElement('p');
     note.textContent =
-      `Anyone with this link can ${share.scope} this notebook. It is shown only now: copy it.` +
+      trans.__(
+        'Anyone with this link can %1 this notebook. It is shown only now: copy it.',
+        share.scope
+      ) +
       (mayRun(share.scope)
-        ? share.confine
-          ? " Its kernel sees only this notebook's folder."
-          : ' It runs code in your kernel, which can read any file your kernel can.'
+        ? ' ' +
+          (share.confine
+            ? trans.__("Its kernel sees only this notebook's folder.")
+            : trans.__(
+                'It runs code in your kernel, which can read any file your kernel can.'
+              ))
         : '');
     const url = document.createElement('input');
     url.className = 'jp-mod-styled jp-FerryShare-url';
     url.readOnly = true;
     url.value = share.url;
-    url.setAttribute('aria-label', 'Link');
+    url.setAttribute('aria-label', trans.__('Link'));
     url.addEventListener('focus', () => url.select());
     const copy = document.createElement('button');
     copy.type = 'button';
     copy.className = 'jp-mod-styled jp-FerryShare-copy';
-    copy.textContent = 'Copy';
+    copy.textContent = trans.__('Copy');
     copy.addEventListener('click', () => {
       Clipboard.copyToSystem(share.url);
-      copy.textContent = 'Copied';
+      copy.textContent = trans.__('Copied');
     });
     this._created.append(note, url, copy);
   }
 
   private _renderList(): void {
+    const trans = this._trans;
     this._list.replaceChildren();
     if (this._links.length === 0) {
       const empty = document.createElement('li');
       empty.className = 'jp-FerryShare-empty';
-      empty.textContent = 'No links yet.';
+      empty.textContent = trans.__('No links yet.');
       this._list.append(empty);
       return;
     }
@@ -264,24 +284,26 @@ export class SharePanel extends Widget {
       const title = document.createElement('span');
       title.className = 'jp-FerryShare-linkTitle';
       title.textContent =
-        `${share.label || 'Unlabelled link'} · ${share.scope}` +
-        (share.confine ? ' · kernel confined to its folder' : '');
+        `${share.label || trans.__('Unlabelled link')} · ${share.scope}` +
+        (share.confine
+          ? ' · ' + trans.__('kernel confined to its folder')
+          : '');
       const expiry = document.createElement('span');
       expiry.className = 'jp-FerryShare-linkExpiry';
       expiry.textContent = share.expiresAt
-        ? `expires ${new Date(share.expiresAt).toLocaleString()}`
-        : 'no expiry';
+        ? trans.__('expires %1', new Date(share.expiresAt).toLocaleString())
+        : trans.__('no expiry');
       const visitors = document.createElement('span');
       visitors.className = 'jp-FerryShare-visitors';
       const names = (share.visitors ?? []).map(visitor => visitor.name);
       visitors.textContent =
         names.length > 0
-          ? `connected: ${names.join(', ')}`
-          : 'nobody connected';
+          ? trans.__('connected: %1', names.join(', '))
+          : trans.__('nobody connected');
       const revoke = document.createElement('button');
       revoke.type = 'button';
       revoke.className = 'jp-mod-styled jp-mod-warn jp-FerryShare-revoke';
-      revoke.textContent = 'Revoke';
+      revoke.textContent = trans.__('Revoke');
       // Asked in place: the Share dialog is itself a dialog, and JupyterLab shows one at a time.
       revoke.addEventListener('click', () => this._askRevoke(item, share));
       item.append(title, expiry, visitors, revoke);
@@ -291,21 +313,23 @@ export class SharePanel extends Widget {
 
   /** Replaces a link's Revoke button with the question: revoke it now, or keep it. */
   private _askRevoke(item: HTMLElement, share: IShare): void {
+    const trans = this._trans;
     const question = document.createElement('div');
     question.className = 'jp-FerryShare-confirm';
     question.setAttribute('role', 'group');
-    question.setAttribute('aria-label', 'Revoke this link?');
+    question.setAttribute('aria-label', trans.__('Revoke this link?'));
     const text = document.createElement('span');
-    text.textContent =
-      'Revoke this link? It stops working now and its visitors are disconnected.';
+    text.textContent = trans.__(
+      'Revoke this link? It stops working now and its visitors are disconnected.'
+    );
     const confirm = document.createElement('button');
     confirm.type = 'button';
     confirm.className = 'jp-mod-styled jp-mod-warn';
-    confirm.textContent = 'Revoke now';
+    confirm.textContent = trans.__('Revoke now');
     const keep = document.createElement('button');
     keep.type = 'button';
     keep.className = 'jp-mod-styled';
-    keep.textContent = 'Keep';
+    keep.textContent = trans.__('Keep');
     question.append(text, confirm, keep);
     item.querySelector('.jp-FerryShare-revoke')?.replaceWith(question);
     // The periodic refresh would redraw the list under the question: hold it meanwhile.
@@ -343,6 +367,7 @@ export class SharePanel extends Widget {
           : String(error);
   }
 
+  private readonly _trans: TranslationBundle;
   private readonly _scope: HTMLSelectElement;
   private readonly _expiry: HTMLSelectElement;
   private readonly _label: HTMLInputElement;
@@ -361,11 +386,32 @@ export class SharePanel extends Widget {
 /** Opens the Share dialog for a notebook. */
 export async function showShareDialog(
   client: SharesClient,
-  path: string
+  path: string,
+  translator: ITranslator = nullTranslator
 ): Promise<void> {
+  const trans = translator.load('ferry');
   await showDialog({
-    title: `Share ${path}`,
-    body: new SharePanel(client, path),
-    buttons: [Dialog.okButton({ label: 'Done' })]
+    title: trans.__('Share %1', path),
+    body: new SharePanel(client, path, translator),
+    buttons: [Dialog.okButton({ label: trans.__('Done') })]
   });
+}
+
+namespace Private {
+  /** The expiries offered, in seconds (0: never). */
+  export function expiries(trans: TranslationBundle): [string, number][] {
+    return [
+      [trans.__('Never expires'), 0],
+      [trans.__('Expires in 1 hour'), 3600],
+      [trans.__('Expires in 1 day'), 86400],
+      [trans.__('Expires in 7 days'), 7 * 86400]
+    ];
+  }
+
+  /** What confinement does to the kernel, beside its checkbox. */
+  export function confineHint(trans: TranslationBundle): string {
+    return trans.__(
+      "Your kernel then sees only this notebook's folder (read and write) and nothing else of your root directory; a kernel running now is restarted confined, and its variables are lost. It still reaches the network, /tmp, and other processes of its user."
+    );
+  }
 }

@@ -16,6 +16,7 @@ import {
   ToolbarButton
 } from '@jupyterlab/apputils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { mayComment, SharesClient } from './api';
 import { showComments } from './comments';
@@ -58,34 +59,42 @@ const sharePlugin: JupyterFrontEndPlugin<void> = {
     'Adds "Share notebook…" (toolbar, File menu, palette): links with a scope, an expiry and a label; who is connected through each; revoke.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, IToolbarWidgetRegistry],
+  optional: [ICommandPalette, IToolbarWidgetRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
-    toolbarRegistry: IToolbarWidgetRegistry | null
+    toolbarRegistry: IToolbarWidgetRegistry | null,
+    translator: ITranslator | null
   ): void => {
+    const language = translator ?? nullTranslator;
+    const trans = language.load('ferry');
     const client = new SharesClient(app.serviceManager.serverSettings);
     app.commands.addCommand(CommandIDs.share, {
-      label: 'Share Notebook…',
-      caption:
-        'Create a link to this notebook: view, comment, run or edit; see who uses it; revoke it',
+      label: trans.__('Share Notebook…'),
+      caption: trans.__(
+        'Create a link to this notebook: view, comment, run or edit; see who uses it; revoke it'
+      ),
       icon: shareIcon,
       isEnabled: () => !!tracker.currentWidget,
       execute: async () => {
         const panel = tracker.currentWidget;
         if (panel) {
-          await showShareDialog(client, panel.context.path);
+          await showShareDialog(client, panel.context.path, language);
         }
       }
     });
-    palette?.addItem({ command: CommandIDs.share, category: 'Notebook' });
+    palette?.addItem({
+      command: CommandIDs.share,
+      category: trans.__('Notebook')
+    });
     toolbarRegistry?.addFactory<NotebookPanel>('Notebook', 'share', panel => {
       const button = new ToolbarButton({
         icon: shareIcon,
-        label: 'Share',
-        tooltip: 'Share this notebook with a link',
-        onClick: () => void showShareDialog(client, panel.context.path)
+        label: trans.__('Share'),
+        tooltip: trans.__('Share this notebook with a link'),
+        onClick: () =>
+          void showShareDialog(client, panel.context.path, language)
       });
       button.addClass('jp-FerryShare-toolbarButton');
       return button;

@@ -12,11 +12,16 @@ import { ILabShell } from '@jupyterlab/application';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
+import {
+  ITranslator,
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 import { formatStatus } from '@ferry/accelerators';
 
 import { ShareApiError, SharesClient, type ICurrentShare } from './api';
-import { SCOPE_DESCRIPTIONS } from './dialog';
+import { scopeDescriptions } from './dialog';
 import { applyRights, guardCommands } from './rights';
 
 /** The answer to "is this page a link's, and which?", asked once per page. */
@@ -44,25 +49,32 @@ const NAME_MAX = 64;
 
 /** The bar above the notebook: who shared what, with which rights, on which devices. */
 export class ShareBanner extends Widget {
-  constructor(share: ICurrentShare) {
+  constructor(share: ICurrentShare, translator: ITranslator = nullTranslator) {
     super();
+    const trans = translator.load('ferry');
     this.id = 'jp-ferry-share-banner';
     this.addClass('jp-FerryShareBanner');
     this.node.dataset.scope = share.scope;
     const scope = document.createElement('span');
     scope.className = 'jp-FerryShareBanner-scope';
-    scope.textContent = SCOPE_DESCRIPTIONS[share.scope];
+    scope.textContent = scopeDescriptions(trans)[share.scope];
     const parts: HTMLElement[] = [scope];
     if (share.kernel) {
       const device = document.createElement('span');
       device.className = 'jp-FerryShareBanner-accelerator';
-      device.textContent = `kernel on ${formatStatus(share.kernel.accelerator)}`;
+      device.textContent = trans.__(
+        'kernel on %1',
+        formatStatus(share.kernel.accelerator)
+      );
       parts.push(device);
     }
     if (share.expiresAt) {
       const expiry = document.createElement('span');
       expiry.className = 'jp-FerryShareBanner-expiry';
-      expiry.textContent = `link expires ${new Date(share.expiresAt).toLocaleString()}`;
+      expiry.textContent = trans.__(
+        'link expires %1',
+        new Date(share.expiresAt).toLocaleString()
+      );
       parts.push(expiry);
     }
     this.node.append(...parts);
@@ -73,23 +85,26 @@ export class ShareBanner extends Widget {
  * Covers the page with the news that its link ended (revoked or expired): nothing under it works any
  * more (its sockets are closed, the gateway refuses the rest), so nothing under it is offered.
  */
-export function showLinkEnded(reason: string): void {
+export function showLinkEnded(
+  reason: string,
+  trans: TranslationBundle = nullTranslator.load('ferry')
+): void {
   if (document.querySelector('.jp-FerryShareEnded')) {
     return;
   }
   const cover = document.createElement('div');
   cover.className = 'jp-FerryShareEnded';
   cover.setAttribute('role', 'alertdialog');
-  cover.setAttribute('aria-label', 'This link no longer works');
+  cover.setAttribute('aria-label', trans.__('This link no longer works'));
   const box = document.createElement('div');
   const title = document.createElement('h2');
   title.textContent = /revoked/i.test(reason)
-    ? 'This link was revoked'
+    ? trans.__('This link was revoked')
     : /expired/i.test(reason)
-      ? 'This link expired'
-      : 'This link no longer works';
+      ? trans.__('This link expired')
+      : trans.__('This link no longer works');
   const text = document.createElement('p');
-  text.textContent = reason || 'Its owner revoked it, or it expired.';
+  text.textContent = reason || trans.__('Its owner revoked it, or it expired.');
   box.append(title, text);
   cover.append(box);
   document.body.append(cover);
@@ -102,7 +117,8 @@ export function showLinkEnded(reason: string): void {
  */
 export function endWithLink(
   client: SharesClient,
-  tracker: INotebookTracker
+  tracker: INotebookTracker,
+  trans: TranslationBundle = nullTranslator.load('ferry')
 ): void {
   let asking = false;
   const check = async (): Promise<void> => {
@@ -114,7 +130,7 @@ export function endWithLink(
       await client.current();
     } catch (error) {
       if (error instanceof ShareApiError && error.status === 403) {
-        showLinkEnded(error.message);
+        showLinkEnded(error.message, trans);
         tracker.forEach(panel =>
           panel.sessionContext.session?.kernel?.dispose()
         );
@@ -137,19 +153,20 @@ export function endWithLink(
 /** Asks a display name until the server takes one (or the visitor dismisses the dialog). */
 export async function askName(
   client: SharesClient,
-  initial = ''
+  initial = '',
+  trans: TranslationBundle = nullTranslator.load('ferry')
 ): Promise<string | undefined> {
   let problem = '';
   for (;;) {
     const body = new Widget();
     body.addClass('jp-FerryShare-name');
     const label = document.createElement('label');
-    label.textContent = 'Your name, as the others will see it';
+    label.textContent = trans.__('Your name, as the others will see it');
     const input = document.createElement('input');
     input.className = 'jp-mod-styled';
     input.maxLength = NAME_MAX;
     input.value = initial;
-    input.setAttribute('aria-label', 'Your name');
+    input.setAttribute('aria-label', trans.__('Your name'));
     label.append(input);
     const error = document.createElement('div');
     error.className = 'jp-FerryShare-error';
@@ -157,10 +174,10 @@ export async function askName(
     error.textContent = problem;
     body.node.append(label, error);
     const result = await showDialog({
-      title: 'Welcome',
+      title: trans.__('Welcome'),
       body,
       focusNodeSelector: 'input',
-      buttons: [Dialog.okButton({ label: 'Join' })],
+      buttons: [Dialog.okButton({ label: trans.__('Join') })],
       hasClose: false
     });
     const name = input.value.trim();
@@ -184,12 +201,15 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
     "On a share link's page: single-document mode on the shared notebook, the link's rights, its scope and accelerator shown, the visitor's name asked once.",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ILabShell],
+  optional: [ILabShell, ITranslator],
   activate: async (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    translator: ITranslator | null
   ): Promise<void> => {
+    translator = translator ?? nullTranslator;
+    const trans = translator.load('ferry');
     const client = new SharesClient(app.serviceManager.serverSettings);
     const share = await currentShare(app);
     if (!share) {
@@ -202,8 +222,10 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
       applyRights(panel, current.scope)
     );
     tracker.forEach(panel => applyRights(panel, current.scope));
-    endWithLink(client, tracker);
-    app.shell.add(new ShareBanner(current), 'top', { rank: 1000 });
+    endWithLink(client, tracker, trans);
+    app.shell.add(new ShareBanner(current, translator), 'top', {
+      rank: 1000
+    });
     void app.restored.then(async () => {
       // The page config opens the notebook alone (single-document mode); no sidebars either.
       if (labShell) {
@@ -212,7 +234,7 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
       }
       // The link page asks the name before it opens the lab; a visitor who came straight here has none.
       if (current.visitor && !current.visitor.name) {
-        if ((await askName(client)) !== undefined) {
+        if ((await askName(client, '', trans)) !== undefined) {
           await app.serviceManager.user.refreshUser();
         }
       }
