@@ -23,6 +23,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import {
   AcceleratorActions,
@@ -113,17 +114,21 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
     'Adds "Change accelerator…" (palette, Kernel menu, notebook toolbar) to run a notebook on a GPU or TPU.',
   autoStart: true,
   requires: [IAcceleratorManager, INotebookTracker],
-  optional: [ICommandPalette, IToolbarWidgetRegistry],
+  optional: [ICommandPalette, IToolbarWidgetRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     manager: IAcceleratorManager,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
-    toolbarRegistry: IToolbarWidgetRegistry | null
+    toolbarRegistry: IToolbarWidgetRegistry | null,
+    translator: ITranslator | null
   ): void => {
+    const trans = (translator ?? nullTranslator).load('ferry');
     app.commands.addCommand(CommandIDs.changeAccelerator, {
-      label: 'Change Accelerator…',
-      caption: 'Run this notebook on a CPU, GPU or TPU (restarts its kernel)',
+      label: trans.__('Change Accelerator…'),
+      caption: trans.__(
+        'Run this notebook on a CPU, GPU or TPU (restarts its kernel)'
+      ),
       icon: chipIcon,
       isEnabled: () => !!tracker.currentWidget,
       execute: async () => {
@@ -135,7 +140,7 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
     });
     palette?.addItem({
       command: CommandIDs.changeAccelerator,
-      category: 'Kernel Operations'
+      category: trans.__('Kernel Operations')
     });
     tracker.widgetAdded.connect((_, panel) => {
       void AcceleratorActions.applyNotebookChoice(panel, manager);
@@ -169,15 +174,23 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     'Adds the "Accelerators" sidebar: every GPU and TPU live, which kernel holds it (yours open their notebook), the queue, the hosts, a speed check, and a device\'s charts in a tab.',
   autoStart: true,
   requires: [IAcceleratorManager],
-  optional: [ILayoutRestorer, ICommandPalette, INotebookTracker, IThemeManager],
+  optional: [
+    ILayoutRestorer,
+    ICommandPalette,
+    INotebookTracker,
+    IThemeManager,
+    ITranslator
+  ],
   activate: (
     app: JupyterFrontEnd,
     manager: IAcceleratorManager,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     tracker: INotebookTracker | null,
-    themeManager: IThemeManager | null
+    themeManager: IThemeManager | null,
+    translator: ITranslator | null
   ): void => {
+    const trans = (translator ?? nullTranslator).load('ferry');
     // Kernel ids are Ferry's even behind `jupyter server --gateway-url`, so the sessions of this
     // JupyterLab name the user's own kernels.
     const paths = new Map<string, string>();
@@ -229,8 +242,8 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     // A device's large charts in the main area, one tab per device, as nvdashboard opens them.
     const dashboards = new Map<string, MainAreaWidget<DeviceDashboard>>();
     app.commands.addCommand(CommandIDs.openDeviceCharts, {
-      label: 'Open Device Charts',
-      caption: "Open a device's charts in a tab",
+      label: trans.__('Open Device Charts'),
+      caption: trans.__("Open a device's charts in a tab"),
       execute: args => {
         const workerId = String(args.workerId ?? '');
         const deviceId = String(args.deviceId ?? '');
@@ -266,12 +279,12 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     themeManager?.themeChanged.connect(() => panel.refreshTheme());
     panel.id = 'jp-ferry-accelerators';
     panel.title.icon = chipIcon;
-    panel.title.caption = 'Accelerators';
+    panel.title.caption = trans.__('Accelerators');
     app.shell.add(panel, 'left', { rank: 700 });
     restorer?.add(panel, 'ferry-accelerators');
     app.commands.addCommand(CommandIDs.showAccelerators, {
-      label: 'Show Accelerators',
-      caption: 'Show every GPU and TPU, who holds it, and the queue',
+      label: trans.__('Show Accelerators'),
+      caption: trans.__('Show every GPU and TPU, who holds it, and the queue'),
       execute: () => {
         app.shell.activateById(panel.id);
         // The command palette gives the main area the focus back once a command ran: take it
@@ -281,15 +294,16 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     });
     palette?.addItem({
       command: CommandIDs.showAccelerators,
-      category: 'Kernel Operations'
+      category: trans.__('Kernel Operations')
     });
     if (!tracker) {
       return;
     }
     app.commands.addCommand(CommandIDs.benchmark, {
-      label: 'Measure Accelerator Speed',
-      caption:
-        "Time a matrix multiply in this notebook's kernel and compare it with the datasheet peak",
+      label: trans.__('Measure Accelerator Speed'),
+      caption: trans.__(
+        "Time a matrix multiply in this notebook's kernel and compare it with the datasheet peak"
+      ),
       isEnabled: () => !!tracker.currentWidget?.sessionContext.session?.kernel,
       execute: async () => {
         const notebook = tracker.currentWidget;
@@ -301,12 +315,13 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     });
     palette?.addItem({
       command: CommandIDs.benchmark,
-      category: 'Kernel Operations'
+      category: trans.__('Kernel Operations')
     });
     app.commands.addCommand(CommandIDs.openTerminal, {
-      label: "New Terminal on This Kernel's Accelerator",
-      caption:
-        "Open a terminal beside this notebook's kernel: on its host, with its devices, environment and directory",
+      label: trans.__("New Terminal on This Kernel's Accelerator"),
+      caption: trans.__(
+        "Open a terminal beside this notebook's kernel: on its host, with its devices, environment and directory"
+      ),
       isEnabled: () =>
         !!tracker.currentWidget?.sessionContext.session?.kernel &&
         app.commands.hasCommand(CommandIDs.openTerminalByName),
@@ -322,7 +337,7 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     });
     palette?.addItem({
       command: CommandIDs.openTerminal,
-      category: 'Kernel Operations'
+      category: trans.__('Kernel Operations')
     });
   }
 };
@@ -337,15 +352,18 @@ const statusBarPlugin: JupyterFrontEndPlugin<void> = {
     "Shows the current notebook's accelerator, its utilisation and the free devices in the status bar; a click opens the sidebar.",
   autoStart: true,
   requires: [IAcceleratorManager, IStatusBar, INotebookTracker],
+  optional: [ITranslator],
   activate: (
     app: JupyterFrontEnd,
     manager: IAcceleratorManager,
     statusBar: IStatusBar,
-    tracker: INotebookTracker
+    tracker: INotebookTracker,
+    translator: ITranslator | null
   ): void => {
+    const trans = (translator ?? nullTranslator).load('ferry');
     const item = new AcceleratorStatusItem({
       manager,
-      actionLabel: 'Show accelerators',
+      actionLabel: trans.__('Show accelerators'),
       onClick: () => {
         // The sidebar plugin may be disabled.
         if (app.commands.hasCommand(CommandIDs.showAccelerators)) {
