@@ -53,6 +53,7 @@ import {
   type IAppServices,
   type UpgradeRouter
 } from './http';
+import { AdminService, AuditLog } from './admin';
 import { JobService } from './jobs';
 import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
 import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
@@ -195,7 +196,9 @@ export class Gateway {
         }
         // A user removed since: their tokens no longer work.
         const account = this.accounts?.get(userId);
-        return account && this.browserSessions?.principal(account);
+        return account && !account.removed
+          ? this.browserSessions?.principal(account)
+          : undefined;
       }
     });
     this.auth.useApiTokens(this.apiTokens);
@@ -346,6 +349,18 @@ export class Gateway {
         unknownKernels: kernels => this.registry.unknownKernels(kernels)
       });
     }
+    this.admin = new AdminService({
+      audit: new AuditLog({ store: this.state }),
+      accounts: this.accounts,
+      browserSessions: this.browserSessions?.credentials,
+      apiTokens: this.apiTokens,
+      registry: this.registry,
+      sessions: this.sessions,
+      terminals: this.terminals,
+      jobs: this.jobs,
+      scheduler: this.scheduler,
+      ownerName: owner.name
+    });
     const services: IAppServices = {
       context: {
         options: resolved,
@@ -374,6 +389,7 @@ export class Gateway {
       terminals: this.terminals,
       jobs: this.jobs,
       apiTokens: this.apiTokens,
+      admin: this.admin,
       oidcSignIn:
         signIn && this.accounts && this.browserSessions
           ? sessionSignInRouter({
@@ -402,6 +418,8 @@ export class Gateway {
   readonly accounts?: UserAccounts;
   /** Their browser sessions (`--auth oidc` or `jupyterhub`). */
   readonly browserSessions?: BrowserSessions;
+  /** What admins see and do to users (`/api/admin`), and its audit log. */
+  readonly admin: AdminService;
   /** Each user's space and whose things are whose (users/ownership.ts). */
   readonly spaces: UserSpaces;
   /** The contents of each user's folder (the root's is {@link contents}). */

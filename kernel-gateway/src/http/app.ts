@@ -9,6 +9,7 @@
 import express, { type Express, type Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { AcceleratorService } from '../accelerators';
+import type { AdminService } from '../admin';
 import {
   authenticate,
   signInRouter,
@@ -35,6 +36,7 @@ import {
   refuseMalformedUrls
 } from './middleware';
 import { acceleratorsRouter } from './routes/accelerators';
+import { adminRouter } from './routes/admin';
 import { apiRouter } from './routes/api';
 import { collaborationRouter, roomSocket } from './routes/collaboration';
 import {
@@ -94,6 +96,8 @@ export interface IAppServices {
   jobs: JobService;
   /** Users' API tokens (`/api/me/tokens`). */
   apiTokens: ApiTokens;
+  /** What admins see and do (`/api/admin`), and its audit log. */
+  admin: AdminService;
   /** Signing people in through a provider (`--auth oidc`): its routes, before the token's. */
   oidcSignIn?: Router;
 }
@@ -198,6 +202,7 @@ export function createApp(services: IAppServices): Express {
   );
   app.use(meRouter(auth));
   app.use(tokensRouter(context, { tokens: services.apiTokens, auth }));
+  app.use(adminRouter(context, { admin: services.admin, auth }));
   app.use(eventsRouter(services.events));
   app.use(labRouter(services.lab));
   app.use(notFound());

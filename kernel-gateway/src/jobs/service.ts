@@ -128,10 +128,14 @@ export class JobService {
   /**
    * Cancel a job: out of the queue, or its run stopped and its kernel shut down (its devices free
    * when this resolves). A job that is over is forgotten instead. Resolves with the job as it ended.
+   * `reason` is the one its model gives (an admin's words when an admin stopped it).
    *
    * @throws NoSuchJobError
    */
-  async cancel(id: string): Promise<IJobModel> {
+  async cancel(
+    id: string,
+    reason = 'cancelled by its owner'
+  ): Promise<IJobModel> {
     const job = this._active.get(id);
     if (!job) {
       const record = this._record(id);
@@ -140,7 +144,7 @@ export class JobService {
     }
     await this._finishing.stop(job, {
       state: 'cancelled',
-      reason: 'cancelled by its owner'
+      reason
     });
     return this._records.model(job.record);
   }

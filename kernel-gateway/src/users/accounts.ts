@@ -35,6 +35,27 @@ export interface IAccount {
   /** ISO times. */
   readonly createdAt: string;
   readonly lastSeenAt: string;
+  /** Set while an admin has removed the account: signing in is refused until they restore it. */
+  readonly removed?: IRemoval;
+}
+
+/** Who removed an account, when and why. */
+export interface IRemoval {
+  /** ISO time. */
+  readonly at: string;
+  /** The admin's name. */
+  readonly by: string;
+  readonly reason: string;
+}
+
+/** Signing in to an account an admin removed: refused until an admin restores it. */
+export class AccountRemovedError extends Error {
+  constructor(readonly removal: IRemoval) {
+    super(
+      `Your account was removed by an admin (${removal.reason}): ask an admin to restore it`
+    );
+    this.name = 'AccountRemovedError';
+  }
 }
 
 /** What a provider says of a person at sign-in. */
@@ -64,7 +85,8 @@ export class UserAccounts {
    * (name, groups, roles, last seen). Serialised, so two first sign-ins of one person make one
    * account.
    *
-   * @throws UserNameError for a name Ferry cannot use or one that looks like another user's;
+   * @throws AccountRemovedError for an account an admin removed; UserNameError for a name Ferry
+   *   cannot use or one that looks like another user's;
    *   UidError or SpaceError when their uid or folder cannot be had.
    */
   signIn(who: ISignIn): Promise<IAccount> {
@@ -97,6 +119,29 @@ export class UserAccounts {
     return id === undefined ? undefined : this._accounts.get(id);
   }
 
+  /**
+   * Mark the account `id` removed (signing in is refused; its folder stays), or restore it
+   * (`removal` undefined). Serialised with sign-ins. Resolves with the account as it is now,
+   * undefined for no such account.
+   */
+  setRemoved(
+    id: string,
+    removal: IRemoval | undefined
+  ): Promise<IAccount | undefined> {
+    const next = this._queue.then(async () => {
+      const known = this._accounts.get(id);
+      if (!known) {
+        return undefined;
+      }
+      const { removed: _removed, ...rest } = known;
+      const account: IAccount = removal ? { ...rest, removed: removal } : rest;
+      await this._accounts.put(id, account);
+      return account;
+    });
+    this._queue = next.catch(() => undefined);
+    return next;
+  }
+
   /** The absolute path of a user's folder. */
   folderOf(account: IAccount): string {
     return `${this._userRoot.replace(/\/+$/, '')}/${account.folder}`;
@@ -108,6 +153,9 @@ export class UserAccounts {
     const now = new Date().toISOString();
     const roles: Role[] = who.admin ? ['admin'] : [];
     const known = this._accounts.get(id);
+    if (known?.removed) {
+      throw new AccountRemovedError(known.removed);
+    }
     if (known) {
       this._checkLookalike(name, id);
       const account = {

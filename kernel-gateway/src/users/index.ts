@@ -1,4 +1,10 @@
-export { UserAccounts, type IAccount, type ISignIn } from './accounts';
+export {
+  AccountRemovedError,
+  UserAccounts,
+  type IAccount,
+  type IRemoval,
+  type ISignIn
+} from './accounts';
 export {
   folderName,
   lookalikeKey,

@@ -360,7 +360,7 @@ namespace Private {
     const named = error as Error;
     const status = known
       ? error.status
-      : ['UserNameError'].includes(named?.name)
+      : ['UserNameError', 'AccountRemovedError'].includes(named?.name)
         ? 403
         : ['UidError', 'SpaceError'].includes(named?.name)
           ? 503

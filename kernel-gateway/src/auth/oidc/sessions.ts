@@ -75,7 +75,10 @@ export class BrowserSessions implements ISessionResolver {
       return undefined;
     }
     const account = this._accounts.get(found.userId);
-    return account && { ...this.principal(account), session: { id: found.id } };
+    // An account an admin removed signs in no more (its sessions were ended then, too).
+    return account && !account.removed
+      ? { ...this.principal(account), session: { id: found.id } }
+      : undefined;
   }
 
   /** The live session a request's cookie holds, if any. */
