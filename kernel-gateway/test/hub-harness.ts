@@ -26,6 +26,8 @@ import { CALLBACK_PATH, freePort, type ISignedIn } from './oidc-harness';
 /** The gateway's name among the Hub's services. */
 export const SERVICE = 'ferry';
 
+const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
+
 /** The group whose members the Hub lets use the gateway (`access:services!service=ferry`). */
 export const ACCESS_GROUP = 'ferry-users';
 
@@ -60,17 +62,23 @@ export interface IHub {
 }
 
 /**
- * Start a JupyterHub whose service `ferry` is the gateway at `gatewayUrl`.
+ * Start a JupyterHub whose service `ferry` (or `serviceName`) is the gateway at `gatewayUrl`.
  *
  * @param options.groups - Groups and their members; members of {@link ACCESS_GROUP} may use the
  *   gateway (it is made, empty, when not given).
  * @param options.admins - The Hub's admin users.
+ * @param options.managed - `ferry gateway`'s arguments when the Hub is to start the gateway itself
+ *   (a managed service, given its token, API URL and name in its environment); resolves once it is
+ *   ready too.
  */
 export async function startHub(options: {
   gatewayUrl: string;
   groups?: Record<string, string[]>;
   admins?: string[];
+  serviceName?: string;
+  managed?: string[];
 }): Promise<IHub> {
+  const serviceName = options.serviceName ?? SERVICE;
   const dir = mkdtempSync(path.join(tmpdir(), 'ferry-hub-'));
   const [port, hubPort, proxyApiPort] = [
     await freePort(),
@@ -92,10 +100,15 @@ export async function startHub(options: {
     services: [
       // As docs/multi-user.md says: no `url` (browsers reach the gateway at its own address).
       {
-        name: SERVICE,
+        name: serviceName,
         api_token: serviceToken,
         oauth_redirect_uri: `${gateway}${CALLBACK_PATH}`,
-        oauth_no_confirm: true
+        oauth_no_confirm: true,
+        ...(options.managed
+          ? {
+              command: [process.execPath, FERRY, 'gateway', ...options.managed]
+            }
+          : {})
       },
       // The test's own: it changes groups through the Hub's API.
       { name: 'test-admin', api_token: adminToken }
@@ -103,7 +116,7 @@ export async function startHub(options: {
     roles: [
       {
         name: 'ferry-users',
-        scopes: [`access:services!service=${SERVICE}`],
+        scopes: [`access:services!service=${serviceName}`],
         groups: [ACCESS_GROUP]
       },
       { name: 'test-admin', scopes: ['admin:groups'], services: ['test-admin'] }
@@ -135,7 +148,10 @@ export async function startHub(options: {
     );
     const read = (chunk: Buffer) => {
       log += chunk;
-      if (/JupyterHub is now running at/.test(log)) {
+      if (
+        /JupyterHub is now running at/.test(log) &&
+        (!options.managed || /Ferry gateway \S+ is ready at/.test(log))
+      ) {
         resolve();
       }
     };
@@ -266,7 +282,7 @@ export interface IHubStep {
  * nor the Hub's login form: a refusal).
  */
 export async function hubSignInSteps(
-  env: IHubGateway,
+  env: { gateway: { url: string } },
   userName: string,
   options: {
     jar?: CookieJar;
@@ -339,7 +355,7 @@ export async function hubSignInSteps(
  * answered) when they are not signed in.
  */
 export async function hubSignIn(
-  env: IHubGateway,
+  env: { gateway: { url: string } },
   userName: string
 ): Promise<ISignedIn> {
   const jar = new CookieJar();

@@ -5,7 +5,8 @@
  * wrong on the way gets a page that says so (a user without access to the service, a forged state,
  * a Hub that is down).
  */
-import { statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CookieJar } from 'tough-cookie';
 import {
@@ -14,10 +15,12 @@ import {
   hubSignIn,
   hubSignInSteps,
   SERVICE,
+  startHub,
   startHubGateway,
+  type IHub,
   type IHubGateway
 } from './hub-harness';
-import { CALLBACK_PATH } from './oidc-harness';
+import { CALLBACK_PATH, freePort } from './oidc-harness';
 
 const MISSING = hubMissing();
 if (MISSING) {
@@ -274,5 +277,64 @@ describeWithHub('signing in through JupyterHub', () => {
 
   it('never logs the service token', () => {
     expect(env.gateway.stderr()).not.toContain(env.hub.serviceToken);
+  });
+});
+
+describeWithHub('a gateway the Hub starts as its managed service', () => {
+  let hub: IHub;
+  let gatewayUrl: string;
+  let userRoot: string;
+  let stateDir: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    gatewayUrl = `http://127.0.0.1:${port}`;
+    userRoot = mkdtempSync(path.join(tmpdir(), 'ferry-users-'));
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-hub-state-'));
+    // No --hub-* flags: the Hub gives its token, API URL and the service's name in the
+    // environment, as it does to every service it starts.
+    hub = await startHub({
+      gatewayUrl,
+      serviceName: 'gpus',
+      groups: { [ACCESS_GROUP]: ['grace'] },
+      managed: [
+        '--port',
+        String(port),
+        '--no-discover',
+        '--auth',
+        'jupyterhub',
+        '--root-dir',
+        userRoot,
+        '--state-dir',
+        stateDir,
+        '--user-root',
+        userRoot,
+        '--user-uids',
+        '61000-61999'
+      ]
+    });
+  });
+
+  afterAll(async () => {
+    await hub?.stop();
+    for (const dir of [userRoot, stateDir]) {
+      if (dir) {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it('signs a Hub user in with what the Hub gave it in its environment', async () => {
+    // Without --hub-url, browsers go to the Hub at its API URL's address.
+    const login = await fetch(`${gatewayUrl}/login`, { redirect: 'manual' });
+    const authorize = new URL(login.headers.get('location')!);
+    expect(authorize.origin).toBe(new URL(hub.apiUrl).origin);
+    expect(authorize.searchParams.get('client_id')).toBe('service-gpus');
+    const grace = await hubSignIn({ gateway: { url: gatewayUrl } }, 'grace');
+    const who = await me(gatewayUrl, grace.headers);
+    expect(who.status).toBe(200);
+    expect(who.body.identity?.username).toBe('grace');
+    expect(statSync(path.join(userRoot, 'grace')).mode & 0o777).toBe(0o700);
+    expect(hub.log()).not.toContain(hub.serviceToken);
   });
 });
