@@ -4,7 +4,8 @@
  * JupyterLab plugins for Ferry's share links and co-editing: the collaboration client (documents
  * open in rooms of the gateway), the server-side cell executor, the Share button and command
  * (create a link, see its visitors, revoke it), the page a link opens (its rights, the visitor's
- * name), and the API tokens panel (a user's tokens for API clients).
+ * name), the API tokens panel (a user's tokens for API clients), and the admin page (users, what
+ * they run, the audit log).
  */
 import type {
   JupyterFrontEnd,
@@ -18,6 +19,7 @@ import {
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { adminPlugin } from './admin';
 import { mayComment, SharesClient } from './api';
 import { showComments } from './comments';
 import { collaborationPlugins } from './collaboration';
@@ -26,6 +28,13 @@ import { cellExecutorPlugin } from './executor';
 import { tokensPlugin } from './tokens';
 import { currentShare, visitorPlugin } from './visitor';
 
+export {
+  AdminClient,
+  AdminPanel,
+  type IAdminUser,
+  type IAuditEntry,
+  type ReasonPrompt
+} from './admin';
 export * from './api';
 export { SharePanel } from './dialog';
 export { ServerCellExecutor } from './executor';
@@ -131,7 +140,8 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   sharePlugin,
   visitorPlugin,
   commentsPlugin,
-  tokensPlugin
+  tokensPlugin,
+  adminPlugin
 ];
 
 export default plugins;

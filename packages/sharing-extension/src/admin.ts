@@ -1,0 +1,508 @@
+/**
+ * The admin page (`/api/admin`): every user with their kernels, terminals, jobs and devices, a
+ * Stop beside each (asking why: the user is told), Sign out, Remove and Restore per user, and the
+ * audit log of what admins did. Opened by "Users and Audit Log…" (palette, Settings menu), which
+ * only admins see: the command asks the gateway once whether this user is one.
+ */
+import type {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  ICommandPalette,
+  InputDialog,
+  MainAreaWidget
+} from '@jupyterlab/apputils';
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+import {
+  ITranslator,
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
+import { Widget } from '@lumino/widgets';
+import type { RestSchemas } from '@ferry/rest-contract';
+import { ShareApiError } from './api';
+
+/** A user as admins see them: schema `AdminUser`. */
+export type IAdminUser = RestSchemas['AdminUser'];
+
+/** One admin action in the audit log: schema `AuditEntry`. */
+export type IAuditEntry = RestSchemas['AuditEntry'];
+
+/** What an admin may stop. */
+export type StoppableKind = 'kernels' | 'terminals' | 'jobs';
+
+/** What may be done to a user. */
+export type UserAction = 'sign-out' | 'remove' | 'restore';
+
+/** Talks to `/api/admin` with the page's server settings. */
+export class AdminClient {
+  constructor(
+    readonly serverSettings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  /** Every user with what they run now. */
+  users(): Promise<IAdminUser[]> {
+    return this._request('api/admin/users', { method: 'GET' });
+  }
+
+  /** The newest entries of the audit log. */
+  audit(limit = 100): Promise<IAuditEntry[]> {
+    return this._request(`api/admin/audit?limit=${limit}`, { method: 'GET' });
+  }
+
+  /** Whether this user is an admin: the gateway answers them, refuses anyone else. */
+  async isAdmin(): Promise<boolean> {
+    try {
+      await this.audit(1);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Stop someone's kernel, terminal or job; they are told `reason`. */
+  stop(kind: StoppableKind, id: string, reason: string): Promise<IAuditEntry> {
+    return this._request(`api/admin/${kind}/${encodeURIComponent(id)}/stop`, {
+      method: 'POST',
+      body: JSON.stringify({ reason })
+    });
+  }
+
+  /** Sign a user out, remove or restore them. */
+  act(
+    action: UserAction,
+    userId: string,
+    reason: string
+  ): Promise<IAuditEntry> {
+    return this._request(
+      `api/admin/users/${encodeURIComponent(userId)}/${action}`,
+      { method: 'POST', body: JSON.stringify({ reason }) }
+    );
+  }
+
+  private async _request<T>(endpoint: string, init: RequestInit): Promise<T> {
+    const response = await ServerConnection.makeRequest(
+      URLExt.join(this.serverSettings.baseUrl, endpoint),
+      init,
+      this.serverSettings
+    );
+    const text = await response.text();
+    let body: unknown = undefined;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (!response.ok) {
+      const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
+      throw new ShareApiError(
+        response.status,
+        problem.message || `${response.status} ${response.statusText}`,
+        problem.reason
+      );
+    }
+    return body as T;
+  }
+}
+
+/**
+ * Asks an admin why (the user is told): resolves with the reason, or null when they cancel.
+ */
+export type ReasonPrompt = (title: string) => Promise<string | null>;
+
+/** The reason prompt of the lab: a text dialog that needs an answer. */
+export function reasonDialog(trans: TranslationBundle): ReasonPrompt {
+  return async title => {
+    const answer = await InputDialog.getText({
+      title,
+      label: trans.__('Why? The user is told this reason.'),
+      placeholder: trans.__('Reason'),
+      okLabel: trans.__('Do it'),
+      cancelLabel: trans.__('Cancel')
+    });
+    const reason = answer.value?.trim();
+    return answer.button.accept && reason ? reason : null;
+  };
+}
+
+/** The admin page: users (with Stop, Sign out, Remove or Restore) and the audit log. */
+export class AdminPanel extends Widget {
+  constructor(options: AdminPanel.IOptions) {
+    super();
+    this._client = options.client;
+    const trans = (this._trans = (options.translator ?? nullTranslator).load(
+      'ferry'
+    ));
+    this._ask = options.askReason ?? reasonDialog(trans);
+    this.addClass('jp-FerryAdmin');
+    const bar = document.createElement('div');
+    bar.className = 'jp-FerryAdmin-bar';
+    const refresh = document.createElement('button');
+    refresh.type = 'button';
+    refresh.className = 'jp-mod-styled jp-FerryAdmin-refresh';
+    refresh.textContent = trans.__('Refresh');
+    refresh.addEventListener('click', () => void this.refresh());
+    bar.append(refresh);
+    this._error = document.createElement('div');
+    this._error.className = 'jp-FerryAdmin-error';
+    this._error.setAttribute('role', 'alert');
+    const usersHeading = document.createElement('h2');
+    usersHeading.textContent = trans.__('Users');
+    this._users = document.createElement('table');
+    this._users.className = 'jp-FerryAdmin-users';
+    const auditHeading = document.createElement('h2');
+    auditHeading.textContent = trans.__('Audit log');
+    this._audit = document.createElement('table');
+    this._audit.className = 'jp-FerryAdmin-audit';
+    this.node.append(
+      bar,
+      this._error,
+      usersHeading,
+      this._users,
+      auditHeading,
+      this._audit
+    );
+  }
+
+  /** Reads users and the audit log again and redraws both. */
+  async refresh(): Promise<void> {
+    try {
+      const [users, audit] = await Promise.all([
+        this._client.users(),
+        this._client.audit()
+      ]);
+      this._showError(undefined);
+      this._renderUsers(users);
+      this._renderAudit(audit);
+    } catch (error) {
+      this._showError(error);
+    }
+  }
+
+  protected onAfterAttach(): void {
+    void this.refresh();
+  }
+
+  private _renderUsers(users: IAdminUser[]): void {
+    const trans = this._trans;
+    this._users.replaceChildren(
+      Private.header([
+        trans.__('User'),
+        trans.__('Last seen'),
+        trans.__('Kernels'),
+        trans.__('Terminals'),
+        trans.__('Jobs'),
+        trans.__('Devices'),
+        ''
+      ])
+    );
+    if (users.length === 0) {
+      this._users.append(Private.row([trans.__('No users yet.')]));
+      return;
+    }
+    for (const user of users) {
+      const who = document.createElement('div');
+      who.className = 'jp-FerryAdmin-user';
+      const name = document.createElement('strong');
+      name.textContent = user.name;
+      const about = document.createElement('span');
+      about.className = 'jp-FerryAdmin-about';
+      about.textContent = [
+        ...user.roles.map(role =>
+          role === 'admin' ? trans.__('admin') : role
+        ),
+        ...user.groups,
+        ...(user.removed
+          ? [
+              trans.__(
+                'removed by %1: %2',
+                user.removed.by,
+                user.removed.reason
+              )
+            ]
+          : [])
+      ].join(' · ');
+      who.append(name, about);
+      const kernels = user.kernels.map(kernel =>
+        this._stoppable(
+          'kernels',
+          kernel.id,
+          `${kernel.path ?? kernel.name} (${kernel.execution_state})`,
+          trans.__('Stop kernel %1 of %2', kernel.path ?? kernel.id, user.name)
+        )
+      );
+      const terminals = user.terminals.map(terminal =>
+        this._stoppable(
+          'terminals',
+          terminal.name,
+          trans.__('terminal %1', terminal.name),
+          trans.__('Close terminal %1 of %2', terminal.name, user.name)
+        )
+      );
+      const jobs = user.jobs.map(job =>
+        this._stoppable(
+          'jobs',
+          job.id,
+          `${job.name} (${job.state})`,
+          trans.__('Stop job %1 of %2', job.name, user.name)
+        )
+      );
+      const actions = document.createElement('div');
+      actions.className = 'jp-FerryAdmin-actions';
+      if (user.id !== 'owner') {
+        actions.append(
+          this._userButton(
+            'sign-out',
+            user,
+            trans.__('Sign out'),
+            trans.__('Sign %1 out everywhere', user.name)
+          ),
+          user.removed
+            ? this._userButton(
+                'restore',
+                user,
+                trans.__('Restore'),
+                trans.__('Let %1 sign in again', user.name)
+              )
+            : this._userButton(
+                'remove',
+                user,
+                trans.__('Remove'),
+                trans.__(
+                  'Remove %1: their kernels stop, they are signed out; their files stay',
+                  user.name
+                )
+              )
+        );
+      }
+      const item = Private.row([
+        who,
+        user.lastSeenAt
+          ? new Date(user.lastSeenAt).toLocaleString()
+          : trans.__('now'),
+        Private.list(kernels),
+        Private.list(terminals),
+        Private.list(jobs),
+        user.devices.join(', '),
+        actions
+      ]);
+      item.dataset.userId = user.id;
+      this._users.append(item);
+    }
+  }
+
+  private _renderAudit(entries: IAuditEntry[]): void {
+    const trans = this._trans;
+    this._audit.replaceChildren(
+      Private.header([
+        trans.__('When'),
+        trans.__('Admin'),
+        trans.__('Action'),
+        trans.__('User'),
+        trans.__('What'),
+        trans.__('Reason')
+      ])
+    );
+    if (entries.length === 0) {
+      this._audit.append(Private.row([trans.__('No admin actions yet.')]));
+      return;
+    }
+    const actions: Record<IAuditEntry['action'], string> = {
+      'stop-kernel': trans.__('stopped a kernel'),
+      'stop-terminal': trans.__('closed a terminal'),
+      'stop-job': trans.__('stopped a job'),
+      'sign-out': trans.__('signed out'),
+      'remove-user': trans.__('removed'),
+      'restore-user': trans.__('restored')
+    };
+    for (const entry of entries) {
+      const item = Private.row([
+        new Date(entry.at).toLocaleString(),
+        entry.actor.name,
+        actions[entry.action] ?? entry.action,
+        entry.user.name,
+        entry.resource ?? '',
+        entry.reason
+      ]);
+      item.dataset.action = entry.action;
+      this._audit.append(item);
+    }
+  }
+
+  /** A thing that runs, with its Stop button. */
+  private _stoppable(
+    kind: StoppableKind,
+    id: string,
+    label: string,
+    question: string
+  ): HTMLElement {
+    const item = document.createElement('li');
+    item.dataset.id = id;
+    const text = document.createElement('span');
+    text.textContent = label;
+    const stop = document.createElement('button');
+    stop.type = 'button';
+    stop.className = 'jp-mod-styled jp-mod-warn jp-FerryAdmin-stop';
+    stop.textContent = this._trans.__('Stop');
+    stop.addEventListener('click', () =>
+      this._do(question, reason => this._client.stop(kind, id, reason))
+    );
+    item.append(text, stop);
+    return item;
+  }
+
+  private _userButton(
+    action: UserAction,
+    user: IAdminUser,
+    label: string,
+    question: string
+  ): HTMLButtonElement {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = `jp-mod-styled jp-FerryAdmin-${action}${
+      action === 'restore' ? '' : ' jp-mod-warn'
+    }`;
+    button.textContent = label;
+    button.addEventListener('click', () =>
+      this._do(question, reason => this._client.act(action, user.id, reason))
+    );
+    return button;
+  }
+
+  /** Ask why, do it, then show what is now. */
+  private async _do(
+    question: string,
+    run: (reason: string) => Promise<unknown>
+  ): Promise<void> {
+    const reason = await this._ask(question);
+    if (reason === null) {
+      return;
+    }
+    try {
+      await run(reason);
+    } catch (error) {
+      this._showError(error);
+      return;
+    }
+    await this.refresh();
+  }
+
+  private _showError(error: unknown): void {
+    this._error.textContent =
+      error === undefined
+        ? ''
+        : error instanceof Error
+          ? error.message
+          : String(error);
+  }
+
+  private readonly _client: AdminClient;
+  private readonly _trans: TranslationBundle;
+  private readonly _ask: ReasonPrompt;
+  private readonly _error: HTMLDivElement;
+  private readonly _users: HTMLTableElement;
+  private readonly _audit: HTMLTableElement;
+}
+
+export namespace AdminPanel {
+  export interface IOptions {
+    client: AdminClient;
+    translator?: ITranslator;
+    /** How an admin is asked why (default: a dialog). */
+    askReason?: ReasonPrompt;
+  }
+}
+
+/** The command IDs of the admin page. */
+namespace CommandIDs {
+  export const admin = 'ferry:admin';
+}
+
+/** "Users and Audit Log…": the admin page, for admins only. */
+export const adminPlugin: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/sharing-extension:admin',
+  description:
+    'Adds "Users and Audit Log…" for admins: every user with what they run, stop it with a reason, sign out, remove; the audit log.',
+  autoStart: true,
+  optional: [ICommandPalette, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    palette: ICommandPalette | null,
+    translator: ITranslator | null
+  ): void => {
+    const trans = (translator ?? nullTranslator).load('ferry');
+    const client = new AdminClient(app.serviceManager.serverSettings);
+    let admin = false;
+    let page: MainAreaWidget<AdminPanel> | null = null;
+    app.commands.addCommand(CommandIDs.admin, {
+      label: trans.__('Users and Audit Log…'),
+      caption: trans.__(
+        'Every user with what they run; stop it with a reason, sign users out, remove them; what admins did'
+      ),
+      isVisible: () => admin,
+      isEnabled: () => admin,
+      execute: () => {
+        if (!page || page.isDisposed) {
+          const panel = new AdminPanel({
+            client,
+            translator: translator ?? nullTranslator
+          });
+          page = new MainAreaWidget({ content: panel });
+          page.id = 'ferry-admin';
+          page.title.label = trans.__('Users');
+          page.title.closable = true;
+        }
+        if (!page.isAttached) {
+          app.shell.add(page, 'main');
+        } else {
+          void page.content.refresh();
+        }
+        app.shell.activateById(page.id);
+      }
+    });
+    void client.isAdmin().then(is => {
+      admin = is;
+      if (is) {
+        palette?.addItem({
+          command: CommandIDs.admin,
+          category: trans.__('Settings')
+        });
+      }
+      app.commands.notifyCommandChanged(CommandIDs.admin);
+    });
+  }
+};
+
+namespace Private {
+  /** A table's header row. */
+  export function header(titles: string[]): HTMLTableRowElement {
+    const row = document.createElement('tr');
+    for (const title of titles) {
+      const cell = document.createElement('th');
+      cell.textContent = title;
+      row.append(cell);
+    }
+    return row;
+  }
+
+  /** A table row of text or elements. */
+  export function row(cells: (string | HTMLElement)[]): HTMLTableRowElement {
+    const item = document.createElement('tr');
+    for (const content of cells) {
+      const cell = document.createElement('td');
+      cell.append(content);
+      item.append(cell);
+    }
+    return item;
+  }
+
+  /** A list of items (nothing when there are none). */
+  export function list(items: HTMLElement[]): HTMLElement {
+    const list = document.createElement('ul');
+    list.className = 'jp-FerryAdmin-list';
+    list.append(...items);
+    return list;
+  }
+}
