@@ -151,6 +151,7 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
       panel => {
         const item = new AcceleratorStatusItem({
           manager,
+          translator: translator ?? undefined,
           showFree: false,
           showUtilisation: false,
           onClick: () => {
@@ -363,6 +364,7 @@ const statusBarPlugin: JupyterFrontEndPlugin<void> = {
     const trans = (translator ?? nullTranslator).load('ferry');
     const item = new AcceleratorStatusItem({
       manager,
+      translator: translator ?? undefined,
       actionLabel: trans.__('Show accelerators'),
       onClick: () => {
         // The sidebar plugin may be disabled.

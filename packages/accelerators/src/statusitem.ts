@@ -1,3 +1,8 @@
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { formatStatus, formatWait, isKernel } from './labels';
@@ -22,7 +27,9 @@ export class AcceleratorStatusItem extends Widget {
     this._manager = options.manager;
     this._onClick = options.onClick ?? null;
     this._showFree = options.showFree ?? true;
-    this._actionLabel = options.actionLabel ?? 'Change accelerator…';
+    this._trans = (options.translator ?? nullTranslator).load('ferry');
+    this._actionLabel =
+      options.actionLabel ?? this._trans.__('Change accelerator…');
     this._showUtilisation = options.showUtilisation ?? true;
     this._manager.changed.connect(this._refresh, this);
     this._manager.connectionChanged.connect(this._refresh, this);
@@ -73,6 +80,7 @@ export class AcceleratorStatusItem extends Widget {
   }
 
   private _refresh(): void {
+    const trans = this._trans;
     const model = this._manager.model;
     // Free devices per kind (GPUs and TPU chips are not counted together).
     const counts = new Map<string, { free: number; total: number }>();
@@ -105,17 +113,36 @@ export class AcceleratorStatusItem extends Widget {
         ]
           .filter(Boolean)
           .join(' · ')
-      : 'No kernel';
+      : trans.__('No kernel');
     const offline = this._manager.connectionState === 'waiting';
     const cluster =
       model && this._showFree
         ? kinds.length
-          ? `${kinds.map(([kind, c]) => `${c.free}/${c.total} ${kind.toUpperCase()}`).join(' · ')} free`
-          : 'no devices'
+          ? trans.__(
+              '%1 free',
+              kinds
+                .map(
+                  ([kind, c]) => `${c.free}/${c.total} ${kind.toUpperCase()}`
+                )
+                .join(' · ')
+            )
+          : trans.__('no devices')
         : '';
     const freeWords = kinds.length
-      ? `${kinds.map(([kind, c]) => `${c.free} of ${c.total} ${Private.noun(kind, c.total)}`).join(' and ')} free.`
-      : 'No devices.';
+      ? trans.__(
+          '%1 free.',
+          kinds
+            .map(([kind, c]) =>
+              trans.__(
+                '%1 of %2 %3',
+                c.free,
+                c.total,
+                Private.noun(trans, kind, c.total)
+              )
+            )
+            .join(trans.__(' and '))
+        )
+      : trans.__('No devices.');
     const busy =
       model &&
       this._kernelId &&
@@ -123,19 +150,26 @@ export class AcceleratorStatusItem extends Widget {
       status?.state === 'assigned'
         ? Private.utilisation(model, this._kernelId)
         : undefined;
-    const usage = busy === undefined ? '' : `${busy} % busy`;
-    this.node.textContent = [kernel, usage, offline ? 'offline' : cluster]
+    const usage = busy === undefined ? '' : trans.__('%1 % busy', busy);
+    this.node.textContent = [
+      kernel,
+      usage,
+      offline ? trans.__('offline') : cluster
+    ]
       .filter(Boolean)
       .join(' · ');
     this.toggleClass('jp-mod-queued', status?.state === 'queued');
     this.toggleClass('jp-mod-disconnected', offline);
-    const basis = queued?.wait ? ` Estimate: ${queued.wait.basis}.` : '';
-    const label = `Accelerator: ${kernel}${usage ? `, ${usage}` : ''}.${basis} ${offline ? 'Connection to the gateway lost, reconnecting.' : model ? freeWords : ''} ${this._actionLabel}`;
+    const basis = queued?.wait
+      ? ' ' + trans.__('Estimate: %1.', queued.wait.basis)
+      : '';
+    const label = `${trans.__('Accelerator: %1.', kernel + (usage ? `, ${usage}` : ''))}${basis} ${offline ? trans.__('Connection to the gateway lost, reconnecting.') : model ? freeWords : ''} ${this._actionLabel}`;
     this.node.setAttribute('aria-label', label.replace(/\s+/g, ' ').trim());
     this.node.title = label;
   }
 
   private _manager: IAcceleratorManager;
+  private _trans: TranslationBundle;
   private _kernelId: string | null = null;
   private _onClick: (() => void) | null;
   private _showFree: boolean;
@@ -159,6 +193,8 @@ export namespace AcceleratorStatusItem {
     showFree?: boolean;
     /** Also show how busy the kernel's devices are (default). */
     showUtilisation?: boolean;
+    /** The application's translator (its words in English without one). */
+    translator?: ITranslator;
   }
 }
 
@@ -167,11 +203,19 @@ export namespace AcceleratorStatusItem {
  */
 namespace Private {
   /** `GPUs`, `TPU chips`: what devices of a kind are called in a sentence. */
-  export function noun(kind: string, count: number): string {
-    const plural = count === 1 ? '' : 's';
-    return kind === 'tpu'
-      ? `TPU chip${plural}`
-      : `${kind.toUpperCase()}${plural}`;
+  export function noun(
+    trans: TranslationBundle,
+    kind: string,
+    count: number
+  ): string {
+    switch (kind) {
+      case 'tpu':
+        return trans._n('TPU chip', 'TPU chips', count);
+      case 'gpu':
+        return trans._n('GPU', 'GPUs', count);
+      default:
+        return `${kind.toUpperCase()}${count === 1 ? '' : 's'}`;
+    }
   }
 
   /** The display name of the environment a kernel runs in, if it runs in one. */
