@@ -13,99 +13,19 @@ import {
   InputDialog,
   MainAreaWidget
 } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
-import { ServerConnection } from '@jupyterlab/services';
 import {
   ITranslator,
   nullTranslator,
   type TranslationBundle
 } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
-import type { RestSchemas } from '@ferry/rest-contract';
-import { ShareApiError } from './api';
-
-/** A user as admins see them: schema `AdminUser`. */
-export type IAdminUser = RestSchemas['AdminUser'];
-
-/** One admin action in the audit log: schema `AuditEntry`. */
-export type IAuditEntry = RestSchemas['AuditEntry'];
-
-/** What an admin may stop. */
-export type StoppableKind = 'kernels' | 'terminals' | 'jobs';
-
-/** What may be done to a user. */
-export type UserAction = 'sign-out' | 'remove' | 'restore';
-
-/** Talks to `/api/admin` with the page's server settings. */
-export class AdminClient {
-  constructor(
-    readonly serverSettings: ServerConnection.ISettings = ServerConnection.makeSettings()
-  ) {}
-
-  /** Every user with what they run now. */
-  users(): Promise<IAdminUser[]> {
-    return this._request('api/admin/users', { method: 'GET' });
-  }
-
-  /** The newest entries of the audit log. */
-  audit(limit = 100): Promise<IAuditEntry[]> {
-    return this._request(`api/admin/audit?limit=${limit}`, { method: 'GET' });
-  }
-
-  /** Whether this user is an admin: the gateway answers them, refuses anyone else. */
-  async isAdmin(): Promise<boolean> {
-    try {
-      await this.audit(1);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Stop someone's kernel, terminal or job; they are told `reason`. */
-  stop(kind: StoppableKind, id: string, reason: string): Promise<IAuditEntry> {
-    return this._request(`api/admin/${kind}/${encodeURIComponent(id)}/stop`, {
-      method: 'POST',
-      body: JSON.stringify({ reason })
-    });
-  }
-
-  /** Sign a user out, remove or restore them. */
-  act(
-    action: UserAction,
-    userId: string,
-    reason: string
-  ): Promise<IAuditEntry> {
-    return this._request(
-      `api/admin/users/${encodeURIComponent(userId)}/${action}`,
-      { method: 'POST', body: JSON.stringify({ reason }) }
-    );
-  }
-
-  private async _request<T>(endpoint: string, init: RequestInit): Promise<T> {
-    const response = await ServerConnection.makeRequest(
-      URLExt.join(this.serverSettings.baseUrl, endpoint),
-      init,
-      this.serverSettings
-    );
-    const text = await response.text();
-    let body: unknown = undefined;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    if (!response.ok) {
-      const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
-      throw new ShareApiError(
-        response.status,
-        problem.message || `${response.status} ${response.statusText}`,
-        problem.reason
-      );
-    }
-    return body as T;
-  }
-}
+import {
+  AdminClient,
+  type IAdminUser,
+  type IAuditEntry,
+  type StoppableKind,
+  type UserAction
+} from './admin-client';
 
 /**
  * Asks an admin why (the user is told): resolves with the reason, or null when they cancel.

@@ -28,13 +28,8 @@ import { cellExecutorPlugin } from './executor';
 import { tokensPlugin } from './tokens';
 import { currentShare, visitorPlugin } from './visitor';
 
-export {
-  AdminClient,
-  AdminPanel,
-  type IAdminUser,
-  type IAuditEntry,
-  type ReasonPrompt
-} from './admin';
+export { AdminPanel, type ReasonPrompt } from './admin';
+export { AdminClient, type IAdminUser, type IAuditEntry } from './admin-client';
 export * from './api';
 export { SharePanel } from './dialog';
 export { ServerCellExecutor } from './executor';
