@@ -405,7 +405,7 @@ namespace Private {
         const answer = await fetch(new URL(request.url!, target.origin), {
           method: request.method,
           headers,
-          body: body.length > 0 ? body : undefined,
+          body: body.length > 0 ? new Uint8Array(body) : undefined,
           redirect: 'manual'
         }).catch(() => undefined);
         if (!answer) {
