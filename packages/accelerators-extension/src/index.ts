@@ -216,6 +216,7 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     };
     const panel = new AcceleratorPanel({
       manager,
+      translator: translator ?? undefined,
       describeHolder,
       openKernel: id => {
         const path = paths.get(id);

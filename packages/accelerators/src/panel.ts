@@ -3,6 +3,11 @@
  * `charts.ts`.
  */
 
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { Message } from '@lumino/messaging';
 import type { VirtualElement, VirtualNode } from '@lumino/virtualdom';
 import { h, VirtualDOM } from '@lumino/virtualdom';
@@ -56,10 +61,14 @@ export class AcceleratorPanel extends Widget {
    */
   constructor(options: AcceleratorPanel.IOptions) {
     super();
+    const trans = (this._trans = (options.translator ?? nullTranslator).load(
+      'ferry'
+    ));
+    this._modelContent = Private.emptyModel(trans);
     this.addClass('jp-FerryAccelerators');
-    this.title.caption = 'Accelerators';
+    this.title.caption = trans.__('Accelerators');
     this.node.setAttribute('role', 'region');
-    this.node.setAttribute('aria-label', 'Accelerators');
+    this.node.setAttribute('aria-label', trans.__('Accelerators'));
     // Focusable by script only (onActivateRequest), not a stop of its own in the Tab order.
     this.node.tabIndex = -1;
     this._manager = options.manager;
@@ -158,7 +167,7 @@ export class AcceleratorPanel extends Widget {
     this._charts.startPass();
     this._modelContent = model
       ? [Overview.counts(model), this._queue(model), this._workers(model)]
-      : Private.emptyModel();
+      : Private.emptyModel(this._trans);
     this._charts.endPass();
     this._render();
   }
@@ -213,13 +222,14 @@ export class AcceleratorPanel extends Widget {
   }
 
   private _connection(): VirtualElement {
+    const trans = this._trans;
     const state = this._state;
     const text: { [key in AcceleratorStream.State]: string } = {
-      idle: 'Not connected',
-      connecting: 'Connecting…',
-      open: 'Live',
-      waiting: 'Connection lost: reconnecting…',
-      disposed: 'Stopped'
+      idle: trans.__('Not connected'),
+      connecting: trans.__('Connecting…'),
+      open: trans.__('Live'),
+      waiting: trans.__('Connection lost: reconnecting…'),
+      disposed: trans.__('Stopped')
     };
     const configure = this._onConfigure;
     return h.p(
@@ -239,12 +249,13 @@ export class AcceleratorPanel extends Widget {
               {
                 className: 'jp-FerryAccelerators-configure',
                 type: 'button',
-                'aria-label':
-                  "Open the settings of Ferry Accelerators to set the gateway's URL and token",
+                'aria-label': trans.__(
+                  "Open the settings of Ferry Accelerators to set the gateway's URL and token"
+                ),
                 onclick: () => configure(),
                 ...(this._problem ? {} : { hidden: '' })
               },
-              'Open settings'
+              trans.__('Open settings')
             )
           ]
         : null
@@ -256,10 +267,16 @@ export class AcceleratorPanel extends Widget {
     if (!onBenchmark) {
       return null;
     }
-    const label = "Measure matmul TFLOPS in the current notebook's kernel";
+    const trans = this._trans;
+    const label = trans.__(
+      "Measure matmul TFLOPS in the current notebook's kernel"
+    );
     const state = this._benchmark;
     return h.section(
-      { className: 'jp-FerryAccelerators-speed', 'aria-label': 'Speed check' },
+      {
+        className: 'jp-FerryAccelerators-speed',
+        'aria-label': trans.__('Speed check')
+      },
       h.button(
         {
           className: 'jp-FerryAccelerators-benchmark',
@@ -270,7 +287,7 @@ export class AcceleratorPanel extends Widget {
           ...(state ? { 'aria-busy': String(state.running) } : {}),
           ...(state?.running ? { disabled: '' } : {})
         },
-        'Measure speed'
+        trans.__('Measure speed')
       ),
       h.output(
         {
@@ -283,17 +300,21 @@ export class AcceleratorPanel extends Widget {
   }
 
   private _queue(model: IAccelerators): VirtualElement {
+    const trans = this._trans;
     const now = Date.parse(model.time);
     const waiting = model.queue.length;
     return h.section(
-      Private.QUEUE_ATTRS,
-      h.h3({ className: 'jp-FerryAccelerators-heading' }, `Queue (${waiting})`),
+      Private.queueAttrs(trans),
+      h.h3(
+        { className: 'jp-FerryAccelerators-heading' },
+        trans.__('Queue (%1)', waiting)
+      ),
       h.p(
         {
           className: 'jp-FerryAccelerators-empty',
           ...(waiting > 0 ? { hidden: '' } : {})
         },
-        'No request is waiting.'
+        trans.__('No request is waiting.')
       ),
       h.ol(
         { className: 'jp-FerryAccelerators-queueList' },
@@ -303,6 +324,7 @@ export class AcceleratorPanel extends Widget {
   }
 
   private _queueItem(entry: IQueueEntry, now: number): VirtualElement {
+    const trans = this._trans;
     const waited = Math.max(
       0,
       Math.round((now - Date.parse(entry.since)) / 1000)
@@ -315,11 +337,13 @@ export class AcceleratorPanel extends Widget {
       },
       `#${entry.position} ${formatAccelerator(entry)} · `,
       this._holder(entry.holder),
-      ` · waiting ${Private.duration(waited)}${estimate ? ` · ${estimate}` : ''}`,
+      ' · ' +
+        trans.__('waiting %1', Private.duration(trans, waited)) +
+        (estimate ? ` · ${estimate}` : ''),
       entry.wait
         ? h.div(
             { className: 'jp-FerryAccelerators-queueWhy' },
-            Private.waitDetails(entry.wait)
+            Private.waitDetails(trans, entry.wait)
           )
         : null
     );
@@ -330,6 +354,7 @@ export class AcceleratorPanel extends Widget {
    * others and for terminals.
    */
   private _holder(holder: IHolder): VirtualElement {
+    const trans = this._trans;
     const info = this._describeHolder(holder);
     const open = this._openKernel;
     const kernelId = holder.kind === 'kernel' ? holder.id : undefined;
@@ -339,8 +364,8 @@ export class AcceleratorPanel extends Widget {
             {
               className: 'jp-FerryAccelerators-kernelLink',
               type: 'button',
-              'aria-label': `Open ${info.path} (your kernel)`,
-              title: `Open ${info.path}`,
+              'aria-label': trans.__('Open %1 (your kernel)', info.path),
+              title: trans.__('Open %1', info.path),
               onclick: () => open(kernelId)
             },
             info.label
@@ -352,7 +377,13 @@ export class AcceleratorPanel extends Widget {
       },
       name,
       info.own
-        ? [' ', h.span({ className: 'jp-FerryAccelerators-yours' }, 'yours')]
+        ? [
+            ' ',
+            h.span(
+              { className: 'jp-FerryAccelerators-yours' },
+              trans.__('yours')
+            )
+          ]
         : null
     );
   }
@@ -363,14 +394,17 @@ export class AcceleratorPanel extends Widget {
       model.workers.length === 0
         ? h.p(
             { className: 'jp-FerryAccelerators-empty' },
-            'No worker is connected.'
+            this._trans.__('No worker is connected.')
           )
         : model.workers.map(worker => this._worker(worker))
     );
   }
 
   private _worker(worker: IWorker): VirtualElement {
-    const state = `${worker.remote ? '' : ' (embedded)'}${worker.connected ? '' : ' · disconnected'}`;
+    const trans = this._trans;
+    const state =
+      (worker.remote ? '' : ' ' + trans.__('(embedded)')) +
+      (worker.connected ? '' : ' · ' + trans.__('disconnected'));
     // Few devices of a model are rows; many (a TPU slice) are a heat strip.
     const rows: IDevice[] = [];
     const strips = new Map<string, IDevice[]>();
@@ -385,7 +419,7 @@ export class AcceleratorPanel extends Widget {
       {
         key: worker.id,
         className: `jp-FerryAccelerators-worker${worker.connected ? '' : ' jp-mod-disconnected'}`,
-        'aria-label': `Worker ${worker.name}`
+        'aria-label': trans.__('Worker %1', worker.name)
       },
       h.h3({ className: 'jp-FerryAccelerators-heading' }, worker.name + state),
       Overview.host(worker),
@@ -416,11 +450,17 @@ export class AcceleratorPanel extends Widget {
     group: string,
     devices: IDevice[]
   ): VirtualElement {
+    const trans = this._trans;
     const key = `${worker.id}/${group}`;
     const selected = devices.find(d => d.id === this._selected.get(key));
     const first = devices[0];
     const held = devices.filter(d => d.holders.length > 0).length;
-    const title = `${devices.length} ${first.profile ? `${first.model} MIG ${first.profile}` : first.model} ${first.kind === 'tpu' ? 'TPU chips' : 'GPUs'}${first.simulated ? ' (simulated)' : ''}`;
+    const title =
+      `${devices.length} ${first.profile ? `${first.model} MIG ${first.profile}` : first.model} ` +
+      (first.kind === 'tpu'
+        ? trans._n('TPU chip', 'TPU chips', devices.length)
+        : trans._n('GPU', 'GPUs', devices.length)) +
+      (first.simulated ? ' ' + trans.__('(simulated)') : '');
     return h.section(
       {
         key: `strip/${group}`,
@@ -429,10 +469,14 @@ export class AcceleratorPanel extends Widget {
       },
       h.h4(
         { className: 'jp-FerryAccelerators-stripTitle' },
-        `${title} · ${devices.length - held} free`
+        `${title} · ${trans.__('%1 free', devices.length - held)}`
       ),
       HeatStrip.render(devices, {
-        label: `${title} on ${worker.name}: utilisation of each; arrow keys choose one to show its details`,
+        label: trans.__(
+          '%1 on %2: utilisation of each; arrow keys choose one to show its details',
+          title,
+          worker.name
+        ),
         idPrefix: Private.elementId('chip', key),
         selected: selected?.id ?? null,
         select: id => {
@@ -468,19 +512,25 @@ export class AcceleratorPanel extends Widget {
           )
         : h.p(
             { className: 'jp-FerryAccelerators-stripHint' },
-            'Choose a chip to see its details.'
+            trans.__('Choose a chip to see its details.')
           )
     );
   }
 
   /** A device in words, for a heat strip's cell: `v5e · 3 (simulated): 100 % busy, in use by a.ipynb`. */
   private _describeDevice(device: IDevice): string {
+    const trans = this._trans;
     const percent = device.sample?.utilizationPercent;
     const busy =
-      percent === undefined ? 'no sample yet' : `${Math.round(percent)} % busy`;
+      percent === undefined
+        ? trans.__('no sample yet')
+        : trans.__('%1 % busy', Math.round(percent));
     const holder = device.holders.length
-      ? `in use by ${device.holders.map(h => this._describeHolder(h).label).join(', ')}`
-      : 'free';
+      ? trans.__(
+          'in use by %1',
+          device.holders.map(h => this._describeHolder(h).label).join(', ')
+        )
+      : trans.__('free');
     return `${formatDevice(device)}: ${busy}, ${holder}`;
   }
 
@@ -510,6 +560,7 @@ export class AcceleratorPanel extends Widget {
   }
 
   private _manager: IAcceleratorManager;
+  private _trans: TranslationBundle;
   private _describeHolder: (holder: IHolder) => AcceleratorPanel.IHolderInfo;
   private _openKernel: ((kernelId: string) => void) | null;
   private _onBenchmark: (() => void) | null;
@@ -518,7 +569,7 @@ export class AcceleratorPanel extends Widget {
   private _state: AcceleratorStream.State = 'idle';
   private _problem: string | null = null;
   private _benchmark: AcceleratorPanel.IBenchmarkState | null = null;
-  private _modelContent: VirtualNode[] = Private.emptyModel();
+  private _modelContent: VirtualNode[];
   private _charts = new DeviceChartSet({
     themeNode: this.node,
     canDraw: () => this.isAttached
@@ -566,6 +617,8 @@ export namespace AcceleratorPanel {
     onConfigure?: () => void;
     /** Shows "Open charts in a tab" in a device's details, which calls this. */
     openCharts?: (workerId: string, deviceId: string) => void;
+    /** The application's translator (its words in English without one). */
+    translator?: ITranslator;
   }
 }
 
@@ -574,19 +627,21 @@ export namespace AcceleratorPanel {
  */
 namespace Private {
   /** The queue's section. */
-  export const QUEUE_ATTRS = {
-    className: 'jp-FerryAccelerators-queue',
-    'aria-label': 'Queue'
-  };
+  export function queueAttrs(trans: TranslationBundle) {
+    return {
+      className: 'jp-FerryAccelerators-queue',
+      'aria-label': trans.__('Queue')
+    };
+  }
 
   /** The workers' list. */
   export const WORKERS_ATTRS = { className: 'jp-FerryAccelerators-workers' };
 
   /** The counts, the queue and the workers without a picture: empty. */
-  export function emptyModel(): VirtualNode[] {
+  export function emptyModel(trans: TranslationBundle): VirtualNode[] {
     return [
       h.ul({ className: 'jp-FerryAccelerators-counts' }),
-      h.section(QUEUE_ATTRS),
+      h.section(queueAttrs(trans)),
       h.div(WORKERS_ATTRS)
     ];
   }
@@ -614,24 +669,36 @@ namespace Private {
   }
 
   /** `42 s`, `3 min`. */
-  export function duration(seconds: number): string {
-    return seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`;
+  export function duration(trans: TranslationBundle, seconds: number): string {
+    return seconds < 120
+      ? trans.__('%1 s', seconds)
+      : trans.__('%1 min', Math.round(seconds / 60));
   }
 
   /**
    * Who holds what a queued request waits for, and the basis of its estimate: `Held by train.ipynb
    * (3 min, culled in 7 min if idle). Estimate from 1 idle-culling deadline; ...`.
    */
-  export function waitDetails(wait: NonNullable<IQueueEntry['wait']>): string {
+  export function waitDetails(
+    trans: TranslationBundle,
+    wait: NonNullable<IQueueEntry['wait']>
+  ): string {
     const holders = wait.holders.map(holder => {
-      const facts = [duration(holder.heldSeconds)];
+      const facts = [duration(trans, holder.heldSeconds)];
       if (holder.cullInSeconds !== undefined) {
-        facts.push(`culled in ${duration(holder.cullInSeconds)} if idle`);
+        facts.push(
+          trans.__(
+            'culled in %1 if idle',
+            duration(trans, holder.cullInSeconds)
+          )
+        );
       }
       const name = holder.notebook ?? formatHolder(holder.holder);
-      return `${name}${holder.count > 1 ? ` (${holder.count} devices, ` : ' ('}${facts.join(', ')})`;
+      return `${name}${holder.count > 1 ? ` (${trans.__('%1 devices', holder.count)}, ` : ' ('}${facts.join(', ')})`;
     });
-    const held = holders.length ? `Held by ${holders.join(', ')}. ` : '';
-    return `${held}Estimate: ${wait.basis}.`;
+    const held = holders.length
+      ? trans.__('Held by %1.', holders.join(', ')) + ' '
+      : '';
+    return held + trans.__('Estimate: %1.', wait.basis);
   }
 }
