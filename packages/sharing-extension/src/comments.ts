@@ -6,6 +6,10 @@
  */
 import type { Cell } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { PanelLayout } from '@lumino/widgets';
 import { Widget } from '@lumino/widgets';
 import * as Y from 'yjs';
@@ -59,7 +63,8 @@ export class CommentThread extends Widget {
     private readonly _doc: Y.Doc,
     private readonly _cellId: string,
     private readonly _author: () => string,
-    canWrite: boolean
+    canWrite: boolean,
+    trans: TranslationBundle = nullTranslator.load('ferry')
   ) {
     super();
     this.addClass('jp-FerryComments');
@@ -71,9 +76,9 @@ export class CommentThread extends Widget {
       form.className = 'jp-FerryComments-form';
       const input = document.createElement('input');
       input.className = 'jp-mod-styled jp-FerryComments-input';
-      input.placeholder = 'Comment on this cell';
+      input.placeholder = trans.__('Comment on this cell');
       input.maxLength = COMMENT_MAX;
-      input.setAttribute('aria-label', 'Comment on this cell');
+      input.setAttribute('aria-label', trans.__('Comment on this cell'));
       // The notebook must not take these keys as its shortcuts (Enter, arrows, "a", "b"...).
       input.addEventListener('keydown', event => event.stopPropagation());
       form.append(input);
@@ -128,7 +133,8 @@ export class CommentThread extends Widget {
 export function showComments(
   panel: NotebookPanel,
   author: () => string,
-  canWrite: boolean
+  canWrite: boolean,
+  trans: TranslationBundle = nullTranslator.load('ferry')
 ): void {
   const threads = new WeakSet<Cell>();
   const attach = () => {
@@ -145,7 +151,8 @@ export function showComments(
         doc,
         cell.model.sharedModel.getId(),
         author,
-        canWrite
+        canWrite,
+        trans
       );
       (cell.layout as PanelLayout).addWidget(thread);
     }

@@ -113,19 +113,24 @@ const commentsPlugin: JupyterFrontEndPlugin<void> = {
     'Shows comment threads on cells, stored with the room; the owner and comment, run and edit links add to them.',
   autoStart: true,
   requires: [INotebookTracker],
+  optional: [ITranslator],
   activate: async (
     app: JupyterFrontEnd,
-    tracker: INotebookTracker
+    tracker: INotebookTracker,
+    translator: ITranslator | null
   ): Promise<void> => {
+    const trans = (translator ?? nullTranslator).load('ferry');
     const share = await currentShare(app);
     const canWrite = share ? mayComment(share.scope) : true;
     const user = app.serviceManager.user;
     const author = () =>
-      user.identity?.display_name || user.identity?.name || 'Anonymous';
+      user.identity?.display_name ||
+      user.identity?.name ||
+      trans.__('Anonymous');
     tracker.widgetAdded.connect((_, panel) =>
-      showComments(panel, author, canWrite)
+      showComments(panel, author, canWrite, trans)
     );
-    tracker.forEach(panel => showComments(panel, author, canWrite));
+    tracker.forEach(panel => showComments(panel, author, canWrite, trans));
   }
 };
 

@@ -6,6 +6,10 @@
  */
 import { Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { CommandRegistry } from '@lumino/commands';
 import { mayEdit, mayRun, type ShareScope } from './api';
 
@@ -64,7 +68,8 @@ export function commandAllowed(scope: ShareScope, id: string): boolean {
 export function guardCommands(
   commands: CommandRegistry,
   scope: ShareScope,
-  tracker: INotebookTracker
+  tracker: INotebookTracker,
+  trans: TranslationBundle = nullTranslator.load('ferry')
 ): void {
   const execute = commands.execute.bind(commands);
   commands.execute = (id, args) => {
@@ -74,7 +79,11 @@ export function guardCommands(
     }
     if (!commandAllowed(scope, id)) {
       Notification.warning(
-        `This link lets you ${scope} the notebook: "${commands.label(id, args) || id}" is not part of it.`,
+        trans.__(
+          'This link lets you %1 the notebook: "%2" is not part of it.',
+          scope,
+          commands.label(id, args) || id
+        ),
         { autoClose: 4000 }
       );
       return Promise.resolve(undefined);

@@ -217,7 +217,7 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
     }
     const current = share;
     document.body.dataset.ferryShareScope = current.scope;
-    guardCommands(app.commands, current.scope, tracker);
+    guardCommands(app.commands, current.scope, tracker, trans);
     tracker.widgetAdded.connect((_, panel) =>
       applyRights(panel, current.scope)
     );
