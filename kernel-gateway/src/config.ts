@@ -14,7 +14,11 @@ import type {
 } from './kernels';
 import type { RestSchemas } from './protocol';
 import type { Scheduler } from './scheduler';
-import type { IAcceleratorOffer, IEnvironmentProfile } from './engines';
+import type {
+  IAcceleratorOffer,
+  IEnvironmentProfile,
+  IGroupLimitsProfile
+} from './engines';
 
 /** How the gateway runs Slurm jobs for the offers that name Slurm. */
 export interface ISlurmSettings {
@@ -143,6 +147,11 @@ export interface IGatewayOptions {
   offers?: IAcceleratorOffer[];
   /** Environment templates (the profiles file): every worker is sent them and says which it has. */
   environments?: IEnvironmentProfile[];
+  /**
+   * What each signed-in user may hold at once, by group (the profiles file's `limits`:
+   * auth/user-limits.ts); left out: the flags for everyone.
+   */
+  userLimits?: IGroupLimitsProfile;
   /** Slurm settings for the offers that name Slurm. */
   slurm?: ISlurmSettings;
   /** Kubernetes settings for the offers that name Kubernetes. */

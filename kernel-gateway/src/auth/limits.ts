@@ -138,7 +138,11 @@ export class KernelQuota {
         `This gateway runs its limit of ${maxKernels} kernels: shut one down first (the limit is --max-kernels)`
       );
     }
-    if (maxKernelsPerUser > 0 && counts.principal >= maxKernelsPerUser) {
+    const users = this._options.users;
+    if (users?.of(principal)) {
+      // A signed-in user: their group's limit, not the flag's.
+      users.check(principal, 'kernels', counts.principal);
+    } else if (maxKernelsPerUser > 0 && counts.principal >= maxKernelsPerUser) {
       throw new LimitError(
         403,
         `You run ${counts.principal} kernels, the most one user may: shut one down first (the limit is --max-kernels-per-user)`
@@ -244,6 +248,14 @@ export namespace KernelQuota {
       ILimits,
       'maxKernels' | 'maxKernelsPerUser' | 'kernelStartsPerMinute'
     >;
+    /**
+     * Limits per user and group (the profiles file's `limits`, auth/user-limits.ts): a user it
+     * covers gets their group's kernels at once instead of `maxKernelsPerUser`.
+     */
+    users?: {
+      of(id: string): object | undefined;
+      check(id: string, field: 'kernels', held: number): void;
+    };
     /** The clock (tests). */
     now?: () => number;
   }

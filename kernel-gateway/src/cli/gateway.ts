@@ -96,6 +96,7 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
       token,
       offers,
       environments: profiles?.environments,
+      userLimits: profiles?.limits,
       workerToken,
       processLimits: worker.processLimits.info
     });

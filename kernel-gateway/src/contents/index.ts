@@ -13,3 +13,9 @@ export { ContentsError } from './errors';
 export { FileContentsManager, type IServedFile } from './manager';
 export type { ContentsType, IContentsModel } from './models';
 export { SpaceContents } from './spaces';
+export {
+  formatBytes,
+  StorageQuota,
+  type IStorageGuard,
+  type IStorageLimit
+} from './storage';

@@ -3,6 +3,8 @@
  * FileContentsManager serves them, one method per `/api/contents` action. Models are read in
  * models.ts, saves written in write.ts, chunked uploads staged in uploads.ts, copies made in copy.ts,
  * paths resolved in paths.ts and left-behind temporaries swept in temporaries.ts.
+ *
+ * One file of ~550 lines: one short method per `/api/contents` action, each handing off to the files named.
  */
 import { promises as fs, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -26,6 +28,7 @@ import {
 import { checkNewName, joinPath, nextFreeName } from './names';
 import { NotebookNotary } from './notary';
 import { RootedPaths } from './paths';
+import type { IStorageGuard } from './storage';
 import { StaleTemporaries } from './temporaries';
 import { ChunkedUploads } from './uploads';
 import {
@@ -57,6 +60,7 @@ export class FileContentsManager {
     this._checkpoints = new FileCheckpoints(this._paths);
     this._allowHidden = options.allowHidden ?? false;
     this._events = options.events;
+    this._storage = options.storage;
     this._notary = options.notaryDir
       ? new NotebookNotary(options.notaryDir)
       : undefined;
@@ -73,7 +77,8 @@ export class FileContentsManager {
       paths: this._paths,
       models: this._models,
       read: api => this._get(api, { content: false }),
-      staleMs
+      staleMs,
+      storage: options.storage
     });
     // Temporaries of saves and uploads cut short by a stop of the process go at start-up.
     this.swept = this.sweepTemporaries().catch(() => 0);
@@ -234,7 +239,13 @@ export class FileContentsManager {
         if (created) {
           checkNewName(path.posix.basename(api));
         }
-        written = await writeModel(api, entry, request, this._notary);
+        written = await writeModel(
+          api,
+          entry,
+          request,
+          this._notary,
+          this._storage
+        );
       } finally {
         await entry.close();
       }
@@ -504,11 +515,12 @@ export class FileContentsManager {
   private _paths: RootedPaths;
   private _checkpoints: FileCheckpoints;
   private _allowHidden: boolean;
-  private _events: EventBus | undefined;
+  private _events: Pick<EventBus, 'emit'> | undefined;
   private _notary: NotebookNotary | undefined;
   private _temporaries: StaleTemporaries;
   private _models: ContentsModels;
   private _uploads: ChunkedUploads;
+  private _storage: IStorageGuard | undefined;
 }
 
 export namespace FileContentsManager {
@@ -518,7 +530,7 @@ export namespace FileContentsManager {
     /** Serve and list dot files (default false). */
     allowHidden?: boolean;
     /** Where `contents_service` events go. */
-    events?: EventBus;
+    events?: Pick<EventBus, 'emit'>;
     /**
      * Where notebook signatures and their secret are kept: notebooks saved trusted open trusted.
      * Without it every notebook opens untrusted.
@@ -529,6 +541,8 @@ export namespace FileContentsManager {
      * before it is taken for left behind and removed (default {@link STALE_TEMPORARY_MS}).
      */
     staleTemporaryMs?: number;
+    /** Storage per user (contents/storage.ts): writes past a user's limit are refused with 507. */
+    storage?: IStorageGuard;
   }
 
   /** What {@link FileContentsManager.get} includes in a model. */

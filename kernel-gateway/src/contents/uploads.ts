@@ -11,6 +11,7 @@ import type { ContentsModels, IContentsModel } from './models';
 import { checkNewName } from './names';
 import type { RootedPaths } from './paths';
 import type { RootedEntry } from './rooted';
+import type { IStorageGuard } from './storage';
 import { fileBytes, type ISaveRequest } from './write';
 
 /** The chunked uploads under way, and the pieces that come for them. */
@@ -20,6 +21,7 @@ export class ChunkedUploads {
     this._models = options.models;
     this._read = options.read;
     this._staleMs = options.staleMs;
+    this._storage = options.storage;
   }
 
   /**
@@ -69,9 +71,21 @@ export class ChunkedUploads {
       }
       const dirStat = await entry.dir.stat();
       const key = `${dirStat.dev}:${dirStat.ino}/${entry.name}`;
-      const model = await this._serialized(key, () =>
-        this._stageChunk(api, entry, key, chunk, bytes)
+      // Each piece counts against its user's storage (a file it replaces is freed at the next walk).
+      const held = await this._storage?.reserve(
+        path.join(entry.dir.osPath, entry.name!),
+        bytes.length,
+        0
       );
+      let model: IContentsModel | undefined;
+      try {
+        model = await this._serialized(key, () =>
+          this._stageChunk(api, entry, key, chunk, bytes)
+        );
+      } catch (error) {
+        held?.undo();
+        throw error;
+      }
       return {
         model: model ?? (await this._read(api)),
         created
@@ -229,6 +243,7 @@ export class ChunkedUploads {
   private _models: ContentsModels;
   private _read: (api: string) => Promise<IContentsModel>;
   private _staleMs: number;
+  private _storage: IStorageGuard | undefined;
   /** Chunked uploads under way, by staging file: the next piece expected, and the file so far. */
   private _uploads = new Map<string, Private.IUpload>();
   private _locks = new Map<string, Promise<void>>();
@@ -243,6 +258,8 @@ export namespace ChunkedUploads {
     read: (api: string) => Promise<IContentsModel>;
     /** How long an upload may wait for its next piece before it is forgotten. */
     staleMs: number;
+    /** Storage per user: each piece is counted, and refused with 507 past the limit. */
+    storage?: IStorageGuard;
   }
 }
 

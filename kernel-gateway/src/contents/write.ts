@@ -10,6 +10,7 @@ import { contentHash, type ContentsType, type IContentsModel } from './models';
 import { isNotebook, newNotebook, serializeNotebook } from './notebook';
 import { NotebookNotary } from './notary';
 import type { RootedEntry } from './rooted';
+import type { IStorageGuard } from './storage';
 import type { RestSchemas } from '../protocol';
 
 /**
@@ -37,7 +38,8 @@ export async function writeModel(
   apiPath: string,
   entry: RootedEntry,
   request: ISaveRequest,
-  notary: NotebookNotary | undefined
+  notary: NotebookNotary | undefined,
+  storage?: IStorageGuard
 ): Promise<IWritten> {
   const { type, content, format } = request;
   if (type === undefined || type === null || type === '') {
@@ -72,7 +74,9 @@ export async function writeModel(
     }
     const file = writtenFile(
       bytes,
-      await writeAtomicIn(entry.dir, entry.name, bytes, announce(entry, stat))
+      await guarded(storage, entry, bytes, stat, () =>
+        writeAtomicIn(entry.dir, entry.name!, bytes, announce(entry, stat))
+      )
     );
     return typeof content.nbformat === 'number' && content.nbformat >= 4
       ? { file }
@@ -85,9 +89,32 @@ export async function writeModel(
   return {
     file: writtenFile(
       bytes,
-      await writeAtomicIn(entry.dir, entry.name, bytes, announce(entry, stat))
+      await guarded(storage, entry, bytes, stat, () =>
+        writeAtomicIn(entry.dir, entry.name!, bytes, announce(entry, stat))
+      )
     )
   };
+}
+
+/** A write of `bytes` over `previous`, counted against its user's storage first (contents/storage.ts). */
+async function guarded<T>(
+  storage: IStorageGuard | undefined,
+  entry: RootedEntry,
+  bytes: Buffer,
+  previous: Stats | undefined,
+  write: () => Promise<T>
+): Promise<T> {
+  const held = await storage?.reserve(
+    path.join(entry.dir.osPath, entry.name!),
+    bytes.length,
+    previous?.isFile() ? previous.size : 0
+  );
+  try {
+    return await write();
+  } catch (error) {
+    held?.undo();
+    throw error;
+  }
 }
 
 /** Tells {@link replacements}' listeners that `entry`, which held `previous`, is written anew. */

@@ -25,6 +25,8 @@ export {
   type IAcceleratorOffer,
   type IEnvironmentProfile,
   type IOidcProfile,
+  type IGroupLimitsProfile,
+  type IUserLimitsProfile,
   type IProfiles,
   type IProvisionedJob,
   type IProvisioner,

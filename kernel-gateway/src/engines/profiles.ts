@@ -111,7 +111,8 @@ export function checkProfilesFile(
   return {
     offers,
     environments,
-    ...(profiles.oidc ? { oidc: { ...profiles.oidc } } : {})
+    ...(profiles.oidc ? { oidc: { ...profiles.oidc } } : {}),
+    ...(profiles.limits ? { limits: profiles.limits } : {})
   };
 }
 

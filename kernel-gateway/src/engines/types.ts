@@ -80,6 +80,24 @@ export interface IProfiles {
   environments: IEnvironmentProfile[];
   /** The settings of `--auth oidc` (each overridden by its flag). */
   oidc?: IOidcProfile;
+  /** What each signed-in user may hold at once, by group (auth/user-limits.ts). */
+  limits?: IGroupLimitsProfile;
+}
+
+/** The `limits` section of a profiles file, as written: a `default` row and a row per group. */
+export interface IGroupLimitsProfile {
+  default?: IUserLimitsProfile;
+  groups?: Record<string, IUserLimitsProfile>;
+}
+
+/** One row of the `limits` table: each field left out is the `default` row's, else no limit. */
+export interface IUserLimitsProfile {
+  kernels?: number;
+  terminals?: number;
+  jobs?: number;
+  devices?: number;
+  /** Bytes, or a size such as `5GB` (units of 1024). */
+  storage?: number | string;
 }
 
 /**

@@ -43,6 +43,7 @@ export class JobSubmission {
     this._rootDir = options.rootDir;
     this._envAllow = options.envAllow;
     this._maxJobsPerUser = options.maxJobsPerUser;
+    this._users = options.users;
   }
 
   /**
@@ -179,7 +180,10 @@ export class JobSubmission {
     const limit = this._maxJobsPerUser;
     const active =
       this._host.active.countOf(user) + (this._reserved.get(user) ?? 0);
-    if (limit > 0 && active >= limit) {
+    if (this._users?.of(user)) {
+      // A signed-in user: their group's limit, not the flag's.
+      this._users.check(user, 'jobs', active);
+    } else if (limit > 0 && active >= limit) {
       throw new LimitError(
         429,
         `${active} of your jobs are queued, running or being submitted, the most allowed (--max-jobs-per-user ${limit}): wait for one to end, or cancel one`
@@ -278,6 +282,7 @@ export class JobSubmission {
   private _rootDir: string;
   private _envAllow: readonly string[];
   private _maxJobsPerUser: number;
+  private _users: JobSubmission.IOptions['users'];
   /** Submissions under way per user, not yet active: they count against the per-user limit. */
   private _reserved = new Map<string, number>();
 }
@@ -295,6 +300,14 @@ export namespace JobSubmission {
     envAllow: readonly string[];
     /** Jobs one user may have queued or running at once; 0 for no limit. */
     maxJobsPerUser: number;
+    /**
+     * Limits per user and group (auth/user-limits.ts): a user it covers gets their group's jobs at
+     * once instead of `maxJobsPerUser`.
+     */
+    users?: {
+      of(id: string): object | undefined;
+      check(id: string, field: 'jobs', held: number): void;
+    };
   }
 }
 
