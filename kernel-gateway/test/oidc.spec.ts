@@ -11,11 +11,14 @@ import { once } from 'node:events';
 import { CookieJar } from 'tough-cookie';
 import WebSocket from 'ws';
 import { notebook } from './notebooks';
+import { startGatewayProcess } from './gateway-process';
 import {
   CALLBACK_PATH,
+  freePort,
   signIn,
   signInSteps,
   startOidcGateway,
+  startOidcProvider,
   type IOidcGateway,
   type ISignedIn
 } from './oidc-harness';
@@ -379,6 +382,34 @@ describe('browser sessions end', () => {
       expect((await me(env.gateway.url, alice.headers)).status).toBe(401);
     } finally {
       await env.stop();
+    }
+  });
+});
+
+describe('an account that cannot be set up', () => {
+  it('ends the sign-in on a 503 page that says why', async () => {
+    // No --user-uids: a person without a system account of their name has no uid to run as.
+    const port = await freePort();
+    const provider = await startOidcProvider({
+      gatewayUrl: `http://127.0.0.1:${port}`
+    });
+    const gateway = await startGatewayProcess([
+      '--port',
+      String(port),
+      ...provider.gatewayArgs
+    ]);
+    try {
+      const steps = await signInSteps(gateway.url, 'no-such-account-here');
+      const last = steps[steps.length - 1];
+      expect(last.status).toBe(503);
+      expect(last.body).toMatch(
+        /Your account could not be set up: There is no system account no-such-account-here and no --user-uids range/
+      );
+      expect(last.body).toMatch(/Ask an admin/);
+      expect(gateway.running()).toBe(true);
+    } finally {
+      await gateway.stop();
+      await provider.stop();
     }
   });
 });
