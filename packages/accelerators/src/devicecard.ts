@@ -4,6 +4,10 @@
  * details (every metric, and the charts its panel gives it).
  */
 
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
 import { formatDevice, formatGiB } from './labels';
@@ -28,7 +32,12 @@ export namespace DeviceCard {
     charts: () => VirtualElement[];
     /** Opens the device's charts in the main area; no button without it. */
     openCharts?: () => void;
+    /** Its words, translated (English by default). */
+    trans?: TranslationBundle;
   }
+
+  /** The words of a card when its panel gives none: English. */
+  export const ENGLISH = nullTranslator.load('ferry');
 
   /**
    * A device's row, keyed by the device's id among its worker's devices.
@@ -37,6 +46,7 @@ export namespace DeviceCard {
    * @param options - How to name holders, whether it is expanded, and the charts.
    */
   export function render(device: IDevice, options: IOptions): VirtualElement {
+    const trans = options.trans ?? ENGLISH;
     const busy = device.holders.length > 0;
     const name = formatDevice({ ...device, simulated: false });
     return h.li(
@@ -53,15 +63,23 @@ export namespace DeviceCard {
             type: 'button',
             'aria-expanded': String(options.expanded),
             'aria-controls': options.detailsId,
-            title: `${options.expanded ? 'Hide' : 'Show'} the details and charts of ${formatDevice(device)}`,
+            title: options.expanded
+              ? trans.__(
+                  'Hide the details and charts of %1',
+                  formatDevice(device)
+                )
+              : trans.__(
+                  'Show the details and charts of %1',
+                  formatDevice(device)
+                ),
             onclick: () => options.toggle()
           },
           name
         ),
-        device.simulated ? [' ', Private.SIMULATED] : null
+        device.simulated ? [' ', Private.simulated(trans)] : null
       ),
-      holders(device, options.holder),
-      glance(device),
+      holders(device, options.holder, trans),
+      glance(device, trans),
       options.expanded ? details(device, options) : null
     );
   }
@@ -74,27 +92,31 @@ export namespace DeviceCard {
    */
   export function details(
     device: IDevice,
-    options: Pick<IOptions, 'detailsId' | 'charts' | 'openCharts'>
+    options: Pick<IOptions, 'detailsId' | 'charts' | 'openCharts' | 'trans'>
   ): VirtualElement {
+    const trans = options.trans ?? ENGLISH;
     const open = options.openCharts;
     return h.div(
       {
         className: 'jp-FerryAccelerators-details',
         id: options.detailsId,
         role: 'region',
-        'aria-label': `Details of ${formatDevice(device)}`
+        'aria-label': trans.__('Details of %1', formatDevice(device))
       },
-      metrics(device),
+      metrics(device, trans),
       options.charts(),
       open
         ? h.button(
             {
               className: 'jp-FerryAccelerators-openCharts',
               type: 'button',
-              'aria-label': `Open the charts of ${formatDevice(device)} in a tab`,
+              'aria-label': trans.__(
+                'Open the charts of %1 in a tab',
+                formatDevice(device)
+              ),
               onclick: () => open()
             },
-            'Open charts in a tab'
+            trans.__('Open charts in a tab')
           )
         : null
     );
@@ -103,20 +125,24 @@ export namespace DeviceCard {
   /** Which kernels or terminals hold the device, a kernel with its accelerator memory when measured. */
   export function holders(
     device: IDevice,
-    name: (holder: IHolder) => VirtualElement
+    name: (holder: IHolder) => VirtualElement,
+    trans: TranslationBundle = ENGLISH
   ): VirtualElement {
     const className = 'jp-FerryAccelerators-holder';
     if (device.holders.length === 0) {
-      return h.div({ className }, 'Free');
+      return h.div({ className }, trans.__('Free'));
     }
     const memory = device.sample?.kernelMemoryBytes ?? {};
     return h.div(
       { className },
-      h.span({ className: 'jp-FerryAccelerators-holderLabel' }, 'In use by '),
+      h.span(
+        { className: 'jp-FerryAccelerators-holderLabel' },
+        trans.__('In use by') + ' '
+      ),
       h.ul(
         {
           className: 'jp-FerryAccelerators-holders',
-          'aria-label': `Kernels on ${formatDevice(device)}`
+          'aria-label': trans.__('Kernels on %1', formatDevice(device))
         },
         device.holders.map(holder => {
           const bytes =
@@ -144,7 +170,10 @@ export namespace DeviceCard {
    * Utilisation, memory and temperature at a glance, with meters; what the device does not report
    * is left out, and a device without any sample says so.
    */
-  export function glance(device: IDevice): VirtualElement {
+  export function glance(
+    device: IDevice,
+    trans: TranslationBundle = ENGLISH
+  ): VirtualElement {
     const sample = device.sample;
     const name = formatDevice(device);
     const stats: VirtualElement[] = [];
@@ -153,8 +182,8 @@ export namespace DeviceCard {
       stats.push(
         stat(
           'busy',
-          'Busy',
-          Overview.meter(`Utilisation of ${name}`, percent),
+          trans.__('Busy'),
+          Overview.meter(trans.__('Utilisation of %1', name), percent),
           `${percent} %`
         )
       );
@@ -164,9 +193,14 @@ export namespace DeviceCard {
       stats.push(
         stat(
           'memory',
-          'Mem',
+          trans.__('Mem'),
           Overview.meter(
-            `Memory of ${name}: ${formatGiB(sample.memoryUsedBytes)} of ${formatGiB(total)}`,
+            trans.__(
+              'Memory of %1: %2 of %3',
+              name,
+              formatGiB(sample.memoryUsedBytes),
+              formatGiB(total)
+            ),
             (100 * sample.memoryUsedBytes) / total
           ),
           `${(sample.memoryUsedBytes / 2 ** 30).toFixed(1)}/${formatGiB(total)}`
@@ -184,58 +218,78 @@ export namespace DeviceCard {
         ? stats
         : h.span(
             { className: 'jp-FerryAccelerators-stat' },
-            sample ? 'no telemetry' : 'no sample yet'
+            sample ? trans.__('no telemetry') : trans.__('no sample yet')
           )
     );
   }
 
   /** The metrics of a device as a description list; unknown fields are left out, never shown as 0. */
-  export function metrics(device: IDevice): VirtualElement {
+  export function metrics(
+    device: IDevice,
+    trans: TranslationBundle = ENGLISH
+  ): VirtualElement {
     const sample = device.sample;
     const rows: [string, string][] = [];
     if (sample) {
       if (sample.utilizationPercent !== undefined) {
         // nvidia-smi's utilisation is "a kernel was running", not SM occupancy.
-        rows.push(['Busy', `${Math.round(sample.utilizationPercent)} %`]);
+        rows.push([
+          trans.__('Busy'),
+          `${Math.round(sample.utilizationPercent)} %`
+        ]);
       }
       const total = sample.memoryTotalBytes ?? device.memoryBytes;
       if (sample.memoryUsedBytes !== undefined) {
         rows.push([
-          'Memory',
+          trans.__('Memory'),
           total
-            ? `${formatGiB(sample.memoryUsedBytes)} of ${formatGiB(total)}`
+            ? trans.__(
+                '%1 of %2',
+                formatGiB(sample.memoryUsedBytes),
+                formatGiB(total)
+              )
             : formatGiB(sample.memoryUsedBytes)
         ]);
       } else if (total) {
-        rows.push(['Memory', `${formatGiB(total)} in all`]);
+        rows.push([
+          trans.__('Memory'),
+          trans.__('%1 in all', formatGiB(total))
+        ]);
       }
       if (sample.temperatureC !== undefined) {
-        rows.push(['Temperature', `${Math.round(sample.temperatureC)} °C`]);
+        rows.push([
+          trans.__('Temperature'),
+          `${Math.round(sample.temperatureC)} °C`
+        ]);
       }
       if (sample.powerW !== undefined) {
         rows.push([
-          'Power',
+          trans.__('Power'),
           sample.powerLimitW
-            ? `${Math.round(sample.powerW)} of ${Math.round(sample.powerLimitW)} W`
+            ? trans.__(
+                '%1 of %2 W',
+                Math.round(sample.powerW),
+                Math.round(sample.powerLimitW)
+              )
             : `${Math.round(sample.powerW)} W`
         ]);
       }
       if (sample.smClockMHz !== undefined) {
-        rows.push(['Clock', `${sample.smClockMHz} MHz`]);
+        rows.push([trans.__('Clock'), `${sample.smClockMHz} MHz`]);
       }
       if (sample.eccUncorrected !== undefined) {
-        rows.push(['ECC errors', String(sample.eccUncorrected)]);
+        rows.push([trans.__('ECC errors'), String(sample.eccUncorrected)]);
       }
       if (sample.note) {
-        rows.push(['Note', sample.note]);
+        rows.push([trans.__('Note'), sample.note]);
       }
     } else {
-      rows.push(['Telemetry', 'no sample yet']);
+      rows.push([trans.__('Telemetry'), trans.__('no sample yet')]);
     }
     if (device.simulated) {
       rows.push([
-        'Source',
-        "simulated: busy is its kernel's state, nothing is measured"
+        trans.__('Source'),
+        trans.__("simulated: busy is its kernel's state, nothing is measured")
       ]);
     }
     return h.dl(
@@ -267,11 +321,15 @@ export namespace DeviceCard {
  */
 namespace Private {
   /** The badge of a device declared with `--simulate`: a word, not a colour. */
-  export const SIMULATED = h.span(
-    {
-      className: 'jp-FerryAccelerators-badge',
-      title: 'Declared with --simulate: nothing about it is measured'
-    },
-    'simulated'
-  );
+  export function simulated(trans: TranslationBundle): VirtualElement {
+    return h.span(
+      {
+        className: 'jp-FerryAccelerators-badge',
+        title: trans.__(
+          'Declared with --simulate: nothing about it is measured'
+        )
+      },
+      trans.__('simulated')
+    );
+  }
 }

@@ -431,6 +431,7 @@ export class AcceleratorPanel extends Widget {
               const expanded = this._expanded.has(key);
               return DeviceCard.render(device, {
                 holder: holder => this._holder(holder),
+                trans,
                 expanded,
                 toggle: () => this._toggle(key),
                 detailsId: Private.elementId('details', key),
@@ -500,8 +501,9 @@ export class AcceleratorPanel extends Widget {
               { className: 'jp-FerryAccelerators-deviceName' },
               formatDevice(selected)
             ),
-            DeviceCard.holders(selected, holder => this._holder(holder)),
+            DeviceCard.holders(selected, holder => this._holder(holder), trans),
             DeviceCard.details(selected, {
+              trans,
               detailsId: Private.elementId(
                 'details',
                 `${worker.id}/${selected.id}`
