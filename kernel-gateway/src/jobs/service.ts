@@ -65,7 +65,8 @@ export class JobService {
       contents: options.contents,
       rootDir: options.rootDir,
       envAllow: options.envAllow,
-      maxJobsPerUser: options.maxJobsPerUser
+      maxJobsPerUser: options.maxJobsPerUser,
+      users: options.users
     });
     options.registry.on('placed', this._onPlaced);
     options.registry.on('started', this._onStarted);
@@ -274,5 +275,13 @@ export namespace JobService {
     envAllow: readonly string[];
     /** Jobs one user may have queued or running at once; 0 for no limit. */
     maxJobsPerUser: number;
+    /**
+     * Limits per user and group (auth/user-limits.ts): a user it covers gets their group's jobs at
+     * once instead of `maxJobsPerUser`.
+     */
+    users?: {
+      of(id: string): object | undefined;
+      check(id: string, field: 'jobs', held: number): void;
+    };
   }
 }
