@@ -9,3 +9,4 @@ import './dashboard.css';
 import './sharing.css';
 import './jobs.css';
 import './tokens.css';
+import './admin.css';

@@ -1,0 +1,158 @@
+/// <reference lib="dom" />
+/**
+ * The admin page of the hosted JupyterLab, in Chromium, with people signed in through a real
+ * OpenID Provider: an admin opens "Users and Audit Log…", sees another user's kernel, stops it
+ * with a reason typed in the lab's dialog, and the audit log shows it; the user's socket was told
+ * the reason. A user who is no admin has no such command.
+ */
+import { mkdirSync } from 'node:fs';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import WebSocket from 'ws';
+import {
+  SCREENSHOTS,
+  appRestored,
+  browserMissing,
+  launchChromium,
+  screenshotStep,
+  type ICommands
+} from './lab-pages';
+import {
+  signIn,
+  startOidcGateway,
+  type IOidcGateway,
+  type ISignedIn
+} from './oidc-harness';
+
+const describeInBrowser = browserMissing ? describe.skip : describe;
+if (browserMissing) {
+  console.warn(`Browser tests skipped: ${browserMissing}`);
+}
+
+jest.setTimeout(120_000);
+
+/** The commands of the page's JupyterLab. */
+interface ILabCommands extends ICommands {
+  hasCommand(id: string): boolean;
+  isVisible(id: string): boolean;
+}
+
+describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
+  let env: IOidcGateway;
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+  let last: Page | undefined;
+
+  beforeAll(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    env = await startOidcGateway({
+      groups: { carol: ['admins'] },
+      args: ['--oidc-admin-group', 'admins', '--kernel-user', 'root']
+    });
+    browser = await launchChromium();
+  });
+
+  afterEach(async () => {
+    await screenshotStep(last, 'admin');
+  });
+
+  afterAll(async () => {
+    for (const context of contexts) {
+      await context.close();
+    }
+    await browser?.close();
+    await env?.stop();
+  });
+
+  /** A browser of its own holding `who`'s session (signed in through the provider), at the lab. */
+  async function openLab(who: ISignedIn): Promise<Page> {
+    const context = await browser.newContext({
+      viewport: { width: 1400, height: 900 }
+    });
+    contexts.push(context);
+    const url = env.gateway.url;
+    await context.addCookies(
+      (await who.jar.getCookies(url)).map(cookie => ({
+        name: cookie.key,
+        value: cookie.value,
+        url
+      }))
+    );
+    const page = await context.newPage();
+    page.setDefaultTimeout(30_000);
+    last = page;
+    await page.goto(`${url}/lab`);
+    await appRestored(page);
+    return page;
+  }
+
+  /** Whether the page's lab shows the admin command (it asks the gateway once, at start). */
+  function adminCommandShown(page: Page): Promise<boolean> {
+    return page.evaluate(async () => {
+      const commands = (
+        window as unknown as { jupyterapp: { commands: ILabCommands } }
+      ).jupyterapp.commands;
+      // The plugin learns whether this user is an admin after the lab starts: ask as it does.
+      const response = await fetch('/api/admin/audit?limit=1');
+      return (
+        commands.hasCommand('ferry:admin') &&
+        response.ok === commands.isVisible('ferry:admin') &&
+        response.ok
+      );
+    });
+  }
+
+  it('lets an admin stop a user’s kernel with a reason, and shows it in the audit log', async () => {
+    const url = env.gateway.url;
+    const alice = await signIn(url, 'alice');
+    const started = await fetch(`${url}/api/kernels`, {
+      method: 'POST',
+      headers: { ...alice.headers, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'python3' })
+    });
+    expect(started.status).toBe(201);
+    const kernelId = ((await started.json()) as { id: string }).id;
+    const socket = new WebSocket(
+      `${url.replace(/^http/, 'ws')}/api/kernels/${kernelId}/channels`,
+      { headers: { Cookie: alice.cookie } }
+    );
+    const closed = new Promise<string>(resolve =>
+      socket.once('close', (_code, reason) => resolve(reason.toString()))
+    );
+    await new Promise(resolve => socket.once('open', resolve));
+
+    const user = await openLab(alice);
+    await user.waitForFunction(() => 'jupyterapp' in window);
+    expect(await adminCommandShown(user)).toBe(false);
+
+    const carol = await signIn(url, 'carol');
+    const page = await openLab(carol);
+    await page.waitForFunction(() =>
+      (
+        window as unknown as { jupyterapp: { commands: ILabCommands } }
+      ).jupyterapp.commands.isVisible('ferry:admin')
+    );
+    await page.evaluate(() =>
+      (
+        window as unknown as { jupyterapp: { commands: ILabCommands } }
+      ).jupyterapp.commands.execute('ferry:admin')
+    );
+    const kernel = page.locator(`.jp-FerryAdmin li[data-id="${kernelId}"]`);
+    await kernel.waitFor();
+    await expect(
+      page.locator('.jp-FerryAdmin-users tr', { hasText: 'alice' }).count()
+    ).resolves.toBe(1);
+
+    await kernel.locator('.jp-FerryAdmin-stop').click();
+    const dialog = page.locator('.jp-Dialog');
+    await dialog.locator('input').fill('the exam needs every GPU');
+    await dialog.locator('button', { hasText: 'Do it' }).click();
+
+    await page
+      .locator('.jp-FerryAdmin-audit tr[data-action="stop-kernel"]', {
+        hasText: 'the exam needs every GPU'
+      })
+      .waitFor();
+    await kernel.waitFor({ state: 'detached' });
+    expect(await closed).toBe('Stopped by an admin: the exam needs every GPU');
+  });
+});
