@@ -291,12 +291,13 @@ export class Gateway {
     this.spaceContents = new SpaceContents({
       shared: this.contents,
       sharedRoot: resolved.rootDir,
-      // No events: the event stream is everyone's, and its paths are the root's.
+      // Its events name files as the root does (file ids, rooms and links follow them).
       make: root =>
         new FileContentsManager({
           rootDir: root,
           allowHidden: resolved.allowHidden,
-          notaryDir: path.dirname(userSettingsDir)
+          notaryDir: path.dirname(userSettingsDir),
+          events: Private.prefixedEvents(this.events, resolved.rootDir, root)
         })
     });
     this.rooms = new RoomManager({
@@ -555,6 +556,34 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /**
+   * The events of a user's contents manager rooted at `root`, with their paths named as the
+   * gateway's root names them (`alice/x.ipynb`); none where `root` is outside it.
+   */
+  export function prefixedEvents(
+    bus: EventBus,
+    rootDir: string,
+    root: string
+  ): Pick<EventBus, 'emit'> | undefined {
+    const relative = path.relative(path.resolve(rootDir), root);
+    if (!relative || relative.startsWith('..') || path.isAbsolute(relative)) {
+      return undefined;
+    }
+    const prefix = `${relative.split(path.sep).join('/')}/`;
+    const named = (value: unknown) =>
+      typeof value === 'string' ? `${prefix}${value}` : value;
+    return {
+      emit: (schemaId, data) =>
+        bus.emit(schemaId, {
+          ...data,
+          ...('path' in data ? { path: named(data.path) } : {}),
+          ...('source_path' in data
+            ? { source_path: named(data.source_path) }
+            : {})
+        })
+    };
+  }
+
   /** Characters of recent output kept per terminal for a browser that reconnects. */
   export const TERMINAL_REPLAY_CHARS = 256 * 1024;
 

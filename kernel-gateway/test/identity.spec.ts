@@ -76,7 +76,7 @@ describe('can(principal, capability, notebook)', () => {
       // Whose notebook it is, users/ownership.ts says (another's answers 404 before this).
       'a user without roles',
       { id: 'oidc:ada', roles: [], groups: [] },
-      ['kernels:manage-own', 'files:write', 'write'],
+      ['kernels:manage-own', 'files:write', 'links:manage', 'write'],
       ['view', 'comment', 'run', 'edit'],
       ['view', 'comment', 'run', 'edit']
     ],

@@ -357,6 +357,89 @@ describe('a space of one’s own', () => {
     }
   });
 
+  it('keeps share links to their maker, and a link reaches what it grants', async () => {
+    const created = await call(url, alice, 'POST', '/api/shares', {
+      path: 'mine.ipynb',
+      scope: 'view'
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.path).toBe('mine.ipynb');
+    const link = created.body.id;
+    expect(
+      (await call(url, alice, 'GET', '/api/shares')).body.map(
+        (share: { id: string }) => share.id
+      )
+    ).toEqual([link]);
+    expect((await call(url, bob, 'GET', '/api/shares')).body).toEqual([]);
+    for (const method of ['GET', 'DELETE']) {
+      expect(await call(url, bob, method, `/api/shares/${link}`)).toEqual({
+        status: 404,
+        body: expect.objectContaining({
+          message: `No such share link: ${link}`
+        })
+      });
+    }
+    // The link's holder opens alice's notebook, nothing else.
+    const holder = { Authorization: `token ${created.body.token}` };
+    const opened = await fetch(`${url}/api/contents/alice/mine.ipynb`, {
+      headers: holder
+    });
+    expect(opened.status).toBe(200);
+    expect(JSON.stringify(await opened.json())).toContain('1 + 1');
+    expect(
+      (await fetch(`${url}/api/contents/bob`, { headers: holder })).status
+    ).toBe(403);
+    expect(
+      (await call(url, alice, 'DELETE', `/api/shares/${link}`)).status
+    ).toBe(204);
+  });
+
+  it('streams one’s own file and kernel events only, named within one’s folder', async () => {
+    const open = async (who: ISignedIn) => {
+      const ws = new WebSocket(
+        `${url.replace(/^http/, 'ws')}/api/events/subscribe`,
+        { headers: { Cookie: who.cookie } }
+      );
+      const events: { path?: string; kernel_id?: string }[] = [];
+      ws.on('message', data => events.push(JSON.parse(data.toString())));
+      await once(ws, 'open');
+      return { ws, events };
+    };
+    const until = async (
+      ws: WebSocket,
+      events: { path?: string }[],
+      path: string
+    ) => {
+      while (!events.some(event => event.path === path)) {
+        await once(ws, 'message');
+      }
+    };
+    const mine = await open(alice);
+    const theirs = await open(bob);
+    const saved = await call(url, alice, 'PUT', '/api/contents/second.ipynb', {
+      type: 'notebook',
+      format: 'json',
+      content: NOTEBOOK
+    });
+    expect(saved.status).toBe(201);
+    await until(mine.ws, mine.events, 'second.ipynb');
+    // Bob's own save comes after alice's on the one bus: had he had hers, it came first.
+    await call(url, bob, 'PUT', '/api/contents/his.ipynb', {
+      type: 'notebook',
+      format: 'json',
+      content: NOTEBOOK
+    });
+    await until(theirs.ws, theirs.events, 'his.ipynb');
+    expect(
+      theirs.events.filter(event => /second|alice|mine/.test(event.path ?? ''))
+    ).toEqual([]);
+    expect(
+      theirs.events.filter(event => event.kernel_id === made.kernel)
+    ).toEqual([]);
+    mine.ws.close();
+    theirs.ws.close();
+  });
+
   it('shows an admin everyone’s kernels', async () => {
     const started = await call(url, bob, 'POST', '/api/kernels', {
       name: 'python3'

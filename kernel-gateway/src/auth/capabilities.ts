@@ -54,6 +54,7 @@ export const ROLE_CAPABILITIES: Readonly<Record<Role, readonly Capability[]>> =
 export const USER_CAPABILITIES: readonly Capability[] = [
   'kernels:manage-own',
   'files:write',
+  'links:manage',
   'write',
   'notebook:view',
   'notebook:comment',

@@ -62,6 +62,7 @@ import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelChannelsSocket, kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
 import { terminalSocket, terminalsRouter } from './routes/terminals';
+import { EventVisibility } from './ownership';
 import { UpgradeRouter } from './upgrade';
 
 /** What the app serves, built by the gateway (gateway.ts). */
@@ -222,7 +223,12 @@ export function createUpgrades(services: IAppServices): UpgradeRouter {
     checks: Private.checks(services),
     routes: [
       kernelChannelsSocket(context, shareConnections),
-      eventsSocket(services.events, Private.outbound(services), logger),
+      eventsSocket(
+        services.events,
+        Private.outbound(services),
+        logger,
+        new EventVisibility(context.spaces, context.registry)
+      ),
       roomSocket(
         services.collaboration,
         options.maxMessageBytes,

@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { OWNER_PRINCIPAL, type IPrincipal } from '../auth';
+import { EventBus } from '../events';
 import { NoSuchJobError, type JobService } from '../jobs';
 import {
   NoSuchKernelError,
@@ -62,6 +63,70 @@ export function ownershipRefusal(
   return undefined;
 }
 
+/**
+ * Which events of the bus a principal's event stream carries, and how it names their files: a
+ * file's events only to whoever reaches the folder it is in (its path as they name it), a kernel's
+ * only to whoever reaches the kernel. Events of neither kind go to everyone, as before.
+ */
+export class EventVisibility {
+  constructor(spaces: UserSpaces, registry: KernelRegistry) {
+    this._spaces = spaces;
+    this._registry = registry;
+    // The owners of kernels just shut down: their last event is still theirs alone.
+    registry.on('action', ({ action, kernelId }) => {
+      if (kernelId === undefined) {
+        return;
+      }
+      const kernel = registry.get(kernelId);
+      if (action === 'shutdown' && !kernel) {
+        this._gone.delete(kernelId);
+      } else if (kernel) {
+        this._gone.set(kernelId, kernel.owner);
+      }
+    });
+  }
+
+  /** The event as `principal` sees it, or undefined when it is not theirs to see. */
+  shown(
+    principal: IPrincipal,
+    event: Readonly<Record<string, unknown>>
+  ): Readonly<Record<string, unknown>> | undefined {
+    const spaces = this._spaces;
+    if (
+      event.schema_id === Private.KERNEL_ACTIONS ||
+      typeof event.kernel_id === 'string'
+    ) {
+      const id = event.kernel_id;
+      const kernel =
+        typeof id === 'string' ? this._registry.get(id) : undefined;
+      if (!kernel && (typeof id !== 'string' || !this._gone.has(id))) {
+        // A start that failed before it had a kernel: whose it was is not known, so admins only.
+        return principal.roles.includes('admin') ? event : undefined;
+      }
+      const owner = kernel ? kernel.owner : this._gone.get(id as string);
+      return spaces.reaches(principal, owner) ? event : undefined;
+    }
+    if (typeof event.path !== 'string') {
+      return event;
+    }
+    if (!spaces.reaches(principal, spaces.ownerOfPath(event.path))) {
+      return undefined;
+    }
+    const space = spaces.spaceOf(principal);
+    return {
+      ...event,
+      path: spaces.toUser(space, event.path),
+      ...(typeof event.source_path === 'string'
+        ? { source_path: spaces.toUser(space, event.source_path) }
+        : {})
+    };
+  }
+
+  private readonly _spaces: UserSpaces;
+  private readonly _registry: KernelRegistry;
+  private readonly _gone = new Map<string, string | undefined>();
+}
+
 /** Who a request acts as, for a route past the check chain (the owner where none is resolved). */
 export function principalOf(
   context: Pick<IGatewayContext, 'auth'>,
@@ -71,6 +136,9 @@ export function principalOf(
 }
 
 namespace Private {
+  /** The schema of kernel actions' events (events/bus.ts). */
+  export const KERNEL_ACTIONS = EventBus.KERNEL_ACTIONS;
+
   /** A path naming one owned thing: how to find its owner, and what its route says when it is missing. */
   interface IRule {
     path: RegExp;

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Logger } from 'pino';
 import { EventSchemas, type EventBus } from '../../events';
 import { HttpError } from '../errors';
+import type { EventVisibility } from '../ownership';
 import { OutboundStream, type IOutboundLimits } from '../outbound';
 import { socketServer, type ISocketRoute } from '../upgrade';
 
@@ -46,14 +47,15 @@ export function eventsRouter(
 
 /**
  * `/api/events/subscribe`, as jupyter_server's event socket: every event of the bus, one JSON text
- * frame each, for the owner; for a share link's holder, only events about its notebook's file
+ * frame each, for the owner (for a user, those of their own files and kernels); for a share link's holder, only events about its notebook's file
  * (JupyterLab subscribes on every page, and a refused socket retries forever). What clients send is
  * ignored.
  */
 export function eventsSocket(
   bus: EventBus,
   outbound: IOutboundLimits,
-  logger: Logger
+  logger: Logger,
+  visibility?: EventVisibility
 ): ISocketRoute {
   const server = socketServer({ maxPayload: 64 * 1024 });
   return {
@@ -66,11 +68,16 @@ export function eventsSocket(
         const stream = OutboundStream.websocket(ws, socket, outbound, reason =>
           logger.warn({ reason }, 'event socket closed')
         );
-        const unsubscribe = bus.subscribe(event => {
-          if (principal.share && event.path !== principal.share.path) {
+        const unsubscribe = bus.subscribe(emitted => {
+          if (principal.share && emitted.path !== principal.share.path) {
             return;
           }
-          if (ws.readyState === ws.OPEN) {
+          // Another user's files and kernels are not in one's stream (http/ownership.ts).
+          const event =
+            principal.share || !visibility
+              ? emitted
+              : visibility.shown(principal, emitted);
+          if (event && ws.readyState === ws.OPEN) {
             stream.send(JSON.stringify(event));
           }
         });

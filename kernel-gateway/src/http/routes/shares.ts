@@ -15,6 +15,7 @@ import {
 } from '../../auth';
 import type { FileContentsManager } from '../../contents';
 import type { RestSchemas } from '../../protocol';
+import type { ISpace } from '../../users';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { shareRuleContext } from '../share-guard';
@@ -23,6 +24,7 @@ import { validateBody } from '../validation';
 /** `/api/shares` for the owner, `/api/shares/current[/visitor]` for a link's holder. */
 export function sharesRouter(options: sharesRouter.IOptions): Router {
   const { shares, auth, context, contents } = options;
+  const { spaces } = context;
   const router = Router();
 
   router.get('/api/shares/current', (request, response) => {
@@ -74,22 +76,47 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
 
   // Making, listing and revoking links. (A link's holder never gets here: the share guard refuses
   // it first. A user without the capability will be stopped here.)
-  const managesLinks = (request: Request): void => {
-    if (!can(auth.resolve(request), 'links:manage')) {
+  const managesLinks = (request: Request): ISpace => {
+    const principal = auth.resolve(request);
+    if (!principal || !can(principal, 'links:manage')) {
       throw new HttpError(
         403,
         'Making, listing and revoking share links needs the links:manage capability'
       );
     }
+    return spaces.spaceOf(principal);
+  };
+  // A link of another user's notebook: as one that does not exist (users/ownership.ts).
+  const reachable = (request: Request): IShare => {
+    const id = String(request.params.id);
+    const share = shares.get(id);
+    if (
+      !share ||
+      !spaces.reaches(
+        auth.resolve(request),
+        spaces.ownerOfPath(share.path ?? '')
+      )
+    ) {
+      throw new HttpError(404, `No such share link: ${id}`);
+    }
+    return share;
   };
 
   router.post(
     '/api/shares',
     validateBody(context.schemas, 'ShareRequest'),
     async (request, response) => {
-      managesLinks(request);
+      const space = managesLinks(request);
       const body = request.body as RestSchemas['ShareRequest'];
-      const model = await contents.get(body.path, { content: false });
+      // Links name notebooks as the root does: a user's own folder is a prefix there.
+      const gatewayPath = spaces.toGateway(space, body.path);
+      if (gatewayPath === undefined) {
+        throw new HttpError(
+          400,
+          'Share links are for notebooks under --root-dir, and --user-root is outside it'
+        );
+      }
+      const model = await contents.get(gatewayPath, { content: false });
       if (model.type === 'directory') {
         throw new HttpError(
           400,
@@ -126,7 +153,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
         }
       }
       const created: RestSchemas['CreatedShare'] = {
-        ...Private.model(share, options),
+        ...Private.model(share, options, space),
         token: secret,
         url: `${Private.origin(request)}${sharesRouter.LINK_PAGE}#${secret}`
       };
@@ -139,28 +166,30 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
   );
 
   router.get('/api/shares', (request, response) => {
-    managesLinks(request);
-    const path =
+    const space = managesLinks(request);
+    const principal = auth.resolve(request);
+    const asked =
       typeof request.query.path === 'string' ? request.query.path : undefined;
+    const path =
+      asked === undefined ? undefined : spaces.toGateway(space, asked);
     response.json(
-      shares
-        .list()
-        .filter(share => path === undefined || share.path === path)
-        .map(share => Private.model(share, options))
+      spaces
+        .visible(principal, shares.list(), share =>
+          spaces.ownerOfPath(share.path ?? '')
+        )
+        .filter(share => asked === undefined || share.path === path)
+        .map(share => Private.model(share, options, space))
     );
   });
 
   router.get('/api/shares/:id', (request, response) => {
-    managesLinks(request);
-    const share = shares.get(request.params.id);
-    if (!share) {
-      throw new HttpError(404, `No such share link: ${request.params.id}`);
-    }
-    response.json(Private.model(share, options));
+    const space = managesLinks(request);
+    response.json(Private.model(reachable(request), options, space));
   });
 
   router.delete('/api/shares/:id', async (request, response) => {
     managesLinks(request);
+    reachable(request);
     if (!(await shares.revoke(request.params.id))) {
       throw new HttpError(404, `No such share link: ${request.params.id}`);
     }
@@ -187,10 +216,11 @@ export namespace sharesRouter {
 }
 
 namespace Private {
-  /** A link as the owner sees it, with who is connected through it now. */
+  /** A link as its maker sees it (its path within `space`), with who is connected through it now. */
   export function model(
     share: IShare,
-    options: sharesRouter.IOptions
+    options: sharesRouter.IOptions,
+    space: ISpace
   ): RestSchemas['Share'] {
     const visitors = new Map<string, string>();
     const add = (name: string, since: string) => {
@@ -207,6 +237,10 @@ namespace Private {
     }
     return {
       ...share,
+      path:
+        share.path === null
+          ? null
+          : options.context.spaces.toUser(space, share.path),
       visitors: [...visitors].map(([name, since]) => ({ name, since }))
     };
   }
