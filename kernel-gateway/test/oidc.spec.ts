@@ -182,6 +182,28 @@ describe('signing in through OpenID Connect', () => {
     expect(last.body).toMatch(/href="\/login"/);
   });
 
+  it('refuses a sign-in whose cookie the browser altered', async () => {
+    const jar = new CookieJar();
+    const steps = await signInSteps(env.gateway.url, 'alice', {
+      jar,
+      beforeCallback: url => {
+        const at = `${url.origin}/login`;
+        const kept = jar
+          .getCookiesSync(at)
+          .find(cookie => cookie.key.startsWith('ferry-signin-'))!;
+        // One character of the sealed sign-in changed.
+        const value = kept.value.startsWith('A')
+          ? `B${kept.value.slice(1)}`
+          : `A${kept.value.slice(1)}`;
+        jar.setCookieSync(`${kept.key}=${value}; Path=/login`, at);
+        return url;
+      }
+    });
+    const last = steps[steps.length - 1];
+    expect(last.status).toBe(400);
+    expect(last.body).toMatch(/not started by this browser/);
+  });
+
   it('refuses a callback opened in another browser (a sign-in link sent to someone else)', async () => {
     let callback: URL | undefined;
     const steps = await signInSteps(env.gateway.url, 'mallory', {

@@ -7,12 +7,18 @@
  * {@link ISignInProvider}: how the browser is sent there, and who its callback says signed in.
  *
  * #### Notes
- * A sign-in in progress is kept here, in memory, by its `state` (ten minutes at most, a bounded
- * number), bound to the browser that started it by an HttpOnly cookie: a callback whose state is
- * unknown, or that arrives in another browser (a forged link), is refused. A gateway restart loses
- * sign-ins in progress only: the person starts again.
+ * A sign-in in progress is kept by the browser that started it, in a sealed HttpOnly cookie named
+ * after its `state` (ten minutes at most): a callback whose state this browser holds nothing for (a
+ * forged state, a link opened in another browser) is refused, and the gateway keeps nothing per
+ * sign-in that others could crowd out. A gateway restart loses sign-ins in progress only: the
+ * person starts again.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  randomBytes
+} from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import { Router, type Response } from 'express';
@@ -125,8 +131,10 @@ export function sessionSignInRouter<P extends IStartedSignIn>(
     try {
       const redirectUri = Private.callbackUrl(request, options.redirectUrl);
       const started = await provider.begin(redirectUri, next);
-      const browser = pending.add(request, started.pending);
-      response.setHeader('Set-Cookie', Private.browserCookie(request, browser));
+      response.setHeader(
+        'Set-Cookie',
+        pending.cookie(request, started.pending)
+      );
       response.setHeader('Cache-Control', 'no-store');
       response.redirect(302, started.url);
     } catch (error) {
@@ -137,7 +145,11 @@ export function sessionSignInRouter<P extends IStartedSignIn>(
   router.get(CALLBACK_PATH, async (request, response) => {
     const query = request.originalUrl.slice(request.path.length);
     const params = new URLSearchParams(query);
-    const started = pending.take(request, params.get('state'));
+    const state = params.get('state');
+    const started = pending.take(request, state);
+    // Used or not, the browser forgets this sign-in.
+    const forget = state ? [pending.forget(request, state)] : [];
+    response.setHeader('Set-Cookie', forget);
     if (!started) {
       Private.page(
         response,
@@ -170,7 +182,11 @@ export function sessionSignInRouter<P extends IStartedSignIn>(
         },
         'signed in'
       );
-      response.setHeader('Set-Cookie', [cookie, auth.xsrfCookie(request)]);
+      response.setHeader('Set-Cookie', [
+        ...forget,
+        cookie,
+        auth.xsrfCookie(request)
+      ]);
       response.setHeader('Cache-Control', 'no-store');
       response.redirect(303, started.next);
     } catch (error) {
@@ -249,81 +265,94 @@ function groupList(claim: unknown): string[] {
 namespace Private {
   /** The longest a sign-in may take, from the gateway's redirect to the provider's callback. */
   export const PENDING_MS = 10 * 60_000;
-  /** Sign-ins in progress at once, at most (the oldest are forgotten past it). */
-  export const PENDING_MAX = 10_000;
-
-  /** Sign-ins in progress, by state, each bound to the browser that started it. */
+  /**
+   * Sign-ins in progress, each kept by the browser that started it: in an HttpOnly cookie of its
+   * own (named after its state), sealed with AES-256-GCM under a key of this process. The gateway
+   * keeps nothing per sign-in, so no number of sign-ins started elsewhere pushes one out; a
+   * callback whose state this browser holds no cookie for (a forged state, a link opened in
+   * another browser) is refused; a restart forgets them all.
+   */
   export class Pending<P extends IStartedSignIn> {
-    /** Keep a sign-in; returns the browser's key for its cookie. */
-    add(request: IncomingMessage, started: P): string {
-      const existing = browserKey(request);
-      const browser =
-        existing && existing.length === 43
-          ? existing
-          : randomBytes(32).toString('base64url');
-      this._byState.set(started.state, {
-        started,
-        browser,
-        at: Date.now()
+    /** The `Set-Cookie` value that keeps `started` in this browser until its callback. */
+    cookie(request: IncomingMessage, started: P): string {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', this._key, iv);
+      const sealed = Buffer.concat([
+        cipher.update(JSON.stringify({ started, at: Date.now() }), 'utf8'),
+        cipher.final()
+      ]);
+      const value = Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString(
+        'base64url'
+      );
+      return serializeCookie(cookieName(request, started.state), value, {
+        httpOnly: true,
+        // Lax: the provider's redirect back is a top-level navigation, which carries it.
+        sameSite: 'lax',
+        secure: BrowserSessions.isSecure(request),
+        path: '/login',
+        maxAge: PENDING_MS / 1000
       });
-      for (const [state, entry] of this._byState) {
-        if (
-          this._byState.size <= PENDING_MAX &&
-          Date.now() - entry.at < PENDING_MS
-        ) {
-          break;
-        }
-        this._byState.delete(state);
-      }
-      return browser;
     }
 
-    /** Take (once) the sign-in of `state` if this browser started it and it is recent. */
+    /** The sign-in of `state`, if this browser holds it, sealed here, and recent. */
     take(request: IncomingMessage, state: string | null): P | undefined {
-      if (!state) {
+      if (!state || state.length > 512) {
         return undefined;
       }
-      const entry = this._byState.get(state);
-      const browser = browserKey(request);
-      if (!entry || browser === undefined || !equal(browser, entry.browser)) {
+      const value = parseCookies(request.headers.cookie ?? '')[
+        cookieName(request, state)
+      ];
+      if (!value || value.length > 8192) {
         return undefined;
       }
-      this._byState.delete(state);
-      return Date.now() - entry.at < PENDING_MS ? entry.started : undefined;
+      try {
+        const raw = Buffer.from(value, 'base64url');
+        const decipher = createDecipheriv(
+          'aes-256-gcm',
+          this._key,
+          raw.subarray(0, 12)
+        );
+        decipher.setAuthTag(raw.subarray(12, 28));
+        const opened = JSON.parse(
+          Buffer.concat([
+            decipher.update(raw.subarray(28)),
+            decipher.final()
+          ]).toString('utf8')
+        ) as { started: P; at: number };
+        return opened.started.state === state &&
+          Date.now() - opened.at < PENDING_MS
+          ? opened.started
+          : undefined;
+      } catch {
+        // Not sealed by this process (forged, or from before a restart).
+        return undefined;
+      }
     }
 
-    private readonly _byState = new Map<
-      string,
-      { started: P; browser: string; at: number }
-    >();
+    /** The `Set-Cookie` value that forgets the sign-in of `state`. */
+    forget(request: IncomingMessage, state: string): string {
+      return serializeCookie(cookieName(request, state), '', {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: BrowserSessions.isSecure(request),
+        path: '/login',
+        maxAge: 0
+      });
+    }
+
+    private readonly _key = randomBytes(32);
   }
 
-  function browserCookieName(request: IncomingMessage): string {
-    return BrowserSessions.cookieName(request).replace(
+  /** The cookie of the sign-in of `state`: per host and port, and per sign-in. */
+  function cookieName(request: IncomingMessage, state: string): string {
+    const tag = createHash('sha256')
+      .update(state)
+      .digest('base64url')
+      .slice(0, 16);
+    return `${BrowserSessions.cookieName(request).replace(
       /^ferry-session-/,
       'ferry-signin-'
-    );
-  }
-
-  function browserKey(request: IncomingMessage): string | undefined {
-    return parseCookies(request.headers.cookie ?? '')[
-      browserCookieName(request)
-    ];
-  }
-
-  /** The cookie that binds sign-ins in progress to this browser (sent back on the callback). */
-  export function browserCookie(
-    request: IncomingMessage,
-    value: string
-  ): string {
-    return serializeCookie(browserCookieName(request), value, {
-      httpOnly: true,
-      // Lax: the provider's redirect back is a top-level navigation, which carries it.
-      sameSite: 'lax',
-      secure: BrowserSessions.isSecure(request),
-      path: '/login',
-      maxAge: PENDING_MS / 1000
-    });
+    )}-${tag}`;
   }
 
   /** The callback URL: the configured one, else this request's scheme and host. */
@@ -344,7 +373,10 @@ namespace Private {
       value.startsWith('/') &&
       !value.startsWith('//') &&
       !value.includes('\\') &&
-      !value.startsWith('/login')
+      !value.startsWith('/login') &&
+      !value.startsWith('/logout') &&
+      // It travels in the sign-in's cookie.
+      value.length <= 2048
       ? value
       : '/lab';
   }
@@ -401,11 +433,5 @@ namespace Private {
 
   function escape(text: string): string {
     return text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
-  }
-
-  function equal(a: string, b: string): boolean {
-    const x = Buffer.from(a);
-    const y = Buffer.from(b);
-    return x.length === y.length && timingSafeEqual(x, y);
   }
 }
