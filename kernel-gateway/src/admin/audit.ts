@@ -1,7 +1,7 @@
 /**
  * The audit log of admin actions: who did what to whom, when and why, kept in the embedded store
  * (`admin-audit`) so it survives a restart. Entries are never changed; the oldest go once there are
- * more than {@link AuditLog.MAX_ENTRIES}.
+ * more than {@link AuditLog.MAX_ENTRIES} (or the number the log is made with).
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from 'lmdb';
@@ -21,6 +21,7 @@ export class AuditLog {
   constructor(options: AuditLog.IOptions) {
     this._table = options.store.table<IAuditEntry>('admin-audit');
     this._now = options.now ?? Date.now;
+    this._max = options.maxEntries ?? AuditLog.MAX_ENTRIES;
   }
 
   /**
@@ -34,7 +35,8 @@ export class AuditLog {
       at: new Date(at).toISOString(),
       ...action
     };
-    await this._table.put([at, entry.id], entry);
+    // Keyed by time, then order of making: entries of one millisecond keep their order.
+    await this._table.put([at, this._seq++, entry.id], entry);
     await this._trim();
     return entry;
   }
@@ -72,12 +74,10 @@ export class AuditLog {
   /** Drop the oldest entries past the cap. */
   private async _trim(): Promise<void> {
     const count = this._table.getCount();
-    if (count <= AuditLog.MAX_ENTRIES) {
+    if (count <= this._max) {
       return;
     }
-    const old = [
-      ...this._table.getKeys({ limit: count - AuditLog.MAX_ENTRIES })
-    ];
+    const old = [...this._table.getKeys({ limit: count - this._max })];
     for (const key of old) {
       await this._table.remove(key);
     }
@@ -85,6 +85,8 @@ export class AuditLog {
 
   private readonly _table: Database<IAuditEntry, StateStore.Key>;
   private readonly _now: () => number;
+  private readonly _max: number;
+  private _seq = 0;
 }
 
 export namespace AuditLog {
@@ -92,6 +94,8 @@ export namespace AuditLog {
     store: StateStore;
     /** The clock (tests). */
     now?: () => number;
+    /** The most entries kept (default {@link AuditLog.MAX_ENTRIES}). */
+    maxEntries?: number;
   }
 
   /** The most entries kept: the oldest go past it. */
