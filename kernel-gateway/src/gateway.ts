@@ -69,7 +69,7 @@ import {
 import { Scheduler } from './scheduler';
 import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
-import { UidAllocator, UserAccounts, UserSpaces } from './users';
+import { runAsOf, UidAllocator, UserAccounts, UserSpaces } from './users';
 
 /**
  * A gateway, built but not yet listening: the express app, the HTTP server carrying it and the
@@ -234,7 +234,9 @@ export class Gateway {
       provisioners: this.provisioners,
       kernelspecAccelerators: resolved.kernelspecAccelerators,
       kernelspecEnvironments: resolved.kernelspecEnvironments,
-      environments: resolved.environments
+      environments: resolved.environments,
+      // A signed-in person's kernels run as them (their uid, in their folder).
+      runAs: owner => this.accounts && runAsOf(this.accounts, owner)
     });
     this.terminals = new TerminalRegistry({
       pool: this.pool,
@@ -247,7 +249,8 @@ export class Gateway {
       logger: options.logger,
       maxTerminals: resolved.limits.maxTerminals,
       replayChars: Private.TERMINAL_REPLAY_CHARS,
-      slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000
+      slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000,
+      runAs: owner => this.accounts && runAsOf(this.accounts, owner)
     });
     this.quota = new KernelQuota({
       kernels: this.registry,

@@ -226,6 +226,8 @@ export class KernelSocket {
       framing?: 'legacy' | 'v1';
       sessionId?: string;
       token?: string | null;
+      /** More headers of the upgrade (a signed-in person's `Cookie`). */
+      headers?: Record<string, string>;
     } = {}
   ): Promise<KernelSocket> {
     const framing = options.framing ?? 'legacy';
@@ -238,7 +240,13 @@ export class KernelSocket {
       query.set('token', token);
     }
     const url = `${gw.url.replace('http', 'ws')}/api/kernels/${kernelId}/channels?${query}`;
-    const socket = new WebSocket(url, framing === 'v1' ? [V1_SUBPROTOCOL] : []);
+    const socket = new WebSocket(
+      url,
+      framing === 'v1' ? [V1_SUBPROTOCOL] : [],
+      {
+        headers: options.headers
+      }
+    );
     const client = new KernelSocket(socket, framing);
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());

@@ -30,10 +30,14 @@ export class TerminalClient {
   static async connect(
     url: string,
     name: string,
-    token: string
+    token: string | null,
+    /** More headers of the upgrade (a signed-in person's `Cookie`, with no token). */
+    headers?: Record<string, string>
   ): Promise<TerminalClient> {
+    const query = token === null ? '' : `?token=${token}`;
     const ws = new WebSocket(
-      `${url.replace(/^http/, 'ws')}/terminals/websocket/${encodeURIComponent(name)}?token=${token}`
+      `${url.replace(/^http/, 'ws')}/terminals/websocket/${encodeURIComponent(name)}${query}`,
+      { headers }
     );
     // Listening before it opens: the first frames may come with the handshake's answer.
     const client = new TerminalClient(ws);

@@ -12,6 +12,7 @@ import {
   kernelspecToProto,
   MAX_GRPC_MESSAGE_BYTES,
   MessageQueue,
+  runAsFromProto,
   sampleToProto,
   terminalStreamMetadata,
   workerAuthMetadata,
@@ -303,7 +304,8 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
                     dir: start.confine_dir
                   }
                 }
-              : {})
+              : {}),
+            runAs: runAsFromProto(start.run_as)
           });
         } catch (startError) {
           this._closeKernel(start.kernel_id);
@@ -328,6 +330,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
             cwd: open.cwd || undefined,
             besideKernel: open.beside_kernel || undefined,
             environment: open.environment || undefined,
+            runAs: runAsFromProto(open.run_as),
             rows: open.rows || 24,
             cols: open.cols || 80
           });

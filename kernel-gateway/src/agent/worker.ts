@@ -32,6 +32,7 @@ import { KernelProcess } from './kernels/kernel-process';
 import type { KernelUser } from './kernels/kernel-user';
 import { KernelspecStore } from './kernels/kernelspecs';
 import { ProcessLimits } from './kernels/process-limits';
+import { runAsUser } from './kernels/run-as';
 import { TerminalProcess } from './terminals';
 
 /**
@@ -183,12 +184,13 @@ export class Worker
       ? (await findFreePorts(1, '127.0.0.1'))[0]
       : undefined;
     const inherit = this._options.inheritEnv ?? INHERITED_ENV;
+    const { user, cwd } = this._userFor(launch);
     // Another user: its own directory, HOME, USER and LOGNAME, and none of this user's.
-    const sandbox = await this._kernelUser?.prepare(launch.cwd, this._log);
+    const sandbox = await user?.prepare(cwd, this._log);
     const env = {
       ...kernelEnvironment(
         process.env,
-        this._kernelUser?.inheritable(inherit) ?? inherit,
+        user?.inheritable(inherit) ?? inherit,
         { ...spec.env, ...environment?.env },
         launch.env
       ),
@@ -209,7 +211,7 @@ export class Worker
       id: launch.kernelId,
       spec,
       env,
-      cwd: launch.cwd,
+      cwd,
       runtimeDir: sandbox?.runtimeDir ?? this._runtimeDir,
       runAs: sandbox?.runAs,
       logger: this._log,
@@ -230,7 +232,7 @@ export class Worker
       sandbox,
       enclosure,
       env,
-      cwd: launch.cwd
+      cwd
     };
     kernel.on('message', (channel, parts, header) => {
       if (channel === 'iopub' && header.msg_type === 'status') {
@@ -378,6 +380,9 @@ export class Worker
     }
     let env: Record<string, string>;
     let sandbox: KernelUser.ISandbox | undefined;
+    const { user, cwd } = beside
+      ? { user: undefined, cwd: beside.cwd }
+      : this._userFor(open);
     if (beside) {
       env = { ...beside.env, ...open.env };
     } else {
@@ -391,11 +396,11 @@ export class Worker
         open.environment !== undefined
           ? this.environmentFor(open.environment)
           : undefined;
-      sandbox = await this._kernelUser?.prepare(open.cwd, this._log);
+      sandbox = await user?.prepare(cwd, this._log);
       env = {
         ...kernelEnvironment(
           process.env,
-          this._kernelUser?.inheritable(inherit) ?? inherit,
+          user?.inheritable(inherit) ?? inherit,
           environment?.env ?? {},
           open.env
         ),
@@ -416,7 +421,7 @@ export class Worker
         id,
         shell: this._options.terminalShell ?? TerminalProcess.defaultShell(),
         env,
-        cwd: beside ? beside.cwd : open.cwd,
+        cwd,
         rows: open.rows,
         cols: open.cols,
         runAs: beside ? beside.sandbox?.runAs : sandbox?.runAs,
@@ -486,6 +491,27 @@ export class Worker
   /** The process id of a kernel, while it runs. */
   kernelPid(kernelId: string): number | undefined {
     return this._kernels.get(kernelId)?.kernel.pid;
+  }
+
+  /**
+   * Who a kernel or terminal runs as, and where: a signed-in person's user (checked here: never
+   * root, a system account or nobody) in their folder unless it asks for another, else this
+   * worker's kernel user. Undefined: this process's own user (nothing is switched).
+   *
+   * @throws RunAsError for a run-as this worker refuses.
+   */
+  private _userFor(start: Pick<IKernelLaunch, 'runAs' | 'cwd'>): {
+    user: KernelUser | undefined;
+    cwd: string | undefined;
+  } {
+    if (!start.runAs) {
+      return { user: this._kernelUser, cwd: start.cwd };
+    }
+    const user = runAsUser(start.runAs);
+    return {
+      user: user.isSelf ? undefined : user,
+      cwd: start.cwd ?? user.account.home
+    };
   }
 
   /** The devices of this worker with these ids. */

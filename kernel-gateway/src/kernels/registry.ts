@@ -21,7 +21,7 @@ import type {
   IProvisioner
 } from '../engines';
 import type { WorkerPool } from '../pool';
-import type { IRunningKernel, IWorkerConnection } from '../protocol';
+import type { IRunAs, IRunningKernel, IWorkerConnection } from '../protocol';
 import type { IAcceleratorRequest, IPlacement, Scheduler } from '../scheduler';
 import type { AcceleratorKernelspecs } from './accelerator-kernelspecs';
 import {
@@ -484,7 +484,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           deviceIds: placement.deviceIds,
           ...(kernel.launch.environment !== undefined
             ? { environment: kernel.launch.environment }
-            : {})
+            : {}),
+          runAs: this._options.runAs?.(kernel.owner)
         })
       );
     } catch (error) {
@@ -585,5 +586,10 @@ export namespace KernelRegistry {
     kernelspecEnvironments?: KernelspecCatalog.EnvironmentSetting;
     /** The environment templates of the profiles file. */
     environments?: readonly IEnvironmentProfile[];
+    /**
+     * The user a kernel of `owner` runs as (a signed-in person's uid and folder: users/run-as.ts);
+     * undefined, or left out: the worker's kernel user.
+     */
+    runAs?: (owner: string | undefined) => IRunAs | undefined;
   }
 }

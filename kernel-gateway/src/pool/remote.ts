@@ -16,6 +16,7 @@ import {
   jobReportFromProto,
   hostSampleFromProto,
   kernelspecFromProto,
+  runAsToProto,
   sampleFromProto,
   type Command__Output,
   type GatewayMessage,
@@ -213,6 +214,7 @@ export class RemoteWorkerConnection
           cwd: open.cwd ?? '',
           beside_kernel: open.besideKernel ?? '',
           environment: open.environment ?? '',
+          run_as: runAsToProto(open.runAs),
           rows: open.rows,
           cols: open.cols
         }
@@ -302,7 +304,8 @@ export class RemoteWorkerConnection
         device_ids: launch.deviceIds,
         environment: launch.environment ?? '',
         confine_root: launch.confinement?.root ?? '',
-        confine_dir: launch.confinement?.dir ?? ''
+        confine_dir: launch.confinement?.dir ?? '',
+        run_as: runAsToProto(launch.runAs)
       }
     });
     this._running.push({

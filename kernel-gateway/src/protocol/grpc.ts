@@ -12,13 +12,15 @@ import type {
   HostSample__Output
 } from './generated/ferry/worker/v1/HostSample';
 import type { Kernelspec } from './generated/ferry/worker/v1/Kernelspec';
+import type { RunAs__Output } from './generated/ferry/worker/v1/RunAs';
 import type { ProtoGrpcType } from './generated/worker';
 import type { WorkerGatewayClient } from './generated/ferry/worker/v1/WorkerGateway';
 import type {
   IAttributedSample,
   IEnvironmentInfo,
   IEnvironmentTemplate,
-  IKernelspecInfo
+  IKernelspecInfo,
+  IRunAs
 } from './worker';
 import type {
   JobEvent as JobEventProto,
@@ -234,6 +236,25 @@ export function environmentToProto(info: IEnvironmentInfo): Environment {
     available: info.available,
     reason: info.reason ?? ''
   };
+}
+
+/** A kernel's or terminal's user onto the wire (none: unset, the worker's kernel user). */
+export function runAsToProto(runAs: IRunAs | undefined): RunAs__Output | null {
+  return runAs
+    ? { uid: runAs.uid, gid: runAs.gid, user: runAs.user, home: runAs.home }
+    : null;
+}
+
+/**
+ * A kernel's or terminal's user from the wire, as sent: the worker checks it (agent/kernels/run-as.ts)
+ * before it runs anything as it.
+ */
+export function runAsFromProto(
+  runAs: RunAs__Output | null | undefined
+): IRunAs | undefined {
+  return runAs
+    ? { uid: runAs.uid, gid: runAs.gid, user: runAs.user, home: runAs.home }
+    : undefined;
 }
 
 /** A worker's environment from the wire. */

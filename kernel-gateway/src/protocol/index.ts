@@ -38,6 +38,8 @@ export {
   kernelspecFromProto,
   kernelspecToProto,
   MAX_GRPC_MESSAGE_BYTES,
+  runAsFromProto,
+  runAsToProto,
   PROTO_LOADER_OPTIONS,
   type Register__Output,
   sampleFromProto,
@@ -81,9 +83,11 @@ export type {
   IEnvironmentTemplate,
   IKernelLaunch,
   IKernelspecInfo,
+  IRunAs,
   IRunningKernel,
   ITerminalOpen,
   IWorkerConnection,
   IWorkerEvents,
   KernelLifecycleEvent
 } from './worker';
+export { RUN_AS_IDS } from './worker';

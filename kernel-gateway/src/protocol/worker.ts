@@ -50,6 +50,25 @@ export interface IEnvironmentInfo {
   reason?: string;
 }
 
+/**
+ * The user a signed-in person's kernels, terminals and jobs run as (`--auth oidc|jupyterhub`): their
+ * uid and primary gid, their folder's name (USER and LOGNAME) and its path (HOME, and the working
+ * directory when none is given). Left out, a worker runs them as its kernel user (`--kernel-user`).
+ * A worker refuses root, system accounts and `nobody`: the uid and gid must lie within
+ * {@link RUN_AS_IDS} (gid 100, the `users` group, too).
+ */
+export interface IRunAs {
+  uid: number;
+  gid: number;
+  /** Their folder's name: `[a-z][a-z0-9_-]{0,31}`. */
+  user: string;
+  /** Their folder: an absolute path. */
+  home: string;
+}
+
+/** The uids and gids a worker runs a user's code as: ordinary accounts, never root or `nobody`. */
+export const RUN_AS_IDS = { first: 1000, last: 65533 } as const;
+
 /** What the gateway asks a worker to launch. */
 export interface IKernelLaunch {
   kernelId: string;
@@ -67,6 +86,8 @@ export interface IKernelLaunch {
    * share link that runs code asked for it).
    */
   confinement?: { root: string; dir: string };
+  /** The user it runs as (a signed-in person's); left out: the worker's kernel user. */
+  runAs?: IRunAs;
 }
 
 /** What the gateway asks a worker to open: a shell on a pty. */
@@ -86,6 +107,8 @@ export interface ITerminalOpen {
   besideKernel?: string;
   /** An environment template's name (the worker's default when left out). */
   environment?: string;
+  /** The user it runs as (beside a kernel: that kernel's wins); left out: the worker's kernel user. */
+  runAs?: IRunAs;
   rows: number;
   cols: number;
 }

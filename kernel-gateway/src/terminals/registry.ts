@@ -3,7 +3,7 @@ import type { WebSocket } from 'ws';
 import { LimitError } from '../auth';
 import type { KernelEnvironments, KernelRegistry } from '../kernels';
 import type { WorkerPool } from '../pool';
-import type { IWorkerConnection, RestSchemas } from '../protocol';
+import type { IRunAs, IWorkerConnection, RestSchemas } from '../protocol';
 import {
   formatAcceleratorSpec,
   holderKey,
@@ -303,6 +303,7 @@ export class TerminalRegistry {
       cwd: request.cwd,
       besideKernel: terminal.kernelId,
       environment,
+      runAs: this._options.runAs?.(terminal.owner),
       rows: size.rows,
       cols: size.cols
     });
@@ -386,6 +387,11 @@ export namespace TerminalRegistry {
     replayChars: number;
     /** A browser that stays a megabyte behind for longer is closed with 1013. */
     slowClientTimeoutMs: number;
+    /**
+     * The user a terminal of `owner` runs as (users/run-as.ts; beside a kernel, the kernel's wins);
+     * undefined, or left out: the worker's kernel user.
+     */
+    runAs?: (owner: string | undefined) => IRunAs | undefined;
   }
 }
 

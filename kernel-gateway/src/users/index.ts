@@ -13,6 +13,7 @@ export {
   normalizeName,
   UserNameError
 } from './names';
+export { runAsOf } from './run-as';
 export { ensureSpace, SpaceError } from './spaces';
 export { UserSpaces, type IOwned, type ISpace } from './ownership';
 export {

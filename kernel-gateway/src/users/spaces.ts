@@ -17,7 +17,8 @@ export class SpaceError extends Error {
 
 /**
  * Make (or check) the folder `folder` under `userRoot` for a user, owned by `ids`, mode 0700. The
- * user root itself is made (mode 0711: users reach their own folder, list nobody's) when missing.
+ * user root itself is made (mode 0711: users reach their own folder, list nobody's) when missing,
+ * and opened to be entered (`o+x`) when it is this process's and closed to others.
  *
  * @returns the folder's absolute path.
  * @throws SpaceError when the folder is a link or a file, or belongs to another uid.
@@ -32,6 +33,12 @@ export async function ensureSpace(
   }
   const root = path.resolve(userRoot);
   await fs.mkdir(root, { recursive: true, mode: 0o711 });
+  const rootStat = await fs.stat(root);
+  if (rootStat.uid === process.getuid?.() && !(rootStat.mode & 0o001)) {
+    // Closed to others (a `mktemp -d`): each user's code, under their own uid, could not reach
+    // their folder. Opened to be entered, never listed.
+    await fs.chmod(root, (rootStat.mode & 0o7777) | 0o111);
+  }
   const dir = path.join(root, folder);
   try {
     await fs.mkdir(dir, { mode: 0o700 });

@@ -28,6 +28,7 @@ export { isolationEnv } from './isolation';
 export { KernelProcess } from './kernel-process';
 export { MAX_OUTPUT_BYTES } from './kernel-sockets';
 export { KernelUser } from './kernel-user';
+export { checkRunAs, RunAsError, runAsUser } from './run-as';
 export {
   DEFAULT_MAX_PROCESSES,
   ProcessLimits,
