@@ -438,6 +438,7 @@ export class Gateway {
   /** Kernels per gateway and per user, and starts a minute. */
   readonly quota: KernelQuota;
   /** Wrong tokens per client address. */
+      accounts: this.accounts,
   readonly authFailures: FailedAuthLimit;
   /** The engines that start workers for the profiles' offers. */
   readonly provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>>;

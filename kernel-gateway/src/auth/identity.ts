@@ -21,6 +21,22 @@ export const OWNER = 'owner';
 export interface IVisitor {
   readonly id: string;
   readonly name: string | null;
+  /**
+   * The account of a signed-in person who opened the link or a grant to them: they go by their
+   * own name, and only their own session acts through this visitor.
+   */
+  readonly account?: string;
+}
+
+/** Whom a share is granted to by name, beside links (the REST contract's `ShareRecipient`). */
+export type ShareRecipient = RestSchemas['ShareRecipient'];
+
+/** A signed-in person, as a grant to people or a signed-in link visit knows them. */
+export interface IShareRecipientPerson {
+  /** Their account id. */
+  readonly id: string;
+  readonly name: string;
+  readonly groups: readonly string[];
 }
 
 /** The share link a principal acts through: one notebook (followed by its file id), one scope. */
@@ -104,6 +120,22 @@ export interface ISessionResolver {
 /** A principal acting through a share link. */
 export interface ILinkPrincipal extends IPrincipal {
   readonly share: IShareGrant;
+}
+
+/**
+ * The signed-in person a principal is, as a share names its recipients: themselves, or acting
+ * through a share they entered (their account is its visitor's). Undefined for anyone else.
+ */
+export function personOf(
+  principal: IPrincipal | undefined
+): IShareRecipientPerson | undefined {
+  if (!principal?.user) {
+    return undefined;
+  }
+  const id = principal.share ? principal.share.visitor?.account : principal.id;
+  return id === undefined
+    ? undefined
+    : { id, name: principal.user.name, groups: principal.groups };
 }
 
 /** The gateway's one user: its token or sign-in cookie, an admin. */

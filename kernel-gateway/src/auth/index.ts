@@ -10,6 +10,7 @@ export {
   linkPrincipal,
   OWNER,
   OWNER_PRINCIPAL,
+  personOf,
   visitorName,
   type ApiTokenScope,
   type Credential,
@@ -19,9 +20,11 @@ export {
   type ILinkPrincipal,
   type IPrincipal,
   type IShareGrant,
+  type IShareRecipientPerson,
   type IShareResolver,
   type IVisitor,
   type Role,
+  type ShareRecipient,
   type ShareResolution,
   type ShareScope
 } from './identity';

@@ -4,14 +4,22 @@
  * follow renames. A browser exchanges the secret for a visitor cookie of its own (a second random
  * secret, also kept hashed) and picks a display name. Revoked links stay as tombstones for a while,
  * so that their holders are told "revoked" rather than "unknown"; expired ones say "expired".
+ *
+ * A share may also be granted to a user or a group by name (a grant: no secret). A signed-in
+ * recipient enters it and gets a visitor cookie bound to their account, as a link's visitor does:
+ * one mechanism, whose holders reach the notebook by the same rules and `can()`.
+ *
+ * One file (~750 lines): links, grants and their visitors share one table and one life cycle.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Database } from 'lmdb';
 import type { StateStore } from '../store';
 import type {
   IShareGrant,
+  IShareRecipientPerson,
   IShareResolver,
   IVisitor,
+  ShareRecipient,
   ShareResolution,
   ShareScope
 } from './identity';
@@ -32,6 +40,8 @@ export interface IShare {
   readonly createdAt: string;
   /** Whether the link has expired (it then grants nothing, until deleted). */
   readonly expired: boolean;
+  /** A grant's user or group (absent for a link). */
+  readonly recipient?: ShareRecipient;
 }
 
 /** A refused share request; `status` is the HTTP status it answers with (400 or 403). */
@@ -113,9 +123,15 @@ export class ShareStore implements IShareResolver {
       revokedAt: null,
       generation: this._options.fileIds.generation?.(fileId)
     };
+    if (request.to) {
+      link.to = request.to;
+    }
     await this._links.transaction(() => {
       this._links.put(link.id, link);
-      this._secrets.put(link.secretHash, link.id);
+      if (!link.to) {
+        // A grant has no secret: only its recipients, signed in, enter it.
+        this._secrets.put(link.secretHash, link.id);
+      }
     });
     this._armExpiry();
     return { share: this._model(link), secret };
@@ -209,7 +225,11 @@ export class ShareStore implements IShareResolver {
     }
     const link = this._links.get(visitor.shareId);
     return link
-      ? this._resolve(link, { id: Private.visitorId(hash), name: visitor.name })
+      ? this._resolve(link, {
+          id: Private.visitorId(hash),
+          name: visitor.name,
+          ...(visitor.account === undefined ? {} : { account: visitor.account })
+        })
       : undefined;
   }
 
@@ -222,7 +242,8 @@ export class ShareStore implements IShareResolver {
    */
   async admit(
     secret: string,
-    address?: string
+    address?: string,
+    person?: IShareRecipientPerson
   ): Promise<{ cookie: string; share: IShareGrant } | undefined> {
     const resolution = this.resolveSecret(secret);
     if (!resolution) {
@@ -231,7 +252,64 @@ export class ShareStore implements IShareResolver {
     if ('refused' in resolution) {
       throw new ShareError(403, resolution.refused);
     }
-    const shareId = resolution.share.shareId;
+    return this._admit(resolution.share, address, person);
+  }
+
+  /**
+   * A signed-in recipient enters a grant to them (or to a group of theirs): a visitor cookie bound
+   * to their account, under their name, as {@link admit} gives a link's visitor.
+   *
+   * @returns undefined when there is no such grant, or it is not to `person` (a 404: its existence
+   *   is not told).
+   * @throws ShareError (403) when the grant no longer works.
+   */
+  async enter(
+    id: string,
+    person: IShareRecipientPerson,
+    address?: string
+  ): Promise<{ cookie: string; share: IShareGrant } | undefined> {
+    const link = this._links.get(id);
+    if (!link?.to || !Private.names(link.to, person)) {
+      return undefined;
+    }
+    const resolution = this._resolve(link, undefined);
+    if ('refused' in resolution) {
+      throw new ShareError(
+        403,
+        resolution.refused
+          .replace('share link', 'share')
+          .replace('this link shares', 'this share is for')
+      );
+    }
+    return this._admit(resolution.share, address, person);
+  }
+
+  /** The live grants to `person` (by account or through a group), oldest first. */
+  grantsTo(person: IShareRecipientPerson): IShare[] {
+    return this._all()
+      .filter(
+        link => link.to && !this._ended(link) && Private.names(link.to, person)
+      )
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map(link => this._model(link));
+  }
+
+  /** Whether the share `id` is a live grant to `person`. */
+  grantedTo(id: string, person: IShareRecipientPerson): boolean {
+    const link = this._links.get(id);
+    return (
+      link?.to !== undefined &&
+      !this._ended(link) &&
+      Private.names(link.to, person)
+    );
+  }
+
+  private async _admit(
+    grant: IShareGrant,
+    address: string | undefined,
+    person: IShareRecipientPerson | undefined
+  ): Promise<{ cookie: string; share: IShareGrant }> {
+    const shareId = grant.shareId;
     const max = this._options.visitorsPerLink ?? ShareStore.VISITORS_PER_LINK;
     // Visitors being stored count too, so concurrent admissions cannot overshoot.
     const admitted =
@@ -265,22 +343,34 @@ export class ShareStore implements IShareResolver {
     const id = Private.visitorId(hash);
     const done = Private.count(this._admitting, shareId);
     const doneFrom = Private.count(this._admitting, fromKey);
+    // A signed-in person goes by their account's name; their earlier visitor of this link goes.
+    const earlier = person
+      ? this._visitorsOf(shareId).filter(
+          key => this._visitors.get(key)?.account === person.id
+        )
+      : [];
     try {
-      await this._visitors.put(id, {
-        hash,
-        shareId,
-        name: null,
-        since: this._now(),
-        ...(from === undefined ? {} : { from })
+      await this._visitors.transaction(() => {
+        for (const key of earlier) {
+          this._visitors.remove(key);
+        }
+        this._visitors.put(id, {
+          hash,
+          shareId,
+          name: person?.name ?? null,
+          since: this._now(),
+          ...(from === undefined ? {} : { from }),
+          ...(person ? { account: person.id } : {})
+        });
       });
     } finally {
       done();
       doneFrom();
     }
-    return {
-      cookie,
-      share: { ...resolution.share, visitor: { id, name: null } }
-    };
+    const visitor = person
+      ? { id, name: person.name, account: person.id }
+      : { id, name: null };
+    return { cookie, share: { ...grant, visitor } };
   }
 
   /**
@@ -293,6 +383,12 @@ export class ShareStore implements IShareResolver {
     const visitor = this._visitors.get(visitorId);
     if (!visitor) {
       throw new ShareError(403, 'This visitor is not known (any more)');
+    }
+    if (visitor.account !== undefined) {
+      throw new ShareError(
+        403,
+        'A signed-in person goes by the name of their account here'
+      );
     }
     const checked = this.checkName(name);
     // The name (or a lookalike) of another visitor of the same notebook would let this one pass
@@ -433,7 +529,10 @@ export class ShareStore implements IShareResolver {
       expiresAt:
         link.expiresAt === null ? null : new Date(link.expiresAt).toISOString(),
       createdAt: new Date(link.createdAt).toISOString(),
-      expired: link.expiresAt !== null && link.expiresAt <= this._now()
+      expired: link.expiresAt !== null && link.expiresAt <= this._now(),
+      ...(link.to
+        ? { recipient: { kind: link.to.kind, name: link.to.name } }
+        : {})
     };
   }
 
@@ -528,6 +627,11 @@ export class ShareStore implements IShareResolver {
 }
 
 export namespace ShareStore {
+  /** Whom a grant is to: a user by account id (and their name then), or a group by name. */
+  export type Recipient =
+    | { kind: 'user'; name: string; account: string }
+    | { kind: 'group'; name: string };
+
   /** The file ids shares are keyed to (rooms/file-ids.ts's FileIdStore). */
   export interface IFileIds {
     index(path: string): Promise<{ fileId: string }>;
@@ -558,6 +662,8 @@ export namespace ShareStore {
     label?: string;
     /** Confine kernels started for the notebook to its folder (a run or edit link). */
     confine?: boolean;
+    /** Grant it to a user (by account) or a group rather than make a link with a secret. */
+    to?: ShareStore.Recipient;
   }
 
   export const LINKS_PER_NOTEBOOK = 20;
@@ -610,6 +716,18 @@ namespace Private {
     revokedAt: number | null;
     /** The file id's generation the link was made for (undefined: made before they were kept) */
     generation?: number;
+    /** A grant's recipient (absent: a link, whose secret grants it). */
+    to?: ShareStore.Recipient;
+  }
+
+  /** Whether a grant to `to` names `person` (by account, or a group they are in). */
+  export function names(
+    to: ShareStore.Recipient,
+    person: IShareRecipientPerson
+  ): boolean {
+    return to.kind === 'user'
+      ? to.account === person.id
+      : person.groups.includes(to.name);
   }
 
   /** A browser admitted through a link, as stored (keyed by its id). */
@@ -621,6 +739,8 @@ namespace Private {
     since: number;
     /** sha256 of the address it was admitted from */
     from?: string;
+    /** The account of a signed-in visitor (bound to their session; named by their account). */
+    account?: string;
   }
 
   export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -195,6 +195,46 @@ export class TokenIdentityResolver implements IIdentityResolver {
     ];
   }
 
+  /**
+   * What a signed-in `person` acts as when their browser entered a share (a link opened signed in,
+   * or a grant to them): its visitor cookie, bound to their account, makes them that share's
+   * holder under their own name, with their session. Undefined when the cookie is none, is
+   * another's, or its share ended (they are then themselves again).
+   */
+  protected enteredShare(
+    request: IncomingMessage,
+    person: IPrincipal
+  ): IPrincipal | undefined {
+    const value =
+      TokenIdentityResolver.cookies(request)[this.shareCookieName(request)];
+    const resolution =
+      value === undefined ? undefined : this._shares?.resolveVisitor(value);
+    if (
+      !resolution ||
+      !('share' in resolution) ||
+      resolution.share.visitor?.account !== person.id
+    ) {
+      return undefined;
+    }
+    return {
+      ...linkPrincipal(resolution.share),
+      groups: person.groups,
+      ...(person.user ? { user: person.user } : {}),
+      ...(person.session ? { session: person.session } : {})
+    };
+  }
+
+  /** The `Set-Cookie` value that takes the visitor cookie away: the browser leaves its share. */
+  leaveShareCookie(request: IncomingMessage): string {
+    return serializeCookie(this.shareCookieName(request), '', {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: Private.isSecure(request),
+      path: '/',
+      maxAge: 0
+    });
+  }
+
   /** A new random token (48 hex characters). */
   static generate(): string {
     return randomBytes(24).toString('hex');
@@ -260,6 +300,14 @@ export class TokenIdentityResolver implements IIdentityResolver {
     const visitor = cookies[this.shareCookieName(request)];
     const share =
       visitor === undefined ? undefined : this._shares?.resolveVisitor(visitor);
+    if (
+      share &&
+      'share' in share &&
+      share.share.visitor?.account !== undefined
+    ) {
+      // A signed-in person's: it works only with their live session (enteredShare), never alone.
+      return undefined;
+    }
     return share && Private.link('cookie', share);
   }
 

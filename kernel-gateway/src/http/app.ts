@@ -25,6 +25,7 @@ import type { FileContentsManager, SpaceContents } from '../contents';
 import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
 import type { JobService } from '../jobs';
+import type { UserAccounts } from '../users';
 import type { RoomManager } from '../rooms';
 import type { TerminalRegistry } from '../terminals';
 import type { IGatewayContext } from './context';
@@ -55,6 +56,7 @@ import {
 } from './routes/lab';
 import { meRouter } from './routes/me';
 import { shareLinkRouter } from './routes/share-link';
+import { sharePeopleRouter } from './routes/share-people';
 import { sharesRouter } from './routes/shares';
 import { tokensRouter } from './routes/tokens';
 import { outboundLimits, type IOutboundLimits } from './outbound';
@@ -95,6 +97,8 @@ export interface IAppServices {
   terminals: TerminalRegistry;
   /** Headless notebook jobs (`/api/jobs`). */
   jobs: JobService;
+  /** The accounts of people who signed in (`--auth oidc`, `jupyterhub`), for sharing by name. */
+  accounts?: UserAccounts;
   /** Users' API tokens (`/api/me/tokens`). */
   apiTokens: ApiTokens;
   /** What admins see and do (`/api/admin`), and its audit log. */
@@ -190,6 +194,19 @@ export function createApp(services: IAppServices): Express {
       context.schemas,
       context.spaces
     )
+  );
+  // Before sharesRouter: `/api/shares/people` is not a link's id.
+  app.use(
+    sharePeopleRouter({
+      shares: services.shares,
+      auth,
+      context,
+      contents: services.contents,
+      spaceContents: services.spaceContents,
+      connections: services.shareConnections,
+      rooms: services.collaboration,
+      accounts: services.accounts
+    })
   );
   app.use(
     sharesRouter({

@@ -274,6 +274,12 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/events(?:\/.*)?$/
   },
   {
+    what: 'a signed-in person: a copy of the notebook in their own folder (run in my own runtime), or entering another share of theirs',
+    methods: ['POST'],
+    path: /^\/api\/shares\/([^/]+)\/(?:copy|enter)\/?$/,
+    when: (_id, { principal }) => principal.share.visitor?.account !== undefined
+  },
+  {
     what: "the owner's share links: listing, making, reading or revoking them",
     grant: 'refuse',
     methods: ANY,

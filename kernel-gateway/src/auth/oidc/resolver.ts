@@ -11,7 +11,8 @@ import type { BrowserSessions } from './sessions';
 /**
  * The identity resolver of `--auth oidc`: a request that presents a token (header or query) is
  * resolved as the token resolver does; otherwise its session cookie, when live, is the person's
- * (before a share link's visitor cookie: a signed-in person opening a link stays themselves).
+ * (before a share link's visitor cookie: a signed-in person stays themselves, unless that cookie is
+ * theirs, bound to their account when they entered a share: then they act through it by name).
  */
 export class OidcIdentityResolver extends TokenIdentityResolver {
   constructor(
@@ -51,10 +52,12 @@ export class OidcIdentityResolver extends TokenIdentityResolver {
     if (!fresh && this._found.has(request)) {
       return this._found.get(request);
     }
-    const found =
+    const person =
       TokenIdentityResolver.presented(request) === undefined
         ? this.sessions.resolveSession(request)
         : undefined;
+    // A share they entered (a link opened signed in, a grant to them): its holder, by their name.
+    const found = person && (this.enteredShare(request, person) ?? person);
     this._found.set(request, found);
     return found;
   }

@@ -6,10 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
-import type {
-  FailedAuthLimit,
-  ShareStore,
-  TokenIdentityResolver
+import {
+  personOf,
+  type FailedAuthLimit,
+  type ShareStore,
+  type TokenIdentityResolver
 } from '../../auth';
 import type { RestSchemas } from '../../protocol';
 import { HttpError } from '../errors';
@@ -68,10 +69,16 @@ export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
       if ('refused' in resolution) {
         throw new HttpError(403, resolution.refused);
       }
-      // A browser that comes back through the same link stays the same visitor.
-      let grant = auth.resolve(request)?.share;
+      // A browser that comes back through the same link stays the same visitor. A signed-in person
+      // is admitted under their own name, bound to their account (auth/token.ts enteredShare).
+      const principal = auth.resolve(request);
+      let grant = principal?.share;
       if (!grant?.visitor || grant.shareId !== resolution.share.shareId) {
-        const admitted = await shares.admit(token, address);
+        const admitted = await shares.admit(
+          token,
+          address,
+          personOf(principal)
+        );
         grant = admitted!.share;
         response.setHeader(
           'Set-Cookie',

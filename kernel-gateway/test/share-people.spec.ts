@@ -1,0 +1,378 @@
+/**
+ * Sharing between people (`--auth oidc`, a real OpenID Provider): alice shares a notebook with bob
+ * (edit) and with the group "staff" (view); bob, signed in, enters it and edits under his own name;
+ * carol (staff) views but cannot edit; dave (neither) gets 404. Bob runs it in his own runtime: a
+ * copy in his folder whose kernel runs under his uid, alice's kernel untouched. Revoking bob's grant
+ * closes his room socket.
+ */
+import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { KernelSocket, pollUntil } from './helpers';
+import {
+  signIn,
+  startOidcGateway,
+  type IOidcGateway,
+  type ISignedIn
+} from './oidc-harness';
+import { NOTEBOOK } from './share-clients';
+import { cellSource, cellSources, RawRoomClient, until } from './yjs-clients';
+
+jest.setTimeout(180_000);
+
+const describeAsRoot = process.getuid?.() === 0 ? describe : describe.skip;
+
+/** A request with `headers`: its status, JSON body and the cookies it sets. */
+async function call(
+  url: string,
+  headers: Record<string, string>,
+  method: string,
+  route: string,
+  body?: unknown
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of many shapes
+): Promise<{ status: number; body: any; setCookies: string[] }> {
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: text ? JSON.parse(text) : null,
+    setCookies: response.headers.getSetCookie()
+  };
+}
+
+/** A share as its owner lists it. */
+interface IListed {
+  id: string;
+  visitors: { name: string }[];
+}
+
+describeAsRoot('sharing a notebook with people and groups', () => {
+  let env: IOidcGateway;
+  let root: string;
+  let url: string;
+  let alice: ISignedIn;
+  let bob: ISignedIn;
+  let carol: ISignedIn;
+  let dave: ISignedIn;
+  let bobGrant: string;
+  let staffGrant: string;
+  let aliceKernel: string;
+  const sockets: { close(): unknown }[] = [];
+
+  /** `who` entered into share `id`: their headers with the visitor cookie bound to them. */
+  async function enter(
+    who: ISignedIn,
+    id: string
+  ): Promise<{ headers: Record<string, string>; path: string }> {
+    const entered = await call(
+      url,
+      who.headers,
+      'POST',
+      `/api/shares/${id}/enter`
+    );
+    expect(entered.status).toBe(200);
+    const visitor = entered.setCookies
+      .map(cookie => cookie.split(';')[0])
+      .find(cookie => cookie.startsWith('ferry-share-'))!;
+    expect(visitor).toBeDefined();
+    return {
+      headers: { ...who.headers, Cookie: `${who.cookie}; ${visitor}` },
+      path: entered.body.share.path
+    };
+  }
+
+  /** A raw room client of the shared notebook, with `headers`, synced. */
+  async function room(
+    headers: Record<string, string>,
+    notebookPath: string
+  ): Promise<RawRoomClient> {
+    const session = await call(
+      url,
+      headers,
+      'PUT',
+      `/api/collaboration/session/${notebookPath.split('/').map(encodeURIComponent).join('/')}`,
+      { format: 'json', type: 'notebook' }
+    );
+    expect([session.status, session.body?.message]).toEqual([200, undefined]);
+    const client = await RawRoomClient.connect(
+      url,
+      `json:notebook:${session.body.fileId}`,
+      {},
+      { Cookie: headers.Cookie }
+    );
+    sockets.push(client.ws);
+    await client.sync();
+    return client;
+  }
+
+  beforeAll(async () => {
+    root = mkdtempSync(path.join(tmpdir(), 'ferry-share-people-'));
+    chmodSync(root, 0o711);
+    env = await startOidcGateway({
+      groups: { carol: ['staff'] },
+      // Users' folders under the root: their notebooks have rooms and shares.
+      args: ['--root-dir', root, '--user-root', path.join(root, 'users')]
+    });
+    url = env.gateway.url;
+    alice = await signIn(url, 'alice');
+    bob = await signIn(url, 'bob');
+    carol = await signIn(url, 'carol');
+    dave = await signIn(url, 'dave');
+    const saved = await call(
+      url,
+      alice.headers,
+      'PUT',
+      '/api/contents/nb.ipynb',
+      NOTEBOOK
+    );
+    expect(saved.status).toBe(201);
+    const started = await call(url, alice.headers, 'POST', '/api/sessions', {
+      path: 'nb.ipynb',
+      type: 'notebook',
+      name: 'nb.ipynb',
+      kernel: { name: 'python3' }
+    });
+    expect(started.status).toBe(201);
+    aliceKernel = started.body.kernel.id;
+  });
+
+  afterAll(async () => {
+    for (const socket of sockets) {
+      socket.close();
+    }
+    await env?.stop();
+    if (root) {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('grants by account name (a lookalike finds that user) and by group', async () => {
+    const unknown = await call(
+      url,
+      alice.headers,
+      'POST',
+      '/api/shares/people',
+      {
+        path: 'nb.ipynb',
+        scope: 'edit',
+        user: 'mallory'
+      }
+    );
+    expect(unknown.status).toBe(404);
+    const toBob = await call(url, alice.headers, 'POST', '/api/shares/people', {
+      path: 'nb.ipynb',
+      scope: 'edit',
+      user: 'Bob'
+    });
+    expect(toBob.status).toBe(201);
+    expect(toBob.body).toMatchObject({
+      path: 'nb.ipynb',
+      scope: 'edit',
+      recipient: { kind: 'user', name: 'bob' }
+    });
+    bobGrant = toBob.body.id;
+    const toStaff = await call(
+      url,
+      alice.headers,
+      'POST',
+      '/api/shares/people',
+      {
+        path: 'nb.ipynb',
+        scope: 'view',
+        group: 'staff'
+      }
+    );
+    expect(toStaff.status).toBe(201);
+    staffGrant = toStaff.body.id;
+    const withBob = await call(url, bob.headers, 'GET', '/api/shares/with-me');
+    expect(withBob.body.map((s: { id: string }) => s.id)).toEqual([bobGrant]);
+    const withCarol = await call(
+      url,
+      carol.headers,
+      'GET',
+      '/api/shares/with-me'
+    );
+    expect(withCarol.body.map((s: { id: string }) => s.id)).toEqual([
+      staffGrant
+    ]);
+  });
+
+  it('answers 404 to someone it does not name', async () => {
+    for (const id of [bobGrant, staffGrant, 'no-such-share']) {
+      const refused = await call(
+        url,
+        dave.headers,
+        'POST',
+        `/api/shares/${id}/enter`
+      );
+      expect(refused.status).toBe(404);
+      expect(refused.body.reason).toBeDefined();
+    }
+    expect(
+      (await call(url, dave.headers, 'GET', '/api/shares/with-me')).body
+    ).toEqual([]);
+    // Nor can dave copy it, or bob revoke alice's grant.
+    expect(
+      (await call(url, dave.headers, 'POST', `/api/shares/${bobGrant}/copy`))
+        .status
+    ).toBe(404);
+    expect(
+      (await call(url, bob.headers, 'DELETE', `/api/shares/people/${bobGrant}`))
+        .status
+    ).toBe(404);
+  });
+
+  it('lets bob edit under his own name, and carol only view', async () => {
+    const asBob = await enter(bob, bobGrant);
+    const me = await call(url, asBob.headers, 'GET', '/api/me');
+    expect(me.body.identity).toMatchObject({ name: 'bob' });
+    const asCarol = await enter(carol, staffGrant);
+    const bobRoom = await room(asBob.headers, asBob.path);
+    const carolRoom = await room(asCarol.headers, asCarol.path);
+    expect(cellSources(carolRoom.doc)).toEqual(['print(1)']);
+    bobRoom.change(doc => cellSource(doc, 0).insert(0, '# bob\n'));
+    await until(carolRoom.doc, doc =>
+      cellSource(doc, 0).toString().startsWith('# bob')
+    );
+    const denial = carolRoom.nextDenial();
+    carolRoom.change(doc => cellSource(doc, 0).insert(0, 'carol'));
+    expect(await denial).toMatch(/view/);
+    // The owner sees who is connected through each grant, by name.
+    const listed = await pollUntil(
+      async () =>
+        (await call(url, alice.headers, 'GET', '/api/shares/people'))
+          .body as IListed[],
+      shares => shares.some(s => s.id === bobGrant && s.visitors.length > 0)
+    );
+    const toBob = listed.find(s => s.id === bobGrant)!;
+    expect(toBob.visitors.map(v => v.name)).toEqual(['bob']);
+  });
+
+  it("runs bob's copy in his own runtime, under his uid; alice's kernel untouched", async () => {
+    const asBob = await enter(bob, bobGrant);
+    const copied = await call(
+      url,
+      asBob.headers,
+      'POST',
+      `/api/shares/${bobGrant}/copy`
+    );
+    expect(copied.status).toBe(201);
+    expect(copied.body.path).toBe('nb.ipynb');
+    // The browser leaves the shared notebook: its visitor cookie is taken away.
+    expect(copied.setCookies.some(c => /^ferry-share-[^=]*=;/.test(c))).toBe(
+      true
+    );
+    const session = await call(url, bob.headers, 'POST', '/api/sessions', {
+      path: copied.body.path,
+      type: 'notebook',
+      name: copied.body.path,
+      kernel: { name: 'python3' }
+    });
+    expect(session.status).toBe(201);
+    const bobKernel = session.body.kernel.id;
+    expect(bobKernel).not.toBe(aliceKernel);
+    const socket = await KernelSocket.connect({ url, token: '' }, bobKernel, {
+      token: null,
+      headers: { Cookie: bob.cookie }
+    });
+    sockets.push(socket);
+    const result = await socket.execute('import os; print(os.getuid())');
+    const bobUid = statSync(path.join(root, 'users', 'bob')).uid;
+    expect(result.stdout.trim()).toBe(String(bobUid));
+    expect(bobUid).not.toBe(statSync(path.join(root, 'users', 'alice')).uid);
+    // The copy holds bob's edit (the shared notebook as saved), in his folder.
+    const copy = await call(url, bob.headers, 'GET', '/api/contents/nb.ipynb');
+    expect(copy.status).toBe(200);
+    // Alice's kernel is still hers, and bob's is not it.
+    const hers = await call(url, alice.headers, 'GET', '/api/sessions');
+    expect(
+      hers.body.map((s: { kernel: { id: string } }) => s.kernel.id)
+    ).toEqual([aliceKernel]);
+    expect(
+      (await call(url, bob.headers, 'GET', `/api/kernels/${aliceKernel}`))
+        .status
+    ).toBe(404);
+  });
+
+  it('shows a signed-in person who opens a link by their own name', async () => {
+    // A link made with the gateway's token (the owner's), for alice's notebook.
+    const made = await env.gateway.api('POST', '/api/shares', {
+      path: 'users/alice/nb.ipynb',
+      scope: 'view'
+    });
+    expect(made.status).toBe(201);
+    const { id, token } = made.body as { id: string; token: string };
+    const exchanged = await call(
+      url,
+      dave.headers,
+      'POST',
+      '/api/shares/exchange',
+      {
+        token
+      }
+    );
+    expect(exchanged.status).toBe(200);
+    expect(exchanged.body.visitor).toMatchObject({ name: 'dave' });
+    const visitor = exchanged.setCookies
+      .map(cookie => cookie.split(';')[0])
+      .find(cookie => cookie.startsWith('ferry-share-'))!;
+    const headers = { ...dave.headers, Cookie: `${dave.cookie}; ${visitor}` };
+    const me = await call(url, headers, 'GET', '/api/me');
+    expect(me.body.identity).toMatchObject({ name: 'dave' });
+    // Not a name of their choosing.
+    const renamed = await call(
+      url,
+      headers,
+      'PUT',
+      '/api/shares/current/visitor',
+      {
+        name: 'alice'
+      }
+    );
+    expect(renamed.status).toBe(403);
+    const client = await room(headers, 'users/alice/nb.ipynb');
+    const listed = await pollUntil(
+      async () => (await env.gateway.api('GET', `/api/shares/${id}`)).body,
+      share => (share as IListed).visitors.length > 0
+    );
+    expect(listed.visitors.map((v: { name: string }) => v.name)).toEqual([
+      'dave'
+    ]);
+    client.ws.close();
+    // The same browser without its session cookie is no one: the visitor cookie is bound to dave.
+    const alone = await call(url, { Cookie: visitor }, 'GET', '/api/me');
+    expect(alone.status).toBe(401);
+  });
+
+  it("closes bob's room socket when alice revokes his grant", async () => {
+    const asBob = await enter(bob, bobGrant);
+    const bobRoom = await room(asBob.headers, asBob.path);
+    const revoked = await call(
+      url,
+      alice.headers,
+      'DELETE',
+      `/api/shares/people/${bobGrant}`
+    );
+    expect(revoked.status).toBe(204);
+    expect((await bobRoom.closed).code).toBe(4403);
+    // He is himself again: the grant is gone from what is shared with him.
+    expect(
+      (await call(url, asBob.headers, 'GET', '/api/shares/with-me')).body
+    ).toEqual([]);
+    // Told why, as a link's holder is (he was named in it).
+    const again = await call(
+      url,
+      bob.headers,
+      'POST',
+      `/api/shares/${bobGrant}/enter`
+    );
+    expect([again.status, again.body.message]).toEqual([
+      403,
+      'This share was revoked by its owner'
+    ]);
+  });
+});
