@@ -138,9 +138,12 @@ describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
     );
     const kernel = page.locator(`.jp-FerryAdmin li[data-id="${kernelId}"]`);
     await kernel.waitFor();
-    await expect(
-      page.locator('.jp-FerryAdmin-users tr', { hasText: 'alice' }).count()
-    ).resolves.toBe(1);
+    // Others may be removed; the admin looking is not offered to remove themselves.
+    const row = (name: string) =>
+      page.locator('.jp-FerryAdmin-users tr', { hasText: name });
+    expect(await row('alice').locator('.jp-FerryAdmin-remove').count()).toBe(1);
+    expect(await row('carol').locator('.jp-FerryAdmin-remove').count()).toBe(0);
+    expect(await row('alice').count()).toBe(1);
 
     await kernel.locator('.jp-FerryAdmin-stop').click();
     const dialog = page.locator('.jp-Dialog');

@@ -56,6 +56,7 @@ export class AdminPanel extends Widget {
       'ferry'
     ));
     this._ask = options.askReason ?? reasonDialog(trans);
+    this._self = options.currentUser;
     this.addClass('jp-FerryAdmin');
     const bar = document.createElement('div');
     bar.className = 'jp-FerryAdmin-bar';
@@ -179,22 +180,25 @@ export class AdminPanel extends Widget {
             trans.__('Sign out'),
             trans.__('Sign %1 out everywhere', user.name)
           ),
-          user.removed
-            ? this._userButton(
-                'restore',
-                user,
-                trans.__('Restore'),
-                trans.__('Let %1 sign in again', user.name)
-              )
-            : this._userButton(
-                'remove',
-                user,
-                trans.__('Remove'),
-                trans.__(
-                  'Remove %1: their kernels stop, they are signed out; their files stay',
-                  user.name
+          // An admin does not remove themselves (the gateway refuses it too).
+          user.name === this._self
+            ? ''
+            : user.removed
+              ? this._userButton(
+                  'restore',
+                  user,
+                  trans.__('Restore'),
+                  trans.__('Let %1 sign in again', user.name)
                 )
-              )
+              : this._userButton(
+                  'remove',
+                  user,
+                  trans.__('Remove'),
+                  trans.__(
+                    'Remove %1: their kernels stop, they are signed out; their files stay',
+                    user.name
+                  )
+                )
         );
       }
       const item = Private.row([
@@ -321,6 +325,7 @@ export class AdminPanel extends Widget {
   private readonly _client: AdminClient;
   private readonly _trans: TranslationBundle;
   private readonly _ask: ReasonPrompt;
+  private readonly _self: string | undefined;
   private readonly _error: HTMLDivElement;
   private readonly _users: HTMLTableElement;
   private readonly _audit: HTMLTableElement;
@@ -332,6 +337,8 @@ export namespace AdminPanel {
     translator?: ITranslator;
     /** How an admin is asked why (default: a dialog). */
     askReason?: ReasonPrompt;
+    /** The name of the admin looking (not offered to remove themselves). */
+    currentUser?: string;
   }
 }
 
@@ -367,7 +374,8 @@ export const adminPlugin: JupyterFrontEndPlugin<void> = {
         if (!page || page.isDisposed) {
           const panel = new AdminPanel({
             client,
-            translator: translator ?? nullTranslator
+            translator: translator ?? nullTranslator,
+            currentUser: app.serviceManager.user.identity?.username
           });
           page = new MainAreaWidget({ content: panel });
           page.id = 'ferry-admin';
