@@ -3,6 +3,10 @@
  * one cell each, coloured by utilisation, as lumino virtual DOM.
  */
 
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
 import type { IDevice } from './models';
@@ -37,21 +41,23 @@ export namespace HeatStrip {
   export const COLUMNS = 16;
 
   /** What the colours and the dot mean, in words beside a sample of each. */
-  export function legend(): VirtualElement {
+  export function legend(
+    trans: TranslationBundle = nullTranslator.load('ferry')
+  ): VirtualElement {
     return h.div(
       { className: 'jp-FerryHeatStrip-legend', 'aria-hidden': 'true' },
       h.span({ className: 'jp-FerryHeatStrip-scale' }),
-      ' 0–100 % busy ',
+      ` ${trans.__('0–100 % busy')} `,
       h.span({
         className: 'jp-FerryHeatStrip-cell jp-mod-busy',
         dataset: { load: '0' }
       }),
-      ' in use ',
+      ` ${trans.__('in use')} `,
       h.span({
         className: 'jp-FerryHeatStrip-cell',
         dataset: { load: 'unknown' }
       }),
-      ' no sample'
+      ` ${trans.__('no sample')}`
     );
   }
 

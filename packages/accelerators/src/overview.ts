@@ -4,6 +4,10 @@
  * the device rows use.
  */
 
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
 import { formatGiB } from './labels';
@@ -66,16 +70,16 @@ export namespace Overview {
    *
    * @param count - A kind's count.
    */
-  export function countWords(count: IKindCount): string {
-    const noun =
-      count.kind === 'tpu'
-        ? count.total === 1
-          ? 'TPU chip'
-          : 'TPU chips'
-        : count.total === 1
-          ? 'GPU'
-          : 'GPUs';
-    return `${count.free} of ${count.total} ${count.model} ${noun} free`;
+  export function countWords(
+    count: IKindCount,
+    trans: TranslationBundle = Private.ENGLISH
+  ): string {
+    return trans.__(
+      '%1 of %2 %3 free',
+      count.free,
+      count.total,
+      Private.what(trans, count)
+    );
   }
 
   /**
@@ -83,17 +87,20 @@ export namespace Overview {
    *
    * @param model - The picture.
    */
-  export function counts(model: IAccelerators): VirtualElement {
+  export function counts(
+    model: IAccelerators,
+    trans: TranslationBundle = Private.ENGLISH
+  ): VirtualElement {
     const counts = kindCounts(model);
     return h.ul(
       {
         className: 'jp-FerryAccelerators-counts',
-        'aria-label': 'Free devices per kind'
+        'aria-label': trans.__('Free devices per kind')
       },
       counts.length === 0
         ? h.li(
             { className: 'jp-FerryAccelerators-count' },
-            'No GPU or TPU: CPU kernels only'
+            trans.__('No GPU or TPU: CPU kernels only')
           )
         : counts.map(count =>
             h.li(
@@ -108,14 +115,14 @@ export namespace Overview {
               ' ',
               h.span(
                 { className: 'jp-FerryAccelerators-countWhat' },
-                countWords(count).replace(/^\d+ of \d+ /, '')
+                trans.__('%1 free', Private.what(trans, count))
               ),
               count.simulated
                 ? [
                     ' ',
                     h.span(
                       { className: 'jp-FerryAccelerators-badge' },
-                      'simulated'
+                      trans.__('simulated')
                     )
                   ]
                 : null
@@ -129,51 +136,80 @@ export namespace Overview {
    *
    * @param worker - The worker, with its latest `host` sample.
    */
-  export function host(worker: IWorker): VirtualElement | null {
+  export function host(
+    worker: IWorker,
+    trans: TranslationBundle = Private.ENGLISH
+  ): VirtualElement | null {
     const sample = worker.host;
     if (!sample) {
       return null;
     }
     const items: VirtualElement[] = [];
     if (sample.cpuPercent !== undefined) {
-      const cores = sample.cpuCount ? ` of ${sample.cpuCount} cores` : '';
+      const percent = Math.round(sample.cpuPercent);
+      const cores = sample.cpuCount
+        ? ' ' + trans.__('of %1 cores', sample.cpuCount)
+        : '';
       const load =
         sample.loadAverage !== undefined
-          ? `, load ${sample.loadAverage.toFixed(1)}`
+          ? ', ' + trans.__('load %1', sample.loadAverage.toFixed(1))
           : '';
       items.push(
         hostItem(
-          'CPU',
+          trans.__('CPU'),
           sample.cpuPercent,
-          `${Math.round(sample.cpuPercent)} %${sample.cpuCount ? ` of ${sample.cpuCount} cores` : ''}`,
-          `CPU ${Math.round(sample.cpuPercent)} % busy${cores}${load}`
+          `${percent} %${cores}`,
+          trans.__('CPU %1 % busy', percent) + cores + load
         )
       );
     }
     if (sample.memoryUsedBytes !== undefined && sample.memoryTotalBytes) {
       items.push(
         hostItem(
-          'RAM',
+          trans.__('RAM'),
           (100 * sample.memoryUsedBytes) / sample.memoryTotalBytes,
-          `${Private.gib(sample.memoryUsedBytes)} of ${formatGiB(sample.memoryTotalBytes)}`,
-          `Memory ${formatGiB(sample.memoryUsedBytes)} used of ${formatGiB(sample.memoryTotalBytes)}`
+          trans.__(
+            '%1 of %2',
+            Private.gib(sample.memoryUsedBytes),
+            formatGiB(sample.memoryTotalBytes)
+          ),
+          trans.__(
+            'Memory %1 used of %2',
+            formatGiB(sample.memoryUsedBytes),
+            formatGiB(sample.memoryTotalBytes)
+          )
         )
       );
     }
     if (sample.diskUsedBytes !== undefined && sample.diskTotalBytes) {
       items.push(
         hostItem(
-          'Disk',
+          trans.__('Disk'),
           (100 * sample.diskUsedBytes) / sample.diskTotalBytes,
-          `${Private.gib(sample.diskUsedBytes)} of ${formatGiB(sample.diskTotalBytes)}`,
-          `Disk ${formatGiB(sample.diskUsedBytes)} used of ${formatGiB(sample.diskTotalBytes)}${sample.diskPath ? ` at ${sample.diskPath}` : ''}`
+          trans.__(
+            '%1 of %2',
+            Private.gib(sample.diskUsedBytes),
+            formatGiB(sample.diskTotalBytes)
+          ),
+          sample.diskPath
+            ? trans.__(
+                'Disk %1 used of %2 at %3',
+                formatGiB(sample.diskUsedBytes),
+                formatGiB(sample.diskTotalBytes),
+                sample.diskPath
+              )
+            : trans.__(
+                'Disk %1 used of %2',
+                formatGiB(sample.diskUsedBytes),
+                formatGiB(sample.diskTotalBytes)
+              )
         )
       );
     }
     return h.ul(
       {
         className: 'jp-FerryAccelerators-host',
-        'aria-label': `Host resources of ${worker.name}`
+        'aria-label': trans.__('Host resources of %1', worker.name)
       },
       items
     );
@@ -220,6 +256,21 @@ export namespace Overview {
  * The module-private parts.
  */
 namespace Private {
+  /** The words when the panel gives none: English. */
+  export const ENGLISH = nullTranslator.load('ferry');
+
+  /** What a count counts: `H100 GPUs`, `v5e TPU chip`. */
+  export function what(
+    trans: TranslationBundle,
+    count: Overview.IKindCount
+  ): string {
+    return `${count.model} ${
+      count.kind === 'tpu'
+        ? trans._n('TPU chip', 'TPU chips', count.total)
+        : trans._n('GPU', 'GPUs', count.total)
+    }`;
+  }
+
   /** Bytes as GiB without the unit, for `12.3 of 62.8 GiB`. */
   export function gib(bytes: number): string {
     return (bytes / 2 ** 30).toFixed(1);

@@ -166,7 +166,11 @@ export class AcceleratorPanel extends Widget {
     const model = this._manager.model;
     this._charts.startPass();
     this._modelContent = model
-      ? [Overview.counts(model), this._queue(model), this._workers(model)]
+      ? [
+          Overview.counts(model, this._trans),
+          this._queue(model),
+          this._workers(model)
+        ]
       : Private.emptyModel(this._trans);
     this._charts.endPass();
     this._render();
@@ -422,7 +426,7 @@ export class AcceleratorPanel extends Widget {
         'aria-label': trans.__('Worker %1', worker.name)
       },
       h.h3({ className: 'jp-FerryAccelerators-heading' }, worker.name + state),
-      Overview.host(worker),
+      Overview.host(worker, trans),
       rows.length
         ? h.ul(
             { className: 'jp-FerryAccelerators-devices' },
@@ -490,7 +494,7 @@ export class AcceleratorPanel extends Widget {
         },
         describe: device => this._describeDevice(device)
       }),
-      HeatStrip.legend(),
+      HeatStrip.legend(trans),
       selected
         ? h.div(
             {
