@@ -256,7 +256,8 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
             manager,
             workerId,
             deviceId,
-            holderLabel: holder => describeHolder(holder).label
+            holderLabel: holder => describeHolder(holder).label,
+            translator: translator ?? undefined
           });
           widget = new MainAreaWidget({ content });
           widget.id = `jp-ferry-device-${key.replace(/[^A-Za-z0-9_-]/g, '_')}`;

@@ -3,6 +3,11 @@
  * jupyterlab-nvdashboard opens them beside a notebook, rendered with lumino's virtual DOM.
  */
 
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { Message } from '@lumino/messaging';
 import { h, VirtualDOM } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
@@ -33,6 +38,7 @@ export class DeviceDashboard extends Widget {
     this.workerId = options.workerId;
     this.deviceId = options.deviceId;
     this._holderLabel = options.holderLabel ?? formatHolder;
+    this._trans = (options.translator ?? nullTranslator).load('ferry');
     this._charts = new DeviceChartSet({
       themeNode: this.node,
       canDraw: () => this.isAttached,
@@ -97,13 +103,16 @@ export class DeviceDashboard extends Widget {
             { className: 'jp-FerryDeviceDashboard-title' },
             formatDevice(device)
           ),
-          DeviceCard.holders(device, holder =>
-            h.span(
-              { className: 'jp-FerryAccelerators-kernel' },
-              this._holderLabel(holder)
-            )
+          DeviceCard.holders(
+            device,
+            holder =>
+              h.span(
+                { className: 'jp-FerryAccelerators-kernel' },
+                this._holderLabel(holder)
+              ),
+            this._trans
           ),
-          DeviceCard.metrics(device),
+          DeviceCard.metrics(device, this._trans),
           h.div(
             { className: 'jp-FerryDeviceDashboard-charts' },
             this._charts.render(
@@ -116,7 +125,10 @@ export class DeviceDashboard extends Widget {
       : [
           h.p(
             { className: 'jp-FerryAccelerators-empty' },
-            `${this.deviceId} is no longer reported by its worker.`
+            this._trans.__(
+              '%1 is no longer reported by its worker.',
+              this.deviceId
+            )
           )
         ];
     this._charts.endPass();
@@ -138,11 +150,12 @@ export class DeviceDashboard extends Widget {
   private _setTitle(device: IDevice | undefined): void {
     const name = device ? formatDevice(device) : this.deviceId;
     this.title.label = name;
-    this.title.caption = `Charts of ${name}`;
-    this.node.setAttribute('aria-label', `Charts of ${name}`);
+    this.title.caption = this._trans.__('Charts of %1', name);
+    this.node.setAttribute('aria-label', this._trans.__('Charts of %1', name));
   }
 
   private _manager: IAcceleratorManager;
+  private _trans: TranslationBundle;
   private _holderLabel: (holder: IHolder) => string;
   private _charts: DeviceChartSet;
 }
@@ -164,5 +177,7 @@ export namespace DeviceDashboard {
     deviceId: string;
     /** A holder's name for people (its notebook's name for the user's own kernels). */
     holderLabel?: (holder: IHolder) => string;
+    /** The application's translator (its words in English without one). */
+    translator?: ITranslator;
   }
 }
