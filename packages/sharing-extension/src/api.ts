@@ -27,6 +27,12 @@ export type ICreatedShare = RestSchemas['CreatedShare'];
 /** What the owner asks for: schema `ShareRequest`. */
 export type IShareRequest = RestSchemas['ShareRequest'];
 
+/** A grant to a user or a group by name: schema `PersonShareRequest`. */
+export type IPersonShareRequest = RestSchemas['PersonShareRequest'];
+
+/** A copy of a shared notebook in one's own folder, and where to open it: schema `SharedCopy`. */
+export type ISharedCopy = RestSchemas['SharedCopy'];
+
 /** Whether the gateway can confine a kernel to its notebook's folder, and why not: `kernel_confinement` of schema `ApiStatus`. */
 export type IConfinementSupport = NonNullable<
   RestSchemas['ApiStatus']['kernel_confinement']
@@ -85,6 +91,50 @@ export class SharesClient {
     await this._request<void>(`api/shares/${encodeURIComponent(id)}`, {
       method: 'DELETE'
     });
+  }
+
+  /** Shares the notebook with a user or a group by name (signed-in people only). */
+  async shareWith(request: IPersonShareRequest): Promise<IShare> {
+    return this._request<IShare>('api/shares/people', {
+      method: 'POST',
+      body: JSON.stringify(request)
+    });
+  }
+
+  /**
+   * The grants to people of `path` (all of them when absent); undefined where nobody signs in (the
+   * server refuses: people are shared with only by people who signed in).
+   */
+  async listPeople(path?: string): Promise<IShare[] | undefined> {
+    try {
+      const all = await this._request<IShare[]>('api/shares/people', {
+        method: 'GET'
+      });
+      return path === undefined ? all : all.filter(s => s.path === path);
+    } catch (error) {
+      if (error instanceof ShareApiError && error.status === 403) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
+  /** Revokes a grant: the recipient's open connections close at once. */
+  async revokePeople(id: string): Promise<void> {
+    await this._request<void>(`api/shares/people/${encodeURIComponent(id)}`, {
+      method: 'DELETE'
+    });
+  }
+
+  /**
+   * "Run in my own runtime": a copy of the shared notebook in one's own folder, whose kernel is
+   * one's own (not the owner's); the browser leaves the shared notebook.
+   */
+  async copyToMine(id: string): Promise<ISharedCopy> {
+    return this._request<ISharedCopy>(
+      `api/shares/${encodeURIComponent(id)}/copy`,
+      { method: 'POST' }
+    );
   }
 
   /** For a visitor: what the link in use grants; undefined when this page is the owner's. */

@@ -1,6 +1,7 @@
 /**
  * The Share dialog's body: create a link to this notebook (scope, expiry, label), see its URL once
- * with Copy, and the notebook's links with who is connected through each, each with Revoke.
+ * with Copy, and the notebook's links with who is connected through each, each with Revoke; where
+ * people sign in, share it with a user or a group by name beside links ("People and groups").
  */
 import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
 import {
@@ -35,6 +36,13 @@ export function scopeDescriptions(
 export function runWarning(trans: TranslationBundle): string {
   return trans.__(
     "Whoever holds a run or edit link runs code in your kernel, with your kernel's file access: it can read any file your kernel can (your other notebooks, .git, keys), not only this notebook."
+  );
+}
+
+/** Sharing with people by name, against links: whose kernel runs their code. */
+export function ownRuntimeNote(trans: TranslationBundle): string {
+  return trans.__(
+    'Run and edit links, and run and edit shares with people, execute code in your kernel with your file access. A signed-in person you share with can instead choose "Run in my own runtime": a copy in their own folder, on a kernel of their own, which cannot read your files.'
   );
 }
 
@@ -139,7 +147,128 @@ export class SharePanel extends Widget {
     heading.textContent = trans.__('Links to this notebook');
     this._list = document.createElement('ul');
     this._list.className = 'jp-FerryShare-links';
-    this.node.append(form, this._created, this._error, heading, this._list);
+    this._people = this._peopleSection();
+    this.node.append(
+      form,
+      this._created,
+      this._error,
+      heading,
+      this._list,
+      this._people
+    );
+  }
+
+  /** The grants to people shown last; undefined where nobody signs in (the section is hidden). */
+  get grants(): readonly IShare[] | undefined {
+    return this._grants;
+  }
+
+  /** The "People and groups" section: share by name beside links (hidden until the server offers it). */
+  private _peopleSection(): HTMLElement {
+    const trans = this._trans;
+    const section = document.createElement('section');
+    section.className = 'jp-FerryShare-people';
+    section.hidden = true;
+    const heading = document.createElement('h3');
+    heading.textContent = trans.__('People and groups');
+    const form = document.createElement('form');
+    form.className = 'jp-FerryShare-peopleForm';
+    this._kind = document.createElement('select');
+    this._kind.className = 'jp-mod-styled jp-FerryShare-kind';
+    this._kind.setAttribute('aria-label', trans.__('User or group'));
+    for (const [value, label] of [
+      ['user', trans.__('User')],
+      ['group', trans.__('Group')]
+    ]) {
+      const option = document.createElement('option');
+      option.value = value;
+      option.textContent = label;
+      this._kind.append(option);
+    }
+    this._who = document.createElement('input');
+    this._who.className = 'jp-mod-styled jp-FerryShare-who';
+    this._who.placeholder = trans.__('Name of a user or a group');
+    this._who.required = true;
+    this._who.setAttribute('aria-label', trans.__('Name'));
+    this._peopleScope = document.createElement('select');
+    this._peopleScope.className = 'jp-mod-styled jp-FerryShare-peopleScope';
+    this._peopleScope.setAttribute('aria-label', trans.__('Scope'));
+    const descriptions = scopeDescriptions(trans);
+    for (const scope of SCOPES) {
+      const option = document.createElement('option');
+      option.value = scope;
+      option.textContent = descriptions[scope];
+      this._peopleScope.append(option);
+    }
+    const share = document.createElement('button');
+    share.type = 'submit';
+    share.className = 'jp-mod-styled jp-mod-accept jp-FerryShare-shareWith';
+    share.textContent = trans.__('Share');
+    const note = document.createElement('p');
+    note.className = 'jp-FerryShare-ownRuntime';
+    note.setAttribute('role', 'note');
+    note.textContent = ownRuntimeNote(trans);
+    form.append(this._kind, this._who, this._peopleScope, share);
+    form.addEventListener('submit', event => {
+      event.preventDefault();
+      void this._shareWith();
+    });
+    this._grantList = document.createElement('ul');
+    this._grantList.className = 'jp-FerryShare-grants';
+    section.append(heading, form, note, this._grantList);
+    return section;
+  }
+
+  private async _shareWith(): Promise<void> {
+    this._showError(undefined);
+    const name = this._who.value.trim();
+    try {
+      await this._client.shareWith({
+        path: this.path,
+        scope: this._peopleScope.value as ShareScope,
+        ...(this._kind.value === 'group' ? { group: name } : { user: name })
+      });
+      this._who.value = '';
+      await this.refresh();
+    } catch (error) {
+      this._showError(error);
+    }
+  }
+
+  private _renderGrants(): void {
+    const trans = this._trans;
+    this._people.hidden = this._grants === undefined;
+    this._grantList.replaceChildren();
+    for (const grant of this._grants ?? []) {
+      const item = document.createElement('li');
+      item.className = 'jp-FerryShare-grant';
+      item.dataset.shareId = grant.id;
+      const title = document.createElement('span');
+      title.textContent = `${
+        grant.recipient?.kind === 'group'
+          ? trans.__('group %1', grant.recipient.name)
+          : (grant.recipient?.name ?? '')
+      } · ${grant.scope}`;
+      const visitors = document.createElement('span');
+      visitors.className = 'jp-FerryShare-visitors';
+      const names = (grant.visitors ?? []).map(visitor => visitor.name);
+      visitors.textContent =
+        names.length > 0
+          ? trans.__('connected: %1', names.join(', '))
+          : trans.__('nobody connected');
+      const revoke = document.createElement('button');
+      revoke.type = 'button';
+      revoke.className = 'jp-mod-styled jp-mod-warn jp-FerryShare-revoke';
+      revoke.textContent = trans.__('Revoke');
+      revoke.addEventListener('click', () => {
+        void this._client
+          .revokePeople(grant.id)
+          .catch(error => this._showError(error))
+          .then(() => this.refresh());
+      });
+      item.append(title, visitors, revoke);
+      this._grantList.append(item);
+    }
   }
 
   /** The links shown last. */
@@ -151,9 +280,11 @@ export class SharePanel extends Widget {
   async refresh(): Promise<void> {
     try {
       this._links = await this._client.list(this.path);
+      this._grants = await this._client.listPeople(this.path);
       if (!this._asking) {
         this._renderList();
       }
+      this._renderGrants();
     } catch (error) {
       this._showError(error);
     }
@@ -379,6 +510,12 @@ export class SharePanel extends Widget {
   private readonly _error: HTMLDivElement;
   private readonly _list: HTMLUListElement;
   private _links: IShare[] = [];
+  private _grants: IShare[] | undefined;
+  private readonly _people: HTMLElement;
+  private _kind!: HTMLSelectElement;
+  private _who!: HTMLInputElement;
+  private _peopleScope!: HTMLSelectElement;
+  private _grantList!: HTMLUListElement;
   private _timer = 0;
   private _asking = false;
 }

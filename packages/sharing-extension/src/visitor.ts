@@ -49,7 +49,11 @@ const NAME_MAX = 64;
 
 /** The bar above the notebook: who shared what, with which rights, on which devices. */
 export class ShareBanner extends Widget {
-  constructor(share: ICurrentShare, translator: ITranslator = nullTranslator) {
+  constructor(
+    share: ICurrentShare,
+    translator: ITranslator = nullTranslator,
+    client?: SharesClient
+  ) {
     super();
     const trans = translator.load('ferry');
     this.id = 'jp-ferry-share-banner';
@@ -76,6 +80,29 @@ export class ShareBanner extends Widget {
         new Date(share.expiresAt).toLocaleString()
       );
       parts.push(expiry);
+    }
+    if (client && share.visitor?.account) {
+      // A signed-in visitor may run a copy of their own, as Colab's recipients do.
+      const own = document.createElement('button');
+      own.type = 'button';
+      own.className = 'jp-mod-styled jp-FerryShareBanner-ownRuntime';
+      own.textContent = trans.__('Run in my own runtime');
+      own.title = trans.__(
+        "Copies the notebook into your own folder and opens it there: its code runs on a kernel of your own, with your files, not in the owner's kernel."
+      );
+      own.addEventListener('click', () => {
+        own.disabled = true;
+        void client
+          .copyToMine(share.id)
+          .then(copy => window.location.assign(copy.next))
+          .catch(error => {
+            own.disabled = false;
+            own.textContent = String(
+              error instanceof Error ? error.message : error
+            );
+          });
+      });
+      parts.push(own);
     }
     this.node.append(...parts);
   }
@@ -223,7 +250,7 @@ export const visitorPlugin: JupyterFrontEndPlugin<void> = {
     );
     tracker.forEach(panel => applyRights(panel, current.scope));
     endWithLink(client, tracker, trans);
-    app.shell.add(new ShareBanner(current, translator), 'top', {
+    app.shell.add(new ShareBanner(current, translator, client), 'top', {
       rank: 1000
     });
     void app.restored.then(async () => {

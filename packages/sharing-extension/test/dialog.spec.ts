@@ -243,4 +243,22 @@ describe('the Share dialog', () => {
     expect(error.textContent).toMatch(/missing\.ipynb/);
     panel.dispose();
   });
+
+  it('hides "People and groups" where nobody signs in (the server refuses it)', async () => {
+    const panel = new SharePanel(client, 'analysis.ipynb');
+    Widget.attach(panel, document.body);
+    const node = panel.node;
+    await domWhere(node, () => !!node.querySelector('.jp-FerryShare-empty'));
+    expect(panel.grants).toBeUndefined();
+    expect(
+      node.querySelector<HTMLElement>('.jp-FerryShare-people')!.hidden
+    ).toBe(true);
+    // What the section would say: whose kernel runs a share's code, and the way out of it.
+    expect(
+      node.querySelector('.jp-FerryShare-ownRuntime')!.textContent
+    ).toMatch(
+      /execute code in your kernel with your file access.*Run in my own runtime/
+    );
+    panel.dispose();
+  });
 });
