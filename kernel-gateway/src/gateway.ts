@@ -37,7 +37,8 @@ import {
 import { HubSignIn } from './auth/jupyterhub';
 import type { IGatewayOptions } from './config';
 import { resolveGatewayOptions } from './options';
-import { FileContentsManager, SpaceContents } from './contents';
+import { UserLimits } from './auth/user-limits';
+import { FileContentsManager, SpaceContents, StorageQuota } from './contents';
 import {
   environmentTemplate,
   KubernetesProvisioner,
@@ -66,7 +67,7 @@ import {
   RoomManager,
   type IRoomTimings
 } from './rooms';
-import { Scheduler } from './scheduler';
+import { type IAcceleratorRequest, Scheduler } from './scheduler';
 import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
 import { runAsOf, UidAllocator, UserAccounts, UserSpaces } from './users';
@@ -215,6 +216,25 @@ export class Gateway {
       environments: (resolved.environments ?? []).map(environmentTemplate)
     });
     this.scheduler = new Scheduler(resolved.scheduling);
+    // Signed-in users' limits, by group (the profiles file's `limits`); the token's owner keeps the flags.
+    const users =
+      resolved.userLimits && this.accounts
+        ? new UserLimits({
+            table: resolved.userLimits,
+            groupsOf: id => this.accounts?.get(id)?.groups
+          })
+        : undefined;
+    const devices = (owner: string, accelerator?: IAcceleratorRequest) => {
+      if (users && accelerator && accelerator.kind !== 'cpu') {
+        const held = Private.devicesHeld(this.registry, owner);
+        users.check(
+          owner,
+          'devices',
+          held + this.terminals.heldBy(owner).devices,
+          accelerator.count
+        );
+      }
+    };
     this.provisioners = Private.createProvisioners(
       resolved,
       options.logger,
@@ -236,7 +256,9 @@ export class Gateway {
       kernelspecEnvironments: resolved.kernelspecEnvironments,
       environments: resolved.environments,
       // A signed-in person's kernels run as them (their uid, in their folder).
-      runAs: owner => this.accounts && runAsOf(this.accounts, owner)
+      runAs: owner => this.accounts && runAsOf(this.accounts, owner),
+      admit: (owner, accelerator) =>
+        owner !== undefined && devices(owner, accelerator)
     });
     this.terminals = new TerminalRegistry({
       pool: this.pool,
@@ -250,12 +272,35 @@ export class Gateway {
       maxTerminals: resolved.limits.maxTerminals,
       replayChars: Private.TERMINAL_REPLAY_CHARS,
       slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000,
-      runAs: owner => this.accounts && runAsOf(this.accounts, owner)
+      runAs: owner => this.accounts && runAsOf(this.accounts, owner),
+      admit: (owner, accelerator) => {
+        if (owner !== undefined && users) {
+          users.check(
+            owner,
+            'terminals',
+            this.terminals.heldBy(owner).terminals
+          );
+          devices(owner, accelerator);
+        }
+      }
     });
     this.quota = new KernelQuota({
       kernels: this.registry,
-      limits: resolved.limits
+      limits: resolved.limits,
+      users
     });
+    const storage =
+      users &&
+      new StorageQuota({
+        userRoot: resolved.userRoot || resolved.rootDir,
+        limitOf: folder => {
+          const account = this.accounts?.byFolder(folder);
+          const limits = account && users.of(account.id);
+          return limits?.storage === undefined
+            ? undefined
+            : { bytes: limits.storage, from: limits.from.storage! };
+        }
+      });
     this.authFailures = new FailedAuthLimit({
       perMinute: resolved.limits.authFailuresPerMinute,
       onBlocked: (address, retryAfterS) =>
@@ -283,7 +328,8 @@ export class Gateway {
       allowHidden: resolved.allowHidden,
       events: this.events,
       // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
-      notaryDir: path.dirname(userSettingsDir)
+      notaryDir: path.dirname(userSettingsDir),
+      storage
     });
     // Each signed-in user works in their own folder; the token's owner in the root, as always.
     this.spaces = new UserSpaces({
@@ -300,7 +346,8 @@ export class Gateway {
           rootDir: root,
           allowHidden: resolved.allowHidden,
           notaryDir: path.dirname(userSettingsDir),
-          events: Private.prefixedEvents(this.events, resolved.rootDir, root)
+          events: Private.prefixedEvents(this.events, resolved.rootDir, root),
+          storage
         })
     });
     this.rooms = new RoomManager({
@@ -324,7 +371,8 @@ export class Gateway {
       logger: options.logger,
       rootDir: resolved.rootDir,
       envAllow: resolved.envAllow,
-      maxJobsPerUser: resolved.limits.maxJobsPerUser
+      maxJobsPerUser: resolved.limits.maxJobsPerUser,
+      users
     });
     for (const worker of options.workers ?? []) {
       this.pool.add(worker);
@@ -390,6 +438,7 @@ export class Gateway {
       shares: this.shares,
       shareConnections: this.shareConnections,
       collaboration: this.rooms,
+      accounts: this.accounts,
       terminals: this.terminals,
       jobs: this.jobs,
       apiTokens: this.apiTokens,
@@ -438,7 +487,6 @@ export class Gateway {
   /** Kernels per gateway and per user, and starts a minute. */
   readonly quota: KernelQuota;
   /** Wrong tokens per client address. */
-      accounts: this.accounts,
   readonly authFailures: FailedAuthLimit;
   /** The engines that start workers for the profiles' offers. */
   readonly provisioners: Partial<Record<IProvisioner['engine'], IProvisioner>>;
@@ -560,6 +608,21 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** The devices `owner`'s kernels hold or wait for (the per-user `devices` limit). */
+  export function devicesHeld(registry: KernelRegistry, owner: string): number {
+    let held = 0;
+    for (const kernel of registry.list()) {
+      if (
+        kernel.owner === owner &&
+        kernel.executionState !== 'dead' &&
+        kernel.accelerator.kind !== 'cpu'
+      ) {
+        held += kernel.accelerator.count;
+      }
+    }
+    return held;
+  }
+
   /**
    * The events of a user's contents manager rooted at `root`, with their paths named as the
    * gateway's root names them (`alice/x.ipynb`); none where `root` is outside it.

@@ -275,6 +275,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     };
     if (target.offer !== undefined) {
       const offer = this._provisioned.offerNamed(target.offer);
+      this._options.admit?.(request.owner, offerRequest(offer.offer));
       const kernel = this._create(id, name, offerRequest(offer.offer), {
         specName,
         launch,
@@ -289,6 +290,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       return kernel;
     }
     const accelerator = target.accelerator ?? { kind: 'cpu', count: 0 };
+    // Checked and counted in one turn: the kernel is listed before anything else is awaited.
+    this._options.admit?.(request.owner, accelerator);
     const kernel = this._create(id, name, accelerator, {
       specName,
       launch,
@@ -586,6 +589,14 @@ export namespace KernelRegistry {
     kernelspecEnvironments?: KernelspecCatalog.EnvironmentSetting;
     /** The environment templates of the profiles file. */
     environments?: readonly IEnvironmentProfile[];
+    /**
+     * Asked before a kernel of `owner` that asks for `accelerator` is made (the devices a user may
+     * hold: auth/user-limits.ts); throws to refuse it.
+     */
+    admit?: (
+      owner: string | undefined,
+      accelerator: IAcceleratorRequest
+    ) => void;
     /**
      * The user a kernel of `owner` runs as (a signed-in person's uid and folder: users/run-as.ts);
      * undefined, or left out: the worker's kernel user.

@@ -165,6 +165,8 @@ export class TerminalRegistry {
         accelerator ?? { kind: 'cpu', count: 0 }
       );
     }
+    // Checked and counted in one turn: the entry is listed below before anything is awaited.
+    this._options.admit?.(request.owner, accelerator);
     const entry: Private.IEntry = {
       request,
       environment,
@@ -368,6 +370,21 @@ export class TerminalRegistry {
     return String(n);
   }
 
+  /** How many terminals `owner` has open (or opening), and the devices of their own they ask for. */
+  heldBy(owner: string): { terminals: number; devices: number } {
+    let terminals = 0;
+    let devices = 0;
+    for (const { request } of this._entries.values()) {
+      if (request.owner === owner) {
+        terminals++;
+        if (!request.kernel && request.accelerator?.kind !== 'cpu') {
+          devices += request.accelerator?.count ?? 0;
+        }
+      }
+    }
+    return { terminals, devices };
+  }
+
   private _options: TerminalRegistry.IOptions;
   private _log: Logger;
   private _entries = new Map<string, Private.IEntry>();
@@ -392,6 +409,14 @@ export namespace TerminalRegistry {
      * undefined, or left out: the worker's kernel user.
      */
     runAs?: (owner: string | undefined) => IRunAs | undefined;
+    /**
+     * Asked before a terminal of `owner` (with devices of its own, `accelerator`) is opened: the
+     * terminals and devices a user may hold (auth/user-limits.ts); throws to refuse it.
+     */
+    admit?: (
+      owner: string | undefined,
+      accelerator: IAcceleratorRequest | undefined
+    ) => void;
   }
 }
 
