@@ -59,6 +59,7 @@ describe('limits per user and group (--auth oidc, the profiles file)', () => {
         '    students:',
         '      kernels: 1',
         '      devices: 0',
+        '      terminals: 1',
         '      storage: 64KB',
         '    staff:',
         '      kernels: 3',
@@ -126,6 +127,18 @@ describe('limits per user and group (--auth oidc, the profiles file)', () => {
     expect(fourth.body.message).toMatch(
       /Your group staff may run 3 kernels at once/
     );
+  });
+
+  it("refuses a student's second terminal, naming the group's limit", async () => {
+    const alice = await signIn(url, 'alice');
+    const first = await call(url, alice, 'POST', '/api/terminals', {});
+    expect(first.status).toBe(200);
+    const second = await call(url, alice, 'POST', '/api/terminals', {});
+    expect(second.status).toBe(403);
+    expect(second.body.message).toMatch(
+      /Your group students may open 1 terminal at once and you have 1 open: close one first/
+    );
+    await call(url, alice, 'DELETE', `/api/terminals/${first.body.name}`);
   });
 
   it('admits exactly 1 of 10 concurrent starts by one student', async () => {
