@@ -280,7 +280,11 @@ export class SharePanel extends Widget {
   async refresh(): Promise<void> {
     try {
       this._links = await this._client.list(this.path);
-      this._grants = await this._client.listPeople(this.path);
+      // Asked until the server says nobody here shares with people (then never again).
+      if (this._peopleOffered) {
+        this._grants = await this._client.listPeople(this.path);
+        this._peopleOffered = this._grants !== undefined;
+      }
       if (!this._asking) {
         this._renderList();
       }
@@ -511,6 +515,7 @@ export class SharePanel extends Widget {
   private readonly _list: HTMLUListElement;
   private _links: IShare[] = [];
   private _grants: IShare[] | undefined;
+  private _peopleOffered = true;
   private readonly _people: HTMLElement;
   private _kind!: HTMLSelectElement;
   private _who!: HTMLInputElement;
