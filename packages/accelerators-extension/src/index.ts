@@ -134,7 +134,11 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
       execute: async () => {
         const panel = tracker.currentWidget;
         if (panel) {
-          await AcceleratorActions.changeAccelerator(panel, manager);
+          await AcceleratorActions.changeAccelerator(
+            panel,
+            manager,
+            translator ?? undefined
+          );
         }
       }
     });
@@ -155,7 +159,11 @@ const pickerPlugin: JupyterFrontEndPlugin<void> = {
           showFree: false,
           showUtilisation: false,
           onClick: () => {
-            void AcceleratorActions.changeAccelerator(panel, manager);
+            void AcceleratorActions.changeAccelerator(
+              panel,
+              manager,
+              translator ?? undefined
+            );
           }
         });
         item.addClass('jp-FerryPicker-toolbarItem');

@@ -11,6 +11,7 @@ import type { Kernel } from '@jupyterlab/services';
 import type { PartialJSONObject } from '@lumino/coreutils';
 import type { RestSchemas } from '@ferry/rest-contract';
 import { KernelMessage, ServerConnection } from '@jupyterlab/services';
+import { nullTranslator, type ITranslator } from '@jupyterlab/translation';
 import { benchmarkCode, formatBenchmark, parseBenchmark } from './benchmark';
 import { chooseAccelerator } from './dialog';
 import { gatewayProblem } from './gateway';
@@ -246,8 +247,10 @@ export namespace AcceleratorActions {
    */
   export async function changeAccelerator(
     panel: NotebookPanel,
-    manager: IAcceleratorManager
+    manager: IAcceleratorManager,
+    translator: ITranslator = nullTranslator
   ): Promise<void> {
+    const trans = translator.load('ferry');
     const model = panel.model;
     if (!model) {
       return;
@@ -277,8 +280,13 @@ export namespace AcceleratorActions {
         value = match.offer.request;
       }
       if (choice.source !== 'ferry') {
-        note =
-          `This notebook asks for ${choice.original}. ${match?.reason ?? ''}`.trim();
+        note = trans
+          .__(
+            'This notebook asks for %1. %2',
+            choice.original,
+            match?.reason ?? ''
+          )
+          .trim();
       } else if (match?.reason) {
         note = match.reason;
       }
@@ -287,7 +295,7 @@ export namespace AcceleratorActions {
       value = { kind: 'cpu', count: 0 };
     }
     if (status?.state === 'queued' || status?.state === 'starting') {
-      note = [`This kernel is ${formatStatus(status)}.`, note]
+      note = [trans.__('This kernel is %1.', formatStatus(status)), note]
         .filter(Boolean)
         .join(' ');
     }
@@ -297,9 +305,16 @@ export namespace AcceleratorActions {
       value,
       note,
       warning: kernelId
-        ? `Changing the ${manager.model?.environments?.length ? 'environment or accelerator' : 'accelerator'} restarts the kernel: its variables and everything else in its memory are lost.`
+        ? manager.model?.environments?.length
+          ? trans.__(
+              'Changing the environment or accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+            )
+          : trans.__(
+              'Changing the accelerator restarts the kernel: its variables and everything else in its memory are lost.'
+            )
         : undefined,
-      label: `Accelerator for ${panel.title.label}`,
+      label: trans.__('Accelerator for %1', panel.title.label),
+      translator,
       environment: kernelId
         ? kernelEnvironment
         : readNotebookEnvironment(model.metadata)

@@ -4,6 +4,11 @@
  */
 
 import { Dialog } from '@jupyterlab/apputils';
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type { IAcceleratorRequest } from './models';
 import { environmentChoices } from './offers';
@@ -40,7 +45,10 @@ export async function chooseAccelerator(
   const offersIn = (environment: string | null) =>
     manager.offersFor(kernelId, environment);
   const environment = options.environment ?? null;
+  const translator = options.translator ?? nullTranslator;
+  const trans = translator.load('ferry');
   const body = new AcceleratorPicker({
+    translator,
     offers: await offersIn(environment),
     value: options.value,
     note: options.note,
@@ -50,17 +58,19 @@ export async function chooseAccelerator(
     environment
   });
   const dialog = new Dialog<IAcceleratorRequest | null>({
-    title: 'Change Accelerator',
+    title: trans.__('Change Accelerator'),
     body,
     // Start on the chosen offer, so arrow keys move the choice at once.
     focusNodeSelector: '.jp-FerryPicker-radio[tabindex="0"]',
     buttons: [
       Dialog.cancelButton(),
       Dialog.okButton({
-        label: Private.acceptLabel(body, kernelId),
+        label: Private.acceptLabel(body, kernelId, trans),
         caption: kernelId
-          ? 'Restart the kernel on the chosen accelerator; its state is lost'
-          : 'Start the kernel on the chosen accelerator'
+          ? trans.__(
+              'Restart the kernel on the chosen accelerator; its state is lost'
+            )
+          : trans.__('Start the kernel on the chosen accelerator')
       })
     ]
   });
@@ -71,7 +81,7 @@ export async function chooseAccelerator(
     );
     const label = button?.querySelector<HTMLElement>('.jp-Dialog-buttonLabel');
     if (label) {
-      const text = Private.acceptLabel(body, kernelId);
+      const text = Private.acceptLabel(body, kernelId, trans);
       label.textContent = text;
       label.ariaLabel = text;
     }
@@ -129,6 +139,8 @@ export interface IChooseAcceleratorOptions {
    * free, its queue entry is not ahead of it, its current choice is marked).
    */
   kernelId?: string;
+  /** Translates the dialog's words (JupyterLab's translator; English without one). */
+  translator?: ITranslator;
 }
 
 /**
@@ -138,17 +150,18 @@ namespace Private {
   /** What accepting the picker's choice does, in the words of its button. */
   export function acceptLabel(
     picker: AcceleratorPicker,
-    kernelId: string | undefined
+    kernelId: string | undefined,
+    trans: TranslationBundle
   ): string {
     const value = picker.value;
     if (!value) {
-      return kernelId ? 'Restart' : 'Start';
+      return kernelId ? trans.__('Restart') : trans.__('Start');
     }
     const offer = picker.offers.find(candidate =>
       sameRequest(candidate.request, deviceType(value))
     );
     if (offer?.current) {
-      return 'Keep';
+      return trans.__('Keep');
     }
     const environment = picker.environments.find(
       e => e.name === picker.environment
@@ -156,6 +169,8 @@ namespace Private {
     const where = environment
       ? `${environment.displayName} · ${formatAccelerator(value)}`
       : formatAccelerator(value);
-    return `${kernelId ? 'Restart' : 'Start'} on ${where}`;
+    return kernelId
+      ? trans.__('Restart on %1', where)
+      : trans.__('Start on %1', where);
   }
 }

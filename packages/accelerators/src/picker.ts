@@ -1,3 +1,8 @@
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import type { ISignal } from '@lumino/signaling';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
@@ -31,6 +36,7 @@ export class AcceleratorPicker extends Widget {
     super();
     this.addClass('jp-FerryPicker');
     this._name = Private.nextName();
+    this._trans = (options.translator ?? nullTranslator).load('ferry');
     const described: string[] = [];
     for (const [kind, text] of [
       ['note', options.note],
@@ -54,7 +60,10 @@ export class AcceleratorPicker extends Widget {
     this._list = document.createElement('div');
     this._list.className = 'jp-FerryPicker-list';
     this._list.setAttribute('role', 'radiogroup');
-    this._list.setAttribute('aria-label', options.label ?? 'Accelerator');
+    this._list.setAttribute(
+      'aria-label',
+      options.label ?? this._trans.__('Accelerator')
+    );
     if (described.length) {
       this._list.setAttribute('aria-describedby', described.join(' '));
     }
@@ -231,7 +240,13 @@ export class AcceleratorPicker extends Widget {
     );
     this._offers.forEach((offer, index) => {
       this._list.appendChild(
-        Private.renderOffer(offer, index, this._name, environment?.displayName)
+        Private.renderOffer(
+          offer,
+          index,
+          this._name,
+          environment?.displayName,
+          this._trans
+        )
       );
     });
     this._select(this._value);
@@ -263,18 +278,22 @@ export class AcceleratorPicker extends Widget {
     row.className = 'jp-FerryPicker-environment';
     const caption = document.createElement('span');
     caption.className = 'jp-FerryPicker-environmentLabel';
-    caption.textContent = 'Environment';
+    caption.textContent = this._trans.__('Environment');
     const select = document.createElement('select');
     select.className = 'jp-FerryPicker-environmentSelect';
     const none = document.createElement('option');
     none.value = '';
-    none.textContent = 'None (the default Python)';
+    none.textContent = this._trans.__('None (the default Python)');
     select.appendChild(none);
     for (const environment of this._environments) {
       const option = document.createElement('option');
       option.value = environment.name;
       option.textContent = environment.unavailable
-        ? `${environment.displayName} (unavailable: ${environment.unavailable})`
+        ? this._trans.__(
+            '%1 (unavailable: %2)',
+            environment.displayName,
+            environment.unavailable
+          )
         : environment.displayName;
       select.appendChild(option);
     }
@@ -286,6 +305,7 @@ export class AcceleratorPicker extends Widget {
   }
 
   private _name: string;
+  private _trans: TranslationBundle;
   private _environments: readonly IEnvironmentChoice[];
   private _environment: string | null;
   private _environmentChanged = new Signal<this, string | null>(this);
@@ -316,6 +336,8 @@ export namespace AcceleratorPicker {
     environments?: readonly IEnvironmentChoice[];
     /** The environment chosen at first (`null`: none). */
     environment?: string | null;
+    /** Translates the picker's words (JupyterLab's translator; English without one). */
+    translator?: ITranslator;
   }
 
   /**
@@ -324,21 +346,59 @@ export namespace AcceleratorPicker {
    *
    * @param offer - The offer.
    */
-  export function describe(offer: IAcceleratorOffer): string {
+  export function describe(
+    offer: IAcceleratorOffer,
+    trans: TranslationBundle = nullTranslator.load('ferry')
+  ): string {
     if (offer.current) {
-      return `Current choice · ${offer.reason ?? 'choosing it keeps the kernel as it is'}`;
+      return trans.__(
+        'Current choice · %1',
+        offer.reason ?? trans.__('choosing it keeps the kernel as it is')
+      );
     }
     if (offer.availability === 'unavailable') {
-      return `Unavailable: ${offer.reason ?? 'not offered here'}`;
+      return trans.__(
+        'Unavailable: %1',
+        offer.reason ?? trans.__('not offered here')
+      );
     }
-    const own = offer.own ? ` (${offer.own} of them this kernel's)` : '';
+    const own = offer.own
+      ? trans.__(" (%1 of them this kernel's)", offer.own)
+      : '';
     const free =
       offer.request.kind === 'cpu'
         ? ''
-        : `${offer.free} of ${offer.total} free${own} · `;
+        : trans.__('%1 of %2 free%3 · ', offer.free, offer.total, own);
     return offer.availability === 'free'
-      ? `${free}starts now`
-      : `${free}${offer.reason ?? `you will be queued at position ${offer.queuePosition}`}`;
+      ? `${free}${trans.__('starts now')}`
+      : `${free}${offer.reason ?? trans.__('you will be queued at position %1', offer.queuePosition ?? 1)}`;
+  }
+
+  /**
+   * How long a queued offer should wait, from the gateway's estimate: `about 4 min`; undefined
+   * where the gateway has no basis for one (the picker then says nothing rather than guess).
+   *
+   * @param offer - The offer.
+   */
+  export function estimate(
+    offer: IAcceleratorOffer,
+    trans: TranslationBundle = nullTranslator.load('ferry')
+  ): string | undefined {
+    const seconds = offer.wait?.estimateSeconds;
+    if (offer.availability !== 'queued' || seconds === undefined) {
+      return undefined;
+    }
+    if (seconds < 60) {
+      return trans.__('about a minute or less');
+    }
+    if (seconds < 5400) {
+      return trans._n('about %1 min', 'about %1 min', Math.round(seconds / 60));
+    }
+    return trans._n(
+      'about %1 hour',
+      'about %1 hours',
+      Math.round(seconds / 3600)
+    );
   }
 }
 
@@ -358,7 +418,8 @@ namespace Private {
     offer: IAcceleratorOffer,
     index: number,
     name: string,
-    environment: string | undefined
+    environment: string | undefined,
+    trans: TranslationBundle
   ): HTMLElement {
     const row = document.createElement('label');
     row.className = `jp-FerryPicker-item jp-mod-${offer.availability === 'queued' ? 'busy' : offer.availability}`;
@@ -372,8 +433,12 @@ namespace Private {
       simulated: offer.simulated
     });
     const label = environment ? `${environment} · ${accelerator}` : accelerator;
-    const description = AcceleratorPicker.describe(offer);
-    input.setAttribute('aria-label', `${label}: ${description}`);
+    const description = AcceleratorPicker.describe(offer, trans);
+    const estimate = AcceleratorPicker.estimate(offer, trans);
+    input.setAttribute(
+      'aria-label',
+      `${label}: ${description}${estimate ? ` · ${estimate}` : ''}`
+    );
     const title = document.createElement('span');
     title.className = 'jp-FerryPicker-label';
     title.textContent = label;
@@ -381,13 +446,20 @@ namespace Private {
       row.classList.add('jp-mod-current');
       const badge = document.createElement('span');
       badge.className = 'jp-FerryPicker-current';
-      badge.textContent = 'Current';
+      badge.textContent = trans.__('Current');
       title.append(' ', badge);
     }
     const detail = document.createElement('span');
     detail.className = 'jp-FerryPicker-detail';
     detail.textContent = description;
     row.append(input, title, detail);
+    if (estimate) {
+      const wait = document.createElement('span');
+      wait.className = 'jp-FerryPicker-estimate';
+      wait.textContent = estimate;
+      wait.title = offer.wait?.basis ?? '';
+      row.append(wait);
+    }
     return row;
   }
 }

@@ -1,6 +1,7 @@
 /**
  * @jest-environment jsdom
  */
+import type { ITranslator } from '@jupyterlab/translation';
 import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { AcceleratorPicker } from '../src/picker';
@@ -250,5 +251,66 @@ describe('AcceleratorPicker', () => {
     expect(rows(picker)[1].textContent).toBe(
       'GPU · H100 × 1 (simulated)2 of 2 free · starts now'
     );
+  });
+
+  it("shows the gateway's wait estimate beside a queued choice, and none where it has none", () => {
+    const model = cluster({ h100Holders: [['a'], ['b']] });
+    const offers = schedulerChoices(model);
+    const h100 = offers.findIndex(
+      offer => offer.request.model === 'H100' && offer.request.count === 1
+    );
+    expect(offers[h100].availability).toBe('queued');
+    picker = new AcceleratorPicker({ offers });
+    expect(
+      rows(picker)[h100].querySelector('.jp-FerryPicker-estimate')
+    ).toBeNull();
+    picker.offers = offers.map((offer, index) =>
+      index === h100
+        ? {
+            ...offer,
+            wait: {
+              estimateSeconds: 250,
+              basis: 'holds of H100 lasted 4 min',
+              holders: []
+            }
+          }
+        : offer
+    );
+    const estimate = rows(picker)[h100].querySelector(
+      '.jp-FerryPicker-estimate'
+    );
+    expect(estimate?.textContent).toBe('about 4 min');
+    expect(estimate?.getAttribute('title')).toBe('holds of H100 lasted 4 min');
+    expect(radios(picker)[h100].getAttribute('aria-label')).toMatch(
+      / · about 4 min$/
+    );
+  });
+
+  it("says its words through JupyterLab's translator", () => {
+    const asked: string[] = [];
+    const translator = {
+      languageCode: 'xx',
+      load: () => ({
+        __: (text: string, ...args: unknown[]) => {
+          asked.push(text);
+          return `«${args.reduce<string>((out, arg, i) => out.replace(`%${i + 1}`, String(arg)), text)}»`;
+        },
+        _n: (one: string, many: string, n: number) =>
+          `«${(n === 1 ? one : many).replace('%1', String(n))}»`
+      })
+    } as unknown as ITranslator;
+    picker = new AcceleratorPicker({
+      offers: schedulerChoices(cluster()),
+      translator
+    });
+    expect(asked).toContain('starts now');
+    expect(radios(picker)[0].getAttribute('aria-label')).toContain(
+      '«starts now»'
+    );
+    expect(
+      picker.node
+        .querySelector('[role="radiogroup"]')
+        ?.getAttribute('aria-label')
+    ).toBe('«Accelerator»');
   });
 });

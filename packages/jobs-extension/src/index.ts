@@ -176,7 +176,8 @@ namespace Private {
     const choice = await chooseAccelerator({
       manager,
       value: readNotebookAccelerator(metadata)?.request ?? null,
-      label: trans.__('Accelerator for the job')
+      label: trans.__('Accelerator for the job'),
+      translator
     });
     if (!choice) {
       return undefined;
