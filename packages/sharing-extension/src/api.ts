@@ -200,7 +200,10 @@ export function mayRun(scope: ShareScope): boolean {
   return scope === 'run' || scope === 'edit';
 }
 
-/** Whether a scope lets its holder write comment threads. */
+/**
+ * Whether a scope lets its holder write comment threads: `comment` and `edit`, as the gateway's
+ * scope table (`SCOPE_CAPABILITIES`) has it; a run link writes nothing to the room.
+ */
 export function mayComment(scope: ShareScope): boolean {
-  return scope !== 'view';
+  return scope === 'comment' || scope === 'edit';
 }

@@ -6,6 +6,7 @@ import * as Y from 'yjs';
 import { Widget } from '@lumino/widgets';
 import { COMMENTS_ROOT, addComment, commandAllowed } from '../src';
 import { CommentThread } from '../src/comments';
+import { mayComment, type ShareScope } from '../src/api';
 
 /** Two docs that pass every update to each other, as two pages in one room. */
 function pair(): [Y.Doc, Y.Doc] {
@@ -104,5 +105,17 @@ describe("a link's rights in the page", () => {
     // Nobody but the owner restarts, interrupts or changes the owner's kernel.
     expect(commandAllowed(scope, 'notebook:restart-kernel')).toBe(false);
     expect(commandAllowed(scope, 'kernelmenu:interrupt')).toBe(false);
+  });
+});
+
+describe('who may write comments', () => {
+  it("follows the gateway's scope table: comment and edit links, not view or run links", () => {
+    // The gateway refuses a run link's comment (rooms' change rule, SCOPE_CAPABILITIES): a page
+    // that offered it a comment box would lose what was typed.
+    expect(
+      ['view', 'comment', 'run', 'edit'].filter(s =>
+        mayComment(s as ShareScope)
+      )
+    ).toEqual(['comment', 'edit']);
   });
 });
