@@ -625,7 +625,7 @@ export const GATEWAY_OPTION_SECTIONS = [
     options: {
       profiles: {
         flag: '--profiles <file>',
-        help: 'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON; see the README)',
+        help: 'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON)',
         defaultText: 'none',
         notes:
           'see [Slurm](slurm.md), [Kubernetes](kubernetes.md) and [Environments](environments.md)'
