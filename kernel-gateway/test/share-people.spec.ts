@@ -163,6 +163,36 @@ describeAsRoot('sharing a notebook with people and groups', () => {
       }
     );
     expect(unknown.status).toBe(404);
+    // Hostile or muddled requests: a clear 400, nothing made.
+    for (const body of [
+      { path: 'nb.ipynb', scope: 'view', user: 'bob', group: 'staff' },
+      { path: 'nb.ipynb', scope: 'view' },
+      { path: 'nb.ipynb', scope: 'view', group: '   ' },
+      { path: 'nb.ipynb', scope: 'view', user: 'b'.repeat(500) },
+      { path: 'nb.ipynb', scope: 'owner', user: 'bob' }
+    ]) {
+      const refused = await call(
+        url,
+        alice.headers,
+        'POST',
+        '/api/shares/people',
+        body
+      );
+      expect([refused.status, typeof refused.body.message]).toEqual([
+        400,
+        'string'
+      ]);
+    }
+    // Nor outside her folder, nor a folder.
+    expect(
+      (
+        await call(url, alice.headers, 'POST', '/api/shares/people', {
+          path: '../bob/x.ipynb',
+          scope: 'view',
+          user: 'bob'
+        })
+      ).status
+    ).toBe(404);
     const toBob = await call(url, alice.headers, 'POST', '/api/shares/people', {
       path: 'nb.ipynb',
       scope: 'edit',
@@ -175,6 +205,25 @@ describeAsRoot('sharing a notebook with people and groups', () => {
       recipient: { kind: 'user', name: 'bob' }
     });
     bobGrant = toBob.body.id;
+    // A lookalike (a Cyrillic о) names bob's account too, never a second one.
+    const lookalike = await call(
+      url,
+      alice.headers,
+      'POST',
+      '/api/shares/people',
+      { path: 'nb.ipynb', scope: 'view', user: 'b\u043eb' }
+    );
+    expect(lookalike.body.recipient).toEqual({ kind: 'user', name: 'bob' });
+    expect(
+      (
+        await call(
+          url,
+          alice.headers,
+          'DELETE',
+          `/api/shares/people/${lookalike.body.id}`
+        )
+      ).status
+    ).toBe(204);
     const toStaff = await call(
       url,
       alice.headers,

@@ -320,8 +320,10 @@ export class ShareStore implements IShareResolver {
         `This share link has had ${max} visitors, as many as it may: ask its owner for a new one`
       );
     }
-    // One holder (one address) takes a tenth of the slots (ten at least), not all of them.
-    const from = address === undefined ? undefined : Private.hash(address);
+    // One holder (one address) takes a tenth of the slots (ten at least), not all of them. Signed-in
+    // people are each one account (a class behind one address), whose re-entries replace themselves.
+    const from =
+      address === undefined || person ? undefined : Private.hash(address);
     const perAddress = ShareStore.visitorsPerAddress(max);
     const fromKey = `${shareId} ${from}`;
     if (

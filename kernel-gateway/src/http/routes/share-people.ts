@@ -52,7 +52,11 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
         }
         to = { kind: 'user', name: account.name, account: account.id };
       } else {
-        to = { kind: 'group', name: body.group!.trim() };
+        const group = body.group!.trim();
+        if (!group) {
+          throw new HttpError(400, 'A group name cannot be blank');
+        }
+        to = { kind: 'group', name: group };
       }
       const space = context.spaces.spaceOf(principal);
       const gatewayPath = context.spaces.toGateway(space, body.path);
