@@ -57,7 +57,7 @@ import {
 import { AdminService, AuditLog } from './admin';
 import { JobService } from './jobs';
 import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
-import { LabBuild, SettingsStore, WorkspaceStore } from './lab';
+import { LabBuild, SettingsStore, UserLabStores, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
 import { ApiSchemas } from './protocol/schema';
@@ -765,6 +765,12 @@ namespace Private {
       workspaces: new WorkspaceStore(
         path.join(path.dirname(userSettingsDir), 'workspaces')
       ),
+      // Signed-in users' own, beside the owner's.
+      users: new UserLabStores({
+        dir: path.join(path.dirname(userSettingsDir), 'users'),
+        schemasDir: build.schemasDir,
+        logger
+      }),
       rootDir: options.rootDir,
       userSettingsDir,
       allowHidden: options.allowHidden ?? false

@@ -68,7 +68,7 @@ async function socket(
   who: ISignedIn,
   route: string
 ): Promise<
-  | { kind: 'open'; ws: WebSocket }
+  | { kind: 'open'; ws: WebSocket; first: Promise<unknown> }
   | { kind: 'refused'; status: number; body: string }
 > {
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${route}`, {
@@ -83,7 +83,9 @@ async function socket(
       );
     });
     ws.on('error', () => undefined);
-    ws.on('open', () => resolve({ kind: 'open', ws }));
+    // Listening from the start: the first frame may come with the handshake's answer.
+    const first = new Promise(resolve => ws.once('message', resolve));
+    ws.on('open', () => resolve({ kind: 'open', ws, first }));
   });
 }
 
@@ -138,7 +140,9 @@ describe('a space of one’s own', () => {
         '--user-root',
         root,
         '--kernel-user',
-        'root'
+        'root',
+        '--lab-dir',
+        path.join(__dirname, 'fixtures', 'lab')
       ]
     });
     url = env.gateway.url;
@@ -347,9 +351,9 @@ describe('a space of one’s own', () => {
     ]) {
       const mine = await socket(url, alice, route);
       expect(mine.kind).toBe('open');
-      const ws = (mine as { ws: WebSocket }).ws;
+      const { ws, first } = mine as { ws: WebSocket; first: Promise<unknown> };
       if (!route.includes('/kernels/')) {
-        await once(ws, 'message');
+        await first;
       }
       expect(ws.readyState).toBe(WebSocket.OPEN);
       ws.close();
@@ -438,6 +442,31 @@ describe('a space of one’s own', () => {
     ).toEqual([]);
     mine.ws.close();
     theirs.ws.close();
+  });
+
+  it('keeps each person’s lab settings and workspaces their own', async () => {
+    const plugin = '/lab/api/settings/@ferry/fixture-extension:plugin';
+    expect(
+      (await call(url, alice, 'PUT', plugin, { raw: '{"fontSize": 21}' }))
+        .status
+    ).toBe(204);
+    expect((await call(url, alice, 'GET', plugin)).body.raw).toContain('21');
+    expect((await call(url, bob, 'GET', plugin)).body.raw).not.toContain('21');
+    const layout = { data: { open: 'mine.ipynb' }, metadata: { id: 'work' } };
+    expect(
+      (await call(url, alice, 'PUT', '/lab/api/workspaces/work', layout)).status
+    ).toBe(204);
+    expect(
+      (await call(url, alice, 'GET', '/lab/api/workspaces/work')).body.data
+    ).toEqual(layout.data);
+    const others = await call(url, bob, 'GET', '/lab/api/workspaces');
+    expect(others.body.workspaces.ids).not.toContain('work');
+    // Kept by the gateway, not in the user's folder (their kernels cannot rewrite them).
+    expect(
+      (await call(url, alice, 'GET', '/api/contents')).body.content.map(
+        (c: { name: string }) => c.name
+      )
+    ).not.toContain('user-settings');
   });
 
   it('shows an admin everyone’s kernels', async () => {

@@ -9,3 +9,4 @@ export { labPage, missingBuildPage, pageConfig } from './page';
 export { GuestSettings } from './guest-settings';
 export { SettingsStore } from './settings';
 export { WorkspaceStore } from './workspaces';
+export { UserLabStores, type ILabStores } from './user-stores';

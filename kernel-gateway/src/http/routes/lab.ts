@@ -9,8 +9,10 @@ import {
   labPage,
   missingBuildPage,
   pageConfig,
+  type ILabStores,
   type LabBuild,
   type SettingsStore,
+  type UserLabStores,
   type WorkspaceStore
 } from '../../lab';
 import { HttpError } from '../errors';
@@ -99,11 +101,22 @@ export function labAssetsRouter(build: LabBuild): Router {
  * extensions the page polls (nbconvert's export formats, jupyter-lsp's language servers).
  */
 export function labRouter(options: labRouter.IOptions): Router {
-  const { build, settings, workspaces } = options;
+  const { build } = options;
   const router = Router();
+  // A signed-in user's own settings and workspaces; the owner's (the token's) for everyone else.
+  const storesOf = (request: Request): ILabStores => {
+    const user = options.auth.resolve(request)?.user;
+    return user && options.users
+      ? options.users.for(user.folder)
+      : {
+          settings: options.settings,
+          workspaces: options.workspaces,
+          settingsDir: options.userSettingsDir
+        };
+  };
   let storeId = 0;
   // A share link's visitor gets the defaults and their own changes, never the owner's settings.
-  const guests = new GuestSettings(settings);
+  const guests = new GuestSettings(options.settings);
   const guestOf = (request: Request): string | undefined => {
     const principal = options.auth.resolve(request);
     return principal?.share
@@ -127,6 +140,7 @@ export function labRouter(options: labRouter.IOptions): Router {
     // by cookie gets none, so the HTML never carries it.
     const credential = options.auth.credential(request);
     const share = options.auth.resolve(request)?.share;
+    const stores = storesOf(request);
     const token =
       options.auth.enabled && credential === 'token'
         ? (TokenIdentityResolver.presented(request) ?? '')
@@ -137,8 +151,8 @@ export function labRouter(options: labRouter.IOptions): Router {
       treePath,
       workspace,
       rootDir: options.rootDir,
-      userSettingsDir: options.userSettingsDir,
-      workspacesDir: workspaces.dir,
+      userSettingsDir: stores.settingsDir,
+      workspacesDir: stores.workspaces.dir,
       schemasDir: build.schemasDir,
       themesDir: build.themesDir,
       staticDir: build.staticDir,
@@ -155,6 +169,7 @@ export function labRouter(options: labRouter.IOptions): Router {
   router.get(
     ['/lab/api/settings', '/lab/api/settings/'],
     async (request, response) => {
+      const { settings } = storesOf(request);
       if (request.query.ids_only === 'true') {
         response.json({ settings: (await settings.ids()).map(id => ({ id })) });
         return;
@@ -169,6 +184,7 @@ export function labRouter(options: labRouter.IOptions): Router {
   router.get(/^\/lab\/api\/settings\/.+$/, async (request, response) => {
     const id = Private.rest(request, '/lab/api/settings/');
     const guest = guestOf(request);
+    const { settings } = storesOf(request);
     response.json(
       guest === undefined ? await settings.get(id) : await guests.get(guest, id)
     );
@@ -184,15 +200,15 @@ export function labRouter(options: labRouter.IOptions): Router {
     const id = Private.rest(request, '/lab/api/settings/');
     const guest = guestOf(request);
     await (guest === undefined
-      ? settings.save(id, raw)
+      ? storesOf(request).settings.save(id, raw)
       : guests.save(guest, id, raw));
     response.status(204).end();
   });
 
   router.get(
     ['/lab/api/workspaces', '/lab/api/workspaces/'],
-    async (_request, response) => {
-      const values = await workspaces.list();
+    async (request, response) => {
+      const values = await storesOf(request).workspaces.list();
       response.json({
         workspaces: { ids: values.map(w => w.metadata.id), values }
       });
@@ -200,18 +216,22 @@ export function labRouter(options: labRouter.IOptions): Router {
   );
   router.get(/^\/lab\/api\/workspaces\/.+$/, async (request, response) => {
     response.json(
-      await workspaces.get(Private.rest(request, '/lab/api/workspaces/'))
+      await storesOf(request).workspaces.get(
+        Private.rest(request, '/lab/api/workspaces/')
+      )
     );
   });
   router.put(/^\/lab\/api\/workspaces\/.+$/, async (request, response) => {
-    await workspaces.save(
+    await storesOf(request).workspaces.save(
       Private.rest(request, '/lab/api/workspaces/'),
       request.body
     );
     response.status(204).end();
   });
   router.delete(/^\/lab\/api\/workspaces\/.+$/, async (request, response) => {
-    await workspaces.delete(Private.rest(request, '/lab/api/workspaces/'));
+    await storesOf(request).workspaces.delete(
+      Private.rest(request, '/lab/api/workspaces/')
+    );
     response.status(204).end();
   });
 
@@ -273,6 +293,8 @@ export namespace labRouter {
     build: LabBuild;
     settings: SettingsStore;
     workspaces: WorkspaceStore;
+    /** Each signed-in user's own settings and workspaces (none: everyone uses the owner's). */
+    users?: UserLabStores;
     auth: TokenIdentityResolver;
     rootDir: string;
     userSettingsDir: string;
