@@ -425,3 +425,79 @@ describeAsRoot('sharing a notebook with people and groups', () => {
     ]);
   });
 });
+
+describeAsRoot('a group grant to a class behind one address', () => {
+  let env: IOidcGateway;
+  let root: string;
+
+  beforeAll(async () => {
+    root = mkdtempSync(path.join(tmpdir(), 'ferry-share-class-'));
+    chmodSync(root, 0o711);
+    const students = Object.fromEntries(
+      Array.from({ length: 11 }, (_, i) => [`student${i}`, ['class']])
+    );
+    env = await startOidcGateway({
+      groups: students,
+      // Ten visitors per address (a tenth of 20, ten at least) for anonymous visitors.
+      args: [
+        '--root-dir',
+        root,
+        '--user-root',
+        path.join(root, 'users'),
+        '--max-share-visitors',
+        '20'
+      ]
+    });
+  });
+
+  afterAll(async () => {
+    await env?.stop();
+    if (root) {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('admits every signed-in student from one address (each is one account)', async () => {
+    const url = env.gateway.url;
+    const teacher = await signIn(url, 'teacher');
+    expect(
+      (
+        await call(
+          url,
+          teacher.headers,
+          'PUT',
+          '/api/contents/lesson.ipynb',
+          NOTEBOOK
+        )
+      ).status
+    ).toBe(201);
+    const grant = await call(
+      url,
+      teacher.headers,
+      'POST',
+      '/api/shares/people',
+      { path: 'lesson.ipynb', scope: 'view', group: 'class' }
+    );
+    expect(grant.status).toBe(201);
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      const student = await signIn(url, `student${i}`);
+      const entered = await call(
+        url,
+        student.headers,
+        'POST',
+        `/api/shares/${grant.body.id}/enter`
+      );
+      statuses.push(entered.status);
+      // Entering again replaces their visitor: it takes no second slot.
+      const again = await call(
+        url,
+        student.headers,
+        'POST',
+        `/api/shares/${grant.body.id}/enter`
+      );
+      statuses.push(again.status);
+    }
+    expect(statuses).toEqual(new Array(22).fill(200));
+  });
+});
