@@ -17,7 +17,6 @@ import {
 } from '../kernels';
 import type { TerminalRegistry } from '../terminals';
 import type { UserSpaces } from '../users';
-import type { IRefusal } from './checks';
 import type { IGatewayContext } from './context';
 
 /** What the ownership step looks things up in. */
@@ -38,7 +37,7 @@ export function ownershipRefusal(
   resources: IOwnedResources,
   principal: IPrincipal,
   pathname: string
-): IRefusal | undefined {
+): { status: 404; message: string } | undefined {
   for (const rule of Private.RULES) {
     const match = rule.path.exec(pathname);
     if (!match) {
