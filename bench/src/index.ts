@@ -39,6 +39,7 @@ import {
   runTerminalsBench,
   type ITerminalsReport
 } from './terminals';
+import { formatUsersReport, runUsersBench, type IUsersReport } from './users';
 import {
   jupyterServerVersion,
   startFerry,
@@ -100,6 +101,7 @@ export async function main(): Promise<number> {
   let rooms: IRoomsReport | undefined;
   let terminals: ITerminalsReport | undefined;
   let jobs: IJobsReport | undefined;
+  let users: IUsersReport | undefined;
   try {
     const floorTarget = (client: ClientName) =>
       new FloorTarget(
@@ -283,6 +285,13 @@ export async function main(): Promise<number> {
     } finally {
       await jobsFerry.stop();
     }
+    // Many users on a gateway of their own (--auth oidc, with its provider).
+    try {
+      users = await runUsersBench(log);
+    } catch (error) {
+      failed = true;
+      log(`users: failed: ${(error as Error).message}`);
+    }
     log(
       'scheduler: simulating 1,000 workers x 8 devices, 10,000 placements and releases'
     );
@@ -347,6 +356,7 @@ export async function main(): Promise<number> {
     rooms,
     terminals,
     jobs,
+    users,
     targets: evaluateTargets(paths, serverStats, scheduler)
   };
   log('');
@@ -362,6 +372,10 @@ export async function main(): Promise<number> {
   if (jobs) {
     log('');
     log(formatJobsReport(jobs));
+  }
+  if (users) {
+    log('');
+    log(formatUsersReport(users));
   }
   if (printFlood) {
     log(

@@ -1,6 +1,7 @@
 import type { IRoomsReport } from './rooms';
 import type { IJobsReport } from './jobs';
 import type { ITerminalsReport } from './terminals';
+import type { IUsersReport } from './users';
 import type { IFloodMemory } from './memory';
 import type { IMemory } from './processes';
 import type { IPathResults } from './scenarios';
@@ -112,6 +113,8 @@ export interface IBenchReport {
   terminals?: ITerminalsReport;
   /** Jobs: submit to executed notebook beside nbconvert, and a queue of jobs on simulated GPUs. */
   jobs?: IJobsReport;
+  /** Many users: session cookie vs token, and 200 users starting kernels on simulated devices. */
+  users?: IUsersReport;
   targets: ITargetResult[];
 }
 
