@@ -60,6 +60,7 @@ describe('limits per user and group (--auth oidc, the profiles file)', () => {
         '      kernels: 1',
         '      devices: 0',
         '      terminals: 1',
+        '      jobs: 1',
         '      storage: 64KB',
         '    staff:',
         '      kernels: 3',
@@ -72,6 +73,7 @@ describe('limits per user and group (--auth oidc, the profiles file)', () => {
         bob: ['students'],
         // Carol runs no kernel: her folder holds only what she saves (a kernel writes its own files).
         carol: ['students'],
+        dana: ['students'],
         sam: ['staff', 'students']
       },
       args: ['--profiles', profiles, '--simulate', 'gpu:H100:2']
@@ -153,6 +155,37 @@ describe('limits per user and group (--auth oidc, the profiles file)', () => {
     expect(statuses.filter(s => s === 403)).toHaveLength(9);
     const mine = await call(url, bob, 'GET', '/api/kernels');
     expect(mine.body).toHaveLength(1);
+  });
+
+  it('queues exactly 1 of 5 concurrent jobs of a student, 429 naming the group for the rest', async () => {
+    const dana = await signIn(url, 'dana');
+    const job = {
+      notebook: {
+        cells: [
+          {
+            cell_type: 'code',
+            source: 'import time; time.sleep(60)',
+            metadata: {},
+            outputs: [],
+            execution_count: null
+          }
+        ],
+        metadata: {},
+        nbformat: 4,
+        nbformat_minor: 5
+      }
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => call(url, dana, 'POST', '/api/jobs', job))
+    );
+    const accepted = answers.filter(a => a.status === 201);
+    expect(accepted).toHaveLength(1);
+    const refused = answers.filter(a => a.status === 429);
+    expect(refused).toHaveLength(4);
+    expect(refused[0].body.message).toMatch(
+      /^Your group students may have 1 job queued or running at once and you have 1/
+    );
+    await call(url, dana, 'DELETE', `/api/jobs/${accepted[0].body.id}`);
   });
 
   it('refuses a student a kernel on devices (0 devices), naming the group', async () => {
