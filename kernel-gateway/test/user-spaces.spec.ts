@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
+import { startGateway, type ITestGateway } from './helpers';
 import {
   signIn,
   startOidcGateway,
@@ -485,5 +486,35 @@ describe('a space of one’s own', () => {
     expect(
       (await call(url, alice, 'GET', `/api/kernels/${started.body.id}`)).status
     ).toBe(404);
+  });
+});
+
+describe('the one owner (--auth token), at a limit of one kernel', () => {
+  let gw: ITestGateway;
+
+  beforeAll(async () => {
+    gw = await startGateway({
+      limits: { maxKernels: 0, maxKernelsPerUser: 1, kernelStartsPerMinute: 0 }
+    });
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it('opens a notebook that has a session again without counting a kernel start', async () => {
+    const request = {
+      path: 'a.ipynb',
+      type: 'notebook',
+      name: '',
+      kernel: { name: 'python3' }
+    };
+    const first = await gw.api('POST', '/api/sessions', request);
+    expect(first.status).toBe(201);
+    // The session's owner is the owner's: the same notebook finds it, whoever's it is counted as.
+    const again = await gw.api('POST', '/api/sessions', request);
+    expect(again.status).toBe(201);
+    expect(again.body.id).toBe(first.body.id);
+    expect((await gw.api('GET', '/api/sessions')).body).toHaveLength(1);
   });
 });

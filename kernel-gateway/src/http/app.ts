@@ -6,6 +6,7 @@
  * router per resource, with the JSON 404 and the error middleware last. The checks are the ones
  * every websocket passes too (checks.ts).
  */
+import type { IncomingMessage } from 'node:http';
 import express, { type Express, type Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { AcceleratorService } from '../accelerators';
@@ -25,6 +26,7 @@ import type { FileContentsManager, SpaceContents } from '../contents';
 import type { CellExecutions } from '../rooms';
 import type { EventBus } from '../events';
 import type { JobService } from '../jobs';
+import type { SessionStore } from '../kernels';
 import type { UserAccounts } from '../users';
 import type { RoomManager } from '../rooms';
 import type { TerminalRegistry } from '../terminals';
@@ -160,11 +162,15 @@ export function createApp(services: IAppServices): Express {
   );
   app.post(
     '/api/sessions',
-    kernelStartQuota(auth, quota, body => sessions.startsKernel(body))
+    kernelStartQuota(auth, quota, (body, request) =>
+      sessions.startsKernel(...Private.asked(services, body, request))
+    )
   );
   app.patch(
     '/api/sessions/:id',
-    kernelStartQuota(auth, quota, body => sessions.startsKernel(body, true))
+    kernelStartQuota(auth, quota, (body, request) =>
+      sessions.startsKernel(...Private.asked(services, body, request, true))
+    )
   );
   app.use(apiRouter(context));
   app.use(kernelspecsRouter(context));
@@ -289,6 +295,29 @@ namespace Private {
         jobs: services.jobs
       }
     });
+  }
+
+  /**
+   * What the sessions are asked of a request that may start a kernel: its path as the root names it
+   * and whose session it would be (the sessions route's own reading, users/ownership.ts).
+   */
+  export function asked(
+    services: IAppServices,
+    body: SessionStore.IStartQuestion,
+    request: IncomingMessage,
+    moving = false
+  ): [SessionStore.IStartQuestion, boolean, string | undefined] {
+    const { spaces } = services.context;
+    const principal = services.auth.resolve(request);
+    if (!principal) {
+      return [body, moving, undefined];
+    }
+    const space = spaces.spaceOf(principal);
+    const path =
+      typeof body.path === 'string'
+        ? (spaces.toGateway(space, body.path) ?? body.path)
+        : body.path;
+    return [{ ...body, path }, moving, space.owner];
   }
 
   /** The contents a request works on: its user's folder; the root for the owner and links. */

@@ -3,6 +3,7 @@
  * name nothing, CORS (the `cors` package), and the kernel quota at the door of the routes that may
  * start a kernel.
  */
+import type { IncomingMessage } from 'node:http';
 import cors from 'cors';
 import type { RequestHandler } from 'express';
 import { OWNER, type IIdentityResolver, type KernelQuota } from '../auth';
@@ -51,10 +52,10 @@ export function allowedOriginsCors(
 export function kernelStartQuota(
   auth: IIdentityResolver,
   quota: KernelQuota,
-  starts: (body: IStartBody) => boolean
+  starts: (body: IStartBody, request: IncomingMessage) => boolean
 ): RequestHandler {
   return (request, response, next) => {
-    if (!starts((request.body ?? {}) as IStartBody)) {
+    if (!starts((request.body ?? {}) as IStartBody, request)) {
       next();
       return;
     }
