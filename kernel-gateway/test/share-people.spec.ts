@@ -237,6 +237,9 @@ describeAsRoot('sharing a notebook with people and groups', () => {
     );
     expect(toStaff.status).toBe(201);
     staffGrant = toStaff.body.id;
+    // Grants are not links: alice's list of links leaves them out.
+    const links = await call(url, alice.headers, 'GET', '/api/shares');
+    expect(links).toMatchObject({ status: 200, body: [] });
     const withBob = await call(url, bob.headers, 'GET', '/api/shares/with-me');
     expect(withBob.body.map((s: { id: string }) => s.id)).toEqual([bobGrant]);
     const withCarol = await call(

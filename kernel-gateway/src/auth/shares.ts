@@ -137,10 +137,19 @@ export class ShareStore implements IShareResolver {
     return { share: this._model(link), secret };
   }
 
-  /** The links not revoked (expired ones too, marked), oldest first. */
+  /** The links not revoked (expired ones too, marked), oldest first; grants to people are not links. */
   list(): IShare[] {
+    return this._unrevoked(link => !link.to);
+  }
+
+  /** The grants to people not revoked, oldest first. */
+  grants(): IShare[] {
+    return this._unrevoked(link => link.to !== undefined);
+  }
+
+  private _unrevoked(which: (link: Private.ILink) => boolean): IShare[] {
     return this._all()
-      .filter(link => link.revokedAt === null)
+      .filter(link => link.revokedAt === null && which(link))
       .sort((a, b) => a.createdAt - b.createdAt)
       .map(link => this._model(link));
   }

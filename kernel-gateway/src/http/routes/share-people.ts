@@ -90,10 +90,8 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
     const space = context.spaces.spaceOf(principal);
     response.json(
       shares
-        .list()
-        .filter(
-          share => share.recipient && Private.owns(principal, share, context)
-        )
+        .grants()
+        .filter(share => Private.owns(principal, share, context))
         .map(share => Private.model(share, context, space, options))
     );
   });
