@@ -4,6 +4,7 @@
  * people sign in, share it with a user or a group by name beside links ("People and groups").
  */
 import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
+import { URLExt } from '@jupyterlab/coreutils';
 import {
   nullTranslator,
   type ITranslator,
@@ -266,7 +267,18 @@ export class SharePanel extends Widget {
           .catch(error => this._showError(error))
           .then(() => this.refresh());
       });
-      item.append(title, visitors, revoke);
+      // The address to send them: it opens the notebook once they sign in.
+      const address = `${URLExt.join(this._client.serverSettings.baseUrl, 'share')}#grant:${grant.id}`;
+      const copy = document.createElement('button');
+      copy.type = 'button';
+      copy.className = 'jp-mod-styled jp-FerryShare-copyAddress';
+      copy.textContent = trans.__('Copy address');
+      copy.title = address;
+      copy.addEventListener('click', () => {
+        Clipboard.copyToSystem(address);
+        copy.textContent = trans.__('Copied');
+      });
+      item.append(title, visitors, copy, revoke);
       this._grantList.append(item);
     }
   }

@@ -2,7 +2,8 @@
  * The public side of share links, before authentication: the link page (`/share#<secret>`), which
  * reads the secret from the URL's fragment (never sent to a server, so never in logs or a Referer),
  * exchanges it for a visitor cookie, asks the visitor's display name once and opens the notebook;
- * and that exchange, `POST /api/shares/exchange`.
+ * and that exchange, `POST /api/shares/exchange`. The same page opens a grant to a signed-in
+ * person (`/share#grant:<id>`: `POST /api/shares/{id}/enter`, signing in first when needed).
  */
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
@@ -172,9 +173,17 @@ button{font:inherit;padding:.4rem 1rem}.problem{color:#b00020}
     fail('The link is incomplete: its secret (after the #) is missing. Copy the whole link.');
     return;
   }
+  // A grant to a signed-in person (#grant:<id>) is entered with their session, not exchanged.
+  const grant = secret.startsWith('grant:') ? secret.slice(6) : null;
   let reply;
   try {
-    const response = await send('POST', '/api/shares/exchange', { token: secret });
+    const response = grant
+      ? await send('POST', '/api/shares/' + encodeURIComponent(grant) + '/enter', {})
+      : await send('POST', '/api/shares/exchange', { token: secret });
+    if (grant && response.status === 401) {
+      location.replace('/login?next=' + encodeURIComponent('/share#grant:' + grant));
+      return;
+    }
     reply = await response.json();
     if (!response.ok) {
       fail(reply.message);
