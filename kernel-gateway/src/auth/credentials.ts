@@ -39,7 +39,11 @@ export type EndReason = 'revoked' | 'expired' | 'idle';
  */
 export class CredentialStore<M> {
   constructor(options: CredentialStore.IOptions) {
-    this._table = options.store.table<ICredential<M>>(options.table);
+    this._table = options.store.table<ICredential<M>>(
+      options.table,
+      'msgpack',
+      { cache: true }
+    );
     this._prefix = options.prefix ?? '';
     this._now = options.now ?? Date.now;
   }

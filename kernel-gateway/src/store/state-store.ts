@@ -97,15 +97,24 @@ export class StateStore {
    * LMDB orders them, so `[room, seq]` keys list one room's updates in order). Its writes (`put`,
    * `remove`, `transaction`, `ifNoExists`...) reject with a {@link StateStoreError} when they
    * cannot be committed, and a caller that does not wait for one is no crash.
+   *
+   * `cache`: keep decoded values in memory (lmdb's weak LRU cache), for small tables read on every
+   * request (sessions, tokens, accounts); a `put` is then seen by the next `get` at once. Values
+   * of a cached table are shared objects: never change one in place.
    */
   table<V = unknown>(
     name: string,
-    encoding: StateEncoding = 'msgpack'
+    encoding: StateEncoding = 'msgpack',
+    options: { cache?: boolean } = {}
   ): Database<V, StateStore.Key> {
     let table = this._tables.get(name);
     if (!table) {
       table = this._guard(
-        this._root.openDB<unknown, StateStore.Key>({ name, encoding })
+        this._root.openDB<unknown, StateStore.Key>({
+          name,
+          encoding,
+          ...(options.cache ? { cache: true } : {})
+        })
       );
       this._tables.set(name, table);
     }

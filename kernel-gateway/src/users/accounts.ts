@@ -74,7 +74,9 @@ export interface ISignIn {
  */
 export class UserAccounts {
   constructor(options: UserAccounts.IOptions) {
-    this._accounts = options.store.table<IAccount>('users');
+    this._accounts = options.store.table<IAccount>('users', 'msgpack', {
+      cache: true
+    });
     this._folders = options.store.table<string>('user-folders');
     this._uids = options.uids;
     this._userRoot = options.userRoot;
