@@ -1,4 +1,6 @@
 /**
+ * One file, though long: one soak, top to bottom: the mix, its clients and the memory curve.
+ *
  * `npm run soak`: the real `ferry gateway` under a steady mix of ordinary use for a fixed time (10
  * minutes by default), the mix of issue 22: kernels executing `print(i, n)` back to back (half on the
  * legacy framing without a `session_id`, as jupyter_server 1.x's gateway client connects, half on v1

@@ -1,4 +1,6 @@
 /**
+ * One file, though long: one bench, top to bottom: its provider, gateway, sign-in and measurements.
+ *
  * Many users (`--auth oidc`): the REST and websocket round trip of a person signed in through a real
  * OpenID Provider (their session cookie, looked up on every request) against the gateway's token on
  * the same gateway (goal: at most 1.05x); then 200 people signed in, each starting two kernels on

@@ -1,4 +1,7 @@
 /**
+ * One file, though long: it is the one place that builds and wires every service; each step is a
+ * few lines naming what it connects.
+ *
  * The assembly of a gateway: builds every service (worker pool, scheduler, engines, kernel registry,
  * sessions, contents, the hosted JupyterLab's stores, accelerators and metrics, the gRPC endpoint
  * for remote workers) and wires them to each other and to the HTTP server. Nothing else builds

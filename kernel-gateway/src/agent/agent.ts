@@ -1,3 +1,7 @@
+/**
+ * One file, though long: one gRPC conversation with the gateway (register, commands, streams,
+ * reconnect), whose parts share the connection's state.
+ */
 import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';

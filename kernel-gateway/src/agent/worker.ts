@@ -1,3 +1,7 @@
+/**
+ * One file, though long: it is the worker seam (IWorkerConnection), one short method per command,
+ * each handing on to kernels/, terminals/, jobs/ or devices/.
+ */
 import { EventEmitter } from 'node:events';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';

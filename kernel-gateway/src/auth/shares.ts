@@ -1,4 +1,7 @@
 /**
+ * One file, though long: links, their visitors and grants to people are one store whose checks
+ * (scope, expiry, file identity, caps) must agree, over one table.
+ *
  * Share links: capabilities for one notebook with one scope. Each link's secret is random (256 bits),
  * given out once and kept only as its SHA-256; links are keyed to the notebook's file id, so they
  * follow renames. A browser exchanges the secret for a visitor cookie of its own (a second random

@@ -1,3 +1,7 @@
+/**
+ * One file, though long: one kernel's fan-out to its clients (routing replies, replay, slow
+ * clients), whose parts share the per-client state.
+ */
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';

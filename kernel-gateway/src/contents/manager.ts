@@ -1,4 +1,7 @@
 /**
+ * One file, though long: one method per `/api/contents` action, each a few lines over models.ts,
+ * write.ts, uploads.ts and copy.ts.
+ *
  * The contents service: the files under the gateway's root directory as jupyter_server's
  * FileContentsManager serves them, one method per `/api/contents` action. Models are read in
  * models.ts, saves written in write.ts, chunked uploads staged in uploads.ts, copies made in copy.ts,

@@ -1,4 +1,7 @@
 /**
+ * One file, though long: it is the façade routes and sessions use; the kernel's lifecycle is in
+ * kernel.ts, moves, adoption and culling in their own files.
+ *
  * The kernel registry: every kernel of the gateway, and the façade the HTTP routes, sessions and
  * channels use (start, interrupt, restart or move, shut down, list, the REST model, kernelspecs).
  * It holds the kernels, asks the scheduler where each runs, and starts a kernel once it is placed

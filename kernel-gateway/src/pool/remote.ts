@@ -1,3 +1,7 @@
+/**
+ * One file, though long: it is the worker seam over gRPC, one short method per command, plus the
+ * re-attachment that keeps them across reconnects.
+ */
 import { EventEmitter } from 'node:events';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';

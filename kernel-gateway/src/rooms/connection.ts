@@ -1,4 +1,7 @@
 /**
+ * One file, though long: one socket's protocol (sync, awareness, rights per message) reads as one
+ * state machine.
+ *
  * One socket in a room, with the rights of its principal (per connection, never per room): reads the
  * protocol's messages, applies the updates its rule allows and tells the client about the rest
  * (y-websocket's "permission denied"), relays its awareness with a share visitor's name stamped

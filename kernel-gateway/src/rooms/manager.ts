@@ -1,4 +1,7 @@
 /**
+ * One file, though long: the rooms' registry and their sessions, sockets and handles share one map
+ * and one lifecycle (load on first use, unload when empty).
+ *
  * The rooms of a gateway (`gateway.rooms`): sessions for `PUT /api/collaboration/session/{path}`,
  * sockets on `/api/collaboration/room/{format}:{type}:{fileId}` and the global awareness room, and
  * handles for gateway code that writes into a doc (server-side execution). A room is loaded on
@@ -179,7 +182,7 @@ export class RoomManager {
     if (name === GLOBAL_AWARENESS_ROOM) {
       this._track(
         new RoomConnection({
-          room: this._globalRoom(),
+          room: this._globalRoom(principal),
           ws,
           principal,
           awarenessOnly: true,
@@ -313,7 +316,7 @@ export class RoomManager {
       const visitor = connection.visitor;
       if (
         !visitor ||
-        connection.room === this._global ||
+        connection.room.id === GLOBAL_AWARENESS_ROOM ||
         connection.principal.share?.shareId !== shareId
       ) {
         continue;
@@ -372,19 +375,31 @@ export class RoomManager {
       );
       // Rooms freed just before: their last save and store writes.
       await Promise.all(this._closing.values());
-      this._global?.destroy(RoomCloseCode.GoingAway, 'The gateway is stopping');
+      for (const room of this._globals.values()) {
+        room.destroy(RoomCloseCode.GoingAway, 'The gateway is stopping');
+      }
     })();
     return this._disposed;
   }
 
-  private _globalRoom(): Room {
-    this._global ??= new Room({
-      id: GLOBAL_AWARENESS_ROOM,
-      doc: new Y.Doc(),
-      sessionId: '',
-      isolateShares: true
-    });
-    return this._global;
+  /**
+   * The awareness room (who is where) `principal` joins: each signed-in user their own, so that no
+   * one sees another user's name or open documents; the owner's, shared with its links' holders
+   * (isolated from each other there), for everyone else, as with one user.
+   */
+  private _globalRoom(principal: IPrincipal): Room {
+    const key = principal.user && !principal.share ? principal.id : '';
+    let room = this._globals.get(key);
+    if (!room) {
+      room = new Room({
+        id: GLOBAL_AWARENESS_ROOM,
+        doc: new Y.Doc(),
+        sessionId: '',
+        isolateShares: true
+      });
+      this._globals.set(key, room);
+    }
+    return room;
   }
 
   private async _acquire(name: string): Promise<Private.IEntry> {
@@ -491,8 +506,11 @@ export class RoomManager {
   private _options: RoomManager.IOptions;
   private _store: RoomStore;
   private _timings: IRoomTimings;
-  /** The global awareness room, made at its first connection (its awareness runs a timer). */
-  private _global: Room | undefined;
+  /**
+   * The awareness rooms, by signed-in user (`''`: the owner's and its links'), each made at its first
+   * connection (its awareness runs a timer).
+   */
+  private _globals = new Map<string, Room>();
   private _rooms = new Map<string, Private.IEntry>();
   private _closing = new Map<string, Promise<void>>();
   private _connections = new Set<RoomConnection>();

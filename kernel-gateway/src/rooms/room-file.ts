@@ -1,4 +1,7 @@
 /**
+ * One file, though long: load, save and reconcile are one protocol between the room, its file and
+ * its stored history; split, each part would need the others' state.
+ *
  * A document room bound to its file and its stored history: one truth among the three.
  *
  * - Load: when the store has the room and the file's hash is the one recorded (or the file holds

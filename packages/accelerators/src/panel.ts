@@ -1,4 +1,7 @@
 /**
+ * One file, though long: one widget's virtual-DOM render, one function per part of the sidebar
+ * (devices, queue, host, actions).
+ *
  * The "Accelerators" sidebar widget, rendered with lumino's virtual DOM; its charts are in
  * `charts.ts`.
  */

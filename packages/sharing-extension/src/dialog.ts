@@ -1,4 +1,7 @@
 /**
+ * One file, though long: one dialog body (links, people, who is connected) whose parts share its
+ * state and refresh together.
+ *
  * The Share dialog's body: create a link to this notebook (scope, expiry, label), see its URL once
  * with Copy, and the notebook's links with who is connected through each, each with Revoke; where
  * people sign in, share it with a user or a group by name beside links ("People and groups").

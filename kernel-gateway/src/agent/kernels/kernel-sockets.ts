@@ -1,4 +1,7 @@
 /**
+ * One file, though long: the four ZeroMQ sockets of one kernel share one session, key and pending-
+ * reply table.
+ *
  * The ZeroMQ side of one kernel process: its shell, stdin, control and iopub sockets under one
  * session and signing key, read without pause; what comes from the kernel is verified and held to
  * the output-size limit before it is handed on, and Ferry's own requests wait here for their replies.
