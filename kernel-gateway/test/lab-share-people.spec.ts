@@ -2,8 +2,8 @@
 /**
  * A notebook shared with a person, in Chromium against a real OpenID Provider: bob opens the address
  * alice sends him (`/share#grant:<id>`), signs in at the provider's form, lands in her notebook under
- * his own name with the grant's scope, and "Run in my own runtime" takes him to a copy in his own
- * folder, whose kernel is his.
+ * his own name with the grant's scope, goes back to his own files and returns, and "Run in my own
+ * runtime" takes him to a copy in his own folder, whose kernel is his.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,6 +103,22 @@ describeInBrowser('a notebook shared with a person, in Chromium', () => {
     });
     expect(me).toBe('bob');
     const banner = page.locator('#jp-ferry-share-banner');
+    await banner.waitFor();
+
+    // Back to his own files: his own lab, no banner; then the address again opens the notebook.
+    await banner.locator('.jp-FerryShareBanner-leave').click();
+    await page.waitForURL(`${url}/lab`);
+    await appRestored(page);
+    expect(await page.locator('#jp-ferry-share-banner').count()).toBe(0);
+    expect(
+      await page.evaluate(async () => {
+        const response = await fetch('/api/shares/current');
+        return response.status;
+      })
+    ).toBe(404);
+    await page.goto(`${url}/share#grant:${id}`);
+    await page.waitForURL(`${url}/lab/tree/users/alice/nb.ipynb`);
+    await appRestored(page);
     await banner.waitFor();
 
     await banner.locator('.jp-FerryShareBanner-ownRuntime').click();

@@ -302,6 +302,17 @@ describeAsRoot('sharing a notebook with people and groups', () => {
     );
     const toBob = listed.find(s => s.id === bobGrant)!;
     expect(toBob.visitors.map(v => v.name)).toEqual(['bob']);
+    // He leaves: the visitor cookie goes, and he is himself again.
+    const left = await call(
+      url,
+      asBob.headers,
+      'POST',
+      '/api/shares/current/leave'
+    );
+    expect(left.status).toBe(204);
+    expect(left.setCookies.some(c => /^ferry-share-[^=]*=;/.test(c))).toBe(
+      true
+    );
   });
 
   it("runs bob's copy in his own runtime, under his uid; alice's kernel untouched", async () => {

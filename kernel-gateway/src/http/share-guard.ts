@@ -274,9 +274,9 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/events(?:\/.*)?$/
   },
   {
-    what: 'a signed-in person: a copy of the notebook in their own folder (run in my own runtime), or entering another share of theirs',
+    what: 'a signed-in person: a copy of the notebook in their own folder (run in my own runtime), entering another share of theirs, or leaving this one',
     methods: ['POST'],
-    path: /^\/api\/shares\/([^/]+)\/(?:copy|enter)\/?$/,
+    path: /^\/api\/shares\/([^/]+)\/(?:copy|enter|leave)\/?$/,
     when: (_id, { principal }) => principal.share.visitor?.account !== undefined
   },
   {

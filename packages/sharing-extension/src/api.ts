@@ -137,6 +137,11 @@ export class SharesClient {
     );
   }
 
+  /** A signed-in visitor leaves the share this browser entered, back to their own files. */
+  async leave(): Promise<void> {
+    await this._request<void>('api/shares/current/leave', { method: 'POST' });
+  }
+
   /** For a visitor: what the link in use grants; undefined when this page is the owner's. */
   async current(): Promise<ICurrentShare | undefined> {
     try {

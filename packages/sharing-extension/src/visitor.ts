@@ -102,7 +102,18 @@ export class ShareBanner extends Widget {
             );
           });
       });
-      parts.push(own);
+      const leave = document.createElement('button');
+      leave.type = 'button';
+      leave.className = 'jp-mod-styled jp-FerryShareBanner-leave';
+      leave.textContent = trans.__('Back to my files');
+      leave.addEventListener('click', () => {
+        leave.disabled = true;
+        void client
+          .leave()
+          .then(() => window.location.assign('/lab'))
+          .catch(() => (leave.disabled = false));
+      });
+      parts.push(own, leave);
     }
     this.node.append(...parts);
   }

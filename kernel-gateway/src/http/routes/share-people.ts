@@ -4,7 +4,8 @@
  * what is shared with them (`/api/shares/with-me`), enters a grant (a visitor cookie bound to their
  * account: they then reach the notebook as a link's holder does, under their own name) or runs it
  * in their own runtime: `POST /api/shares/{id}/copy` copies it into their own folder, where its
- * kernel is theirs (their uid, their limits), never the owner's.
+ * kernel is theirs (their uid, their limits), never the owner's. `POST /api/shares/current/leave`
+ * takes a browser out of the share it entered, back to the person's own files.
  */
 import * as path from 'node:path';
 import { Router, type Request } from 'express';
@@ -148,6 +149,15 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
       next: shareLinkRouter.notebookUrl(entered.share.path)
     };
     response.json(reply);
+  });
+
+  router.post('/api/shares/current/leave', (request, response) => {
+    // Whoever asks: a browser that entered no share leaves nothing, and is told so alike.
+    response
+      .setHeader('Cache-Control', 'no-store')
+      .setHeader('Set-Cookie', auth.leaveShareCookie(request))
+      .status(204)
+      .end();
   });
 
   router.post('/api/shares/:id/copy', async (request, response) => {
