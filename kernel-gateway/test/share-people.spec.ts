@@ -254,7 +254,12 @@ describeAsRoot('sharing a notebook with people and groups', () => {
   });
 
   it('answers 404 to someone it does not name', async () => {
-    for (const id of [bobGrant, staffGrant, 'no-such-share']) {
+    for (const id of [
+      bobGrant,
+      staffGrant,
+      'no-such-share',
+      'x'.repeat(3000)
+    ]) {
       const refused = await call(
         url,
         dave.headers,
