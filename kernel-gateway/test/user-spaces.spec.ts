@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 import { startGateway, type ITestGateway } from './helpers';
+import { RawRoomClient } from './yjs-clients';
 import {
   signIn,
   startOidcGateway,
@@ -443,6 +444,43 @@ describe('a space of one’s own', () => {
     ).toEqual([]);
     mine.ws.close();
     theirs.ws.close();
+  });
+
+  it('shows one’s presence to one’s own tabs, never to another user', async () => {
+    const join = (who: ISignedIn) =>
+      RawRoomClient.connect(
+        url,
+        'JupyterLab:globalAwareness',
+        {},
+        {
+          Cookie: who.cookie
+        }
+      );
+    const seen = async (client: RawRoomClient, id: number) => {
+      while (!client.awareness.has(id)) {
+        await once(client.ws, 'message');
+      }
+    };
+    const [aliceTab, aliceOther, bobTab] = await Promise.all([
+      join(alice),
+      join(alice),
+      join(bob)
+    ]);
+    aliceTab.sendAwareness([
+      { clientId: 101, clock: 1, state: { user: { name: 'alice' } } }
+    ]);
+    await seen(aliceOther, 101);
+    // Bob's second tab joins after: a room it shared with alice would give it her state first.
+    bobTab.sendAwareness([
+      { clientId: 202, clock: 1, state: { user: { name: 'bob' } } }
+    ]);
+    const bobOther = await join(bob);
+    await seen(bobOther, 202);
+    expect(bobOther.awareness.has(101)).toBe(false);
+    expect(bobTab.awareness.has(101)).toBe(false);
+    for (const client of [aliceTab, aliceOther, bobTab, bobOther]) {
+      client.ws.close();
+    }
   });
 
   it('keeps each person’s lab settings and workspaces their own', async () => {
