@@ -363,6 +363,24 @@ describe('a space of one’s own', () => {
     }
   });
 
+  it('runs a job of a notebook in one’s folder, named as one names it', async () => {
+    const job = await call(url, alice, 'POST', '/api/jobs', {
+      path: 'mine.ipynb'
+    });
+    expect(job.status).toBe(201);
+    expect(job.body.path).toBe('mine.ipynb');
+    expect(
+      (await call(url, alice, 'GET', `/api/jobs/${job.body.id}`)).body.path
+    ).toBe('mine.ipynb');
+    // Bob's "mine.ipynb" is his own: he has none.
+    expect(
+      (await call(url, bob, 'POST', '/api/jobs', { path: 'mine.ipynb' })).status
+    ).toBe(404);
+    expect(
+      (await call(url, alice, 'DELETE', `/api/jobs/${job.body.id}`)).status
+    ).toBe(200);
+  });
+
   it('keeps share links to their maker, and a link reaches what it grants', async () => {
     const created = await call(url, alice, 'POST', '/api/shares', {
       path: 'mine.ipynb',

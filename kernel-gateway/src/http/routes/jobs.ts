@@ -5,8 +5,9 @@
  */
 import { Router } from 'express';
 import { can, type IIdentityResolver } from '../../auth';
-import type { JobService, JobStreamEvent } from '../../jobs';
+import type { IJobModel, JobService, JobStreamEvent } from '../../jobs';
 import type { RestSchemas } from '../../protocol';
+import type { ISpace } from '../../users';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { OutboundStream, outboundLimits } from '../outbound';
@@ -22,7 +23,12 @@ export function jobsRouter(
   const router = Router();
   router.get('/api/jobs', (request, response) => {
     const principal = principalOf(context, request);
-    response.json(jobs.list(user => context.spaces.reaches(principal, user)));
+    const space = context.spaces.spaceOf(principal);
+    response.json(
+      jobs
+        .list(user => context.spaces.reaches(principal, user))
+        .map(job => Private.shown(job, context, space))
+    );
   });
   router.post(
     '/api/jobs',
@@ -61,14 +67,18 @@ export function jobsRouter(
       response
         .status(201)
         .location(`/api/jobs/${encodeURIComponent(job.id)}`)
-        .json(job);
+        .json(Private.shown(job, context, space));
     }
   );
   router.get('/api/jobs/:id', (request, response) => {
-    response.json(jobs.get(request.params.id));
+    const space = context.spaces.spaceOf(principalOf(context, request));
+    response.json(Private.shown(jobs.get(request.params.id), context, space));
   });
   router.delete('/api/jobs/:id', async (request, response) => {
-    response.json(await jobs.cancel(request.params.id));
+    const space = context.spaces.spaceOf(principalOf(context, request));
+    response.json(
+      Private.shown(await jobs.cancel(request.params.id), context, space)
+    );
   });
   router.get('/api/jobs/:id/notebook', (request, response) => {
     const notebook = jobs.notebook(request.params.id);
@@ -142,6 +152,24 @@ export namespace jobsRouter {
 }
 
 namespace Private {
+  /** A job as its user names its notebooks: within their own folder (users/ownership.ts). */
+  export function shown(
+    job: IJobModel,
+    context: IGatewayContext,
+    space: ISpace
+  ): IJobModel {
+    const { spaces } = context;
+    return {
+      ...job,
+      ...(job.path !== undefined
+        ? { path: spaces.toUser(space, job.path) }
+        : {}),
+      ...(job.output_path !== undefined
+        ? { output_path: spaces.toUser(space, job.output_path) }
+        : {})
+    };
+  }
+
   /** How often an idle event stream gets a comment. */
   export const KEEP_ALIVE_MS = 15_000;
 
