@@ -104,6 +104,10 @@ describeInBrowser('a notebook shared with a person, in Chromium', () => {
     expect(me).toBe('bob');
     const banner = page.locator('#jp-ferry-share-banner');
     await banner.waitFor();
+    // Her notebook loads (its room, asked for with its path encoded whole, as JupyterLab does).
+    await page
+      .locator('.jp-Cell .cm-content', { hasText: 'print(1)' })
+      .waitFor();
 
     // Back to his own files: his own lab, no banner; then the address again opens the notebook.
     await banner.locator('.jp-FerryShareBanner-leave').click();

@@ -94,7 +94,8 @@ describeAsRoot('sharing a notebook with people and groups', () => {
       url,
       headers,
       'PUT',
-      `/api/collaboration/session/${notebookPath.split('/').map(encodeURIComponent).join('/')}`,
+      // Encoded whole, as JupyterLab's collaboration client sends it.
+      `/api/collaboration/session/${encodeURIComponent(notebookPath)}`,
       { format: 'json', type: 'notebook' }
     );
     expect([session.status, session.body?.message]).toEqual([200, undefined]);

@@ -87,10 +87,15 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/shares\/current(?:\/visitor)?\/?$/
   },
   {
-    what: "the notebook's collaboration session",
+    what: "the notebook's collaboration session (its path as JupyterLab sends it, encoded whole: `users%2Falice%2Fnb.ipynb`)",
     methods: ['PUT'],
-    path: /^\/api\/collaboration\/session\/(.+)$/,
-    when: (path, { share }) => path === share.path
+    path: /^\/api\/collaboration\/session\/.+$/,
+    // Read as the route reads it, and compared whole: a notebook in a folder is asked for with its
+    // slashes encoded. The route asks can() of the same notebook again.
+    when: (_target, { share }, pathname) =>
+      Private.wholePath(
+        pathname.slice('/api/collaboration/session/'.length)
+      ) === share.path
   },
   {
     what: "the notebook's room; and the server-wide presence room, where rooms/ lets a link's holder see nobody and be seen by nobody",
@@ -443,6 +448,21 @@ namespace Private {
     } catch (error) {
       const status = (error as { status?: number }).status ?? 500;
       response.status(status).json(errorBody(status, (error as Error).message));
+    }
+  }
+
+  /**
+   * A path as the collaboration route reads it: each segment percent-decoded (`%2F` included),
+   * joined with `/`; undefined when malformed.
+   */
+  export function wholePath(raw: string): string | undefined {
+    try {
+      return raw
+        .split('/')
+        .map(segment => decodeURIComponent(segment))
+        .join('/');
+    } catch {
+      return undefined;
     }
   }
 
