@@ -288,6 +288,19 @@ describeAsRoot('sharing a notebook with people and groups', () => {
     const asBob = await enter(bob, bobGrant);
     const me = await call(url, asBob.headers, 'GET', '/api/me');
     expect(me.body.identity).toMatchObject({ name: 'bob' });
+    // Run and edit shares run in the owner's kernel: the one of her session on the notebook.
+    const current = await call(
+      url,
+      asBob.headers,
+      'GET',
+      '/api/shares/current'
+    );
+    expect(current.body).toMatchObject({
+      id: bobGrant,
+      scope: 'edit',
+      kernel: { id: aliceKernel },
+      visitor: { name: 'bob' }
+    });
     const asCarol = await enter(carol, staffGrant);
     const bobRoom = await room(asBob.headers, asBob.path);
     const carolRoom = await room(asCarol.headers, asCarol.path);
