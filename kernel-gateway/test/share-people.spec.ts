@@ -334,6 +334,35 @@ describeAsRoot('sharing a notebook with people and groups', () => {
     );
   });
 
+  it('admits carol no more once she has left the group', async () => {
+    const asCarol = await enter(carol, staffGrant);
+    expect(
+      (await call(url, asCarol.headers, 'GET', '/api/shares/current')).status
+    ).toBe(200);
+    await env.provider.setGroups({ carol: [] });
+    const again = await signIn(url, 'carol');
+    const visitor = asCarol.headers.Cookie.split('; ').find(cookie =>
+      cookie.startsWith('ferry-share-')
+    )!;
+    const stale = { ...again.headers, Cookie: `${again.cookie}; ${visitor}` };
+    // Her visitor cookie of the staff grant is no way in: she is herself, and it is not hers.
+    expect((await call(url, stale, 'GET', '/api/shares/current')).status).toBe(
+      404
+    );
+    expect(
+      (
+        await call(
+          url,
+          again.headers,
+          'POST',
+          `/api/shares/${staffGrant}/enter`
+        )
+      ).status
+    ).toBe(404);
+    await env.provider.setGroups({ carol: ['staff'] });
+    carol = await signIn(url, 'carol');
+  });
+
   it("runs bob's copy in his own runtime, under his uid; alice's kernel untouched", async () => {
     const asBob = await enter(bob, bobGrant);
     const copied = await call(

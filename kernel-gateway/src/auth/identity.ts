@@ -194,6 +194,11 @@ export interface IShareResolver {
   resolveSecret(secret: string): ShareResolution | undefined;
   /** A visitor cookie's value; undefined when it is no visitor's. */
   resolveVisitor(value: string): ShareResolution | undefined;
+  /**
+   * Whether the share `shareId` still admits `person` (a grant to a group they have left does not);
+   * asked on each request of a person who entered it.
+   */
+  admits?(shareId: string, person: IShareRecipientPerson): boolean;
 }
 
 /**

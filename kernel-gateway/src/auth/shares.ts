@@ -306,6 +306,13 @@ export class ShareStore implements IShareResolver {
       .map(link => this._model(link));
   }
 
+  /** @inheritdoc */
+  admits(shareId: string, person: IShareRecipientPerson): boolean {
+    const link = this._links.get(shareId);
+    // A link admits whoever holds it; a grant, whom it names now.
+    return link !== undefined && (!link.to || Private.names(link.to, person));
+  }
+
   /** Whether the share `id` is a live grant to `person`. */
   grantedTo(id: string, person: IShareRecipientPerson): boolean {
     const link = this._links.get(id);

@@ -212,7 +212,14 @@ export class TokenIdentityResolver implements IIdentityResolver {
     if (
       !resolution ||
       !('share' in resolution) ||
-      resolution.share.visitor?.account !== person.id
+      resolution.share.visitor?.account !== person.id ||
+      // A grant to a group they have left since admits them no more.
+      (person.user &&
+        this._shares?.admits?.(resolution.share.shareId, {
+          id: person.id,
+          name: person.user.name,
+          groups: person.groups
+        }) === false)
     ) {
       return undefined;
     }
