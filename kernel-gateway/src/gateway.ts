@@ -59,7 +59,12 @@ import {
 } from './http';
 import { AdminService, AuditLog } from './admin';
 import { JobService } from './jobs';
-import { KernelEnvironments, KernelRegistry, SessionStore } from './kernels';
+import {
+  KernelEnvironments,
+  KernelOwners,
+  KernelRegistry,
+  SessionStore
+} from './kernels';
 import { LabBuild, SettingsStore, UserLabStores, WorkspaceStore } from './lab';
 import { WorkerPool, WorkerServer } from './pool';
 import type { IWorkerConnection } from './protocol';
@@ -260,6 +265,7 @@ export class Gateway {
       environments: resolved.environments,
       // A signed-in person's kernels run as them (their uid, in their folder).
       runAs: owner => this.accounts && runAsOf(this.accounts, owner),
+      owners: new KernelOwners(this.state, options.logger),
       admit: (owner, accelerator) =>
         owner !== undefined && devices(owner, accelerator)
     });

@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export * from './registry';
+export { KernelOwners } from './owners';
 export { ManagedKernel, type KernelPhase } from './kernel';
 export type {
   AcceleratorStatus,

@@ -36,6 +36,7 @@ import { KernelAdoption } from './adoption';
 import { KernelCuller, type ICullingOptions } from './culling';
 import { KernelEnvironments } from './environments';
 import { KernelStartError, NoSuchKernelError } from './errors';
+import type { KernelOwners } from './owners';
 import type { IKernelHost } from './host';
 import { ManagedKernel } from './kernel';
 import { kernelModel, type IKernelModel } from './kernel-model';
@@ -67,8 +68,14 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       list: () => this.list(),
       get: id => this._kernels.get(id),
       knows: kernel => this._kernels.get(kernel.id) === kernel,
-      create: (id, name, accelerator, launch) =>
-        this._create(id, name, accelerator, launch ? { launch } : {}),
+      // An adopted kernel is the owner's the store recorded when it started.
+      create: (id, name, accelerator, launch) => {
+        const owner = this._options.owners?.get(id);
+        return this._create(id, name, accelerator, {
+          ...(launch ? { launch } : {}),
+          ...(owner !== undefined ? { owner } : {})
+        });
+      },
       placed: (kernel, placement) => this._placed(kernel, placement),
       markDead: (kernel, reason) => this._markDead(kernel, reason),
       forget: id => this._adoption.forget(id)
@@ -287,7 +294,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       try {
         await this._provisioned.provision(kernel, offer);
       } catch (error) {
-        this._kernels.delete(id);
+        this._drop(id);
         throw error;
       }
       return kernel;
@@ -307,7 +314,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       }
       result = this._scheduler.request(id, accelerator, environment);
     } catch (error) {
-      this._kernels.delete(id);
+      this._drop(id);
       throw error;
     }
     if (result.state === 'queued') {
@@ -322,7 +329,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       await this._placed(kernel, result.placement);
     } catch (error) {
       // Dead and its devices back; a start that failed leaves no kernel behind.
-      this._kernels.delete(id);
+      this._drop(id);
       throw new KernelStartError(
         `Kernel ${name} failed to start: ${(error as Error).message}`
       );
@@ -387,7 +394,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
 
   private async _shutdown(id: string, reason: string): Promise<void> {
     const kernel = this.require(id);
-    this._kernels.delete(id);
+    this._drop(id);
     await kernel.ready.catch(() => undefined);
     const worker =
       kernel.placement && this._pool.get(kernel.placement.workerId);
@@ -454,6 +461,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       })
     });
     this._kernels.set(id, kernel);
+    if (options.owner !== undefined) {
+      this._options.owners?.set(id, options.owner);
+    }
     return kernel;
   }
 
@@ -543,6 +553,12 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private _pool: WorkerPool;
   private _scheduler: Scheduler;
   private _log: Logger;
+  /** The registry forgets a kernel (shut down, or a start that failed): its owner record too. */
+  private _drop(id: string): void {
+    this._kernels.delete(id);
+    this._options.owners?.delete(id);
+  }
+
   private _kernels = new Map<string, ManagedKernel>();
   private _kernelspecs: KernelspecCatalog;
   private _provisioned: ProvisionedKernels;
@@ -605,5 +621,7 @@ export namespace KernelRegistry {
      * undefined, or left out: the worker's kernel user.
      */
     runAs?: (owner: string | undefined) => IRunAs | undefined;
+    /** Where kernels' owners are kept across restarts (kernels/owners.ts); none: not kept. */
+    owners?: KernelOwners;
   }
 }
