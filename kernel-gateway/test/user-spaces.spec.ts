@@ -218,6 +218,26 @@ describe('a space of one’s own', () => {
     ).toBe(404);
   });
 
+  it('names terminals so that no name tells of another’s terminals', async () => {
+    // alice holds a terminal already: bob's first is named as if he were alone, and asking for
+    // alice's very name gives him one of his own, not a 409 that says hers exists.
+    const first = await call(url, bob, 'POST', '/api/terminals', {});
+    expect(first.status).toBe(200);
+    expect(first.body.name).toMatch(/^[0-9a-f]{6}-1$/);
+    expect(made.terminal).toMatch(/^[0-9a-f]{6}-1$/);
+    expect(first.body.name).not.toBe(made.terminal);
+    const same = await call(url, bob, 'POST', '/api/terminals', {
+      name: made.terminal
+    });
+    expect(same.status).toBe(200);
+    expect(same.body.name).not.toBe(made.terminal);
+    for (const name of [first.body.name, same.body.name]) {
+      expect(
+        (await call(url, bob, 'DELETE', `/api/terminals/${name}`)).status
+      ).toBe(204);
+    }
+  });
+
   it('lists only one’s own kernels, sessions, terminals and jobs', async () => {
     const ids = async (who: ISignedIn, route: string, key: string) =>
       (await call(url, who, 'GET', route)).body.map(

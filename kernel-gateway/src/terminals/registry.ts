@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { LimitError } from '../auth';
@@ -120,7 +121,7 @@ export class TerminalRegistry {
         `Too many terminals: ${max} are open, the most this gateway allows (--max-terminals); close one first`
       );
     }
-    const name = request.name ?? this._nextName();
+    const name = this._nameFor(request.owner, request.name);
     if (this._entries.has(name)) {
       throw new TerminalError(409, `A terminal named ${name} is open already`);
     }
@@ -362,12 +363,28 @@ export class TerminalRegistry {
     );
   }
 
-  private _nextName(): string {
+  /**
+   * The name a terminal gets. The token's owner gets `1`, `2`... or the name asked for, as
+   * jupyter_server does. A signed-in user's names carry a tag of their own (`3fa9c1-1`, or the
+   * name asked for behind it): names are one namespace for routing, and a shared counter or a 409
+   * on a name would tell one user that another has terminals.
+   */
+  private _nameFor(
+    owner: string | undefined,
+    asked: string | undefined
+  ): string {
+    const prefix =
+      owner === undefined
+        ? ''
+        : `${createHash('sha256').update(owner).digest('hex').slice(0, 6)}-`;
+    if (asked !== undefined) {
+      return asked.startsWith(prefix) ? asked : `${prefix}${asked}`;
+    }
     let n = 1;
-    while (this._entries.has(String(n))) {
+    while (this._entries.has(`${prefix}${n}`)) {
       n++;
     }
-    return String(n);
+    return `${prefix}${n}`;
   }
 
   /** How many terminals `owner` has open (or opening), and the devices of their own they ask for. */
