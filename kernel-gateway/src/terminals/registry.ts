@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { LimitError } from '../auth';
+import { LimitError, OWNER } from '../auth';
 import type { KernelEnvironments, KernelRegistry } from '../kernels';
 import type { WorkerPool } from '../pool';
 import type { IRunAs, IWorkerConnection, RestSchemas } from '../protocol';
@@ -374,7 +374,7 @@ export class TerminalRegistry {
     asked: string | undefined
   ): string {
     const prefix =
-      owner === undefined
+      owner === undefined || owner === OWNER
         ? ''
         : `${createHash('sha256').update(owner).digest('hex').slice(0, 6)}-`;
     if (asked !== undefined) {
