@@ -297,6 +297,12 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/me\/tokens(?:\/.*)?$/
   },
   {
+    what: "the admin's users, their things and the audit log",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/admin(?:\/.*)?$/
+  },
+  {
     what: 'any other file than the notebook',
     grant: 'refuse',
     methods: ANY,

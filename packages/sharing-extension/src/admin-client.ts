@@ -37,9 +37,22 @@ export class AdminClient {
 
   /** Whether this user is an admin: the gateway answers them, refuses anyone else. */
   async isAdmin(): Promise<boolean> {
+    // Asked of /api/me, which answers everyone: probing /api/admin itself would leave a refused
+    // request (403) in every other page's console, a share link's visitors' too.
+    const url = `${URLExt.join(this.serverSettings.baseUrl, 'api/me')}?permissions=${encodeURIComponent(JSON.stringify({ admin: ['read'] }))}`;
     try {
-      await this.audit(1);
-      return true;
+      const response = await ServerConnection.makeRequest(
+        url,
+        { method: 'GET' },
+        this.serverSettings
+      );
+      if (!response.ok) {
+        return false;
+      }
+      const me = (await response.json()) as {
+        permissions?: Record<string, string[]>;
+      };
+      return me.permissions?.admin?.includes('read') === true;
     } catch {
       return false;
     }
