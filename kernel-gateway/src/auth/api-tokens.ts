@@ -42,7 +42,6 @@ export class ApiTokens implements IApiTokenResolver {
     });
     this._principalOf = options.principalOf;
     this._perUser = options.perUser ?? ApiTokens.PER_USER;
-    this._now = options.now ?? Date.now;
     // A token that expires with sockets open is found by the sweep: they close within a minute.
     this._sweeper = setInterval(
       () => void this.credentials.sweep().catch(() => undefined),
@@ -94,9 +93,7 @@ export class ApiTokens implements IApiTokenResolver {
     const { credential, secret } = await this.credentials.issue(
       userId,
       { note, scope: request.scope ?? 'full' },
-      expiresInS === undefined
-        ? {}
-        : { expiresAt: this._now() + expiresInS * 1000 }
+      expiresInS === undefined ? {} : { expiresInMs: expiresInS * 1000 }
     );
     return { token: credential, secret };
   }
@@ -134,7 +131,6 @@ export class ApiTokens implements IApiTokenResolver {
 
   private readonly _principalOf: (userId: string) => IPrincipal | undefined;
   private readonly _perUser: number;
-  private readonly _now: () => number;
   private readonly _sweeper: NodeJS.Timeout;
 }
 

@@ -56,19 +56,26 @@ export class CredentialStore<M> {
   async issue(
     userId: string,
     meta: M,
-    lifetimes: { expiresAt?: number; idleMs?: number } = {}
+    lifetimes: {
+      expiresAt?: number;
+      expiresInMs?: number;
+      idleMs?: number;
+    } = {}
   ): Promise<{ credential: ICredential<M>; secret: string }> {
     const secret = `${this._prefix}${randomBytes(32).toString('base64url')}`;
     const now = this._now();
+    // An expiry given as a lifetime counts from the very instant the credential is made.
+    const expiresAt =
+      lifetimes.expiresInMs !== undefined
+        ? now + lifetimes.expiresInMs
+        : lifetimes.expiresAt;
     const credential: ICredential<M> = {
       id: randomUUID(),
       userId,
       meta,
       createdAt: now,
       lastUsedAt: now,
-      ...(lifetimes.expiresAt !== undefined
-        ? { expiresAt: lifetimes.expiresAt }
-        : {}),
+      ...(expiresAt !== undefined ? { expiresAt } : {}),
       ...(lifetimes.idleMs !== undefined ? { idleMs: lifetimes.idleMs } : {})
     };
     await this._table.put(Private.hash(secret), credential);

@@ -192,11 +192,15 @@ export class SharePanel extends Widget {
     this._who = document.createElement('input');
     this._who.className = 'jp-mod-styled jp-FerryShare-who';
     this._who.placeholder = trans.__('Name of a user or a group');
-    this._who.required = true;
-    this._who.setAttribute('aria-label', trans.__('Name'));
+    // Not `required`: JupyterLab's dialog disables Done while any input in it is :invalid, and an
+    // empty name (nobody to share with yet) is no error. An empty Share is answered below.
+    this._who.setAttribute('aria-label', trans.__('Name of the user or group'));
     this._peopleScope = document.createElement('select');
     this._peopleScope.className = 'jp-mod-styled jp-FerryShare-peopleScope';
-    this._peopleScope.setAttribute('aria-label', trans.__('Scope'));
+    this._peopleScope.setAttribute(
+      'aria-label',
+      trans.__('Permission for the user or group')
+    );
     const descriptions = scopeDescriptions(trans);
     for (const scope of SCOPES) {
       const option = document.createElement('option');
@@ -226,6 +230,10 @@ export class SharePanel extends Widget {
   private async _shareWith(): Promise<void> {
     this._showError(undefined);
     const name = this._who.value.trim();
+    if (!name) {
+      this._who.focus();
+      return;
+    }
     try {
       await this._client.shareWith({
         path: this.path,
