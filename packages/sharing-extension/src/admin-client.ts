@@ -5,7 +5,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import type { RestSchemas } from '@ferry/rest-contract';
-import { ShareApiError } from './api';
+import { requestJson } from './api';
 
 /** A user as admins see them: schema `AdminUser`. */
 export type IAdminUser = RestSchemas['AdminUser'];
@@ -78,27 +78,7 @@ export class AdminClient {
     );
   }
 
-  private async _request<T>(endpoint: string, init: RequestInit): Promise<T> {
-    const response = await ServerConnection.makeRequest(
-      URLExt.join(this.serverSettings.baseUrl, endpoint),
-      init,
-      this.serverSettings
-    );
-    const text = await response.text();
-    let body: unknown = undefined;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    if (!response.ok) {
-      const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
-      throw new ShareApiError(
-        response.status,
-        problem.message || `${response.status} ${response.statusText}`,
-        problem.reason
-      );
-    }
-    return body as T;
+  private _request<T>(endpoint: string, init: RequestInit): Promise<T> {
+    return requestJson<T>(this.serverSettings, endpoint, init);
   }
 }

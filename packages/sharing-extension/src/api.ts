@@ -167,32 +167,44 @@ export class SharesClient {
     });
   }
 
-  private async _request<T>(endpoint: string, init: RequestInit): Promise<T> {
-    const url = URLExt.join(this.serverSettings.baseUrl, endpoint);
-    const response = await ServerConnection.makeRequest(
-      url,
-      init,
-      this.serverSettings
-    );
-    const text = await response.text();
-    let body: unknown = undefined;
-    if (text) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = undefined;
-      }
-    }
-    if (!response.ok) {
-      const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
-      throw new ShareApiError(
-        response.status,
-        problem.message || `${response.status} ${response.statusText}`,
-        problem.reason
-      );
-    }
-    return body as T;
+  private _request<T>(endpoint: string, init: RequestInit): Promise<T> {
+    return requestJson<T>(this.serverSettings, endpoint, init);
   }
+}
+
+/**
+ * One request to the gateway's REST API under the page's server settings: the JSON answer, or a
+ * {@link ShareApiError} with the gateway's `{reason, message}` (the share, token and admin clients
+ * all ask through this).
+ */
+export async function requestJson<T>(
+  settings: ServerConnection.ISettings,
+  endpoint: string,
+  init: RequestInit
+): Promise<T> {
+  const response = await ServerConnection.makeRequest(
+    URLExt.join(settings.baseUrl, endpoint),
+    init,
+    settings
+  );
+  const text = await response.text();
+  let body: unknown = undefined;
+  if (text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+  }
+  if (!response.ok) {
+    const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
+    throw new ShareApiError(
+      response.status,
+      problem.message || `${response.status} ${response.statusText}`,
+      problem.reason
+    );
+  }
+  return body as T;
 }
 
 /** Whether a scope lets its holder change cells' source (and the notebook's structure). */

@@ -13,7 +13,6 @@ import {
   ICommandPalette,
   showDialog
 } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import {
   ITranslator,
@@ -22,7 +21,7 @@ import {
 } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 import type { RestSchemas } from '@ferry/rest-contract';
-import { ShareApiError } from './api';
+import { requestJson } from './api';
 
 /** What a token may do: schema `ApiTokenScope`. */
 export type ApiTokenScope = RestSchemas['ApiTokenScope'];
@@ -59,28 +58,8 @@ export class TokensClient {
     });
   }
 
-  private async _request<T>(endpoint: string, init: RequestInit): Promise<T> {
-    const response = await ServerConnection.makeRequest(
-      URLExt.join(this.serverSettings.baseUrl, endpoint),
-      init,
-      this.serverSettings
-    );
-    const text = await response.text();
-    let body: unknown = undefined;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    if (!response.ok) {
-      const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
-      throw new ShareApiError(
-        response.status,
-        problem.message || `${response.status} ${response.statusText}`,
-        problem.reason
-      );
-    }
-    return body as T;
+  private _request<T>(endpoint: string, init: RequestInit): Promise<T> {
+    return requestJson<T>(this.serverSettings, endpoint, init);
   }
 }
 
