@@ -17,28 +17,11 @@ import {
   signInSteps,
   startOidcProvider,
   type IOidcProvider,
-  type ISignedIn
+  type ISignedIn,
+  callAs as call
 } from './oidc-harness';
 
 jest.setTimeout(240_000);
-
-/** A request of a signed-in person (or with other headers): its status and JSON body. */
-async function call(
-  url: string,
-  headers: Record<string, string>,
-  method: string,
-  route: string,
-  body?: unknown
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: { ...headers, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
-}
 
 /** An open websocket of `who` and how it closes. */
 async function openSocket(

@@ -195,6 +195,38 @@ export interface ISignedIn {
   jar: CookieJar;
 }
 
+/**
+ * One JSON request to the gateway at `url` as a signed-in user (or with any headers): its status,
+ * its parsed body (null when empty) and the cookies it sets.
+ */
+export async function callAs(
+  url: string,
+  who: ISignedIn | Record<string, string>,
+  method: string,
+  route: string,
+  body?: unknown
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of many shapes
+): Promise<{ status: number; body: any; setCookies: string[] }> {
+  const headers = (who as ISignedIn).jar
+    ? (who as ISignedIn).headers
+    : (who as Record<string, string>);
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  });
+  const text = await response.text();
+  const answer = {
+    status: response.status,
+    body: text ? JSON.parse(text) : null
+  };
+  // Not enumerable: a test that compares a whole answer (toEqual) compares its status and body.
+  return Object.defineProperty(answer, 'setCookies', {
+    value: response.headers.getSetCookie(),
+    enumerable: false
+  }) as typeof answer & { setCookies: string[] };
+}
+
 /** One step of a sign-in, as the client saw it. */
 export interface ISignInStep {
   url: string;

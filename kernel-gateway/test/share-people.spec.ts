@@ -13,7 +13,8 @@ import {
   signIn,
   startOidcGateway,
   type IOidcGateway,
-  type ISignedIn
+  type ISignedIn,
+  callAs as call
 } from './oidc-harness';
 import { NOTEBOOK } from './share-clients';
 import { cellSource, cellSources, RawRoomClient, until } from './yjs-clients';
@@ -21,28 +22,6 @@ import { cellSource, cellSources, RawRoomClient, until } from './yjs-clients';
 jest.setTimeout(180_000);
 
 const describeAsRoot = process.getuid?.() === 0 ? describe : describe.skip;
-
-/** A request with `headers`: its status, JSON body and the cookies it sets. */
-async function call(
-  url: string,
-  headers: Record<string, string>,
-  method: string,
-  route: string,
-  body?: unknown
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of many shapes
-): Promise<{ status: number; body: any; setCookies: string[] }> {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: { ...headers, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    body: text ? JSON.parse(text) : null,
-    setCookies: response.headers.getSetCookie()
-  };
-}
 
 /** A share as its owner lists it. */
 interface IListed {

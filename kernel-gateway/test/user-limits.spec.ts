@@ -12,29 +12,10 @@ import {
   signIn,
   startOidcGateway,
   type IOidcGateway,
-  type ISignedIn
+  callAs as call
 } from './oidc-harness';
 
 jest.setTimeout(240_000);
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-async function call(
-  url: string,
-  who: ISignedIn,
-  method: string,
-  route: string,
-  body?: unknown
-): Promise<{ status: number; body: Json }> {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: { ...who.headers, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
-}
 
 /** A text file of `kb` kilobytes, as a contents PUT carries it. */
 function textFile(kb: number): unknown {

@@ -15,7 +15,8 @@ import {
   signIn,
   startOidcGateway,
   type IOidcGateway,
-  type ISignedIn
+  type ISignedIn,
+  callAs as call
 } from './oidc-harness';
 
 jest.setTimeout(180_000);
@@ -23,23 +24,6 @@ jest.setTimeout(180_000);
 /** A JSON answer, read field by field. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
-
-/** A request of a signed-in person: its status and JSON body. */
-async function call(
-  url: string,
-  who: ISignedIn,
-  method: string,
-  route: string,
-  body?: unknown
-): Promise<{ status: number; body: Json }> {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: { ...who.headers, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
-}
 
 /** A GET sent with its path exactly as written (`..` and all): fetch would resolve it first. */
 function rawGet(

@@ -21,7 +21,8 @@ import {
   signIn,
   startOidcGateway,
   type IOidcGateway,
-  type ISignedIn
+  type ISignedIn,
+  callAs as call
 } from './oidc-harness';
 import { TerminalClient } from './terminal-clients';
 import { startWorker, type IWorkerProcess } from './workers';
@@ -30,24 +31,6 @@ jest.setTimeout(180_000);
 
 const asRoot = process.getuid?.() === 0;
 const describeAsRoot = asRoot ? describe : describe.skip;
-
-/** A request of a signed-in person: its status and JSON body. */
-async function call(
-  url: string,
-  who: ISignedIn,
-  method: string,
-  route: string,
-  body?: unknown
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: { ...who.headers, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
-}
 
 /** Start a kernel as `who` and open its websocket with their cookie. */
 async function kernelOf(
