@@ -184,6 +184,45 @@ describe('normalizeAcceleratorRequest', () => {
 });
 
 describe('Scheduler', () => {
+  it("tells 'placed' and 'released' of every placement, however it starts or ends", () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('w1', 2));
+    const events: string[] = [];
+    scheduler.on('placed', (id, placement) =>
+      events.push(`placed ${id} ${placement.deviceIds.length}`)
+    );
+    scheduler.on('released', (id, placement) =>
+      events.push(`released ${id} ${placement.deviceIds.join(',')}`)
+    );
+    const a = placed(scheduler.request('a', gpu()));
+    placed(scheduler.request('b', gpu()));
+    scheduler.request('c', gpu());
+    scheduler.release('a');
+    // The queued request's devices are a's.
+    expect(events).toEqual([
+      'placed a 1',
+      'placed b 1',
+      `released a ${a.deviceIds.join(',')}`,
+      'placed c 1'
+    ]);
+    events.length = 0;
+    // Releasing a queued or unknown holder tells nothing; a worker that goes tells its holders.
+    scheduler.request('d', gpu());
+    scheduler.release('d');
+    scheduler.release('nobody');
+    scheduler.removeWorker('w1');
+    expect(events.sort()).toEqual([
+      expect.stringMatching(/^released b w1-gpu-\d$/),
+      expect.stringMatching(/^released c w1-gpu-\d$/)
+    ]);
+    events.length = 0;
+    scheduler.setWorker(worker('w1', 2));
+    scheduler.adopt('e', { workerId: 'w1', deviceIds: ['w1-gpu-1'] });
+    // A worker whose devices change loses the holders of those gone.
+    scheduler.setWorker(worker('w1', 1));
+    expect(events).toEqual(['placed e 1', 'released e w1-gpu-1']);
+  });
+
   it('assigns what fits, queues the rest, and hands a freed GPU to the queue', () => {
     const scheduler = new Scheduler();
     scheduler.setWorker(worker('w1', 2));

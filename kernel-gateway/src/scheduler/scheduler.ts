@@ -12,6 +12,8 @@ import type { DeviceKind } from '../protocol/devices';
 import { CpuIndex } from './cpu-index';
 import { PlacementConflictError, UnsatisfiableRequestError } from './errors';
 import { Explanations } from './explain';
+import { explainPlace } from './fair-share';
+import type { FairShare, IPlaceInQueue } from './fair-share';
 import { Placements } from './placements';
 import { DevicePools } from './pools';
 import { RequestQueue } from './queue';
@@ -19,6 +21,7 @@ import { checkAcceleratorRequest, formatAcceleratorSpec } from './request';
 import { Reservations } from './reservations';
 import { capacity, matches, minBytesOf } from './state';
 import type {
+  IOrder,
   IQueueEntry,
   IScheduledRequest,
   IWorkerState,
@@ -48,6 +51,10 @@ import type {
  * request of a shape could have used, that request counts one overtaking; after `maxBypasses` it
  * reserves the worker closest to fitting it, which later requests may then not use until it is
  * placed. A request for eight GPUs thus waits at most for one worker's kernels to end.
+ *
+ * The queue's order is arrival, unless the scheduler is given a {@link FairShare}: then requests
+ * are ordered by their users' fair share and the time they waited (`fair-share.ts`), and "older"
+ * above reads "ahead in that order".
  */
 export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   constructor(options: Scheduler.IOptions = {}) {
@@ -55,6 +62,8 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     this.policy = options.policy ?? 'pack';
     this.maxKernelsPerDevice = options.maxKernelsPerDevice ?? 1;
     this.maxBypasses = options.maxBypasses ?? 8;
+    this.fairShare = options.fairShare;
+    this._now = options.now ?? Date.now;
     if (this.policy !== 'pack' && this.policy !== 'spread') {
       throw new Error(
         `unknown scheduling policy '${String(this.policy)}' (pack or spread)`
@@ -93,6 +102,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   /** How often a queued request may be overtaken before it reserves a worker. */
   readonly maxBypasses: number;
 
+  /** The queue's order by fair share; undefined: arrival order. */
+  readonly fairShare: FairShare | undefined;
+
   /**
    * Add a worker, or replace the devices of one already known, and place what now fits.
    *
@@ -124,7 +136,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     };
     let lost: string[] = [];
     let kept: Placements.ISurvivors['kept'] = [];
+    let before: Map<string, IPlacement> | undefined;
     if (known) {
+      before = this._placementsOf(worker);
       ({ kept, lost } = this._placements.survivors(worker, inventory.devices));
       this._detach(worker);
       if (worker.acceptsCpu && !inventory.acceptsCpu) {
@@ -150,6 +164,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     );
     this._placements.restore(worker, kept);
     this._inventoryChanged();
+    this._released(lost, before);
     const assigned = this._dispatch();
     this._announce(assigned);
     return { assigned, lost };
@@ -169,7 +184,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     if (!worker) {
       return [];
     }
+    const before = this._placementsOf(worker);
     const lost = this._placements.dropWorker(worker);
+    this._released(lost, before);
     if (worker.acceptsCpu) {
       this._cpu.remove(worker);
     }
@@ -222,19 +239,22 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    * @param request - what it asks for, in the normalised form (see {@link checkAcceleratorRequest}).
    * @param environment - the environment the worker must have (its name as workers report it), if
    *   any: the request is only placed on workers that have it.
+   * @param owner - the user it is for (undefined: the token's owner), for fair share.
    *
    * @throws {@link BadAcceleratorRequestError} for a request not in the normalised form, and
    *   {@link UnsatisfiableRequestError} for one no connected worker could ever hold.
    *
    * #### Notes
    * The position counts every queued request, of any kind, ahead of this one: it is the order in
-   * which the queue is considered when devices free up. A CPU request is placed at once on a worker
+   * which the queue is considered when devices free up ({@link placeInQueue} counts only those
+   * that compete for the same devices). A CPU request is placed at once on a worker
    * that takes CPU kernels, and waits only while none is connected.
    */
   request(
     kernelId: string,
     request: IAcceleratorRequest,
-    environment?: string
+    environment?: string,
+    owner?: string
   ): Scheduler.IRequestResult {
     if (this._placements.has(kernelId)) {
       throw new Error(`kernel ${kernelId} already holds a placement`);
@@ -246,17 +266,29 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       ...this.check(request, environment),
       ...(environment !== undefined ? { environment } : {})
     };
-    const seq = this._queue.nextSeq();
+    const now = this._now();
+    this._refreshRanks(now);
+    const order: IOrder = {
+      rank: this.fairShare?.rank(owner, now, now) ?? 0,
+      seq: this._queue.nextSeq()
+    };
     // Requests of the same shape already waiting do not fit, so this one would not either.
     if (!this._queue.waits(normalized)) {
-      const placement = this._place(kernelId, normalized, seq);
+      const placement = this._place(kernelId, normalized, order);
       if (placement) {
         this._reservations.retarget();
+        this.emit('placed', kernelId, placement);
         this._announce([]);
         return { state: 'assigned', placement };
       }
     }
-    const position = this._queue.add(kernelId, normalized, seq);
+    const position = this._queue.add(
+      kernelId,
+      normalized,
+      order,
+      owner,
+      new Date(now)
+    );
     this._announce([]);
     return { state: 'queued', position };
   }
@@ -268,7 +300,10 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
    *   one by one with `'assigned'`). Releasing an unknown kernel does nothing.
    */
   release(kernelId: string): Scheduler.IAssignment[] {
-    if (!this._placements.unplace(kernelId)) {
+    const placement = this._placements.placementOf(kernelId);
+    if (this._placements.unplace(kernelId)) {
+      this.emit('released', kernelId, placement!);
+    } else {
       const entry = this._queue.get(kernelId);
       if (!entry) {
         return [];
@@ -300,6 +335,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       );
     }
     if (this._placements.adopt(kernelId, worker, placement.deviceIds)) {
+      this.emit('placed', kernelId, placement);
       this._announce([]);
     }
   }
@@ -335,12 +371,27 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return this._queue.positionOf(kernelId);
   }
 
+  /**
+   * A queued kernel's place among the requests that compete with it for devices (those for other
+   * devices are not ahead of it), and why those ahead are: undefined when it is not queued.
+   */
+  placeInQueue(kernelId: string): IPlaceInQueue | undefined {
+    if (!this._queue.has(kernelId)) {
+      return undefined;
+    }
+    return explainPlace(this.queue(), kernelId, [
+      ...this._devices.pools.values()
+    ]);
+  }
+
   /** The waiting requests, position 1 first: the order in which they are considered. */
   queue(): Scheduler.IQueuedRequest[] {
+    this._refreshRanks(this._now());
     let position = 0;
-    return [...this._queue.entries()].map(entry => ({
+    return this._queue.entries().map(entry => ({
       kernelId: entry.kernelId,
       request: Private.withoutEnvironment(entry.request),
+      ...(entry.owner !== undefined ? { owner: entry.owner } : {}),
       ...(entry.request.environment !== undefined
         ? { environment: entry.request.environment }
         : {}),
@@ -393,8 +444,11 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     const copy = new Scheduler({
       policy: this.policy,
       maxKernelsPerDevice: this.maxKernelsPerDevice,
-      maxBypasses: this.maxBypasses
+      maxBypasses: this.maxBypasses,
+      fairShare: this.fairShare,
+      now: this._now
     });
+    copy._ranked = this._ranked;
     for (const inventory of this._inventories.values()) {
       copy.setWorker(inventory);
     }
@@ -434,7 +488,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   private _place(
     kernelId: string,
     request: IScheduledRequest,
-    seq: number,
+    order: IOrder,
     entry?: IQueueEntry
   ): IPlacement | undefined {
     if (request.kind === 'cpu') {
@@ -448,7 +502,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       return this._placements.placeCpu(kernelId, worker);
     }
     const minBytes = entry?.cls.minBytes ?? minBytesOf(request);
-    const wp = this._devices.choose(request, minBytes, seq);
+    const wp = this._devices.choose(request, minBytes, order);
     if (!wp) {
       return undefined;
     }
@@ -461,7 +515,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
       request.count,
       minBytes
     );
-    this._reservations.noteBypass(wp, seq, this._queue.classes());
+    this._reservations.noteBypass(wp, order, this._queue.classes());
     return placement;
   }
 
@@ -506,15 +560,16 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   }
 
   /**
-   * Place queued requests that fit now, oldest first, until none does.
+   * Place queued requests that fit now, first in order first, until none does.
    *
    * #### Notes
-   * Queued requests of one shape are interchangeable, so only the oldest of each shape is tried:
-   * if it does not fit, the younger ones do not either. Only shapes that could use a pool that
+   * Queued requests of one shape are interchangeable, so only the first of each shape is tried:
+   * if it does not fit, the later ones do not either. Only shapes that could use a pool that
    * gained free devices (or lost a reservation) since the last pass are tried.
    */
   private _dispatch(): Scheduler.IAssignment[] {
     const assigned: Scheduler.IAssignment[] = [];
+    this._refreshRanks(this._now());
     while (
       this._queue.size > 0 &&
       (this._devices.dirty.size > 0 || this._dirtyCpu)
@@ -525,7 +580,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
         const placement = this._place(
           entry.kernelId,
           entry.request,
-          entry.seq,
+          entry,
           entry
         );
         if (placement) {
@@ -544,6 +599,55 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
     return assigned;
   }
 
+  /** What a worker's kernels hold, when someone follows releases (else nothing is copied). */
+  private _placementsOf(
+    worker: IWorkerState
+  ): Map<string, IPlacement> | undefined {
+    if (this.listenerCount('released') === 0) {
+      return undefined;
+    }
+    const result = new Map<string, IPlacement>();
+    for (const kernelId of worker.kernels) {
+      const placement = this._placements.placementOf(kernelId);
+      if (placement) {
+        result.set(kernelId, placement);
+      }
+    }
+    return result;
+  }
+
+  /** Tell `released` of the kernels that lost what `before` says they held. */
+  private _released(
+    lost: string[],
+    before: Map<string, IPlacement> | undefined
+  ): void {
+    for (const kernelId of lost) {
+      const placement = before?.get(kernelId);
+      if (placement) {
+        this.emit('released', kernelId, placement);
+      }
+    }
+  }
+
+  /**
+   * Rank the waiting requests anew by fair share when `refreshMs` has passed since they last were:
+   * usage grows and decays, as Slurm's priorities are recomputed every few minutes.
+   */
+  private _refreshRanks(now: number): void {
+    const fairShare = this.fairShare;
+    if (
+      !fairShare ||
+      this._queue.size === 0 ||
+      now - this._ranked < fairShare.refreshMs
+    ) {
+      return;
+    }
+    this._ranked = now;
+    this._queue.rerank(entry =>
+      fairShare.rank(entry.owner, entry.since.getTime(), now)
+    );
+  }
+
   /** Take a worker's devices out of every index, and drop reservations of them. */
   private _detach(worker: IWorkerState): void {
     this._reservations.dropWorker(worker);
@@ -557,6 +661,7 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
 
   private _announce(assigned: Scheduler.IAssignment[]): void {
     for (const { kernelId, placement } of assigned) {
+      this.emit('placed', kernelId, placement);
       this.emit('assigned', kernelId, placement);
     }
     this.emit('changed');
@@ -572,6 +677,9 @@ export class Scheduler extends EventEmitter<Scheduler.IEvents> {
   private readonly _explanations: Explanations;
   private readonly _reservations: Reservations;
   private _dirtyCpu = false;
+  private readonly _now: () => number;
+  /** When the queue was last ranked by fair share. */
+  private _ranked = -Infinity;
 }
 
 /** The types of {@link Scheduler}. */
@@ -590,6 +698,10 @@ export namespace Scheduler {
      * default, 0 for (nearly) strict FIFO, `Infinity` for plain first-fit.
      */
     maxBypasses?: number;
+    /** Order the queue by fair share (many users); left out: by arrival. */
+    fairShare?: FairShare;
+    /** The clock (ms since the epoch), for simulations; `Date.now` by default. */
+    now?: () => number;
   }
 
   /** The events a scheduler emits. */
@@ -598,6 +710,15 @@ export namespace Scheduler {
     changed: [];
     /** A queued request got its devices. */
     assigned: [kernelId: string, placement: IPlacement];
+    /**
+     * A holder got a placement, however (at once, from the queue, adopted): the ledger of usage
+     * (accounting/) opens an allocation on it. Emitted before `changed`.
+     */
+    placed: [holderId: string, placement: IPlacement];
+    /**
+     * A holder's placement ended (released, or lost with its worker or devices): what it held.
+     */
+    released: [holderId: string, placement: IPlacement];
   }
 
   /** The answer to a request: placed now, or waiting at a 1-based position in the queue. */
@@ -623,6 +744,8 @@ export namespace Scheduler {
   export interface IQueuedRequest {
     kernelId: string;
     request: IAcceleratorRequest;
+    /** The user it is for (left out: the token's owner). */
+    owner?: string;
     /** The environment its worker must have, if any. */
     environment?: string;
     /** 1 for the request considered first. */
