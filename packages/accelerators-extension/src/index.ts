@@ -32,8 +32,10 @@ import {
   AcceleratorStatusItem,
   DeviceDashboard,
   formatHolder,
+  HoldNotices,
   IAcceleratorManager,
-  type IHolder
+  type IHolder,
+  UsageTracker
 } from '@ferry/accelerators';
 
 /**
@@ -222,8 +224,17 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
         ? { label: PathExt.basename(path), path, own: true }
         : { label: formatHolder(holder), own: false };
     };
+    // The user's device use (`/api/usage`): a meter per class in the panel, and the notebook's
+    // notices (idle return soon, returned, quota at 80 and 95 %) once each.
+    const usage = new UsageTracker({ manager });
+    const ownKernel = (id: string) => {
+      const info = describeHolder({ kind: 'kernel', id });
+      return info.own ? info.label : null;
+    };
+    new HoldNotices({ manager, usage, own: ownKernel, trans });
     const panel = new AcceleratorPanel({
       manager,
+      usage,
       translator: translator ?? undefined,
       describeHolder,
       openKernel: id => {

@@ -5,10 +5,11 @@ import type {
   IAccelerators,
   IKernelModel
 } from './models';
+import type { IUsage } from './models';
 
 /**
  * The REST client of Ferry's accelerator endpoints (`GET /api/accelerators`, Ferry's `accelerator`
- * field of `GET /api/kernels/{id}`, and moving a kernel with `POST /api/kernels/{id}/restart`).
+ * field of `GET /api/kernels/{id}`, the user's own `GET /api/usage`, and moving a kernel with `POST /api/kernels/{id}/restart`).
  *
  * #### Notes
  * Every call goes through `ServerConnection.makeRequest` with the injected settings, so tokens and
@@ -39,6 +40,13 @@ export class AcceleratorClient {
       URLExt.join(this.serverSettings.baseUrl, 'api/accelerators') +
       (options.history ? '?history=1' : '');
     return (await this._get(url)) as IAccelerators;
+  }
+
+  /** The user's own device use in the current quota period (`GET /api/usage`). */
+  async usage(): Promise<IUsage> {
+    return (await this._get(
+      URLExt.join(this.serverSettings.baseUrl, 'api/usage')
+    )) as IUsage;
   }
 
   /**

@@ -19,6 +19,7 @@ import { DeviceChartSet } from './charts';
 import { gatewayProblem } from './gateway';
 import { DeviceCard } from './devicecard';
 import { HeatStrip } from './heatstrip';
+import { kernelStandings, renderHolds } from './holds';
 import {
   formatAccelerator,
   formatDevice,
@@ -35,6 +36,7 @@ import type {
 import { Overview } from './overview';
 import type { AcceleratorStream } from './stream';
 import type { IAcceleratorManager } from './tokens';
+import { UsageMeter, type UsageTracker } from './usage';
 
 /**
  * The "Accelerators" sidebar, designed for 1 to 64 devices: a heading with the connection's state,
@@ -82,6 +84,8 @@ export class AcceleratorPanel extends Widget {
     this._onBenchmark = options.onBenchmark ?? null;
     this._onConfigure = options.onConfigure ?? null;
     this._openCharts = options.openCharts ?? null;
+    this._usage = options.usage ?? null;
+    this._usage?.changed.connect(this._onChanged, this);
     this._manager.changed.connect(this._onChanged, this);
     this._manager.connectionChanged.connect(this._onConnection, this);
     this._onConnection(this._manager, this._manager.connectionState);
@@ -124,6 +128,7 @@ export class AcceleratorPanel extends Widget {
       return;
     }
     this._charts.dispose();
+    this._usage?.changed.disconnect(this._onChanged, this);
     this._manager.changed.disconnect(this._onChanged, this);
     this._manager.connectionChanged.disconnect(this._onConnection, this);
     super.dispose();
@@ -171,6 +176,8 @@ export class AcceleratorPanel extends Widget {
     this._modelContent = model
       ? [
           Overview.counts(model, this._trans),
+          UsageMeter.render(this._usage?.usage ?? null, this._trans),
+          this._holds(model),
           this._queue(model),
           this._workers(model)
         ]
@@ -303,6 +310,19 @@ export class AcceleratorPanel extends Widget {
         },
         state?.text ?? null
       )
+    );
+  }
+
+  /** The user's kernels that wait, are about to give their devices back, or gave them back. */
+  private _holds(model: IAccelerators): VirtualElement {
+    return renderHolds(
+      kernelStandings(model),
+      kernelId => {
+        const info = this._describeHolder({ kind: 'kernel', id: kernelId });
+        return info.own ? info.label : null;
+      },
+      Date.parse(model.time),
+      this._trans
     );
   }
 
@@ -575,6 +595,7 @@ export class AcceleratorPanel extends Widget {
   private _onBenchmark: (() => void) | null;
   private _onConfigure: (() => void) | null;
   private _openCharts: ((workerId: string, deviceId: string) => void) | null;
+  private _usage: UsageTracker | null;
   private _state: AcceleratorStream.State = 'idle';
   private _problem: string | null = null;
   private _benchmark: AcceleratorPanel.IBenchmarkState | null = null;
@@ -628,6 +649,8 @@ export namespace AcceleratorPanel {
     openCharts?: (workerId: string, deviceId: string) => void;
     /** The application's translator (its words in English without one). */
     translator?: ITranslator;
+    /** The user's device use (`/api/usage`), shown as a meter per device class. */
+    usage?: UsageTracker;
   }
 }
 
@@ -650,6 +673,8 @@ namespace Private {
   export function emptyModel(trans: TranslationBundle): VirtualNode[] {
     return [
       h.ul({ className: 'jp-FerryAccelerators-counts' }),
+      h.section({ className: 'jp-FerryAccelerators-usage', hidden: '' }),
+      h.section({ className: 'jp-FerryAccelerators-holds', hidden: '' }),
       h.section(queueAttrs(trans)),
       h.div(WORKERS_ATTRS)
     ];

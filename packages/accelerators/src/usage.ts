@@ -1,0 +1,293 @@
+/**
+ * The user's own device use, as `GET /api/usage` answers it, and the meter the sidebar shows: one
+ * line per device class, like Kaggle's ("GPU 12.5 h of 30 h this week · 42 % of held time busy"),
+ * with a warning at 80 % and 95 % of a quota.
+ */
+
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
+import type { IDisposable } from '@lumino/disposable';
+import type { ISignal } from '@lumino/signaling';
+import { Signal } from '@lumino/signaling';
+import type { VirtualElement } from '@lumino/virtualdom';
+import { h } from '@lumino/virtualdom';
+import type { IAccelerators, IUsage, IUsageClass } from './models';
+import { Overview } from './overview';
+import type { IAcceleratorManager } from './tokens';
+
+/** How far a class's held time is into its quota: 80 and 95 warn; 100 returns the devices. */
+export type QuotaLevel = 0 | 80 | 95 | 100;
+
+/**
+ * Follows `GET /api/usage` for the sidebar and the notifications: asks again when the devices held
+ * or waited for change (the accelerators stream), and once a minute while something is held.
+ *
+ * #### Notes
+ * A gateway without the usage ledger (404) or one that refuses it leaves `usage` null: the meter
+ * then shows nothing.
+ */
+export class UsageTracker implements IDisposable {
+  constructor(options: UsageTracker.IOptions) {
+    this._manager = options.manager;
+    this._manager.changed.connect(this._onModel, this);
+    this._timer = setInterval(
+      () => void this.refresh(),
+      options.intervalMs ?? 60_000
+    );
+    void this.refresh();
+  }
+
+  /** The latest answer, null before the first or where the gateway has no usage ledger. */
+  get usage(): IUsage | null {
+    return this._usage;
+  }
+
+  /** Emitted with each new answer. */
+  get changed(): ISignal<this, IUsage | null> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Ask the gateway now (one request at a time; a change meanwhile asks once more after it). */
+  async refresh(): Promise<void> {
+    if (this._pending) {
+      this._again = true;
+      return this._pending;
+    }
+    this._pending = (async () => {
+      do {
+        this._again = false;
+        try {
+          this._usage = await this._manager.client.usage();
+        } catch {
+          this._usage = null;
+        }
+        if (this._disposed) {
+          return;
+        }
+        this._changed.emit(this._usage);
+      } while (this._again);
+    })().finally(() => (this._pending = null));
+    return this._pending;
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    clearInterval(this._timer);
+    this._manager.changed.disconnect(this._onModel, this);
+    Signal.clearData(this);
+  }
+
+  /** The stream's updates come each second: ask only when who holds or waits for what changed. */
+  private _onModel(_: IAcceleratorManager, model: IAccelerators): void {
+    const key = Private.holdingKey(model);
+    if (key !== this._key) {
+      this._key = key;
+      void this.refresh();
+    }
+  }
+
+  private _manager: IAcceleratorManager;
+  private _timer: ReturnType<typeof setInterval>;
+  private _usage: IUsage | null = null;
+  private _key = '';
+  private _pending: Promise<void> | null = null;
+  private _again = false;
+  private _disposed = false;
+  private _changed = new Signal<this, IUsage | null>(this);
+}
+
+export namespace UsageTracker {
+  export interface IOptions {
+    /** Its client asks, its stream says when to. */
+    manager: IAcceleratorManager;
+    /** How often to ask without a change (a minute). */
+    intervalMs?: number;
+  }
+}
+
+/**
+ * The meter's words and parts.
+ */
+export namespace UsageMeter {
+  /** `GPU` or `GPU H100`. */
+  export function className(entry: IUsageClass): string {
+    const kind = entry.class.toUpperCase();
+    return entry.model ? `${kind} ${entry.model}` : kind;
+  }
+
+  /** `45 s`, `12 min`, `12.5 h`. */
+  export function hours(
+    seconds: number,
+    trans: TranslationBundle = nullTranslator.load('ferry')
+  ): string {
+    const s = Math.max(0, seconds);
+    if (s < 60) {
+      return trans.__('%1 s', Math.round(s));
+    }
+    if (s < 3600) {
+      return trans.__('%1 min', Math.round(s / 60));
+    }
+    const h = s / 3600;
+    return trans.__('%1 h', h < 100 ? h.toFixed(1).replace(/\.0$/, '') : h);
+  }
+
+  /** `this week`, `in the last 7 days`. */
+  export function periodWords(
+    period: IUsage['period'],
+    trans: TranslationBundle
+  ): string {
+    if (period.kind === 'calendar-week') {
+      return trans.__('this week');
+    }
+    const days = Math.round(
+      (Date.parse(period.end) - Date.parse(period.start)) / 86_400_000
+    );
+    return trans._n('in the last day', 'in the last %1 days', days);
+  }
+
+  /** How far into its quota a class is. */
+  export function level(entry: IUsageClass): QuotaLevel {
+    if (!entry.quotaSeconds) {
+      return 0;
+    }
+    const share = entry.heldSeconds / entry.quotaSeconds;
+    return share >= 1 ? 100 : share >= 0.95 ? 95 : share >= 0.8 ? 80 : 0;
+  }
+
+  /**
+   * One class in words: `GPU 12.5 h of 30 h this week · 42 % of held time busy`; without a quota
+   * `GPU 12.5 h this week`.
+   */
+  export function words(
+    entry: IUsageClass,
+    period: IUsage['period'],
+    trans: TranslationBundle
+  ): string {
+    const held = hours(entry.heldSeconds, trans);
+    const when = periodWords(period, trans);
+    const main =
+      entry.quotaSeconds === null
+        ? trans.__('%1 %2 %3', className(entry), held, when)
+        : trans.__(
+            '%1 %2 of %3 %4',
+            className(entry),
+            held,
+            hours(entry.quotaSeconds, trans),
+            when
+          );
+    return entry.heldSeconds > 0
+      ? `${main} · ${trans.__(
+          '%1 % of held time busy',
+          Math.round((100 * entry.busySeconds) / entry.heldSeconds)
+        )}`
+      : main;
+  }
+
+  /** The warning for a class at 80 %, 95 % or its whole quota, or null below 80 %. */
+  export function warning(
+    entry: IUsageClass,
+    usage: IUsage,
+    trans: TranslationBundle
+  ): string | null {
+    const renews = new Date(usage.period.renewsAt).toLocaleString();
+    switch (level(entry)) {
+      case 100:
+        return trans.__(
+          'Your %1 quota is used up: devices of this class go back to the pool, and new requests are refused until %2.',
+          className(entry),
+          renews
+        );
+      case 95:
+      case 80:
+        return trans.__(
+          '%1 % of your %2 quota is used (%3 left): at 100 % your devices go back to the pool until %4.',
+          level(entry),
+          className(entry),
+          hours(entry.remainingSeconds ?? 0, trans),
+          renews
+        );
+      default:
+        return null;
+    }
+  }
+
+  /** The sidebar's section: one line and a meter per class; nothing when there is no answer. */
+  export function render(
+    usage: IUsage | null,
+    trans: TranslationBundle
+  ): VirtualElement {
+    const attrs = {
+      className: 'jp-FerryAccelerators-usage',
+      'aria-label': trans.__('Your device use')
+    };
+    if (!usage) {
+      return h.section({ ...attrs, hidden: '' });
+    }
+    return h.section(
+      attrs,
+      h.h3({ className: 'jp-FerryAccelerators-heading' }, trans.__('Your use')),
+      usage.classes.length === 0
+        ? h.p(
+            { className: 'jp-FerryAccelerators-empty' },
+            trans.__('No device held %1.', periodWords(usage.period, trans))
+          )
+        : h.ul(
+            { className: 'jp-FerryAccelerators-usageList' },
+            usage.classes.map(entry => {
+              const text = words(entry, usage.period, trans);
+              const level_ = level(entry);
+              const warn = warning(entry, usage, trans);
+              return h.li(
+                {
+                  key: `${entry.class}/${entry.model ?? ''}`,
+                  className: `jp-FerryAccelerators-usageItem${level_ ? ' jp-mod-warn' : ''}`,
+                  dataset: { level: String(level_) }
+                },
+                h.span({ className: 'jp-FerryAccelerators-usageWords' }, text),
+                entry.quotaSeconds
+                  ? Overview.meter(
+                      text,
+                      (100 * entry.heldSeconds) / entry.quotaSeconds
+                    )
+                  : null,
+                warn
+                  ? h.div(
+                      {
+                        className: 'jp-FerryAccelerators-usageWarning',
+                        role: 'note'
+                      },
+                      warn
+                    )
+                  : null
+              );
+            })
+          )
+    );
+  }
+}
+
+namespace Private {
+  /** Who holds which device and who waits: changes only when an allocation starts or ends. */
+  export function holdingKey(model: IAccelerators): string {
+    const held: string[] = [];
+    for (const worker of model.workers) {
+      for (const device of worker.devices) {
+        held.push(
+          `${worker.id}/${device.id}=${device.holders
+            .map(h => (h.kind === 'kernel' ? h.id : h.name))
+            .join(',')}`
+        );
+      }
+    }
+    return `${held.join(';')}|${model.queue.length}`;
+  }
+}
