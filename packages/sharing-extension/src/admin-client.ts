@@ -5,13 +5,51 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import type { RestSchemas } from '@ferry/rest-contract';
-import { requestJson } from './api';
+import { requestJson, requestText } from './api';
 
 /** A user as admins see them: schema `AdminUser`. */
 export type IAdminUser = RestSchemas['AdminUser'];
 
 /** One admin action in the audit log: schema `AuditEntry`. */
 export type IAuditEntry = RestSchemas['AuditEntry'];
+
+/**
+ * Who holds devices now (`GET /api/admin/holders`): issue #26's contract, written out here until
+ * the ledger's schema is in schema/openapi.yaml.
+ */
+export interface IDeviceHolder {
+  holder: { kind: 'kernel' | 'terminal' | 'job'; id: string };
+  user: string;
+  /** `gpu`, `tpu`. */
+  kind: string;
+  model: string;
+  count: number;
+  workerId: string;
+  /** When it took them (ISO time). */
+  since: string;
+  /** How long it has run nothing. */
+  idleSeconds: number;
+  /** Whether it runs something now. */
+  busy: boolean;
+}
+
+/** How device use is summed up: per user, group, device model or day. */
+export type UsageGrouping = 'user' | 'group' | 'model' | 'day';
+
+/** One row of `GET /api/usage?by=...`. */
+export interface IUsageRow {
+  key: string;
+  heldSeconds: number;
+  busySeconds: number;
+  weightedSeconds: number;
+  allocations: number;
+}
+
+/** The period asked about (ISO dates); the gateway's default period when absent. */
+export interface IUsagePeriod {
+  from?: string;
+  to?: string;
+}
 
 /** What an admin may stop. */
 export type StoppableKind = 'kernels' | 'terminals' | 'jobs';
@@ -78,7 +116,66 @@ export class AdminClient {
     );
   }
 
+  /** Who holds devices now, since when, idle for how long. */
+  async holders(): Promise<IDeviceHolder[]> {
+    const body = await this._request<{ holders: IDeviceHolder[] }>(
+      'api/admin/holders',
+      { method: 'GET' }
+    );
+    return body.holders;
+  }
+
+  /** Send a kernel's devices back to the pool; its user is told `reason`. The kernel goes on. */
+  async returnDevices(kernelId: string, reason: string): Promise<void> {
+    await this._request<unknown>(
+      `api/admin/holders/kernel/${encodeURIComponent(kernelId)}/return`,
+      { method: 'POST', body: JSON.stringify({ reason }) }
+    );
+  }
+
+  /** Device use summed by user, group, model or day. */
+  async usage(
+    by: UsageGrouping,
+    period: IUsagePeriod = {}
+  ): Promise<IUsageRow[]> {
+    const body = await this._request<{ rows: IUsageRow[] }>(
+      Private.usageEndpoint(by, period),
+      { method: 'GET' }
+    );
+    return body.rows;
+  }
+
+  /** The same as CSV, as the gateway writes it. */
+  usageCsv(by: UsageGrouping, period: IUsagePeriod = {}): Promise<string> {
+    return requestText(
+      this.serverSettings,
+      Private.usageEndpoint(by, period, 'csv'),
+      { method: 'GET' }
+    );
+  }
+
   private _request<T>(endpoint: string, init: RequestInit): Promise<T> {
     return requestJson<T>(this.serverSettings, endpoint, init);
+  }
+}
+
+namespace Private {
+  /** `api/usage?by=user&from=...&to=...&format=csv`. */
+  export function usageEndpoint(
+    by: UsageGrouping,
+    period: IUsagePeriod,
+    format?: 'csv'
+  ): string {
+    const query = new URLSearchParams({ by });
+    if (period.from) {
+      query.set('from', period.from);
+    }
+    if (period.to) {
+      query.set('to', period.to);
+    }
+    if (format) {
+      query.set('format', format);
+    }
+    return `api/usage?${query.toString()}`;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The admin page (`/api/admin`): every user with their kernels, terminals, jobs and devices, a
- * Stop beside each (asking why: the user is told), Sign out, Remove and Restore per user, and the
- * audit log of what admins did. Opened by "Users and Audit Log…" (palette, Settings menu), which
+ * Stop beside each (asking why: the user is told), Sign out, Remove and Restore per user, who
+ * holds devices now with "Return devices" and device use by user, group, model or day
+ * (admin-devices.ts), and the audit log of what admins did. Opened by "Users and Audit Log…" (palette, Settings menu), which
  * only admins see: the command asks the gateway once whether this user is one.
  */
 import type {
@@ -26,6 +27,8 @@ import {
   type StoppableKind,
   type UserAction
 } from './admin-client';
+import { HoldersSection, UsageSection } from './admin-devices';
+import { headerRow, itemList, tableRow } from './admin-table';
 
 /**
  * Asks an admin why (the user is told): resolves with the reason, or null when they cancel.
@@ -77,18 +80,27 @@ export class AdminPanel extends Widget {
     auditHeading.textContent = trans.__('Audit log');
     this._audit = document.createElement('table');
     this._audit.className = 'jp-FerryAdmin-audit';
+    this._holders = new HoldersSection(this._client, trans, this._ask, () =>
+      this.refresh()
+    );
+    this._usage = new UsageSection(this._client, trans);
     this.node.append(
       bar,
       this._error,
       usersHeading,
       this._users,
+      this._holders.node,
+      this._usage.node,
       auditHeading,
       this._audit
     );
   }
 
-  /** Reads users and the audit log again and redraws both. */
+  /** Reads users, device holders, device use and the audit log again and redraws them. */
   async refresh(): Promise<void> {
+    // The device parts say their own errors (a gateway without the usage ledger).
+    void this._holders.refresh();
+    void this._usage.refresh();
     try {
       const [users, audit] = await Promise.all([
         this._client.users(),
@@ -109,7 +121,7 @@ export class AdminPanel extends Widget {
   private _renderUsers(users: IAdminUser[]): void {
     const trans = this._trans;
     this._users.replaceChildren(
-      Private.header([
+      headerRow([
         trans.__('User'),
         trans.__('Last seen'),
         trans.__('Kernels'),
@@ -120,7 +132,7 @@ export class AdminPanel extends Widget {
       ])
     );
     if (users.length === 0) {
-      this._users.append(Private.row([trans.__('No users yet.')]));
+      this._users.append(tableRow([trans.__('No users yet.')]));
       return;
     }
     for (const user of users) {
@@ -201,14 +213,14 @@ export class AdminPanel extends Widget {
                 )
         );
       }
-      const item = Private.row([
+      const item = tableRow([
         who,
         user.lastSeenAt
           ? new Date(user.lastSeenAt).toLocaleString()
           : trans.__('now'),
-        Private.list(kernels),
-        Private.list(terminals),
-        Private.list(jobs),
+        itemList(kernels),
+        itemList(terminals),
+        itemList(jobs),
         user.devices.join(', '),
         actions
       ]);
@@ -220,7 +232,7 @@ export class AdminPanel extends Widget {
   private _renderAudit(entries: IAuditEntry[]): void {
     const trans = this._trans;
     this._audit.replaceChildren(
-      Private.header([
+      headerRow([
         trans.__('When'),
         trans.__('Admin'),
         trans.__('Action'),
@@ -230,19 +242,20 @@ export class AdminPanel extends Widget {
       ])
     );
     if (entries.length === 0) {
-      this._audit.append(Private.row([trans.__('No admin actions yet.')]));
+      this._audit.append(tableRow([trans.__('No admin actions yet.')]));
       return;
     }
-    const actions: Record<IAuditEntry['action'], string> = {
+    const actions: Partial<Record<string, string>> = {
       'stop-kernel': trans.__('stopped a kernel'),
       'stop-terminal': trans.__('closed a terminal'),
       'stop-job': trans.__('stopped a job'),
       'sign-out': trans.__('signed out'),
       'remove-user': trans.__('removed'),
-      'restore-user': trans.__('restored')
+      'restore-user': trans.__('restored'),
+      'return-devices': trans.__('returned devices')
     };
     for (const entry of entries) {
-      const item = Private.row([
+      const item = tableRow([
         new Date(entry.at).toLocaleString(),
         entry.actor.name,
         actions[entry.action] ?? entry.action,
@@ -329,6 +342,8 @@ export class AdminPanel extends Widget {
   private readonly _error: HTMLDivElement;
   private readonly _users: HTMLTableElement;
   private readonly _audit: HTMLTableElement;
+  private readonly _holders: HoldersSection;
+  private readonly _usage: UsageSection;
 }
 
 export namespace AdminPanel {
@@ -402,35 +417,3 @@ export const adminPlugin: JupyterFrontEndPlugin<void> = {
     });
   }
 };
-
-namespace Private {
-  /** A table's header row. */
-  export function header(titles: string[]): HTMLTableRowElement {
-    const row = document.createElement('tr');
-    for (const title of titles) {
-      const cell = document.createElement('th');
-      cell.textContent = title;
-      row.append(cell);
-    }
-    return row;
-  }
-
-  /** A table row of text or elements. */
-  export function row(cells: (string | HTMLElement)[]): HTMLTableRowElement {
-    const item = document.createElement('tr');
-    for (const content of cells) {
-      const cell = document.createElement('td');
-      cell.append(content);
-      item.append(cell);
-    }
-    return item;
-  }
-
-  /** A list of items (nothing when there are none). */
-  export function list(items: HTMLElement[]): HTMLElement {
-    const list = document.createElement('ul');
-    list.className = 'jp-FerryAdmin-list';
-    list.append(...items);
-    return list;
-  }
-}

@@ -182,12 +182,7 @@ export async function requestJson<T>(
   endpoint: string,
   init: RequestInit
 ): Promise<T> {
-  const response = await ServerConnection.makeRequest(
-    URLExt.join(settings.baseUrl, endpoint),
-    init,
-    settings
-  );
-  const text = await response.text();
+  const text = await requestText(settings, endpoint, init);
   let body: unknown = undefined;
   if (text) {
     try {
@@ -196,15 +191,38 @@ export async function requestJson<T>(
       body = undefined;
     }
   }
+  return body as T;
+}
+
+/**
+ * One request whose answer is text (a CSV export): the body as it came, or a
+ * {@link ShareApiError} with the gateway's `{reason, message}`.
+ */
+export async function requestText(
+  settings: ServerConnection.ISettings,
+  endpoint: string,
+  init: RequestInit
+): Promise<string> {
+  const response = await ServerConnection.makeRequest(
+    URLExt.join(settings.baseUrl, endpoint),
+    init,
+    settings
+  );
+  const text = await response.text();
   if (!response.ok) {
-    const problem = (body ?? {}) as Partial<RestSchemas['Error']>;
+    let problem: Partial<RestSchemas['Error']> = {};
+    try {
+      problem = (JSON.parse(text) ?? {}) as Partial<RestSchemas['Error']>;
+    } catch {
+      problem = {};
+    }
     throw new ShareApiError(
       response.status,
       problem.message || `${response.status} ${response.statusText}`,
       problem.reason
     );
   }
-  return body as T;
+  return text;
 }
 
 /** Whether a scope lets its holder change cells' source (and the notebook's structure). */
