@@ -16,7 +16,8 @@ import {
   ICommandPalette,
   IThemeManager,
   IToolbarWidgetRegistry,
-  MainAreaWidget
+  MainAreaWidget,
+  Notification
 } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import type { NotebookPanel } from '@jupyterlab/notebook';
@@ -231,7 +232,15 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       const info = describeHolder({ kind: 'kernel', id });
       return info.own ? info.label : null;
     };
-    new HoldNotices({ manager, usage, own: ownKernel, trans });
+    new HoldNotices({
+      manager,
+      usage,
+      own: ownKernel,
+      trans,
+      // Stays until dismissed: a return warning read after a coffee still says when.
+      notify: (type, message) =>
+        void Notification.emit(message, type, { autoClose: false })
+    });
     const panel = new AcceleratorPanel({
       manager,
       usage,

@@ -4,7 +4,6 @@
  * and that a device quota is at 80 %, 95 % or used up.
  */
 
-import { Notification } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import type { IDisposable } from '@lumino/disposable';
 import { HoldWords, kernelStandings } from './holds';
@@ -26,7 +25,7 @@ export class HoldNotices implements IDisposable {
     this._usage = options.usage ?? null;
     this._own = options.own;
     this._trans = options.trans;
-    this._notify = options.notify ?? HoldNotices.notify;
+    this._notify = options.notify;
     this._manager.changed.connect(this._onModel, this);
     this._usage?.changed.connect(this._onUsage, this);
     if (this._manager.model) {
@@ -134,12 +133,7 @@ export namespace HoldNotices {
     /** The notebook's name of one of the user's own kernels, null for others' kernels. */
     own: (kernelId: string) => string | null;
     trans: TranslationBundle;
-    /** How to tell the user (JupyterLab's notifications by default). */
-    notify?: (type: NoticeType, message: string) => void;
-  }
-
-  /** A JupyterLab notification that stays until dismissed. */
-  export function notify(type: NoticeType, message: string): void {
-    Notification.emit(message, type, { autoClose: false });
+    /** How to tell the user: the extension gives JupyterLab's `Notification.emit`. */
+    notify: (type: NoticeType, message: string) => void;
   }
 }

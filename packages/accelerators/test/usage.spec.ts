@@ -1,0 +1,161 @@
+/**
+ * @jest-environment jsdom
+ */
+import { nullTranslator } from '@jupyterlab/translation';
+import { cluster, TestManager } from '@ferry/testing';
+import { HoldWords, kernelStandings } from '../src/holds';
+import type { IAccelerators, IUsage } from '../src/models';
+import { HoldNotices } from '../src/notices';
+import { UsageMeter } from '../src/usage';
+
+const trans = nullTranslator.load('ferry');
+
+const WEEK: IUsage['period'] = {
+  kind: 'calendar-week',
+  start: '2026-01-05T00:00:00.000Z',
+  end: '2026-01-12T00:00:00.000Z',
+  renewsAt: '2026-01-12T00:00:00.000Z'
+};
+
+function usage(heldSeconds: number, quotaSeconds: number | null): IUsage {
+  return {
+    user: 'owner',
+    period: WEEK,
+    weightedUsage: heldSeconds,
+    classes: [
+      {
+        class: 'gpu',
+        heldSeconds,
+        busySeconds: heldSeconds * 0.42,
+        quotaSeconds,
+        remainingSeconds:
+          quotaSeconds === null ? null : Math.max(0, quotaSeconds - heldSeconds)
+      }
+    ]
+  };
+}
+
+describe('the usage meter', () => {
+  it('reads like Kaggle’s, without "of" where there is no quota', () => {
+    const withQuota = usage(12.5 * 3600, 30 * 3600);
+    expect(
+      UsageMeter.words(withQuota.classes[0], withQuota.period, trans)
+    ).toBe('GPU 12.5 h of 30 h this week · 42 % of held time busy');
+    const free = usage(12.5 * 3600, null);
+    expect(UsageMeter.words(free.classes[0], free.period, trans)).toBe(
+      'GPU 12.5 h this week · 42 % of held time busy'
+    );
+    const rolling = {
+      ...WEEK,
+      kind: 'rolling' as const
+    };
+    expect(UsageMeter.words(free.classes[0], rolling, trans)).toBe(
+      'GPU 12.5 h in the last 7 days · 42 % of held time busy'
+    );
+  });
+
+  it('warns at 80 and 95 % of a quota, and says when it renews', () => {
+    expect(UsageMeter.level(usage(0.79 * 3600, 3600).classes[0])).toBe(0);
+    expect(UsageMeter.level(usage(0.8 * 3600, 3600).classes[0])).toBe(80);
+    expect(UsageMeter.level(usage(0.96 * 3600, 3600).classes[0])).toBe(95);
+    expect(UsageMeter.level(usage(3600, 3600).classes[0])).toBe(100);
+    expect(UsageMeter.level(usage(3600, null).classes[0])).toBe(0);
+    const near = usage(0.96 * 3600, 3600);
+    expect(UsageMeter.warning(near.classes[0], near, trans)).toMatch(
+      /^95 % of your GPU quota is used \(2 min left\): at 100 % your devices go back to the pool until /
+    );
+  });
+});
+
+describe('a kernel’s hold in words, and its notices', () => {
+  function model(hold: object): IAccelerators {
+    return {
+      ...cluster({ h100Holders: [['kernel-aaaaaaaa'], []] }),
+      kernels: { 'kernel-aaaaaaaa': { hold } }
+    } as IAccelerators;
+  }
+
+  it('says the wait with its place, estimate and why', () => {
+    const queued = cluster({
+      h100Holders: [['kernel-aaaaaaaa'], ['kernel-cccccccc']],
+      queue: [
+        {
+          holder: { kind: 'kernel', id: 'kernel-bbbbbbbb' },
+          kind: 'gpu',
+          model: 'H100',
+          count: 1,
+          position: 2,
+          since: '2026-01-01T00:00:00.000Z',
+          wait: { estimateSeconds: 240, basis: 'from 1 hold', holders: [] }
+        }
+      ]
+    });
+    (queued as { kernels?: object }).kernels = {
+      'kernel-bbbbbbbb': {
+        hold: { state: 'waiting' },
+        wait: {
+          position: 2,
+          ahead: '2nd: one person with less recent use is ahead',
+          estimateSeconds: 240
+        }
+      }
+    };
+    const standing = kernelStandings(queued).get('kernel-bbbbbbbb')!;
+    expect(HoldWords.waiting(standing, trans)).toBe(
+      'Waiting for GPU · H100 × 1 · #2 · about 4 min'
+    );
+    expect(HoldWords.why(standing)).toBe(
+      '2nd: one person with less recent use is ahead'
+    );
+  });
+
+  it('notifies the idle warning and the return once each, and no return older than the page', () => {
+    const manager = new TestManager();
+    const told: string[] = [];
+    manager.push(
+      model({
+        state: 'returned',
+        lastReturn: {
+          at: '2026-01-01T00:00:00.000Z',
+          reason: 'idle for 30 min',
+          cause: 'idle',
+          stateKept: false
+        }
+      })
+    );
+    const notices = new HoldNotices({
+      manager,
+      own: id => (id === 'kernel-aaaaaaaa' ? 'train.ipynb' : null),
+      trans,
+      notify: (_type, message) => told.push(message)
+    });
+    expect(told).toEqual([]);
+    const warning = model({
+      state: 'held',
+      returnsAt: '2026-01-01T00:03:10.000Z'
+    });
+    manager.push(warning);
+    manager.push(warning);
+    expect(told).toEqual([
+      expect.stringMatching(
+        /^train\.ipynb: Idle: its devices go back to the pool at .* \(in 3 min\) unless a cell runs\.$/
+      )
+    ]);
+    const returned = model({
+      state: 'returned',
+      lastReturn: {
+        at: '2026-01-01T00:03:10.000Z',
+        reason: 'idle for 30 min',
+        cause: 'idle',
+        stateKept: false
+      }
+    });
+    manager.push(returned);
+    manager.push(returned);
+    expect(told).toHaveLength(2);
+    expect(told[1]).toMatch(
+      /^train\.ipynb: Went back to the pool at .*: idle for 30 min; variables lost\. The next cell asks for devices again\.$/
+    );
+    notices.dispose();
+  });
+});
