@@ -383,6 +383,14 @@ describe('a space of one’s own', () => {
     expect(
       (await call(url, alice, 'DELETE', `/api/jobs/${job.body.id}`)).status
     ).toBe(200);
+    // Its event stream names the notebook as alice does, not as the root does.
+    const stream = await rawGet(url, alice, `/api/jobs/${job.body.id}/events`);
+    expect(stream.status).toBe(200);
+    const jobs = [
+      ...stream.text.matchAll(/^event: (?:state|end)\ndata: (.*)$/gm)
+    ].map(match => JSON.parse(match[1]));
+    expect(jobs.length).toBeGreaterThan(0);
+    expect(jobs.map(model => model.path)).toEqual(jobs.map(() => 'mine.ipynb'));
   });
 
   it('keeps share links to their maker, and a link reaches what it grants', async () => {

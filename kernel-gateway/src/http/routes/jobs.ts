@@ -90,6 +90,7 @@ export function jobsRouter(
   });
   router.get('/api/jobs/:id/events', (request, response) => {
     jobs.get(request.params.id);
+    const space = context.spaces.spaceOf(principalOf(context, request));
     response.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache, no-transform',
@@ -125,7 +126,12 @@ export function jobsRouter(
     keepAlive.unref();
     request.on('close', close);
     stop = jobs.follow(request.params.id, event => {
-      if (!stream.send(event)) {
+      // Its job as the follower names its notebooks, as the other routes answer it.
+      const shown =
+        'job' in event
+          ? { ...event, job: Private.shown(event.job, context, space) }
+          : event;
+      if (!stream.send(shown)) {
         close();
         response.destroy();
         return;
