@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export * from './errors';
+export * from './fair-share';
 export * from './holders';
 export * from './offers';
 export * from './request';

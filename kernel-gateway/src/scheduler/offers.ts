@@ -25,6 +25,8 @@ export interface IChoicesQuestion {
   kernelId?: string;
   /** The environment the kernel would run in, if any. */
   environment?: string;
+  /** The user who asks (undefined: the token's owner): fair share places them in the queue. */
+  owner?: string;
   /**
    * Whether the moving kernel runs in `environment` already: only then is its own choice marked
    * `current` (another environment restarts it even on the same devices).
@@ -72,7 +74,7 @@ export function acceleratorChoices(
   scheduler: Scheduler,
   question: IChoicesQuestion = {}
 ): IAcceleratorChoice[] {
-  const { kernelId, environment } = question;
+  const { kernelId, environment, owner } = question;
   const held = kernelId ? scheduler.heldBy(kernelId) : undefined;
   const base = scheduler.fork();
   // A move gives the kernel's devices and queue entry up first; what waits for them goes first.
@@ -82,7 +84,7 @@ export function acceleratorChoices(
     base,
     { kind: 'cpu', count: 0 },
     environment,
-    types,
+    owner,
     { label: 'CPU', total: 0, free: 0, maxPerWorker: 0, simulated: false }
   );
   if (cpu.availability === 'queued') {
@@ -129,7 +131,7 @@ export function acceleratorChoices(
         count,
         ...(type.profile !== undefined ? { profile: type.profile } : {})
       };
-      const choice = Private.answer(base, request, environment, types, {
+      const choice = Private.answer(base, request, environment, owner, {
         label: formatAccelerator(request),
         total: type.devices,
         free: type.free,
@@ -164,7 +166,7 @@ export function acceleratorChoices(
     question.refusal === undefined &&
     question.kernelInEnvironment !== false
   ) {
-    Private.markCurrent(scheduler, choices, kernelId, held, types);
+    Private.markCurrent(scheduler, choices, kernelId, held);
   }
   for (const offer of question.engineOffers ?? []) {
     choices.push({
@@ -195,13 +197,13 @@ namespace Private {
     base: Scheduler,
     request: IAcceleratorRequest,
     environment: string | undefined,
-    types: readonly Scheduler.IDeviceType[],
+    owner: string | undefined,
     facts: IFacts
   ): IAcceleratorChoice {
     const trial = base.fork();
     let result: Scheduler.IRequestResult;
     try {
-      result = trial.request(PROBE, request, environment);
+      result = trial.request(PROBE, request, environment, owner);
     } catch (error) {
       if (!(error instanceof UnsatisfiableRequestError)) {
         throw error;
@@ -220,7 +222,7 @@ namespace Private {
       request,
       ...facts,
       availability: 'queued',
-      queuePosition: competingPosition(trial, PROBE, types)
+      queuePosition: competingPosition(trial, PROBE)
     };
   }
 
@@ -231,46 +233,9 @@ namespace Private {
    */
   export function competingPosition(
     scheduler: Scheduler,
-    kernelId: string,
-    types: readonly Scheduler.IDeviceType[]
+    kernelId: string
   ): number {
-    const queue = scheduler.queue();
-    const own = queue.find(entry => entry.kernelId === kernelId);
-    if (!own) {
-      return 1;
-    }
-    return (
-      1 +
-      queue.filter(
-        entry =>
-          entry.position < own.position &&
-          compete(entry.request, own.request, types)
-      ).length
-    );
-  }
-
-  /** Whether two requests could use the same devices. */
-  export function compete(
-    a: IAcceleratorRequest,
-    b: IAcceleratorRequest,
-    types: readonly Scheduler.IDeviceType[]
-  ): boolean {
-    if (a.kind === 'cpu' || b.kind === 'cpu') {
-      return a.kind === b.kind;
-    }
-    const fits = (request: IAcceleratorRequest, type: Scheduler.IDeviceType) =>
-      request.kind === type.kind &&
-      (request.model === undefined ||
-        request.model.toLowerCase() === type.model.toLowerCase()) &&
-      (request.profile ?? '').toLowerCase() ===
-        (type.profile ?? '').toLowerCase();
-    return (
-      types.some(type => fits(a, type) && fits(b, type)) ||
-      // No connected worker has such devices: those that would come compete alike.
-      (a.kind === b.kind &&
-        (a.model ?? b.model)?.toLowerCase() ===
-          (b.model ?? a.model)?.toLowerCase())
-    );
+    return scheduler.placeInQueue(kernelId)?.position ?? 1;
   }
 
   /**
@@ -281,8 +246,7 @@ namespace Private {
     scheduler: Scheduler,
     choices: IAcceleratorChoice[],
     kernelId: string,
-    held: IAcceleratorRequest,
-    types: readonly Scheduler.IDeviceType[]
+    held: IAcceleratorRequest
   ): void {
     const choice = choices.find(candidate =>
       sameRequest(candidate.request, held)
@@ -292,7 +256,7 @@ namespace Private {
     }
     choice.current = true;
     if (scheduler.positionOf(kernelId) !== undefined) {
-      const position = competingPosition(scheduler, kernelId, types);
+      const position = competingPosition(scheduler, kernelId);
       choice.availability = 'queued';
       choice.queuePosition = position;
       choice.reason = `This kernel waits for it at position ${position}; choosing it keeps that place`;

@@ -4,9 +4,10 @@
  * many devices are free there, so that the worker a policy prefers is found without a scan.
  */
 import type { IDevice } from '../protocol/devices';
-import { hasEnvironment, hasMemory, matches, poolKeyOf } from './state';
+import { before, hasEnvironment, hasMemory, matches, poolKeyOf } from './state';
 import type {
   IDeviceState,
+  IOrder,
   IPool,
   IScheduledRequest,
   IWorkerPool,
@@ -156,19 +157,20 @@ export class DevicePools {
   /**
    * The worker pool the policy picks for a request, among those it may use; undefined if none fits.
    *
-   * @param seq - the request's arrival order: worker pools reserved by an older request are skipped.
+   * @param order - the request's place in the queue's order: worker pools reserved by a request
+   *   before it are skipped.
    */
   choose(
     request: IScheduledRequest,
     minBytes: number,
-    seq: number
+    order: IOrder
   ): IWorkerPool | undefined {
     let best: IWorkerPool | undefined;
     for (const pool of this._pools.values()) {
       if (!matches(request, pool)) {
         continue;
       }
-      const found = this._chooseIn(pool, request, minBytes, seq);
+      const found = this._chooseIn(pool, request, minBytes, order);
       if (
         found &&
         (!best ||
@@ -201,12 +203,12 @@ export class DevicePools {
     pool: IPool,
     request: IScheduledRequest,
     minBytes: number,
-    seq: number
+    order: IOrder
   ): IWorkerPool | undefined {
     const buckets = pool.buckets;
     const count = request.count;
     const usable = (wp: IWorkerPool): boolean =>
-      (wp.reservedBy === undefined || wp.reservedBy.seq >= seq) &&
+      (wp.reservedBy === undefined || !before(wp.reservedBy, order)) &&
       hasEnvironment(request, wp.worker) &&
       (minBytes === 0 || this._freeWithMemory(wp, minBytes) >= count);
     if (this._policy === 'pack') {

@@ -5,8 +5,9 @@
  * is placed. So a request for eight GPUs waits at most for one worker's kernels to end.
  */
 import type { DevicePools } from './pools';
-import { capacity, hasEnvironment, matches } from './state';
+import { before, capacity, hasEnvironment, headOf, matches } from './state';
 import type {
+  IOrder,
   IQueueEntry,
   IRequestClass,
   IWorkerPool,
@@ -25,24 +26,24 @@ export class Reservations {
   ) {}
 
   /**
-   * Count one overtaking for the oldest waiting request of each shape that is older than the one
-   * just placed on `wp` and could have used that worker pool.
+   * Count one overtaking for the first waiting request of each shape that comes before the one just
+   * placed on `wp` in the queue's order and could have used that worker pool.
    *
-   * @param seq - the arrival number of the request just placed.
+   * @param order - the place in the queue's order of the request just placed.
    * @param classes - the shapes that have requests waiting.
    */
   noteBypass(
     wp: IWorkerPool,
-    seq: number,
+    order: IOrder,
     classes: Iterable<IRequestClass>
   ): void {
     if (this._maxBypasses === Infinity) {
       return;
     }
     for (const cls of classes) {
-      const head = cls.entries.values().next().value!;
+      const head = headOf(cls);
       if (
-        head.seq > seq ||
+        !before(head, order) ||
         head.reserving ||
         !matches(cls.request, wp.pool) ||
         !hasEnvironment(cls.request, wp.worker) ||

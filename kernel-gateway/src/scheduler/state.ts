@@ -75,12 +75,22 @@ export interface IPlaced {
   devices: IDeviceState[];
 }
 
-/** A waiting request. */
-export interface IQueueEntry {
-  kernelId: string;
-  request: IScheduledRequest;
+/**
+ * Where a request stands in the queue's order: lower `rank` first (0 for every request under plain
+ * first-come order; fair share's ranking otherwise), then lower `seq` (arrival order).
+ */
+export interface IOrder {
+  rank: number;
   /** Arrival order: lower is older. */
   seq: number;
+}
+
+/** A waiting request. */
+export interface IQueueEntry extends IOrder {
+  kernelId: string;
+  request: IScheduledRequest;
+  /** The user it is for (undefined: the token's owner). */
+  owner: string | undefined;
   since: Date;
   /** How often later requests took devices it could have used. */
   bypasses: number;
@@ -95,6 +105,25 @@ export interface IRequestClass {
   request: IScheduledRequest;
   minBytes: number;
   entries: Map<string, IQueueEntry>;
+  /** The entry first in order, once looked for; undefined: look again. */
+  head: IQueueEntry | undefined;
+}
+
+/** Whether `a` comes before `b` in the queue's order. */
+export function before(a: IOrder, b: IOrder): boolean {
+  return a.rank < b.rank || (a.rank === b.rank && a.seq < b.seq);
+}
+
+/** The request of a shape first in the queue's order: the one to try when devices free up. */
+export function headOf(cls: IRequestClass): IQueueEntry {
+  if (cls.head === undefined) {
+    for (const entry of cls.entries.values()) {
+      if (cls.head === undefined || before(entry, cls.head)) {
+        cls.head = entry;
+      }
+    }
+  }
+  return cls.head!;
 }
 
 /** The pool a device belongs to: its kind, model and MIG profile, in lower case. */
