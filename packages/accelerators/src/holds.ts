@@ -1,9 +1,8 @@
 /**
  * Where each of the user's kernels stands with its devices under hold-while-used (issue #26): held,
  * waiting for devices (with its place and why), about to go back to the pool when idle, or gone
- * back (when, why, whether its state was kept). Read from the `hold` and `wait` fields the gateway
- * adds to the per-kernel entries of `/api/accelerators`; shown in the sidebar and, once each, as
- * notifications.
+ * back (when, why, whether its state was kept). Read from the `hold` and `wait` of each kernel in
+ * the `kernelHolds` of `/api/accelerators`; shown in the sidebar and, once each, as notifications.
  */
 
 import type { TranslationBundle } from '@jupyterlab/translation';
@@ -45,19 +44,12 @@ export interface IKernelStanding {
   queued?: IQueueEntry;
 }
 
-/** Entries that may carry `hold` and `wait`, keyed by kernel id or listed with `id`/`kernelId`. */
-type Entries =
-  | Record<string, { hold?: IKernelHold; wait?: IKernelWait }>
-  | {
-      id?: string;
-      kernelId?: string;
-      hold?: IKernelHold;
-      wait?: IKernelWait;
-    }[];
+/** `kernelHolds`: each kernel's `hold` and `wait`, by kernel id. */
+type KernelHolds = Record<string, { hold?: IKernelHold; wait?: IKernelWait }>;
 
 /**
- * The standing of every kernel the model says something about: its per-kernel entries (`kernels`)
- * and the queue's entries (which may carry `hold`/`wait` themselves).
+ * The standing of every kernel the model says something about: its `kernelHolds`, and the queue's
+ * entries (what a waiting kernel asked for).
  */
 export function kernelStandings(
   model: IAccelerators
@@ -71,11 +63,8 @@ export function kernelStandings(
     }
     return standing;
   };
-  const kernels = (model as { kernels?: Entries }).kernels;
-  const list = Array.isArray(kernels)
-    ? kernels.map(k => [k.id ?? k.kernelId ?? '', k] as const)
-    : Object.entries(kernels ?? {});
-  for (const [id, fields] of list) {
+  const holds = (model as { kernelHolds?: KernelHolds }).kernelHolds ?? {};
+  for (const [id, fields] of Object.entries(holds)) {
     if (id && (fields.hold || fields.wait)) {
       Object.assign(entry(id), {
         ...(fields.hold ? { hold: fields.hold } : {}),
@@ -87,12 +76,7 @@ export function kernelStandings(
     if (queued.holder.kind !== 'kernel') {
       continue;
     }
-    const standing = entry(queued.holder.id);
-    standing.queued = queued;
-    const extra = queued as { hold?: IKernelHold };
-    if (extra.hold && !standing.hold) {
-      standing.hold = extra.hold;
-    }
+    entry(queued.holder.id).queued = queued;
   }
   return standings;
 }
