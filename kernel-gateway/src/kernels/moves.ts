@@ -166,7 +166,8 @@ export class KernelMoves {
         result = host.scheduler.request(
           kernel.id,
           destination.accelerator,
-          kernel.launch.environment
+          kernel.launch.environment,
+          kernel.owner
         );
       } catch (error) {
         // The workers changed while the old process stopped.

@@ -312,7 +312,12 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       if (environment !== undefined) {
         this._environments.checkAvailable(environment, accelerator);
       }
-      result = this._scheduler.request(id, accelerator, environment);
+      result = this._scheduler.request(
+        id,
+        accelerator,
+        environment,
+        request.owner
+      );
     } catch (error) {
       this._drop(id);
       throw error;

@@ -206,7 +206,12 @@ export class TerminalRegistry {
         }
         await this._open(entry, worker, kernel.placement!.deviceIds);
       } else if (accelerator) {
-        const result = scheduler.request(Private.key(name), accelerator);
+        const result = scheduler.request(
+          Private.key(name),
+          accelerator,
+          undefined,
+          request.owner
+        );
         if (result.state === 'queued') {
           entry.terminal.notice(
             `waiting for ${formatAcceleratorSpec(accelerator)}: position ${result.position} in the queue`
