@@ -127,7 +127,9 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       )
     ).toBe('single-document');
     await visitor
-      .locator('.jp-FerryShareBanner', { hasText: /Edit:.*kernel on/ })
+      .locator('.jp-FerryShareBanner', {
+        hasText: /Can edit · shared by .*kernel on/
+      })
       .waitFor();
     // A visitor manages no links.
     expect(
@@ -267,7 +269,9 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     });
     const eve = await openLink((created.body as { url: string }).url, 'Eve');
     await eve
-      .locator('.jp-FerryShareBanner', { hasText: /Run:.*kernel on/ })
+      .locator('.jp-FerryShareBanner', {
+        hasText: /Can run cells · shared by .*kernel on/
+      })
       .waitFor();
     const cells = notebookPanel(eve).locator('.jp-Notebook .jp-Cell');
     await cells.nth(0).locator('.cm-editor.jp-mod-readOnly').waitFor();

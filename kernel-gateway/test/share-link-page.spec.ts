@@ -61,7 +61,10 @@ describeInBrowser('the share link page, in Chromium', () => {
     await page.goto(link.url);
     const name = page.getByLabel('Your name');
     await name.waitFor();
-    await page.getByText('Tuesday class: shared.ipynb (comment)').waitFor();
+    await page.getByText('shared.ipynb', { exact: true }).waitFor();
+    await page.getByText(/^Can comment · shared by /).waitFor();
+    // The label is the owner's note: a visitor never sees it.
+    expect(await page.content()).not.toContain('Tuesday class');
     // The secret left the address bar as soon as the page read it.
     expect(page.url()).toBe(`${gw.url}/share`);
 

@@ -277,6 +277,9 @@ describeAsRoot('sharing a notebook with people and groups', () => {
     expect(current.body).toMatchObject({
       id: bobGrant,
       scope: 'edit',
+      // Whose notebook it is; the label is alice's note, not bob's to read.
+      sharedBy: 'alice',
+      label: null,
       kernel: { id: aliceKernel },
       visitor: { name: 'bob' }
     });

@@ -11,7 +11,7 @@ import {
   realpathSync,
   rmSync
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import * as path from 'node:path';
 import type { Gateway } from '../src';
 import {
@@ -185,7 +185,9 @@ describe('share links', () => {
           id: link.id,
           path: 'shared.ipynb',
           scope: 'comment',
-          label: 'class'
+          // The owner's note on the link, never a visitor's to read.
+          label: null,
+          sharedBy: userInfo().username
         },
         visitor: { name: null },
         next: '/lab/tree/shared.ipynb'

@@ -125,7 +125,15 @@ export function createApp(services: IAppServices): Express {
   }
   app.use(signInRouter(auth, failures));
   app.use(labAssetsRouter(services.lab.build));
-  app.use(shareLinkRouter({ shares: services.shares, auth, failures }));
+  app.use(
+    shareLinkRouter({
+      shares: services.shares,
+      auth,
+      failures,
+      spaces: context.spaces,
+      accounts: services.accounts
+    })
+  );
   app.use(checks.limitFailedAuth(isLabAsset));
   app.use(
     authenticate(auth, {
@@ -221,7 +229,8 @@ export function createApp(services: IAppServices): Express {
       context,
       contents: services.contents,
       connections: services.shareConnections,
-      rooms: services.collaboration
+      rooms: services.collaboration,
+      accounts: services.accounts
     })
   );
   app.use(meRouter(auth));

@@ -20,7 +20,12 @@ import {
 import { Widget } from '@lumino/widgets';
 import { formatStatus } from '@ferry/accelerators';
 
-import { ShareApiError, SharesClient, type ICurrentShare } from './api';
+import {
+  ShareApiError,
+  SharesClient,
+  type ICurrentShare,
+  type ShareScope
+} from './api';
 import { scopeDescriptions } from './dialog';
 import { applyRights, guardCommands } from './rights';
 
@@ -44,6 +49,18 @@ export function currentShare(
   return asked;
 }
 
+/** What each scope lets a visitor do, in the fewest words (the banner's). */
+export function scopeNames(
+  trans: TranslationBundle
+): Record<ShareScope, string> {
+  return {
+    view: trans.__('View only'),
+    comment: trans.__('Can comment'),
+    run: trans.__('Can run cells'),
+    edit: trans.__('Can edit')
+  };
+}
+
 /** The most characters of a display name (the server says the same). */
 const NAME_MAX = 64;
 
@@ -61,7 +78,15 @@ export class ShareBanner extends Widget {
     this.node.dataset.scope = share.scope;
     const scope = document.createElement('span');
     scope.className = 'jp-FerryShareBanner-scope';
-    scope.textContent = scopeDescriptions(trans)[share.scope];
+    scope.setAttribute('role', 'status');
+    scope.textContent = share.sharedBy
+      ? trans.__(
+          '%1 · shared by %2',
+          scopeNames(trans)[share.scope],
+          share.sharedBy
+        )
+      : scopeNames(trans)[share.scope];
+    scope.title = scopeDescriptions(trans)[share.scope];
     const parts: HTMLElement[] = [scope];
     if (share.kernel) {
       const device = document.createElement('span');

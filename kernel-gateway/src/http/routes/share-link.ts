@@ -14,7 +14,9 @@ import {
   type TokenIdentityResolver
 } from '../../auth';
 import type { RestSchemas } from '../../protocol';
+import type { UserAccounts, UserSpaces } from '../../users';
 import { HttpError } from '../errors';
+import { sharedNotebook } from './shared-notebook';
 
 /** `GET /share` and `POST /api/shares/exchange`, which need no credential. */
 export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
@@ -88,13 +90,7 @@ export function shareLinkRouter(options: shareLinkRouter.IOptions): Router {
       }
       const share = shares.get(grant.shareId)!;
       const reply: RestSchemas['ShareExchange'] = {
-        share: {
-          id: share.id,
-          path: grant.path,
-          scope: share.scope,
-          label: share.label,
-          expiresAt: share.expiresAt
-        },
+        share: sharedNotebook(share, grant.path, principal, options),
         visitor: grant.visitor!,
         next: shareLinkRouter.notebookUrl(grant.path)
       };
@@ -111,6 +107,9 @@ export namespace shareLinkRouter {
     auth: TokenIdentityResolver;
     /** Wrong secrets per client address, counted with wrong tokens. */
     failures?: FailedAuthLimit;
+    /** Each user's space: whose notebook a link opens (the owner alone sees the link's label). */
+    spaces: UserSpaces;
+    accounts?: UserAccounts;
   }
 
   /** Where a visitor's browser goes once admitted: the hosted lab on the shared notebook. */
@@ -137,19 +136,48 @@ namespace Private {
 <meta name="referrer" content="no-referrer">
 <title>A shared notebook</title>
 <style>
-body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#222}
-input{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.5rem 0}
-button{font:inherit;padding:.4rem 1rem}.problem{color:#b00020}
+:root{--brand:#1976d2;--surface:#fff;--page:#eee;--text:rgba(0,0,0,.87);--muted:rgba(0,0,0,.54);
+--border:#e0e0e0;--error:#d32f2f;color-scheme:light dark}
+@media (prefers-color-scheme:dark){:root{--brand:#42a5f5;--surface:#212121;--page:#111;
+--text:rgba(255,255,255,1);--muted:rgba(255,255,255,.54);--border:#616161;--error:#ef5350}}
+*{box-sizing:border-box}[hidden]{display:none!important}
+body{margin:0;min-height:100vh;background:var(--page);color:var(--text);
+font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px;line-height:1.4}
+header{display:flex;align-items:center;gap:8px;height:40px;padding:0 12px;background:var(--surface);
+border-bottom:1px solid var(--border);font-weight:600;font-size:14px}
+header svg{width:20px;height:20px}
+main{max-width:30rem;margin:10vh auto 0;padding:24px;background:var(--surface);
+border:1px solid var(--border);border-radius:4px;box-shadow:0 1px 3px rgba(0,0,0,.2)}
+h1{font-size:18px;font-weight:400;margin:0 0 4px}
+.path{font-family:"SFMono-Regular",Menlo,Consolas,monospace;font-size:13px;word-break:break-all}
+.meta{color:var(--muted);margin:4px 0 16px}
+.label{display:inline-block;margin:0 0 12px;padding:2px 6px;border-radius:2px;
+border:1px solid var(--border);color:var(--muted)}
+label{display:block;color:var(--muted)}
+input{font:inherit;color:inherit;background:var(--surface);width:100%;margin:6px 0 16px;padding:6px 8px;
+border:1px solid var(--border);border-radius:2px}
+input:focus{outline:1px solid var(--brand);border-color:var(--brand)}
+button{font:inherit;font-weight:600;color:#fff;background:var(--brand);border:0;border-radius:2px;
+padding:6px 16px;cursor:pointer}
+.problem{color:var(--error)}
 </style>
 </head>
 <body>
+<header><svg viewBox="0 0 24 24" aria-hidden="true"><path fill="#f37726" d="M3 15l9 5 9-5-2-1-7 4-7-4z"/><path fill="#1976d2" d="M12 3l9 5-9 5-9-5z"/></svg>Ferry</header>
+<main>
 <h1 id="title">Opening a shared notebook…</h1>
+<div id="notebook" hidden>
+<div class="path" id="path"></div>
+<p class="meta" id="meta"></p>
+<p class="label" id="label" hidden title="Your note on this link: only you see it"></p>
+</div>
 <p id="status" role="status"></p>
 <form id="visitor" hidden>
 <label for="name">Your name, as the others in the notebook will see it</label>
 <input id="name" name="name" maxlength="40" autocomplete="nickname" required>
 <button type="submit">Open the notebook</button>
 </form>
+</main>
 <script nonce="${nonce}">
 (async () => {
   const status = document.getElementById('status');
@@ -197,9 +225,19 @@ button{font:inherit;padding:.4rem 1rem}.problem{color:#b00020}
     location.replace(reply.next);
     return;
   }
-  status.textContent = (reply.share.label ? reply.share.label + ': ' : '') + reply.share.path +
-    ' (' + reply.share.scope + ')';
+  const can = { view: 'View only', comment: 'Can comment', run: 'Can run cells', edit: 'Can edit' };
+  document.getElementById('title').textContent = 'A notebook was shared with you';
+  document.getElementById('path').textContent = reply.share.path;
+  document.getElementById('meta').textContent = (can[reply.share.scope] || reply.share.scope) +
+    (reply.share.sharedBy ? ' · shared by ' + reply.share.sharedBy : '');
+  if (reply.share.label) {
+    const label = document.getElementById('label');
+    label.textContent = 'Your note: ' + reply.share.label;
+    label.hidden = false;
+  }
+  document.getElementById('notebook').hidden = false;
   form.hidden = false;
+  document.getElementById('name').focus();
   form.addEventListener('submit', async event => {
     event.preventDefault();
     const response = await send('PUT', '/api/shares/current/visitor', {

@@ -26,6 +26,7 @@ import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { validateBody } from '../validation';
 import { shareLinkRouter } from './share-link';
+import { sharedNotebook } from './shared-notebook';
 
 /** `/api/shares/people`, `/api/shares/with-me`, `/api/shares/{id}/enter` and `.../copy`. */
 export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
@@ -113,13 +114,12 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
     const shared: RestSchemas['SharedNotebook'][] = shares
       .grantsTo(person)
       .filter(share => share.path !== null)
-      .map(share => ({
-        id: share.id,
-        path: share.path!,
-        scope: share.scope,
-        label: share.label,
-        expiresAt: share.expiresAt
-      }));
+      .map(share =>
+        sharedNotebook(share, share.path!, undefined, {
+          spaces: context.spaces,
+          accounts
+        })
+      );
     response.json(shared);
   });
 
@@ -138,13 +138,10 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
       .setHeader('Set-Cookie', auth.visitorCookies(request, entered.cookie));
     const share = shares.get(entered.share.shareId)!;
     const reply: RestSchemas['ShareExchange'] = {
-      share: {
-        id: share.id,
-        path: entered.share.path,
-        scope: share.scope,
-        label: share.label,
-        expiresAt: share.expiresAt
-      },
+      share: sharedNotebook(share, entered.share.path, undefined, {
+        spaces: context.spaces,
+        accounts
+      }),
       visitor: entered.share.visitor!,
       next: shareLinkRouter.notebookUrl(entered.share.path)
     };

@@ -15,20 +15,23 @@ import {
 } from '../../auth';
 import type { FileContentsManager } from '../../contents';
 import type { RestSchemas } from '../../protocol';
-import type { ISpace } from '../../users';
+import type { ISpace, UserAccounts } from '../../users';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { shareRuleContext } from '../share-guard';
 import { validateBody } from '../validation';
+import { sharedNotebook } from './shared-notebook';
 
 /** `/api/shares` for the owner, `/api/shares/current[/visitor]` for a link's holder. */
 export function sharesRouter(options: sharesRouter.IOptions): Router {
   const { shares, auth, context, contents } = options;
   const { spaces } = context;
+  const owners = { spaces, accounts: options.accounts };
   const router = Router();
 
   router.get('/api/shares/current', (request, response) => {
-    const grant = auth.resolve(request)?.share;
+    const principal = auth.resolve(request);
+    const grant = principal?.share;
     if (!grant) {
       throw new HttpError(
         404,
@@ -47,11 +50,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
     const kernel =
       kernelId === undefined ? undefined : context.registry.get(kernelId);
     const current: RestSchemas['CurrentShare'] = {
-      id: share.id,
-      path: grant.path,
-      scope: share.scope,
-      label: share.label,
-      expiresAt: share.expiresAt,
+      ...sharedNotebook(share, grant.path, principal, owners),
       kernel: kernel ? context.registry.model(kernel) : null,
       visitor: grant.visitor ?? null
     };
@@ -209,6 +208,8 @@ export namespace sharesRouter {
     connections: ShareConnections;
     /** The rooms, for who is connected through each link. */
     rooms: IShareRooms;
+    /** The accounts of people who sign in: whose notebook a link's holder is in. */
+    accounts?: UserAccounts;
   }
 
   /** The link page a share URL opens; the secret follows in the fragment (never sent to servers). */
