@@ -1,25 +1,52 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import pretty from 'pino-pretty';
+
+/** How log lines are written: readable lines, JSON lines, or readable only on a terminal. */
+export type LogFormat = 'auto' | 'pretty' | 'json';
+
+/** The formats `--log-format` and `FERRY_LOG_FORMAT` take. */
+export const LOG_FORMATS: readonly LogFormat[] = ['auto', 'pretty', 'json'];
 
 /**
- * The gateway's structured logger (JSON lines on stderr). Tokens and authorization headers are
- * redacted wherever they appear.
+ * The gateway's structured logger, on standard error. Tokens and authorization headers are
+ * redacted wherever they appear. On a terminal (`auto`, the default) each line is readable (time,
+ * level, message, then the fields); into a file or a pipe it stays one JSON object per line, for
+ * log collectors. `format` (else `FERRY_LOG_FORMAT`) forces either.
  */
-export function createLogger(level = 'info'): Logger {
-  return pino(
-    {
-      level,
-      base: { pid: process.pid },
-      redact: {
-        paths: [
-          'token',
-          '*.token',
-          'authorization',
-          '*.authorization',
-          '*.headers.authorization'
-        ],
-        censor: '[redacted]'
-      }
-    },
-    pino.destination(2)
-  );
+export function createLogger(level = 'info', format?: string): Logger {
+  const options = {
+    level,
+    base: { pid: process.pid },
+    redact: {
+      paths: [
+        'token',
+        '*.token',
+        'authorization',
+        '*.authorization',
+        '*.headers.authorization'
+      ],
+      censor: '[redacted]'
+    }
+  };
+  return pino(options, destination(format ?? process.env.FERRY_LOG_FORMAT));
+}
+
+/** Where the lines go: standard error, through pino-pretty when they are to be readable. */
+function destination(format: string | undefined): DestinationStream {
+  const chosen = (LOG_FORMATS as readonly string[]).includes(format ?? '')
+    ? (format as LogFormat)
+    : 'auto';
+  const readable =
+    chosen === 'pretty' || (chosen === 'auto' && process.stderr.isTTY === true);
+  if (!readable) {
+    return pino.destination(2);
+  }
+  return pretty({
+    destination: 2,
+    // Synchronous, as pino.destination(2) is: the last lines before an exit are not lost.
+    sync: true,
+    colorize: process.stderr.isTTY === true && !process.env.NO_COLOR,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'pid,hostname'
+  });
 }

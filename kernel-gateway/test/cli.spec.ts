@@ -176,7 +176,8 @@ describe('ferry CLI', () => {
       .trim();
     expect(command).toMatch(
       new RegExp(
-        `^JUPYTER_GATEWAY_AUTH_TOKEN=${token} python3 -m jupyter_server --gateway-url=http://127\\.0\\.0\\.1:\\d+/` +
+        // python3, or the full path of the first Python that has jupyter_server (first-start.spec.ts).
+        `^JUPYTER_GATEWAY_AUTH_TOKEN=${token} (python3|/\\S+/python3) -m jupyter_server --gateway-url=http://127\\.0\\.0\\.1:\\d+/` +
           (process.getuid?.() === 0 ? ' --allow-root$' : '$')
       )
     );

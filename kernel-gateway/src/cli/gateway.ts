@@ -22,8 +22,14 @@ import {
   type GatewayFlags
 } from '../options';
 import { readTokenFile, takeSecretEnv } from '../secrets';
+import {
+  keptToken,
+  prepareNotebooksDir,
+  type TokenSource
+} from './first-start';
 import { chooseKernelUser } from './kernel-user';
 import { declareOptions } from './options';
+import { findJupyterServerPython, JUPYTER_SERVER_MISSING } from './python';
 import { stopOnSignals } from './signals';
 import { VERSION } from './version';
 
@@ -33,8 +39,15 @@ export function gatewayCommand(): Command {
     'Serve the Jupyter kernel gateway API with an embedded worker'
   );
   return declareOptions(gateway, GATEWAY_OPTIONS).action(
-    async (flags: GatewayFlags) => {
-      await runGateway(flags);
+    async (flags: GatewayFlags, command: Command) => {
+      // --root-dir wins; else the notebooks folder (npm start's ./notebooks); else where it started.
+      const rootDirGiven =
+        command.getOptionValueSource('rootDir') !== 'default';
+      await runGateway(
+        !rootDirGiven && flags.notebooksDir
+          ? { ...flags, rootDir: path.resolve(flags.notebooksDir) }
+          : { ...flags, notebooksDir: undefined }
+      );
     }
   );
 }
@@ -42,7 +55,7 @@ export function gatewayCommand(): Command {
 async function runGateway(flags: GatewayFlags): Promise<void> {
   // First of all, before anything starts a child that would inherit them.
   const secrets = takeSecretEnv();
-  const logger = createLogger(flags.logLevel);
+  const logger = createLogger(flags.logLevel, flags.logFormat);
   // Before the server sizes its connection caps by it.
   raiseOpenFileLimit(logger);
   if (flags.tokenFile === '-' && flags.workerTokenFile === '-') {
@@ -62,9 +75,19 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
     ? loadProfilesFile(flags.profiles)
     : undefined;
   const offers = profiles?.offers;
-  const token = flags.auth
-    ? (given ?? TokenIdentityResolver.generate())
+  const notebooks = flags.notebooksDir
+    ? await prepareNotebooksDir(flags.rootDir)
     : undefined;
+  if (notebooks?.created) {
+    logger.info(
+      `made the notebooks folder ${flags.rootDir} with ${notebooks.copied.length} example notebooks`
+    );
+  }
+  const chosen =
+    flags.auth && given === undefined
+      ? await keptToken(path.resolve(flags.stateDir), flags.keepToken, warn)
+      : undefined;
+  const token = flags.auth ? (given ?? chosen!.token) : undefined;
   if (!flags.auth) {
     logger.warn(
       'AUTHENTICATION IS OFF (--no-auth): anyone who can reach this port can run code as this user'
@@ -110,12 +133,16 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
   const host =
     address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}/`;
+  const python = findJupyterServerPython();
   // The printed commands pass tokens through the environment, never on a command line, where `ps`
   // shows them to every user of the host.
   process.stdout.write(
     `Ferry gateway ${VERSION} is ready at ${url}\n` +
       `    ${url}lab${token ? `?token=${token}` : ''}\n` +
-      `    ${Private.jupyterServerCommand(url, token)}\n` +
+      (python ? '' : `    ${JUPYTER_SERVER_MISSING}:\n`) +
+      `    ${Private.jupyterServerCommand(url, token, python ?? 'python3')}\n` +
+      `    notebooks: ${path.resolve(flags.rootDir)}\n` +
+      (chosen ? `    token: ${Private.tokenNote(chosen)}\n` : '') +
       (gateway.workerPort !== undefined
         ? `    workers: FERRY_WORKER_TOKEN=${Private.shellQuote(workerToken!)} ferry worker --gateway ${flags.ip}:${gateway.workerPort}\n`
         : '')
@@ -160,11 +187,27 @@ namespace Private {
    */
   export function jupyterServerCommand(
     url: string,
-    token: string | undefined
+    token: string | undefined,
+    python: string
   ): string {
     const env = token ? `JUPYTER_GATEWAY_AUTH_TOKEN=${shellQuote(token)} ` : '';
     const root = process.getuid?.() === 0 ? ' --allow-root' : '';
-    return `${env}python3 -m jupyter_server --gateway-url=${shellQuote(url)}${root}`;
+    return `${env}${shellQuote(python)} -m jupyter_server --gateway-url=${shellQuote(url)}${root}`;
+  }
+
+  /** Where the token came from, and how to choose otherwise. */
+  export function tokenNote(chosen: {
+    source: TokenSource;
+    file: string;
+  }): string {
+    switch (chosen.source) {
+      case 'kept':
+        return `the one kept in ${chosen.file} (0600) since an earlier start; --no-keep-token makes a new one each start`;
+      case 'new-kept':
+        return `new, kept in ${chosen.file} (0600) for later starts; --no-keep-token makes a new one each start`;
+      default:
+        return 'new at this start (--no-keep-token): open lab tabs must sign in again after a restart';
+    }
   }
 
   /** `value` as one word for a POSIX shell (quoted only when it needs to be). */

@@ -154,7 +154,8 @@ export class JobsClient {
       }
       throw new JobClientError(
         response.status,
-        `${response.status} ${response.statusText}: ${message}`
+        `${response.status} ${response.statusText}: ${message}` +
+          (response.status === 401 ? Private.tokenHint(this._token) : '')
       );
     }
     return response;
@@ -162,6 +163,15 @@ export class JobsClient {
 
   private _url: string;
   private _token: string | undefined;
+}
+
+namespace Private {
+  /** What to do about a refused token: where `ferry run` and `ferry jobs` read one. */
+  export function tokenHint(token: string | undefined): string {
+    return token === undefined
+      ? ". No token was given: put the gateway's token (printed at its start, and kept in its state directory's `token` file) in FERRY_TOKEN, or name a file holding it with --token-file"
+      : ". The token given (FERRY_TOKEN or --token-file) is not this gateway's: use the one it printed at its start";
+  }
 }
 
 /** The options of {@link JobsClient}. */

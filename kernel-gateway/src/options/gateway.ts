@@ -18,7 +18,7 @@ import type { IGatewayOptions } from '../config';
 import type { IOidcProfile } from '../engines';
 import { DEFAULT_ROOM_TIMINGS, type IRoomTimings } from '../rooms';
 import type { takeSecretEnv } from '../secrets';
-import { LOG_LEVEL } from './common';
+import { LOG_FORMAT, LOG_LEVEL } from './common';
 import { kernelHostOptionTable } from './kernel-host';
 import {
   defaultSettings,
@@ -71,6 +71,12 @@ export const GATEWAY_OPTION_SECTIONS = [
         notes:
           'every request and websocket carries the token: `Authorization: token T` or `?token=T`'
       },
+      keepToken: {
+        flag: '--no-keep-token',
+        help: 'make a new random token at every start, rather than keep the first one in the state directory',
+        notes:
+          'kept (the default): a random token is written once to `token` in `--state-dir` (mode 0600) and used again at each start, so open lab tabs and printed links survive a restart; `--token-file` and `FERRY_TOKEN` still win. Start-up says which'
+      },
       token: {
         flag: '--token <token>',
         help: 'refused: a token on a command line is readable by every user of the host (`ps`)',
@@ -100,6 +106,13 @@ export const GATEWAY_OPTION_SECTIONS = [
         to: Convert.absolute,
         notes:
           "a kernel starts in its notebook's directory (or the nearest existing one), never outside"
+      },
+      notebooksDir: {
+        flag: '--notebooks-dir <dir>',
+        help: "the root directory when --root-dir is not given: made on first start with Ferry's example notebooks (npm start passes ./notebooks)",
+        defaultText: 'none (the current directory)',
+        notes:
+          'the examples (kernel-gateway/templates/notebooks) are copied only into a folder this makes, never over a file'
       },
       allowHidden: {
         flag: '--allow-hidden',
@@ -137,6 +150,7 @@ export const GATEWAY_OPTION_SECTIONS = [
           "LMDB, jobs too; one gateway's at a time, locked (see [The state directory](operations.md#the-state-directory)); 0700"
       },
       logLevel: LOG_LEVEL,
+      logFormat: LOG_FORMAT,
       allowOrigin: {
         flag: '--allow-origin <origin>',
         help: 'browser origin allowed to connect (repeatable; * admits any origin to requests that carry the token, never to the sign-in cookie)',
