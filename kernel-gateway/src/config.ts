@@ -17,6 +17,7 @@ import type { Scheduler } from './scheduler';
 import type {
   IAcceleratorOffer,
   IEnvironmentProfile,
+  IFairShareProfile,
   IGroupLimitsProfile
 } from './engines';
 
@@ -152,6 +153,11 @@ export interface IGatewayOptions {
    * auth/user-limits.ts); left out: the flags for everyone.
    */
   userLimits?: IGroupLimitsProfile;
+  /**
+   * How the queue is ordered among signed-in users (the profiles file's `fairShare`); with sign-in
+   * it is fair share, with these defaults when left out.
+   */
+  fairShare?: IFairShareProfile;
   /** Slurm settings for the offers that name Slurm. */
   slurm?: ISlurmSettings;
   /** Kubernetes settings for the offers that name Kubernetes. */

@@ -75,7 +75,7 @@ import {
   RoomManager,
   type IRoomTimings
 } from './rooms';
-import { type IAcceleratorRequest, Scheduler } from './scheduler';
+import { FairShare, type IAcceleratorRequest, Scheduler } from './scheduler';
 import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
 import { runAsOf, UidAllocator, UserAccounts, UserSpaces } from './users';
@@ -223,7 +223,19 @@ export class Gateway {
       graceMs: resolved.workerGraceMs,
       environments: (resolved.environments ?? []).map(environmentTemplate)
     });
-    this.scheduler = new Scheduler(resolved.scheduling);
+    // Signed-in users wait in fair-share order (scheduler/fair-share.ts), by the usage the ledger
+    // gives it; the token's owner alone waits in arrival order, as before.
+    this.scheduler = new Scheduler({
+      ...resolved.scheduling,
+      ...(this.accounts
+        ? {
+            fairShare: new FairShare({
+              ...resolved.fairShare,
+              groupsOf: id => this.accounts?.get(id)?.groups
+            })
+          }
+        : {})
+    });
     // Signed-in users' limits, by group (the profiles file's `limits`); the token's owner keeps the flags.
     const users =
       resolved.userLimits && this.accounts

@@ -120,6 +120,7 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
       offers,
       environments: profiles?.environments,
       userLimits: profiles?.limits,
+      fairShare: profiles?.fairShare,
       workerToken,
       processLimits: worker.processLimits.info
     });

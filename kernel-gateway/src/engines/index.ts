@@ -26,6 +26,7 @@ export {
   type IEnvironmentProfile,
   type IOidcProfile,
   type IGroupLimitsProfile,
+  type IFairShareProfile,
   type IUserLimitsProfile,
   type IProfiles,
   type IProvisionedJob,

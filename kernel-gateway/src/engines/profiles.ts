@@ -112,7 +112,8 @@ export function checkProfilesFile(
     offers,
     environments,
     ...(profiles.oidc ? { oidc: { ...profiles.oidc } } : {}),
-    ...(profiles.limits ? { limits: profiles.limits } : {})
+    ...(profiles.limits ? { limits: profiles.limits } : {}),
+    ...(profiles.fairShare ? { fairShare: profiles.fairShare } : {})
   };
 }
 

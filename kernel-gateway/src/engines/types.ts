@@ -82,6 +82,19 @@ export interface IProfiles {
   oidc?: IOidcProfile;
   /** What each signed-in user may hold at once, by group (auth/user-limits.ts). */
   limits?: IGroupLimitsProfile;
+  /** How the queue is ordered among signed-in users (scheduler/fair-share.ts). */
+  fairShare?: IFairShareProfile;
+}
+
+/**
+ * The `fairShare` section of a profiles file: shares per group, the weights of the fair-share and
+ * age factors, and their scales (`FairShare.IOptions` without where usage and groups come from).
+ */
+export interface IFairShareProfile {
+  shares?: Record<string, number>;
+  weights?: { fairShare?: number; age?: number };
+  halvingHours?: number;
+  ageMinutes?: number;
 }
 
 /** The `limits` section of a profiles file, as written: a `default` row and a row per group. */

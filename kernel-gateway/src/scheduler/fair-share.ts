@@ -31,7 +31,7 @@ export interface IUsageSource {
  */
 export class FairShare {
   constructor(options: FairShare.IOptions) {
-    this._usage = options.usage;
+    this._usage = options.usage ?? Private.NO_USAGE;
     this._groupsOf = options.groupsOf ?? (() => undefined);
     this._shares = options.shares ?? {};
     this.weights = {
@@ -73,6 +73,13 @@ export class FairShare {
 
   /** How often the queue is ranked anew from usage (ms). */
   readonly refreshMs: number;
+
+  /**
+   * Take usage from `source` from now on (the ledger, made after the scheduler that it follows).
+   */
+  useUsage(source: IUsageSource): void {
+    this._usage = source;
+  }
 
   /**
    * A user's shares: the most of their groups' (the `default` entry, else 1, for a user in none of
@@ -125,7 +132,7 @@ export class FairShare {
     );
   }
 
-  private readonly _usage: IUsageSource;
+  private _usage: IUsageSource;
   private readonly _groupsOf: FairShare.IOptions['groupsOf'] & {};
   private readonly _shares: Readonly<Record<string, number>>;
 }
@@ -137,8 +144,8 @@ export namespace FairShare {
 
   /** The profiles file's `fairShare` section, with where usage and groups come from. */
   export interface IOptions {
-    /** Each user's weighted, decayed usage. */
-    usage: IUsageSource;
+    /** Each user's weighted, decayed usage; none: everyone's is 0 until {@link useUsage}. */
+    usage?: IUsageSource;
     /** A user's groups (for their shares); none: the `default` shares. */
     groupsOf?: (userId: string) => readonly string[] | undefined;
     /** Shares by group; `default` for users in none of them (1 when left out). */
@@ -294,6 +301,9 @@ export function competes(
 
 /** Module-private helpers. */
 namespace Private {
+  /** Usage while none is known: nobody has used anything. */
+  export const NO_USAGE: IUsageSource = { weightedUsage: () => 0 };
+
   const WORDS = ['no', 'one', 'two', 'three', 'four', 'five', 'six'];
 
   /** `one person`, `two people`, `12 people`. */
