@@ -33,7 +33,7 @@ export function workerCommand(): Command {
 async function runWorker(flags: WorkerFlags): Promise<void> {
   // First of all, before anything starts a child that would inherit them.
   const secrets = takeSecretEnv();
-  const logger = createLogger(flags.logLevel);
+  const logger = createLogger(flags.logLevel, flags.logFormat);
   const token = flags.tokenFile
     ? await readTokenFile(flags.tokenFile, '--token-file', message =>
         logger.warn(message)
