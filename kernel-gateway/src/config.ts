@@ -12,6 +12,7 @@ import type {
   ICullingOptions,
   KernelspecCatalog
 } from './kernels';
+import type { IHoldOptions } from './kernels/holds';
 import type { RestSchemas } from './protocol';
 import type { Scheduler } from './scheduler';
 import type {
@@ -144,6 +145,11 @@ export interface IGatewayOptions {
   workerGraceMs: number;
   /** How devices are handed out. */
   scheduling: Scheduler.IOptions;
+  /**
+   * When kernels hold their devices and when idle ones go back (`--hold-devices`, `--idle-return*`);
+   * left out: held from start to end (`always`), as before hold-while-used.
+   */
+  holds?: Partial<IHoldOptions>;
   /** Accelerator offers (the profiles file) that a cluster engine starts workers for. */
   offers?: IAcceleratorOffer[];
   /** Environment templates (the profiles file): every worker is sent them and says which it has. */

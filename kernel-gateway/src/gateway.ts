@@ -278,6 +278,7 @@ export class Gateway {
       // A signed-in person's kernels run as them (their uid, in their folder).
       runAs: owner => this.accounts && runAsOf(this.accounts, owner),
       owners: new KernelOwners(this.state, options.logger),
+      ...(resolved.holds ? { holds: resolved.holds } : {}),
       admit: (owner, accelerator) =>
         owner !== undefined && devices(owner, accelerator)
     });
@@ -408,6 +409,8 @@ export class Gateway {
       notebookOf: kernelId =>
         this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId)
     });
+    // A cell waiting for its kernel's devices says where it stands, as the queue explains it.
+    this.registry.explainWait = id => this.accelerators.waitOf(id);
     this.metrics = createMetrics({
       accelerators: this.accelerators,
       registry: this.registry,

@@ -171,9 +171,8 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
 
   /** What `/api/accelerators` answers. */
   snapshot(): IAcceleratorsModel {
-    const { pool, scheduler, registry } = this._options;
+    const { pool, registry } = this._options;
     const { holders, types } = this._picture();
-    const aheadOf = new Map<string, number>();
     return {
       time: new Date().toISOString(),
       workers: pool.list().map(worker => ({
@@ -200,32 +199,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           return model;
         })
       })),
-      queue: scheduler.queue().map(entry => {
-        const type = Private.typeFor(entry.request, types);
-        const ahead = type === undefined ? 0 : (aheadOf.get(type) ?? 0);
-        if (type !== undefined) {
-          aheadOf.set(type, ahead + (entry.request.count ?? 1));
-        }
-        return {
-          holder: holderOf(entry.kernelId),
-          position: entry.position,
-          since: entry.since.toISOString(),
-          ...entry.request,
-          ...(entry.environment !== undefined
-            ? { environment: entry.environment }
-            : {}),
-          ...(entry.reservedWorkerId
-            ? { reservedWorkerId: entry.reservedWorkerId }
-            : {}),
-          wait: this._waits.explain(
-            { kernelId: entry.kernelId, count: entry.request.count },
-            type,
-            ahead,
-            types,
-            id => registry.get(id)
-          )
-        };
-      }),
+      queue: this._queueModel(types),
       offers: this._engineOffers(),
       choices: this.choices(),
       environments: (this._options.environments ?? []).map(e => ({
@@ -237,8 +211,70 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
           .list()
           .filter(kernel => kernel.launch.environment !== undefined)
           .map(kernel => [kernel.id, kernel.launch.environment as string])
+      ),
+      kernels: Object.fromEntries(
+        registry.list().flatMap(kernel => {
+          const hold = registry.holdOf(kernel.id);
+          return hold ? [[kernel.id, hold]] : [];
+        })
       )
     };
+  }
+
+  /**
+   * Where a queued kernel stands, explained, for its waiting cell and its `kernels` entry
+   * (`--hold-devices when-used`): its position, who holds what it waits for, an estimate.
+   */
+  waitOf(
+    kernelId: string
+  ): { position: number; ahead: string; estimateSeconds?: number } | undefined {
+    const entry = this._queueModel(this._picture().types).find(
+      e => e.holder.kind === 'kernel' && e.holder.id === kernelId
+    );
+    if (!entry) {
+      return undefined;
+    }
+    return {
+      position: entry.position,
+      ahead: entry.wait?.basis ?? '',
+      ...(entry.wait?.estimateSeconds !== undefined
+        ? { estimateSeconds: entry.wait.estimateSeconds }
+        : {})
+    };
+  }
+
+  /** The queue as `/api/accelerators` shows it, each entry's wait explained. */
+  private _queueModel(
+    types: Map<string, ITypeState>
+  ): IAcceleratorsModel['queue'] {
+    const { scheduler, registry } = this._options;
+    const aheadOf = new Map<string, number>();
+    return scheduler.queue().map(entry => {
+      const type = Private.typeFor(entry.request, types);
+      const ahead = type === undefined ? 0 : (aheadOf.get(type) ?? 0);
+      if (type !== undefined) {
+        aheadOf.set(type, ahead + (entry.request.count ?? 1));
+      }
+      return {
+        holder: holderOf(entry.kernelId),
+        position: entry.position,
+        since: entry.since.toISOString(),
+        ...entry.request,
+        ...(entry.environment !== undefined
+          ? { environment: entry.environment }
+          : {}),
+        ...(entry.reservedWorkerId
+          ? { reservedWorkerId: entry.reservedWorkerId }
+          : {}),
+        wait: this._waits.explain(
+          { kernelId: entry.kernelId, count: entry.request.count },
+          type,
+          ahead,
+          types,
+          id => registry.get(id)
+        )
+      };
+    });
   }
 
   /** The offers of the profiles file, as `/api/accelerators` lists them. */

@@ -197,6 +197,24 @@ export class KernelChannels {
     this._broadcast(message);
   }
 
+  /**
+   * Publish a message of the gateway's own on the kernel's iopub, to every client (and the
+   * gateway's own, and the replay buffer), as the kernel would: `parent` is the request it answers
+   * (a cell's execute_request), so clients show it with that cell. A cell that waits for its
+   * kernel's devices shows why this way (kernels/holds.ts).
+   */
+  publish(msgType: string, content: unknown, parent: IMessageHeader): void {
+    const { header, parts } = createMessage(
+      msgType,
+      content,
+      GATEWAY_SESSION,
+      parent
+    );
+    const message = new OutboundMessage('iopub', parts, header);
+    this._internal.tell(message);
+    this._broadcast(message);
+  }
+
   /** Close every client websocket, and tell the gateway's own clients (the kernel is gone). */
   close(code: number = CloseCode.goingAway, reason = 'kernel shut down'): void {
     for (const client of [...this._clients]) {

@@ -20,3 +20,14 @@ export * from './env-policy';
 export * from './accelerator-kernelspecs';
 export { KernelspecCatalog, parseKernelspecEnvironments } from './kernelspecs';
 export { KernelEnvironments } from './environments';
+export {
+  DEFAULT_HOLD_OPTIONS,
+  type HoldState,
+  type IDevicesReturned,
+  type IHoldModel,
+  type IHoldOptions,
+  type IReturnWarning,
+  type IWaitExplanation,
+  type ReturnCause
+} from './holds';
+export { parseDuration, parseIdleReturn } from './idle-return';

@@ -157,8 +157,23 @@ export class ManagedKernel {
     this._clientMessages.send(
       channel,
       parts,
-      this.running && this._placement ? toProcess : undefined
+      this.running && this._placement && !this._holding ? toProcess : undefined
     );
+  }
+
+  /**
+   * What clients send waits in its queue from now, though its process runs, until a move gives it
+   * a new process (hold-while-used: a first cell waits for the kernel's devices, kernels/holds.ts).
+   */
+  holdMessages(): void {
+    if (this._phase !== 'dead' && this._phase !== 'gone') {
+      this._holding = true;
+    }
+  }
+
+  /** Whether what clients send waits for a new process (see {@link holdMessages}). */
+  get holdingMessages(): boolean {
+    return this._holding;
   }
 
   /**
@@ -166,7 +181,7 @@ export class ManagedKernel {
    * remote worker's kernel stream is back): what waits goes to the process (`toProcess`) first.
    */
   accepting(toProcess: DeliverMessage): void {
-    if (this.running && this._placement) {
+    if (this.running && this._placement && !this._holding) {
       this._clientMessages.flush(toProcess);
     }
   }
@@ -226,6 +241,18 @@ export class ManagedKernel {
     }
     this._placement = placement;
     this._executionState = executionState;
+    return true;
+  }
+
+  /**
+   * Its devices changed while its process runs on (suspended: none; resumed: new ones on the same
+   * worker). Refused unless it runs.
+   */
+  replaced(placement: IPlacement): boolean {
+    if (!this.running) {
+      return false;
+    }
+    this._placement = placement;
     return true;
   }
 
@@ -362,6 +389,7 @@ export class ManagedKernel {
     this._reason = reason;
     this._unreachable = undefined;
     this.channels.broadcastStatus('dead');
+    this._holding = false;
     this._clientMessages.clear();
     return true;
   }
@@ -386,6 +414,7 @@ export class ManagedKernel {
     if (!this._go('running')) {
       return false;
     }
+    this._holding = false;
     this._clientMessages.flush(toProcess);
     return true;
   }
@@ -404,6 +433,8 @@ export class ManagedKernel {
   private _unreachable: { executionState: string } | undefined;
   /** What clients sent that waits for its process. */
   private _clientMessages: MessageQueue;
+  /** Set while what clients send waits for a new process though this one runs. */
+  private _holding = false;
   private _ready: Promise<void> = Promise.resolve();
 }
 

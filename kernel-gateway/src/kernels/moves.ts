@@ -9,7 +9,8 @@
 import {
   formatAcceleratorSpec,
   sameRequest,
-  type IAcceleratorRequest
+  type IAcceleratorRequest,
+  type Scheduler
 } from '../scheduler';
 import {
   KernelStartError,
@@ -192,6 +193,78 @@ export class KernelMoves {
         );
       }
       return kernel;
+    } finally {
+      settle();
+    }
+  }
+
+  /**
+   * Move a kernel's process onto `request` while what it asks for stays (its name, request,
+   * environment and launch): hold-while-used (`holds.ts`) moves a kernel onto its devices when a
+   * cell needs them and back to none (`cpu`) when they go back to the pool. Clients are not told
+   * it restarts (it reads `starting` in its model meanwhile, and clients see `idle` once it runs);
+   * what they send after {@link ManagedKernel.holdMessages} goes to the new process.
+   *
+   * @param place - asks for the placement (default: the scheduler, for `request`).
+   * @returns `running` once it runs there, `queued` when it waits for the devices (the scheduler's
+   *   `assigned` then places it, as any queued kernel).
+   * @throws as {@link move}.
+   */
+  async relocate(
+    kernel: ManagedKernel,
+    request: IAcceleratorRequest,
+    place: () => Scheduler.IRequestResult = () =>
+      this._host.scheduler.request(
+        kernel.id,
+        request,
+        kernel.launch.environment,
+        kernel.owner
+      )
+  ): Promise<'running' | 'queued'> {
+    const host = this._host;
+    const previous = kernel.ready;
+    let settle!: () => void;
+    void kernel.busyWith(new Promise<void>(resolve => (settle = resolve)));
+    try {
+      await previous.catch(() => undefined);
+      if (!host.knows(kernel)) {
+        throw new NoSuchKernelError(kernel.id);
+      }
+      this._checkMovable(kernel);
+      const before = kernel.beginMove();
+      try {
+        await this._leave(kernel);
+      } catch (error) {
+        if (error instanceof KernelStateError) {
+          throw error;
+        }
+        kernel.stayed(before);
+        throw new KernelStartError(
+          `Kernel ${kernel.id} could not be stopped on its worker: ${(error as Error).message}`
+        );
+      }
+      const spec = formatAcceleratorSpec(request);
+      let result;
+      try {
+        result = place();
+      } catch (error) {
+        host.markDead(kernel, `move failed: ${(error as Error).message}`);
+        throw new KernelStartError(
+          `Kernel ${kernel.id} could not move to ${spec}: ${(error as Error).message}`
+        );
+      }
+      if (result.state === 'queued') {
+        kernel.queued();
+        return 'queued';
+      }
+      try {
+        await host.placed(kernel, result.placement);
+      } catch (error) {
+        throw new KernelStartError(
+          `Kernel ${kernel.name} failed to start on ${spec}: ${(error as Error).message}`
+        );
+      }
+      return 'running';
     } finally {
       settle();
     }

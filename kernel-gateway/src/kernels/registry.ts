@@ -36,6 +36,16 @@ import { KernelAdoption } from './adoption';
 import { KernelCuller, type ICullingOptions } from './culling';
 import { KernelEnvironments } from './environments';
 import { KernelStartError, NoSuchKernelError } from './errors';
+import {
+  DEFAULT_HOLD_OPTIONS,
+  DeviceHolds,
+  type IDevicesReturned,
+  type IHoldModel,
+  type IHoldOptions,
+  type IReturnWarning,
+  type IWaitExplanation,
+  type ReturnCause
+} from './holds';
 import type { KernelOwners } from './owners';
 import type { IKernelHost } from './host';
 import { ManagedKernel } from './kernel';
@@ -43,6 +53,7 @@ import { kernelModel, type IKernelModel } from './kernel-model';
 import { KernelspecCatalog } from './kernelspecs';
 import { KernelMoves } from './moves';
 import { ProvisionedKernels } from './provisioned';
+import { RestartStrategy, SuspendStrategy } from './return-strategies';
 import {
   offerRequest,
   type IAcceleratorTarget,
@@ -110,6 +121,42 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       templates: options.environments ?? []
     });
     this._culler = new KernelCuller({
+    const holdOptions: IHoldOptions = {
+      ...DEFAULT_HOLD_OPTIONS,
+      ...Object.fromEntries(
+        Object.entries(options.holds ?? {}).filter(([, v]) => v !== undefined)
+      )
+    };
+    const returns = {
+      scheduler: this._scheduler,
+      workerOf: (kernel: ManagedKernel) =>
+        kernel.placement && this._pool.get(kernel.placement.workerId),
+      relocate: (
+        kernel: ManagedKernel,
+        request: IAcceleratorRequest,
+        place?: () => Scheduler.IRequestResult
+      ) => this._moves.relocate(kernel, request, place),
+      hostPlacement: (kernel: ManagedKernel) => this._hostPlacement(kernel),
+      replaced: (kernel: ManagedKernel, placement: IPlacement) =>
+        kernel.replaced(placement)
+    };
+    this._holds = new DeviceHolds({
+      options: holdOptions,
+      restart: new RestartStrategy(returns),
+      ...(holdOptions.strategy === 'suspend'
+        ? { suspend: new SuspendStrategy(returns) }
+        : {}),
+      host: {
+        scheduler: this._scheduler,
+        log: this._log,
+        get: id => this._kernels.get(id),
+        acquired: kernel => this.emit('devices-acquired', kernel),
+        returned: event => this.emit('devices-returned', event),
+        warned: event => this.emit('return-warning', event),
+        explainWait: id => this.explainWait?.(id)
+      }
+    });
+    this.on('started', kernel => this._holds.started(kernel));
       culling: options.culling,
       logger: options.logger,
       kernels: () => this.list(),
@@ -139,13 +186,41 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     // A queued kernel's devices came free. A start that fails leaves the kernel dead.
     this._scheduler.on('assigned', (id, placement) => {
       const kernel = this._kernels.get(id);
-      if (kernel) {
+      if (kernel && !this._holds.assigned(kernel, placement)) {
         void this._placed(kernel, placement).catch(() => undefined);
       }
     });
   }
 
   /**
+  /**
+   * Where a queued kernel stands, explained (the accelerators service sets it: who is ahead, an
+   * estimate); a waiting cell shows it. Unset: its position alone.
+   */
+  explainWait: ((kernelId: string) => IWaitExplanation | undefined) | undefined;
+
+  /**
+   * Give a kernel's devices back to the pool while it lives on: when it idles, when its owner's
+   * quota runs out (`cause` `quota`), or when an admin asks (`admin`). By `--idle-return-strategy`:
+   * `restart` moves it onto no device (its variables are lost), `suspend` keeps its process and
+   * state where its worker can checkpoint it. Its next cell says so, then takes devices again.
+   * Emits `devices-returned`.
+   *
+   * @throws NoSuchKernelError; KernelStateError when it holds no devices the scheduler placed.
+   */
+  async returnDevices(
+    kernelId: string,
+    reason: string,
+    cause: ReturnCause
+  ): Promise<void> {
+    await this._holds.returnDevices(this.require(kernelId), reason, cause);
+  }
+
+  /** A kernel's hold on its devices and its wait, as `/api/accelerators` shows them. */
+  holdOf(kernelId: string): IHoldModel | undefined {
+    return this._holds.model(kernelId);
+  }
+
    * The kernelspecs on offer (every worker's, the first worker's winning a name), then their
    * accelerator kernelspecs (`python3.gpu-h100-x1`), and the default.
    */
@@ -270,6 +345,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   dispose(): void {
     this._culler.dispose();
   }
+    this._holds.dispose();
 
   private async _start(request: IStartRequest): Promise<ManagedKernel> {
     const { name, specName, target, env } =
@@ -307,22 +383,42 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       launch,
       owner: request.owner
     });
-    let result;
+    let result: Scheduler.IRequestResult;
+    let held = true;
     try {
       if (environment !== undefined) {
         this._environments.checkAvailable(environment, accelerator);
       }
-      result = this._scheduler.request(
-        id,
-        accelerator,
-        environment,
-        request.owner
-      );
+      if (accelerator.kind !== 'cpu' && this._holds.whenUsed) {
+        // Held only while used: it starts without its devices, where they are.
+        this._scheduler.check(accelerator, environment);
+        result = this._hostPlacement(kernel);
+        held = result.state !== 'assigned';
+        if (held) {
+          this._scheduler.release(id);
+          result = this._scheduler.request(
+            id,
+            accelerator,
+            environment,
+            request.owner
+          );
+        }
+      } else {
+        result = this._scheduler.request(
+          id,
+          accelerator,
+          environment,
+          request.owner
+        );
+      }
     } catch (error) {
       this._drop(id);
       throw error;
     }
     if (result.state === 'queued') {
+    if (accelerator.kind !== 'cpu') {
+      this._holds.track(kernel, held);
+    }
       kernel.queued();
       this._log.info(
         { kernel: id, position: result.position },
@@ -417,6 +513,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     kernel.shutDown();
     this._scheduler.release(id);
+    this._holds.forget(id);
     if (kernel.provisioned) {
       this._adoption.forget(id);
       await this._provisioned.endJob(id, kernel.provisioned);
@@ -443,6 +540,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         send: (channel, parts) => {
           kernel.touch();
           kernel.fromClient(channel, parts, (c, p) =>
+          this._holds.fromClient(kernel, channel, parts);
             this._workerOf(kernel).sendToKernel(id, c, p)
           );
         },
@@ -461,6 +559,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
             if (typeof state === 'string') {
               kernel.statusFromProcess(state);
             }
+              this._holds.processStatus(kernel, state);
           }
         }
       })
@@ -494,6 +593,13 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     try {
       worker = this._workerOf(kernel);
       await kernel.busyWith(
+      const runAs = this._options.runAs?.(kernel.owner);
+      if (worker.ownerUid !== undefined && runAs?.uid !== worker.ownerUid) {
+        // A person's own worker (a Slurm job running as them) takes nobody else's kernel.
+        throw new Error(
+          `worker ${worker.name} runs only the kernels of uid ${worker.ownerUid}`
+        );
+      }
         worker.startKernel({
           kernelId: kernel.id,
           kernelName: kernel.specName,
@@ -506,7 +612,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           ...(kernel.launch.environment !== undefined
             ? { environment: kernel.launch.environment }
             : {}),
-          runAs: this._options.runAs?.(kernel.owner)
+          runAs
         })
       );
     } catch (error) {
@@ -539,10 +645,46 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     this._log.error({ kernel: kernel.id, reason }, 'kernel is dead');
     this._scheduler.release(kernel.id);
+    this._holds.forget(kernel.id);
     this.emit('died', kernel, reason);
   }
 
   private _workerOf(kernel: ManagedKernel): IWorkerConnection {
+  /**
+   * A placement without devices for a kernel that asks for some, on a connected worker that has
+   * such devices (its process then starts beside them); else wherever CPU kernels go.
+   */
+  private _hostPlacement(kernel: ManagedKernel): Scheduler.IRequestResult {
+    const request = kernel.accelerator;
+    const environment = kernel.launch.environment;
+    if (environment === undefined) {
+      for (const worker of this._pool.list()) {
+        const has = worker.devices.some(
+          device =>
+            device.kind === request.kind &&
+            (request.model === undefined ||
+              device.model.toLowerCase() === request.model.toLowerCase()) &&
+            device.profile === request.profile
+        );
+        if (!worker.connected || !has) {
+          continue;
+        }
+        const placement = { workerId: worker.id, deviceIds: [] };
+        try {
+          this._scheduler.adopt(kernel.id, placement);
+        } catch {
+          continue;
+        }
+        return { state: 'assigned', placement };
+      }
+    }
+    return this._scheduler.request(
+      kernel.id,
+      { kind: 'cpu', count: 0 },
+      environment
+    );
+  }
+
     const worker =
       kernel.placement && this._pool.get(kernel.placement.workerId);
     if (!worker) {
@@ -572,6 +714,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private _culler: KernelCuller;
   private _environments: KernelEnvironments;
 }
+  private _holds: DeviceHolds;
 
 /** The types of {@link KernelRegistry}. */
 export namespace KernelRegistry {
@@ -588,6 +731,12 @@ export namespace KernelRegistry {
     /** A kernel is dead (its start failed, its process died for good, its worker is gone). */
     died: [kernel: ManagedKernel, reason: string];
   }
+    /** A kernel that held no devices took them for a cell (`--hold-devices when-used`). */
+    'devices-acquired': [kernel: ManagedKernel];
+    /** A kernel's devices went back to the pool ({@link KernelRegistry.returnDevices}). */
+    'devices-returned': [event: IDevicesReturned];
+    /** A kernel's devices go back at `at` unless it runs a cell first. */
+    'return-warning': [event: IReturnWarning];
 
   export interface IOptions {
     pool: WorkerPool;
@@ -629,4 +778,6 @@ export namespace KernelRegistry {
     /** Where kernels' owners are kept across restarts (kernels/owners.ts); none: not kept. */
     owners?: KernelOwners;
   }
+    /** When kernels hold their devices, and when idle ones give them back (default: always). */
+    holds?: Partial<IHoldOptions>;
 }

@@ -30,9 +30,12 @@ import {
   type OptionTable,
   type SettingPath
 } from './table';
+import { parseDuration, parseIdleReturn } from '../kernels';
 import {
   collect,
   Convert,
+  duration,
+  idleReturn,
   kernelspecAccelerators,
   kernelspecEnvironments,
   number,
@@ -643,6 +646,51 @@ export const GATEWAY_OPTION_SECTIONS = [
         defaultText: 'none',
         notes:
           'see [Slurm](slurm.md), [Kubernetes](kubernetes.md) and [Environments](environments.md)'
+  {
+    title: 'Holding devices',
+    options: {
+      holdDevices: {
+        flag: '--hold-devices <when>',
+        help: 'when a kernel holds the devices the scheduler placed: when-used (from its first cell; it starts without them, and idle ones go back per --idle-return) or always (from its start to its end)',
+        choices: ['when-used', 'always'],
+        default: 'when-used',
+        sets: 'holds.mode',
+        commandLineDefault: true,
+        notes:
+          "a gateway made in code holds `always` unless told; offers an engine runs (Slurm, Kubernetes jobs) hold theirs for their job's life either way. See [Held only while used](accelerators.md#held-only-while-used)"
+      },
+      idleReturn: {
+        flag: '--idle-return <timeouts>',
+        help: 'per device class, how long a kernel may idle after its last cell before its devices go back to the pool (0: never), e.g. gpu=30m,tpu=20m',
+        parse: idleReturn,
+        default: 'gpu=30m,tpu=20m',
+        sets: 'holds.idleReturnMs',
+        to: parseIdleReturn
+      },
+      idleReturnWhen: {
+        flag: '--idle-return-when <when>',
+        help: 'waiting: return idle devices only while a queued request could use them; always',
+        choices: ['waiting', 'always'],
+        default: 'waiting',
+        sets: 'holds.when'
+      },
+      idleReturnWarning: {
+        flag: '--idle-return-warning <duration>',
+        help: 'warn this long before idle devices go back (at most a quarter of the timeout)',
+        parse: duration,
+        default: '5m',
+        sets: 'holds.warningMs',
+        to: parseDuration
+      },
+      idleReturnStrategy: {
+        flag: '--idle-return-strategy <strategy>',
+        help: "restart: the kernel's process restarts without devices (its variables are lost); suspend: its device state is put aside and its process kept (where the worker's devices can checkpoint; else restart, saying so)",
+        choices: ['restart', 'suspend'],
+        default: 'restart',
+        sets: 'holds.strategy'
+      }
+    } as const satisfies Readonly<Record<string, Spec>>
+  },
       },
       jobGatewayHost: {
         flag: '--job-gateway-host <host>',

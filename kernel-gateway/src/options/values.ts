@@ -5,6 +5,8 @@
 import * as path from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import {
+  parseDuration,
+  parseIdleReturn,
   parseKernelspecAccelerators,
   parseKernelspecEnvironments
 } from '../kernels';
@@ -53,6 +55,26 @@ export function kernelspecEnvironments(
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }
+}
+
+/** `--idle-return gpu=30m,tpu=20m`, checked (the setting reads it). */
+export function idleReturn(value: string): string {
+  try {
+    parseIdleReturn(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return value;
+}
+
+/** A duration (`30s`, `5m`, `1h`; a bare number is seconds), checked (the setting reads it). */
+export function duration(value: string): string {
+  try {
+    parseDuration(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return value;
 }
 
 /** `--user-uids`, parsed. */

@@ -226,6 +226,14 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   runningKernels(): IRunningKernel[];
 
   /**
+  /**
+   * Put a kernel's device state aside (a CUDA checkpoint; simulated devices that declare
+   * `checkpoint` model it) while its process keeps running: its devices may go to others. Absent
+   * where the worker cannot.
+   */
+  suspendKernel?(kernelId: string): Promise<void>;
+  /** Restore a suspended kernel's device state onto `deviceIds` (the same model, this worker). */
+  resumeKernel?(kernelId: string, deviceIds: string[]): Promise<void>;
    * Open a shell on a pty, as the worker's kernels run (same isolation environment and user), and
    * resolve once it runs; its output follows as `terminalOutput` events.
    */

@@ -142,12 +142,8 @@ export class CellExecutions {
         `Kernel ${kernel.id} is dead${kernel.reason ? ` (${kernel.reason})` : ''}: restart it to run cells`
       );
     }
-    if (!kernel.running) {
-      throw new CellExecutionError(
-        409,
-        `Kernel ${kernel.id} is not ready (${kernel.phase}): try again once it runs`
-      );
-    }
+    // A kernel waiting for its devices, starting or moving takes the cell: it waits in the
+    // kernel's queue, as it does through a websocket, and runs once the kernel does.
   }
 
   private _runner(kernel: ManagedKernel): KernelRunner {

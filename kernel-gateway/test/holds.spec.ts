@@ -1,0 +1,283 @@
+/**
+ * Devices held only while used, and returned when idle (issue #26): a real gateway with its
+ * embedded worker and one simulated H100, real ipykernels, and @jupyterlab/services (the client
+ * JupyterLab itself uses) running the cells. Timeouts are short (2 s); nothing waits on time: each
+ * step waits for the registry's events or the client's messages.
+ */
+import {
+  KernelManager,
+  ServerConnection,
+  type Kernel,
+  type KernelMessage
+} from '@jupyterlab/services';
+import WebSocket from 'ws';
+import {
+  createLogger,
+  parseSimulateSpec,
+  Worker,
+  type IAcceleratorsModel,
+  type IDevicesReturned
+} from '../src';
+import { startGateway, startKernel, type ITestGateway } from './helpers';
+
+const H100 = { kind: 'gpu', model: 'H100', count: 1 };
+
+/** What one cell showed: its reply, its stdout and stderr, and the gateway's displays. */
+interface ICell {
+  reply: KernelMessage.IExecuteReplyMsg['content'];
+  stdout: string;
+  stderr: string;
+  displays: string[];
+  updates: string[];
+  cleared: boolean;
+}
+
+describe('devices held only while used', () => {
+  let gw: ITestGateway;
+  let manager: KernelManager;
+
+  async function start(
+    holds: Record<string, unknown>,
+    simulate = 'gpu:H100:1'
+  ): Promise<void> {
+    const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+    gw = await startGateway({
+      worker: new Worker({
+        logger,
+        devices: parseSimulateSpec(simulate),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      }),
+      holds
+    });
+    manager = new KernelManager({
+      serverSettings: ServerConnection.makeSettings({
+        baseUrl: gw.url,
+        wsUrl: gw.url.replace(/^http/, 'ws'),
+        token: gw.token,
+        appendToken: true,
+        WebSocket: WebSocket as unknown as typeof globalThis.WebSocket
+      })
+    });
+  }
+
+  afterEach(async () => {
+    const polls = manager as unknown as {
+      _pollModels?: { stop(): Promise<void> };
+    };
+    void polls?._pollModels?.stop();
+    manager?.dispose();
+    await gw?.close();
+    jest.restoreAllMocks();
+  });
+
+  beforeEach(() => {
+    jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+    jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+  });
+
+  async function accelerators(): Promise<IAcceleratorsModel> {
+    return (await gw.api('GET', '/api/accelerators')).body;
+  }
+
+  async function holdersOfTheGpu(): Promise<string[]> {
+    const devices = (await accelerators()).workers.flatMap(w => w.devices);
+    return devices.flatMap(d =>
+      d.holders.map(h => (h.kind === 'kernel' ? h.id : h.name))
+    );
+  }
+
+  async function connect(id: string): Promise<Kernel.IKernelConnection> {
+    const kernel = manager.connectTo({ model: { id, name: 'python3' } });
+    await kernel.info;
+    return kernel;
+  }
+
+  /** Run `code`; `onDisplay` hears each display the gateway shows for the cell. */
+  function run(
+    kernel: Kernel.IKernelConnection,
+    code: string,
+    onDisplay?: (text: string) => void
+  ): Promise<ICell> {
+    const cell: Omit<ICell, 'reply'> = {
+      stdout: '',
+      stderr: '',
+      displays: [],
+      updates: [],
+      cleared: false
+    };
+    const future = kernel.requestExecute({ code });
+    future.onIOPub = message => {
+      const content = message.content as Record<string, unknown>;
+      const text = (content.data as Record<string, string> | undefined)?.[
+        'text/plain'
+      ];
+      switch (message.header.msg_type) {
+        case 'stream':
+          cell[content.name === 'stderr' ? 'stderr' : 'stdout'] +=
+            content.text as string;
+          break;
+        case 'display_data':
+          cell.displays.push(text!);
+          onDisplay?.(text!);
+          break;
+        case 'update_display_data':
+          cell.updates.push(text!);
+          break;
+        case 'clear_output':
+          cell.cleared = true;
+          break;
+      }
+    };
+    return future.done.then(reply => ({
+      reply: reply.content,
+      ...cell
+    }));
+  }
+
+  function nextEvent<T>(name: string): Promise<T> {
+    return new Promise(resolve =>
+      gw.gateway.registry.once(name as 'devices-returned', (event: unknown) =>
+        resolve(event as T)
+      )
+    );
+  }
+
+  it('opens a kernel holding nothing; its first cell takes the device and runs', async () => {
+    await start({ mode: 'when-used', idleReturnMs: { gpu: 0 } });
+    const id = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    expect(await holdersOfTheGpu()).toEqual([]);
+    expect((await accelerators()).kernels?.[id]?.hold.state).toBe('returned');
+
+    const kernel = await connect(id);
+    const statuses: Kernel.Status[] = [];
+    kernel.statusChanged.connect((_, status) => statuses.push(status));
+    const cell = await run(
+      kernel,
+      'import os\nx = 42\nprint(os.environ.get("CUDA_VISIBLE_DEVICES"))'
+    );
+    expect(cell.reply.status).toBe('ok');
+    expect(cell.stdout).toBe('0\n');
+    expect(await holdersOfTheGpu()).toEqual([id]);
+    expect((await accelerators()).kernels?.[id]?.hold.state).toBe('held');
+    // The same process runs on: its variables stay, and the client never saw a restart.
+    expect((await run(kernel, 'print(x)')).stdout).toBe('42\n');
+    expect(statuses).not.toContain('autorestarting');
+    expect(statuses).not.toContain('restarting');
+    expect(statuses).not.toContain('dead');
+  }, 60000);
+
+  it('gives an idle kernel the device back to a waiting one, and takes it again for its next cell', async () => {
+    await start({
+      mode: 'when-used',
+      idleReturnMs: { gpu: 2000 },
+      when: 'waiting',
+      warningMs: 500
+    });
+    const first = await startKernel(gw, {
+      name: 'python3',
+      accelerator: H100
+    });
+    const second = await startKernel(gw, {
+      name: 'python3',
+      accelerator: H100
+    });
+    const a = await connect(first);
+    const b = await connect(second);
+    expect((await run(a, 'x = 1')).reply.status).toBe('ok');
+    expect(await holdersOfTheGpu()).toEqual([first]);
+
+    // Nobody waits: the first idles, but no return is due.
+    const idle = await new Promise<IAcceleratorsModel>(resolve => {
+      const poll = async () => {
+        const model = await accelerators();
+        if (model.kernels?.[first]?.hold.idleSince) {
+          resolve(model);
+        } else {
+          setImmediate(() => void poll());
+        }
+      };
+      void poll();
+    });
+    expect(idle.kernels?.[first]?.hold.returnsAt).toBeUndefined();
+
+    // The second kernel's cell waits, and says why through the client.
+    const warned = nextEvent<{ kernelId: string; at: string }>(
+      'return-warning'
+    );
+    const returned = nextEvent<IDevicesReturned>('devices-returned');
+    let shown!: (text: string) => void;
+    const displayed = new Promise<string>(resolve => (shown = resolve));
+    const waiting = run(
+      b,
+      'import os\nprint(os.environ.get("CUDA_VISIBLE_DEVICES"))',
+      text => shown(text)
+    );
+    expect(await displayed).toMatch(/^Waiting for GPU · H100 × 1 · #1/);
+    const model = await accelerators();
+    expect(model.kernels?.[second]?.hold.state).toBe('waiting');
+    expect(model.kernels?.[second]?.wait?.position).toBe(1);
+    expect((await warned).kernelId).toBe(first);
+
+    // The first's idle time runs out: its device goes to the second, whose cell runs.
+    const event = await returned;
+    expect(event).toMatchObject({
+      kernelId: first,
+      cause: 'idle',
+      stateKept: false
+    });
+    const cell = await waiting;
+    expect(cell.reply.status).toBe('ok');
+    expect(cell.stdout).toBe('0\n');
+    expect(cell.cleared).toBe(true);
+    expect(await holdersOfTheGpu()).toEqual([second]);
+    expect((await accelerators()).kernels?.[first]?.hold).toMatchObject({
+      state: 'returned',
+      lastReturn: { cause: 'idle', stateKept: false }
+    });
+
+    // The first's next cell is told what happened, waits for the second to idle, then runs anew.
+    const again = await run(
+      a,
+      'import os\nprint("x" in globals(), os.environ.get("CUDA_VISIBLE_DEVICES"))'
+    );
+    expect(again.stderr).toMatch(
+      /^GPU · H100 × 1 went back to the pool at \d\d:\d\d UTC after 2 s idle; the kernel restarted, its variables are gone/
+    );
+    expect(again.displays[0]).toMatch(/^Waiting for GPU · H100 × 1/);
+    expect(again.stdout).toBe('False 0\n');
+    expect(await holdersOfTheGpu()).toEqual([first]);
+  }, 90000);
+
+  it('returns devices on request (an admin, a quota), and keeps holding under --hold-devices always', async () => {
+    await start({ mode: 'always', idleReturnMs: { gpu: 1000 } });
+    const id = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    // Held from the start, as before hold-while-used.
+    expect(await holdersOfTheGpu()).toEqual([id]);
+    const kernel = await connect(id);
+    expect((await run(kernel, 'y = 2')).reply.status).toBe('ok');
+    expect((await accelerators()).kernels?.[id]?.hold.state).toBe('held');
+
+    const returned = nextEvent<IDevicesReturned>('devices-returned');
+    await gw.gateway.registry.returnDevices(
+      id,
+      'by an admin: maintenance',
+      'admin'
+    );
+    expect(await returned).toMatchObject({
+      kernelId: id,
+      cause: 'admin',
+      reason: 'by an admin: maintenance',
+      stateKept: false
+    });
+    expect(await holdersOfTheGpu()).toEqual([]);
+    await expect(
+      gw.gateway.registry.returnDevices(id, 'again', 'admin')
+    ).rejects.toThrow(/holds no devices/);
+    const next = await run(kernel, 'print("y" in globals())');
+    expect(next.stderr).toMatch(
+      /went back to the pool at .* by an admin: maintenance; the kernel restarted, its variables are gone/
+    );
+    expect(next.stdout).toBe('False\n');
+    expect(await holdersOfTheGpu()).toEqual([id]);
+  }, 60000);
+});
