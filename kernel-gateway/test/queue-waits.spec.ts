@@ -5,7 +5,7 @@
  */
 import type { ManagedKernel } from '../src';
 import { createLogger, parseSimulateSpec, QueueWaits, Worker } from '../src';
-import type { ITypeState } from '../src';
+import type { IReleaseBound, ITypeState } from '../src';
 import { startGateway, startKernel, type ITestGateway } from './helpers';
 
 const H100 = 'gpu\u0000h100\u0000';
@@ -99,6 +99,65 @@ describe('the estimated wait of a queued kernel', () => {
     );
     expect(late.estimateSeconds).toBeUndefined();
     expect(late.basis).toMatch(/longer than usual/);
+  });
+
+  it('bounds a hold by idle return, quota and job time limit, the earliest of each holder', () => {
+    const bounds = new Map<string, IReleaseBound[]>([
+      // Idle return in 4 min, and a quota that runs out later: the idle return counts.
+      [
+        'a',
+        [
+          { at: 240_000, why: 'idle-return' },
+          { at: 900_000, why: 'quota' }
+        ]
+      ],
+      ['b', [{ at: 600_000, why: 'job-limit' }]],
+      ['c', []]
+    ]);
+    const waits = new QueueWaits({
+      culling: undefined,
+      notebookOf: () => undefined,
+      releaseBounds: id => bounds.get(id) ?? []
+    });
+    const types = new Map([
+      [
+        H100,
+        {
+          total: 3,
+          free: 0,
+          holders: new Map([
+            ['a', 1],
+            ['b', 1],
+            ['c', 1]
+          ])
+        }
+      ]
+    ]);
+    waits.observe(
+      new Map(['a', 'b', 'c'].map(id => [id, { type: H100, count: 1 }])),
+      0
+    );
+    const first = waits.explain({ kernelId: 'q' }, H100, 0, types, noKernel, 0);
+    expect(first.estimateSeconds).toBe(240);
+    expect(first.basis).toBe(
+      "from 1 idle return and 1 job's time limit; it needs 1 device to free up"
+    );
+    // Behind one other request: the second device is the job's, at its time limit.
+    const second = waits.explain(
+      { kernelId: 'q' },
+      H100,
+      1,
+      types,
+      noKernel,
+      0
+    );
+    expect(second.estimateSeconds).toBe(600);
+    // Behind two: the third holder has no bound, so nothing bounds the wait.
+    const third = waits.explain({ kernelId: 'q' }, H100, 2, types, noKernel, 0);
+    expect(third.estimateSeconds).toBeUndefined();
+    expect(third.basis).toBe(
+      "no hold of these devices has ended yet to learn from, and nothing bounds how long holders keep them (no idle return, culling, quota or time limit): no estimate (1 idle return and 1 job's time limit)"
+    );
   });
 
   it('counts an idle holder out at its culling deadline', () => {

@@ -10,5 +10,6 @@ export {
   QueueWaits,
   type IHolding,
   type IQueueWait,
+  type IReleaseBound,
   type ITypeState
 } from './waits';

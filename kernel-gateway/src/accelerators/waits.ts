@@ -1,8 +1,10 @@
 /**
  * What a queued kernel waits for and for about how long: who holds the devices of its type (their
  * notebooks, how long they have held them, when idle culling would free them) and an estimated wait
- * learnt from what this gateway has seen: how long holds of that type lasted, and culling deadlines.
- * Every estimate carries its basis, in words; none is given where nothing was observed to base it on.
+ * from what is known of each holder: when it would go back for idleness (hold-while-used's idle
+ * return, or culling), when its user's quota runs out, when its job's time limit ends, and how long
+ * holds of that type lasted. Every estimate carries its basis, in words; none is given only where
+ * nothing bounds the wait.
  */
 import type { ICullingOptions, ManagedKernel } from '../kernels';
 import type { RestSchemas } from '../protocol';
@@ -24,6 +26,14 @@ export interface ITypeState {
   free: number;
   /** The kernels holding devices of this type, and how many each. */
   holders: Map<string, number>;
+}
+
+/** When a holder will have let go of its devices at the latest, and why. */
+export interface IReleaseBound {
+  /** ms since the epoch. */
+  at: number;
+  /** `idle-return`: hold-while-used returns it when idle; `quota`: its user's time runs out; `job-limit`: its job's time limit. */
+  why: 'idle-return' | 'quota' | 'job-limit';
 }
 
 /** Learns how long holds last, and explains each queued request's wait. */
@@ -74,6 +84,7 @@ export class QueueWaits {
     const holders: IQueueWait['holders'] = [];
     const releases: { at: number; count: number }[] = [];
     let culls = 0;
+    const bounded = new Map<IReleaseBound['why'], number>();
     for (const [kernelId, count] of state.holders) {
       const since = this._holds.get(kernelId)?.since ?? now;
       const holder: IQueueWait['holders'][number] = {
@@ -94,9 +105,24 @@ export class QueueWaits {
         typical && since + typical.medianMs > now
           ? since + typical.medianMs
           : undefined;
-      const at = Math.min(cullAt ?? Infinity, ends ?? Infinity);
+      let bound: IReleaseBound | undefined;
+      for (const candidate of this._options.releaseBounds?.(kernelId, now) ??
+        []) {
+        if (candidate.at >= now && (!bound || candidate.at < bound.at)) {
+          bound = candidate;
+        }
+      }
+      const at = Math.min(
+        cullAt ?? Infinity,
+        ends ?? Infinity,
+        bound?.at ?? Infinity
+      );
       if (at !== Infinity) {
-        culls += cullAt !== undefined && at === cullAt ? 1 : 0;
+        if (cullAt !== undefined && at === cullAt) {
+          culls++;
+        } else if (bound && at === bound.at) {
+          bounded.set(bound.why, (bounded.get(bound.why) ?? 0) + 1);
+        }
         releases.push({ at, count });
       }
     }
@@ -128,13 +154,22 @@ export class QueueWaits {
       culls > 0
         ? `${culls} idle-culling deadline${culls === 1 ? '' : 's'}`
         : undefined;
-    const from = [learnt, culled].filter(Boolean).join(' and ');
+    const others = [...bounded].map(([why, n]) =>
+      Private.plural(n, Private.BOUND_WORDS[why])
+    );
+    const from = Private.list(
+      [learnt, culled, ...others].filter((x): x is string => !!x)
+    );
     if (wait.estimateSeconds !== undefined) {
       wait.basis = `from ${from}; it needs ${needed} device${needed === 1 ? '' : 's'} to free up`;
     } else {
+      // Culling alone, or culling and what else bounds a hold (idle return, quota, time limit).
+      const unbounded = this._options.releaseBounds
+        ? 'nothing bounds how long holders keep them (no idle return, culling, quota or time limit)'
+        : undefined;
       wait.basis = typical
-        ? `its holders have held their devices longer than usual (${from}), and none would be culled: no estimate`
-        : `no hold of these devices has ended yet to learn from, and no holder would be culled: no estimate${from ? ` (${from})` : ''}`;
+        ? `its holders have held their devices longer than usual (${from}), and ${unbounded ?? 'none would be culled'}: no estimate`
+        : `no hold of these devices has ended yet to learn from, and ${unbounded ?? 'no holder would be culled'}: no estimate${from ? ` (${from})` : ''}`;
     }
     return wait;
   }
@@ -192,6 +227,11 @@ export namespace QueueWaits {
     culling: ICullingOptions | undefined;
     /** The notebook a kernel runs for (its session's path), if any. */
     notebookOf(kernelId: string): string | undefined;
+    /**
+     * What else bounds how long a holder keeps its devices (idle return, its user's quota, its
+     * job's time limit); the earliest counts.
+     */
+    releaseBounds?: (kernelId: string, now: number) => readonly IReleaseBound[];
   }
 
   /** Finished holds of a type needed before their median is used. */
@@ -202,6 +242,25 @@ export namespace QueueWaits {
 }
 
 namespace Private {
+  /** How each bound is named in a basis: singular and plural. */
+  export const BOUND_WORDS: Record<IReleaseBound['why'], [string, string]> = {
+    'idle-return': ['idle return', 'idle returns'],
+    quota: ['quota running out', 'quotas running out'],
+    'job-limit': ["job's time limit", "jobs' time limits"]
+  };
+
+  /** `1 idle return`, `2 idle returns`. */
+  export function plural(n: number, [one, many]: [string, string]): string {
+    return `${n} ${n === 1 ? one : many}`;
+  }
+
+  /** `a`, `a and b`, `a, b and c`. */
+  export function list(parts: string[]): string {
+    return parts.length <= 1
+      ? (parts[0] ?? '')
+      : `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
+  }
+
   /** `45 s`, `12 min`, `2 h 5 min`. */
   export function duration(ms: number): string {
     const s = Math.round(ms / 1000);
