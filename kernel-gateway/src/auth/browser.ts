@@ -2,6 +2,12 @@ import express, { Router, type RequestHandler } from 'express';
 import type { FailedAuthLimit } from './limits';
 import { TokenIdentityResolver } from './token';
 
+/** What a browser signed in with an earlier token is told (the gateway restarted with a new one). */
+export const STALE_SIGN_IN =
+  'The gateway has restarted with a new token, so this browser was signed out. ' +
+  'Sign in again with the new one: the gateway prints it when it starts, and keeps it across ' +
+  'restarts unless started with --no-keep-token';
+
 /**
  * Browser sign-in: `GET /login` (a token field), `POST /login` (sets the sign-in cookie), `/logout`,
  * and `/` sent on to `/lab`. These routes need no authentication themselves; a wrong token in the
@@ -21,7 +27,12 @@ export function signInRouter(
       response.redirect(302, Private.nextUrl(request.query.next));
       return;
     }
-    Private.sendSignInPage(response, 200, Private.nextUrl(request.query.next));
+    Private.sendSignInPage(
+      response,
+      200,
+      Private.nextUrl(request.query.next),
+      Private.staleSignIn(auth, request) ? STALE_SIGN_IN : undefined
+    );
   });
   router.post(
     '/login',
@@ -120,12 +131,24 @@ export function authenticate(
       if (page && options.signIn) {
         options.signIn.page(response, request.originalUrl);
       } else if (page) {
-        Private.sendSignInPage(response, 401, request.originalUrl);
+        Private.sendSignInPage(
+          response,
+          401,
+          request.originalUrl,
+          Private.staleSignIn(auth, request) ? STALE_SIGN_IN : undefined
+        );
       } else if (options.signIn) {
         // The hosted lab goes to the sign-in page when its session ends (X-Ferry-Sign-In).
         response.setHeader('X-Ferry-Sign-In', '/login').status(401).json({
           reason: 'Unauthorized',
           message: options.signIn.message
+        });
+      } else if (Private.staleSignIn(auth, request)) {
+        // A lab tab open across a restart with a new token: to the sign-in page, which says so,
+        // rather than JupyterLab's "Server Connection Error… check your network connection".
+        response.setHeader('X-Ferry-Sign-In', '/login').status(401).json({
+          reason: 'Unauthorized',
+          message: STALE_SIGN_IN
         });
       } else {
         response.status(401).json({
@@ -202,6 +225,22 @@ export namespace authenticate {
 }
 
 namespace Private {
+  /**
+   * Whether the request carries this gateway's sign-in cookie with a value the token no longer
+   * gives: the cookie is an HMAC of the token, so it was made with an earlier one.
+   */
+  export function staleSignIn(
+    auth: TokenIdentityResolver,
+    request: Parameters<RequestHandler>[0]
+  ): boolean {
+    return (
+      auth.enabled &&
+      !auth.check(request) &&
+      TokenIdentityResolver.cookies(request)[auth.cookieName(request)] !==
+        undefined
+    );
+  }
+
   export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
   /** Answer 429 when the client's address is past its wrong-token limit; true when it did. */
