@@ -409,7 +409,10 @@ namespace Private {
     return typeof value === 'string' && value.length <= MAX_PATH_CHARS;
   }
 
-  /** The fields of a visitor's awareness state JupyterLab's clients set, each bounded; no others. */
+  /**
+   * The fields of a visitor's awareness state JupyterLab's clients (and Ferry's `ferryCell`) set,
+   * each bounded; no others.
+   */
   export function guestAwareness(
     state: Record<string, unknown>
   ): Record<string, unknown> {
@@ -426,6 +429,10 @@ namespace Private {
     }
     if (typeof state.autosave === 'boolean') {
       kept.autosave = state.autosave;
+    }
+    // The id of the cell the visitor is on (the lab's Collaboration panel says where people are).
+    if (typeof state.ferryCell === 'string' && state.ferryCell.length <= 64) {
+      kept.ferryCell = state.ferryCell;
     }
     if (Array.isArray(state.cursors)) {
       kept.cursors = state.cursors

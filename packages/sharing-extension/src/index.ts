@@ -25,6 +25,7 @@ import { showComments } from './comments';
 import { collaborationPlugins } from './collaboration';
 import { showShareDialog } from './dialog';
 import { cellExecutorPlugin } from './executor';
+import { presencePlugin } from './presence';
 import { tokensPlugin } from './tokens';
 import { currentShare, visitorPlugin } from './visitor';
 
@@ -139,6 +140,7 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   cellExecutorPlugin,
   sharePlugin,
   visitorPlugin,
+  presencePlugin,
   commentsPlugin,
   tokensPlugin,
   adminPlugin
