@@ -57,7 +57,7 @@ import {
   type IAppServices,
   type UpgradeRouter
 } from './http';
-import { AdminService, AuditLog } from './admin';
+import { AdminService, AuditLog, UserNotices } from './admin';
 import { JobService } from './jobs';
 import {
   KernelEnvironments,
@@ -427,6 +427,7 @@ export class Gateway {
     }
     this.admin = new AdminService({
       audit: new AuditLog({ store: this.state }),
+      notices: new UserNotices({ store: this.state }),
       accounts: this.accounts,
       browserSessions: this.browserSessions?.credentials,
       apiTokens: this.apiTokens,

@@ -215,7 +215,7 @@ describe('the admin API (--auth oidc)', () => {
     });
     expect(await closed).toEqual({
       code: 1001,
-      reason: 'Stopped by an admin: the GPU is needed for the exam'
+      reason: 'Stopped by an administrator: the GPU is needed for the exam'
     });
     expect(
       (await call(url, alice.headers, 'GET', `/api/kernels/${kernelId}`)).status
@@ -229,6 +229,34 @@ describe('the admin API (--auth oidc)', () => {
         })
       ).status
     ).toBe(404);
+    // Alice's lab is told, until she dismisses it; nobody else is.
+    const notices = await call(url, alice.headers, 'GET', '/api/me/notices');
+    expect(notices.status).toBe(200);
+    const notice = (notices.body as RestSchemas['UserNotice'][]).find(
+      one => one.resource === kernelId
+    );
+    expect(notice).toMatchObject({
+      kind: 'kernel',
+      by: 'carol',
+      reason: 'the GPU is needed for the exam',
+      message: 'Stopped by an administrator: the GPU is needed for the exam'
+    });
+    const others = await admin('GET', '/api/me/notices');
+    expect(
+      (others.body as RestSchemas['UserNotice'][]).map(one => one.id)
+    ).not.toContain(notice!.id);
+    expect(
+      (await admin('DELETE', `/api/me/notices/${notice!.id}`)).status
+    ).toBe(404);
+    const route = `/api/me/notices/${notice!.id}`;
+    expect((await call(url, alice.headers, 'DELETE', route)).status).toBe(204);
+    expect((await call(url, alice.headers, 'DELETE', route)).status).toBe(404);
+    expect(
+      (
+        (await call(url, alice.headers, 'GET', '/api/me/notices'))
+          .body as RestSchemas['UserNotice'][]
+      ).map(one => one.id)
+    ).not.toContain(notice!.id);
   });
 
   it("stops a user's terminal and job, each with the reason", async () => {
@@ -276,7 +304,7 @@ describe('the admin API (--auth oidc)', () => {
     ).toBe(200);
     const end = await closed;
     expect(end.reason).toBe(
-      'Terminal closed: Stopped by an admin: too many shells'
+      'Terminal closed: Stopped by an administrator: too many shells'
     );
     expect(
       (
@@ -293,8 +321,23 @@ describe('the admin API (--auth oidc)', () => {
     );
     expect(ended.body).toMatchObject({
       state: 'cancelled',
-      reason: 'Stopped by an admin: runs too long'
+      reason: 'Stopped by an administrator: runs too long'
     });
+    const notices = await call(url, alice.headers, 'GET', '/api/me/notices');
+    expect(notices.body).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: 'terminal',
+          resource: terminal.body.name,
+          message: 'Stopped by an administrator: too many shells'
+        }),
+        expect.objectContaining({
+          kind: 'job',
+          resource: job.body.id,
+          message: 'Stopped by an administrator: runs too long'
+        })
+      ])
+    );
     // A job that is over is not stopped again.
     expect(
       (
@@ -392,6 +435,16 @@ describe('the admin API (--auth oidc)', () => {
     expect(restored.status).toBe(200);
     const again = await signIn(url, 'bob');
     expect((await call(url, again.headers, 'GET', '/api/me')).status).toBe(200);
+    // Back, bob is told why his kernel ended.
+    const notices = await call(url, again.headers, 'GET', '/api/me/notices');
+    expect(notices.body).toContainEqual(
+      expect.objectContaining({
+        kind: 'kernel',
+        resource: started.body.id,
+        by: 'carol',
+        message: 'Stopped by an administrator: left the course'
+      })
+    );
   });
 
   it('an admin by name is an admin too', async () => {

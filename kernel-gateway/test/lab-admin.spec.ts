@@ -3,20 +3,27 @@
  * The admin page of the hosted JupyterLab, in Chromium, with people signed in through a real
  * OpenID Provider: an admin opens "Users and Audit Log…", sees another user's kernel, stops it
  * with a reason typed in the lab's dialog, and the audit log shows it; the user's socket was told
- * the reason. A user who is no admin has no such command.
+ * the reason. A user who is no admin has no such command. A user whose kernel an admin stopped
+ * sees the reason in their notebook and in a notification.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import WebSocket from 'ws';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
+  currentKernelId,
+  currentNotebook,
   launchChromium,
+  newNotebook,
   screenshotStep,
   type ICommands
 } from './lab-pages';
 import {
+  callAs,
   signIn,
   startOidcGateway,
   type IOidcGateway,
@@ -38,15 +45,28 @@ interface ILabCommands extends ICommands {
 
 describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
   let env: IOidcGateway;
+  let root: string | undefined;
   let browser: Browser;
   const contexts: BrowserContext[] = [];
   let last: Page | undefined;
 
   beforeAll(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
+    // Users' folders inside the root, as a site has them: their notebooks' rooms are named there.
+    root = mkdtempSync(path.join(tmpdir(), 'ferry-lab-admin-'));
+    chmodSync(root, 0o711);
     env = await startOidcGateway({
       groups: { carol: ['admins'] },
-      args: ['--oidc-admin-group', 'admins', '--kernel-user', 'root']
+      args: [
+        '--oidc-admin-group',
+        'admins',
+        '--kernel-user',
+        'root',
+        '--root-dir',
+        root,
+        '--user-root',
+        path.join(root, 'users')
+      ]
     });
     browser = await launchChromium();
   });
@@ -61,6 +81,9 @@ describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
     }
     await browser?.close();
     await env?.stop();
+    if (root) {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   /** A browser of its own holding `who`'s session (signed in through the provider), at the lab. */
@@ -156,6 +179,53 @@ describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
       })
       .waitFor();
     await kernel.waitFor({ state: 'detached' });
-    expect(await closed).toBe('Stopped by an admin: the exam needs every GPU');
+    expect(await closed).toBe(
+      'Stopped by an administrator: the exam needs every GPU'
+    );
+  });
+
+  it('shows the user whose kernel an admin stopped the reason, in the notebook', async () => {
+    const url = env.gateway.url;
+    const bob = await signIn(url, 'bob');
+    const page = await openLab(bob);
+    await newNotebook(page);
+    const kernelId = await currentKernelId(page);
+    const carol = await signIn(url, 'carol');
+    const reason = 'the cluster is drained for maintenance';
+    const stopped = await callAs(
+      url,
+      carol.headers,
+      'POST',
+      `/api/admin/kernels/${kernelId}/stop`,
+      { reason }
+    );
+    expect(stopped.status).toBe(200);
+
+    // In the notebook: a banner with the reason; in the lab: a notification saying it too.
+    const banner = currentNotebook(page).locator('.jp-FerryNotice');
+    await banner.waitFor();
+    expect(await banner.locator('.jp-FerryNotice-text').textContent()).toBe(
+      `Stopped by an administrator: ${reason}`
+    );
+    const toast = page.locator('.Toastify__toast', {
+      hasText: `Stopped by an administrator: ${reason}`
+    });
+    await toast.waitFor();
+    // Shot once the notification has slid fully in.
+    await page.waitForFunction(() => {
+      const shown = document.querySelector('.Toastify__toast');
+      return (
+        !!shown && shown.getBoundingClientRect().right <= window.innerWidth
+      );
+    });
+    await screenshotStep(page, 'admin-stopped-kernel-notice');
+
+    // Dismissed: gone from the notebook, and the gateway does not tell it again.
+    await banner.locator('button', { hasText: 'Dismiss' }).click();
+    await banner.waitFor({ state: 'detached' });
+    const notices = await callAs(url, bob.headers, 'GET', '/api/me/notices');
+    expect(
+      (notices.body as { resource: string }[]).map(notice => notice.resource)
+    ).not.toContain(kernelId);
   });
 });

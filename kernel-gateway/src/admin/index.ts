@@ -5,6 +5,11 @@
  */
 export { AuditLog, type IAuditAction, type IAuditEntry } from './audit';
 export {
+  UserNotices,
+  type IUserNotice,
+  type IUserNoticeEvent
+} from './notices';
+export {
   AdminError,
   AdminService,
   stoppedReason,

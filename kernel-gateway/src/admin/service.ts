@@ -1,8 +1,9 @@
 /**
  * What admins do to users: see everyone with what they run now (kernels, terminals, jobs, the
- * devices these hold), stop any of it with a reason the user is told, sign a user out everywhere,
- * remove a user (and restore them). Every action is noted in the audit log first-hand: who did it,
- * to whom, when and why.
+ * devices these hold), stop any of it with a reason the user is told (on its sockets, and in a
+ * notice their lab shows, kept until they see it), sign a user out everywhere, remove a user (and
+ * restore them). Every action is noted in the audit log first-hand: who did it, to whom, when and
+ * why.
  *
  * #### Notes
  * Who may call these is the routes' business (`can(principal, 'admin')`); this service trusts its
@@ -20,6 +21,7 @@ import type { Scheduler } from '../scheduler';
 import type { TerminalRegistry } from '../terminals';
 import type { IAccount, UserAccounts } from '../users';
 import type { AuditLog, IAuditEntry } from './audit';
+import type { IUserNoticeEvent, UserNotices } from './notices';
 
 /** A user as the admin API lists them. */
 export type IAdminUser = RestSchemas['AdminUser'];
@@ -43,7 +45,7 @@ export class AdminError extends Error {
 
 /** What a user is told about an admin's stop (kernel sockets, terminals, the job's reason). */
 export function stoppedReason(reason: string): string {
-  return `Stopped by an admin: ${reason}`;
+  return `Stopped by an administrator: ${reason}`;
 }
 
 /**
@@ -53,10 +55,14 @@ export class AdminService {
   constructor(options: AdminService.IOptions) {
     this._options = options;
     this.audit = options.audit;
+    this.notices = options.notices;
   }
 
   /** The audit log of admin actions. */
   readonly audit: AuditLog;
+
+  /** What users are told of admins' actions on their things. */
+  readonly notices: UserNotices;
 
   /** The name the gateway token's owner goes by. */
   get ownerName(): string {
@@ -95,10 +101,7 @@ export class AdminService {
       kernelId,
       reason
     );
-    await this._options.registry.shutdown(
-      kernelId,
-      Private.socketReason(stoppedReason(reason))
-    );
+    await this._stopKernel(kernelId, kernel.owner, actor, reason);
     return entry;
   }
 
@@ -119,7 +122,7 @@ export class AdminService {
       name,
       reason
     );
-    await this._options.terminals.close(name, stoppedReason(reason));
+    await this._stopTerminal(name, terminal.owner, actor, reason);
     return entry;
   }
 
@@ -144,7 +147,7 @@ export class AdminService {
       jobId,
       reason
     );
-    await jobs.cancel(jobId, stoppedReason(reason));
+    await this._stopJob(jobId, job.name, jobs.ownerOf(jobId), actor, reason);
     return entry;
   }
 
@@ -193,7 +196,7 @@ export class AdminService {
       reason
     });
     await this._revoke(userId);
-    await this._stopAll(userId, stoppedReason(reason));
+    await this._stopAll(userId, actor, reason);
     return entry;
   }
 
@@ -239,29 +242,105 @@ export class AdminService {
   }
 
   /** Stop every kernel, terminal and job of `userId` that is not over. */
-  private async _stopAll(userId: string, reason: string): Promise<void> {
+  private async _stopAll(
+    userId: string,
+    actor: IActor,
+    reason: string
+  ): Promise<void> {
     const { registry, terminals, jobs } = this._options;
     const mine = (owner: string | undefined) => (owner ?? OWNER) === userId;
     await Promise.all([
       ...jobs
         .list(user => user === userId)
         .filter(job => !FINAL_STATES.has(job.state))
-        .map(job => jobs.cancel(job.id, reason).catch(() => undefined)),
+        .map(job =>
+          this._stopJob(job.id, job.name, userId, actor, reason).catch(
+            () => undefined
+          )
+        ),
       ...terminals
         .list()
         .filter(terminal => mine(terminal.owner))
         .map(terminal =>
-          terminals.close(terminal.name, reason).catch(() => undefined)
+          this._stopTerminal(terminal.name, userId, actor, reason).catch(
+            () => undefined
+          )
         ),
       ...registry
         .list()
         .filter(kernel => mine(kernel.owner))
         .map(kernel =>
-          registry
-            .shutdown(kernel.id, Private.socketReason(reason))
-            .catch(() => undefined)
+          this._stopKernel(kernel.id, userId, actor, reason).catch(
+            () => undefined
+          )
         )
     ]);
+  }
+
+  /** Shut a kernel down; its sockets and its user's notice say why. */
+  private async _stopKernel(
+    kernelId: string,
+    owner: string | undefined,
+    actor: IActor,
+    reason: string
+  ): Promise<void> {
+    const notebook = this._options.sessions.pathOf(kernelId) ?? null;
+    // Told first, as the audit log is written first: a lab that sees the kernel gone finds why.
+    await this._notify(owner, actor, reason, {
+      kind: 'kernel',
+      resource: kernelId,
+      name: notebook
+    });
+    await this._options.registry.shutdown(
+      kernelId,
+      Private.socketReason(stoppedReason(reason))
+    );
+  }
+
+  /** Close a terminal; its browsers and its user's notice say why. */
+  private async _stopTerminal(
+    name: string,
+    owner: string | undefined,
+    actor: IActor,
+    reason: string
+  ): Promise<void> {
+    await this._notify(owner, actor, reason, {
+      kind: 'terminal',
+      resource: name,
+      name: null
+    });
+    await this._options.terminals.close(name, stoppedReason(reason));
+  }
+
+  /** Cancel a job; its state and its user's notice say why. */
+  private async _stopJob(
+    jobId: string,
+    jobName: string | null | undefined,
+    owner: string | undefined,
+    actor: IActor,
+    reason: string
+  ): Promise<void> {
+    await this._notify(owner, actor, reason, {
+      kind: 'job',
+      resource: jobId,
+      name: jobName ?? null
+    });
+    await this._options.jobs.cancel(jobId, stoppedReason(reason));
+  }
+
+  /** Keep a notice for the owner of what was stopped. */
+  private async _notify(
+    owner: string | undefined,
+    actor: IActor,
+    reason: string,
+    what: Pick<IUserNoticeEvent, 'kind' | 'resource' | 'name'>
+  ): Promise<void> {
+    await this.notices.add(owner ?? OWNER, {
+      ...what,
+      by: actor.name,
+      reason,
+      message: stoppedReason(reason)
+    });
   }
 
   private _record(
@@ -358,6 +437,8 @@ export class AdminService {
 export namespace AdminService {
   export interface IOptions {
     audit: AuditLog;
+    /** Where users are told of what was done to their things. */
+    notices: UserNotices;
     /** The accounts (`--auth oidc` or `jupyterhub`); none with `--auth token`. */
     accounts?: UserAccounts;
     /** Their browser sessions. */

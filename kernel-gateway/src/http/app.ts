@@ -57,6 +57,7 @@ import {
   labRouter
 } from './routes/lab';
 import { meRouter } from './routes/me';
+import { noticesRouter } from './routes/notices';
 import { shareLinkRouter } from './routes/share-link';
 import { sharePeopleRouter } from './routes/share-people';
 import { sharesRouter } from './routes/shares';
@@ -236,6 +237,7 @@ export function createApp(services: IAppServices): Express {
   app.use(meRouter(auth));
   app.use(tokensRouter(context, { tokens: services.apiTokens, auth }));
   app.use(adminRouter(context, { admin: services.admin, auth }));
+  app.use(noticesRouter(context, services.admin.notices));
   app.use(eventsRouter(services.events));
   app.use(labRouter(services.lab));
   app.use(notFound());

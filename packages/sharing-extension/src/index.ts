@@ -4,8 +4,8 @@
  * JupyterLab plugins for Ferry's share links and co-editing: the collaboration client (documents
  * open in rooms of the gateway), the server-side cell executor, the Share button and command
  * (create a link, see its visitors, revoke it), the page a link opens (its rights, the visitor's
- * name), the API tokens panel (a user's tokens for API clients), and the admin page (users, what
- * they run, the audit log).
+ * name), the API tokens panel (a user's tokens for API clients), the admin page (users, what
+ * they run, the audit log), and the notices of what an admin stopped of the user's, and why.
  */
 import type {
   JupyterFrontEnd,
@@ -25,6 +25,7 @@ import { showComments } from './comments';
 import { collaborationPlugins } from './collaboration';
 import { showShareDialog } from './dialog';
 import { cellExecutorPlugin } from './executor';
+import { noticesPlugin } from './notices';
 import { presencePlugin } from './presence';
 import { tokensPlugin } from './tokens';
 import { currentShare, visitorPlugin } from './visitor';
@@ -34,6 +35,12 @@ export { AdminClient, type IAdminUser, type IAuditEntry } from './admin-client';
 export * from './api';
 export { SharePanel } from './dialog';
 export { ServerCellExecutor } from './executor';
+export {
+  NoticeBoard,
+  NoticesClient,
+  noticeText,
+  type IUserNotice
+} from './notices';
 export {
   showTokensDialog,
   TokensClient,
@@ -143,7 +150,8 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   presencePlugin,
   commentsPlugin,
   tokensPlugin,
-  adminPlugin
+  adminPlugin,
+  noticesPlugin
 ];
 
 export default plugins;
