@@ -17,7 +17,9 @@ import type { RestSchemas } from './protocol';
 import type { Scheduler } from './scheduler';
 import type {
   IAcceleratorOffer,
+  IAccountingProfile,
   IEnvironmentProfile,
+  IQuotasProfile,
   IFairShareProfile,
   IGroupLimitsProfile
 } from './engines';
@@ -159,6 +161,12 @@ export interface IGatewayOptions {
    * auth/user-limits.ts); left out: the flags for everyone.
    */
   userLimits?: IGroupLimitsProfile;
+  /** Billing weights per model and the half-life of usage (the profiles file's `accounting`). */
+  accounting?: IAccountingProfile;
+  /** Device-hours per user and group per period (the profiles file's `quotas`: accounting/). */
+  quotas?: IQuotasProfile;
+  /** How often the usage ledger writes open allocations (ms): what a kill -9 may lose at most. */
+  usageFlushIntervalMs?: number;
   /**
    * How the queue is ordered among signed-in users (the profiles file's `fairShare`); with sign-in
    * it is fair share, with these defaults when left out.

@@ -1,4 +1,5 @@
-import { Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { UsageLedger } from '../accounting';
 import type { KernelRegistry } from '../kernels';
 import type { Scheduler } from '../scheduler';
 import type { AcceleratorService } from './service';
@@ -34,6 +35,8 @@ export function createMetrics(options: {
   accelerators: AcceleratorService;
   registry: KernelRegistry;
   scheduler: Scheduler;
+  /** The usage ledger: held and busy device-seconds by user, group and model. */
+  ledger?: UsageLedger;
 }): Registry {
   const metrics = new Registry();
   const labels = ['worker', 'device', 'kind', 'model', 'simulated'] as const;
@@ -93,6 +96,37 @@ export function createMetrics(options: {
       this.set(options.scheduler.queue().length);
     }
   });
+  // Counters read from the ledger when scraped: what it holds now (a restart keeps the totals).
+  for (const [name, field, help] of [
+    [
+      'ferry_device_held_seconds_total',
+      'heldSeconds',
+      'Device-seconds held (seconds times devices), by user, group and model'
+    ],
+    [
+      'ferry_device_busy_seconds_total',
+      'busySeconds',
+      "Device-seconds held while the holder's kernel was busy, by user, group and model"
+    ]
+  ] as const) {
+    new Counter({
+      name,
+      help,
+      labelNames: ['user', 'group', 'model'],
+      registers: [metrics],
+      collect() {
+        this.reset();
+        for (const row of options.ledger?.totals() ?? []) {
+          if (row[field] > 0) {
+            this.inc(
+              { user: row.user, group: row.group, model: row.model },
+              row[field]
+            );
+          }
+        }
+      }
+    });
+  }
   new Gauge({
     name: 'ferry_workers',
     help: 'Workers by connection state',

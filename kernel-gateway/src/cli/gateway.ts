@@ -120,6 +120,8 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
       offers,
       environments: profiles?.environments,
       userLimits: profiles?.limits,
+      accounting: profiles?.accounting,
+      quotas: profiles?.quotas,
       fairShare: profiles?.fairShare,
       workerToken,
       processLimits: worker.processLimits.info

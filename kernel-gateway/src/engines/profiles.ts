@@ -113,6 +113,8 @@ export function checkProfilesFile(
     environments,
     ...(profiles.oidc ? { oidc: { ...profiles.oidc } } : {}),
     ...(profiles.limits ? { limits: profiles.limits } : {}),
+    ...(profiles.accounting ? { accounting: profiles.accounting } : {}),
+    ...(profiles.quotas ? { quotas: profiles.quotas } : {}),
     ...(profiles.fairShare ? { fairShare: profiles.fairShare } : {})
   };
 }

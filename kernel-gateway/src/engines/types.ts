@@ -82,6 +82,10 @@ export interface IProfiles {
   oidc?: IOidcProfile;
   /** What each signed-in user may hold at once, by group (auth/user-limits.ts). */
   limits?: IGroupLimitsProfile;
+  /** How usage is weighed and decayed (accounting/). */
+  accounting?: IAccountingProfile;
+  /** Device-hours per user and group per period (accounting/quotas.ts). */
+  quotas?: IQuotasProfile;
   /** How the queue is ordered among signed-in users (scheduler/fair-share.ts). */
   fairShare?: IFairShareProfile;
 }
@@ -96,6 +100,29 @@ export interface IFairShareProfile {
   halvingHours?: number;
   ageMinutes?: number;
 }
+
+/** The `accounting` section of a profiles file: billing weights per model and the half-life. */
+export interface IAccountingProfile {
+  /** A device-second of each model counts this much (`H100: 1`, `T4: 0.15`); others 1. */
+  weights?: Record<string, number>;
+  /** How long until usage counts half for fair share: `7d` by default. */
+  halfLife?: string;
+}
+
+/** The `quotas` section of a profiles file: a `default` row and a row per group. */
+export interface IQuotasProfile {
+  default?: IQuotaRow;
+  groups?: Record<string, IQuotaRow>;
+}
+
+/**
+ * One row of the `quotas` table: `period` (`rolling-7d`, `rolling-<duration>`, `calendar-week`)
+ * and device time per class or model (`gpu: 30h`, `tpu: 20h`, `gpu:H100: 2h`).
+ */
+export type IQuotaRow = { period?: string } & Record<
+  string,
+  string | undefined
+>;
 
 /** The `limits` section of a profiles file, as written: a `default` row and a row per group. */
 export interface IGroupLimitsProfile {

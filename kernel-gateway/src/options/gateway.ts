@@ -620,6 +620,15 @@ export const GATEWAY_OPTION_SECTIONS = [
         sets: 'scheduling.maxKernelsPerDevice',
         to: (n: number) => Math.max(1, n)
       },
+      usageFlushInterval: {
+        flag: '--usage-flush-interval <seconds>',
+        help: 'how often the usage ledger writes the allocations still open: at most this much of them is lost to a kill -9',
+        notes: 'see [Usage and quotas](usage-and-quotas.md)',
+        parse: number,
+        default: 5,
+        sets: 'usageFlushIntervalMs',
+        to: (seconds: number) => Math.max(0.1, seconds) * 1000
+      },
       kernelspecAccelerators: {
         flag: '--kernelspec-accelerators <choices>',
         help: 'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at count 1, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',

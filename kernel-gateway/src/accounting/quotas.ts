@@ -1,0 +1,501 @@
+/**
+ * Quotas: device-hours per user and per group per period (a rolling window or the calendar week),
+ * per device class (`gpu`, `tpu`) or model (`gpu:H100`), from the profiles file's `quotas` table,
+ * with per-user overrides an admin sets (kept in the store's `quota-overrides` table).
+ *
+ * Held time is charged (device-seconds, from the ledger). A request is refused when a quota that
+ * applies to it has nothing left (403, with what remains and when it renews), at kernel start and at
+ * any later acquisition alike (the registries' `admit` hook). While devices are held, a ticker
+ * checks every open allocation: at 80 % and 95 % the holder is warned (an event on the bus, and the
+ * `quota` field of its kernel in `/api/accelerators`), at 100 % its devices are returned as for
+ * idleness (`returnDevices(id, reason, 'quota')`).
+ *
+ * #### Notes
+ * Which row applies, field by field: the user's override if it names the field; else the most
+ * generous of the rows of their groups that name it; else the `default` row. The period likewise
+ * (`rolling-7d` when no row names one).
+ */
+import { EventEmitter } from 'node:events';
+import type { Database } from 'lmdb';
+import type { Logger } from 'pino';
+import { LimitError } from '../auth/limits';
+import type { IQuotaRow, IQuotasProfile } from '../engines/types';
+import type { IAcceleratorRequest } from '../scheduler';
+import type { StateStore } from '../store';
+import {
+  DurationError,
+  formatDuration,
+  parseDuration,
+  parsePeriod,
+  periodWindow,
+  type IPeriodWindow,
+  type QuotaPeriod
+} from './durations';
+import type { IAllocation, UsageLedger } from './ledger';
+
+/** How close a holder is to a quota. */
+export type QuotaLevel = 'ok' | 'warning' | 'critical' | 'exceeded';
+
+/** One quota that applies to a user: its class key (`gpu`, `gpu:H100`), size and where it is from. */
+export interface IQuota {
+  /** `gpu`, `tpu` or `gpu:H100` (the model as written, matched without case). */
+  key: string;
+  kind: string;
+  model?: string;
+  seconds: number;
+  /** `override`, `default` or a group's name. */
+  from: string;
+}
+
+/** A holder's standing against the quota closest to running out. */
+export interface IQuotaState {
+  class: string;
+  model?: string;
+  usedSeconds: number;
+  quotaSeconds: number;
+  level: QuotaLevel;
+}
+
+/** A per-user override as an admin sets it: the same fields as a row of the table. */
+export type IQuotaOverride = IQuotaRow;
+
+/** The quotas of every user, and their enforcement. */
+export class Quotas extends EventEmitter<Quotas.IEvents> {
+  constructor(options: Quotas.IOptions) {
+    super();
+    this._table = options.table ?? {};
+    Quotas.validate(this._table);
+    this._overrides = options.store.table<IQuotaOverride>(
+      Quotas.OVERRIDES_TABLE,
+      'msgpack',
+      { cache: true }
+    );
+    this._ledger = options.ledger;
+    this._groupsOf = options.groupsOf;
+    this._now = options.now ?? Date.now;
+    this._log = options.logger;
+    this._returnDevices = options.returnDevices;
+    if ((options.checkIntervalMs ?? Quotas.CHECK_INTERVAL_MS) > 0) {
+      this._timer = setInterval(
+        () => this.check(),
+        options.checkIntervalMs ?? Quotas.CHECK_INTERVAL_MS
+      );
+      this._timer.unref();
+    }
+  }
+
+  /** The longest window any row names (ms): the ledger keeps that much in memory. */
+  static longestWindowMs(table: IQuotasProfile | undefined): number {
+    let longest = 7 * 86_400_000;
+    for (const row of Quotas.rows(table ?? {})) {
+      if (row.period !== undefined) {
+        const period = parsePeriod(row.period);
+        longest = Math.max(
+          longest,
+          period.kind === 'rolling' ? period.ms : 7 * 86_400_000
+        );
+      }
+    }
+    return longest;
+  }
+
+  /** Whether any quota is set (the table, or an override). */
+  get any(): boolean {
+    return (
+      Quotas.rows(this._table).some(row => Object.keys(row).length > 0) ||
+      this._overrides.getCount() > 0
+    );
+  }
+
+  /** A user's period and quotas. */
+  of(userId: string): { period: QuotaPeriod; quotas: IQuota[] } {
+    const override = this._overrides.get(userId);
+    const groups = this._groupsOf(userId) ?? [];
+    const rows: [string, IQuotaRow][] = [];
+    for (const group of groups) {
+      const row = this._table.groups?.[group];
+      if (row && Object.hasOwn(this._table.groups!, group)) {
+        rows.push([group, row]);
+      }
+    }
+    const fields = new Set<string>();
+    for (const row of [override, this._table.default, ...rows.map(r => r[1])]) {
+      for (const field of Object.keys(row ?? {})) {
+        if (field !== 'period') {
+          fields.add(field);
+        }
+      }
+    }
+    const quotas: IQuota[] = [];
+    for (const field of fields) {
+      let value: string | undefined;
+      let from: string | undefined;
+      if (override?.[field] !== undefined) {
+        value = override[field];
+        from = 'override';
+      } else {
+        let best: number | undefined;
+        for (const [group, row] of rows) {
+          if (row[field] !== undefined) {
+            const seconds = parseDuration(row[field]!) / 1000;
+            if (best === undefined || seconds > best) {
+              best = seconds;
+              value = row[field];
+              from = group;
+            }
+          }
+        }
+        if (value === undefined && this._table.default?.[field] !== undefined) {
+          value = this._table.default[field];
+          from = 'default';
+        }
+      }
+      if (value === undefined) {
+        continue;
+      }
+      const [kind, model] = Quotas.splitKey(field);
+      quotas.push({
+        key: field,
+        kind,
+        ...(model !== undefined ? { model } : {}),
+        seconds: parseDuration(value) / 1000,
+        from: from!
+      });
+    }
+    const periodText =
+      override?.period ??
+      rows.find(([, row]) => row.period !== undefined)?.[1].period ??
+      this._table.default?.period ??
+      'rolling-7d';
+    return { period: parsePeriod(periodText), quotas };
+  }
+
+  /** The window of a user's period now, with when their quota renews. */
+  window(userId: string): IPeriodWindow {
+    return periodWindow(this.of(userId).period, this._now());
+  }
+
+  /**
+   * Device-seconds a user held (and was busy) under one quota in its window now, and when what was
+   * used starts to free (a rolling window: the oldest use leaves it; a calendar week: its end).
+   */
+  used(
+    userId: string,
+    quota: Pick<IQuota, 'kind' | 'model'>,
+    window: IPeriodWindow = this.window(userId)
+  ): { heldSeconds: number; busySeconds: number; renewsAt: number } {
+    const sums = this._ledger.heldBy(
+      userId,
+      window.start,
+      window.end,
+      allocation =>
+        Quotas.applies(quota, allocation.deviceKind, allocation.model)
+    );
+    const renewsAt =
+      window.kind === 'rolling'
+        ? (sums.oldestStart ?? window.start) + (window.end - window.start)
+        : window.renewsAt;
+    return {
+      heldSeconds: sums.heldSeconds,
+      busySeconds: sums.busySeconds,
+      renewsAt
+    };
+  }
+
+  /**
+   * Refuse a request of `userId` that a quota with nothing left applies to.
+   *
+   * @throws LimitError (403) saying which quota, what remains (nothing) and when it renews.
+   */
+  admit(userId: string, request: IAcceleratorRequest): void {
+    if (request.kind === 'cpu') {
+      return;
+    }
+    const { quotas } = this.of(userId);
+    if (quotas.length === 0) {
+      return;
+    }
+    const window = this.window(userId);
+    for (const quota of quotas) {
+      if (!Quotas.applies(quota, request.kind, request.model)) {
+        continue;
+      }
+      const used = this.used(userId, quota, window);
+      if (used.heldSeconds >= quota.seconds) {
+        throw new LimitError(403, Quotas.refusal(quota, used, window));
+      }
+    }
+  }
+
+  /** A holder's standing against the quota closest to running out; undefined: none applies. */
+  stateOf(allocation: IAllocation): IQuotaState | undefined {
+    const { quotas } = this.of(allocation.user);
+    const window = this.window(allocation.user);
+    let worst: IQuotaState | undefined;
+    for (const quota of quotas) {
+      if (!Quotas.applies(quota, allocation.deviceKind, allocation.model)) {
+        continue;
+      }
+      const used = this.used(allocation.user, quota, window).heldSeconds;
+      const state: IQuotaState = {
+        class: quota.kind,
+        ...(quota.model !== undefined ? { model: quota.model } : {}),
+        usedSeconds: used,
+        quotaSeconds: quota.seconds,
+        level: Quotas.level(used, quota.seconds)
+      };
+      if (!worst || Quotas.fraction(state) > Quotas.fraction(worst)) {
+        worst = state;
+      }
+    }
+    return worst;
+  }
+
+  /** The standing of a holder that holds devices now, by its scheduler key. */
+  stateOfHolder(key: string): IQuotaState | undefined {
+    const allocation = this._ledger.openOf(key);
+    return allocation && this.stateOf(allocation);
+  }
+
+  /**
+   * Check every open allocation: warn once per level reached (80 %, 95 %), and return the devices
+   * of a kernel that reached 100 %.
+   */
+  check(): void {
+    const seen = new Set<string>();
+    for (const allocation of this._ledger.openAllocations()) {
+      seen.add(allocation.key);
+      let state: IQuotaState | undefined;
+      try {
+        state = this.stateOf(allocation);
+      } catch (error) {
+        this._log?.warn(
+          { err: (error as Error).message },
+          'quota check failed'
+        );
+        continue;
+      }
+      const before = this._levels.get(allocation.key) ?? 'ok';
+      const level = state?.level ?? 'ok';
+      if (level === before) {
+        continue;
+      }
+      this._levels.set(allocation.key, level);
+      if (!state || Quotas.rank(level) <= Quotas.rank(before)) {
+        continue;
+      }
+      this.emit('level', { allocation, state });
+      if (level === 'exceeded' && allocation.holder.kind !== 'terminal') {
+        const reason = Quotas.exhausted(state);
+        this._log?.info(
+          { holder: allocation.key, user: allocation.user, state },
+          'quota used up: the devices go back'
+        );
+        void this._returnDevices(allocation.holder.id, reason).catch(
+          (error: unknown) =>
+            this._log?.warn(
+              { holder: allocation.key, err: (error as Error).message },
+              'the devices of a holder past its quota could not be returned'
+            )
+        );
+      }
+    }
+    for (const key of this._levels.keys()) {
+      if (!seen.has(key)) {
+        this._levels.delete(key);
+      }
+    }
+  }
+
+  /** An admin's override for a user (replacing any before), kept in the store. */
+  async setOverride(userId: string, row: IQuotaOverride): Promise<void> {
+    Quotas.validateRow(row, 'the override');
+    await this._overrides.put(userId, { ...row });
+  }
+
+  /** Drop a user's override; false when they had none. */
+  async removeOverride(userId: string): Promise<boolean> {
+    if (this._overrides.get(userId) === undefined) {
+      return false;
+    }
+    await this._overrides.remove(userId);
+    return true;
+  }
+
+  /** A user's override, if an admin set one. */
+  overrideOf(userId: string): IQuotaOverride | undefined {
+    return this._overrides.get(userId);
+  }
+
+  dispose(): void {
+    if (this._timer) {
+      clearInterval(this._timer);
+      this._timer = undefined;
+    }
+  }
+
+  private readonly _table: IQuotasProfile;
+  private readonly _overrides: Database<IQuotaOverride, StateStore.Key>;
+  private readonly _ledger: UsageLedger;
+  private readonly _groupsOf: Quotas.IOptions['groupsOf'];
+  private readonly _now: () => number;
+  private readonly _log: Logger | undefined;
+  private readonly _returnDevices: Quotas.IOptions['returnDevices'];
+  private _timer: NodeJS.Timeout | undefined;
+  /** The level each open holder was last seen at. */
+  private _levels = new Map<string, QuotaLevel>();
+}
+
+export namespace Quotas {
+  /** The store table of per-user overrides, keyed by user id. */
+  export const OVERRIDES_TABLE = 'quota-overrides';
+
+  /** How often open allocations are checked against quotas (ms). */
+  export const CHECK_INTERVAL_MS = 1_000;
+
+  /** The share of a quota at which the holder is warned, then warned again. */
+  export const WARNING = 0.8;
+  export const CRITICAL = 0.95;
+
+  /** The schema id of the quota events on the bus (`/api/events/subscribe`). */
+  export const EVENT_SCHEMA = 'https://ferry.dev/events/quota/v1';
+
+  export interface IEvents {
+    /** A holder reached a higher level of a quota (warning, critical, exceeded). */
+    level: [event: { allocation: IAllocation; state: IQuotaState }];
+  }
+
+  export interface IOptions {
+    /** The profiles file's `quotas`. */
+    table?: IQuotasProfile;
+    store: StateStore;
+    ledger: UsageLedger;
+    /** A user's groups (undefined: none). */
+    groupsOf: (userId: string) => readonly string[] | undefined;
+    /** Give a kernel's devices back (KernelRegistry.returnDevices with cause `quota`). */
+    returnDevices: (kernelId: string, reason: string) => Promise<void>;
+    /** How often holders are checked (ms; 0: only when {@link Quotas.check} is called). */
+    checkIntervalMs?: number;
+    now?: () => number;
+    logger?: Logger;
+  }
+
+  /** Every row of the table: the default, then the groups'. */
+  export function rows(table: IQuotasProfile): IQuotaRow[] {
+    return [table.default ?? {}, ...Object.values(table.groups ?? {})];
+  }
+
+  /**
+   * Check a table's rows (durations, periods, class keys).
+   *
+   * @throws DurationError naming the row and field.
+   */
+  export function validate(table: IQuotasProfile): void {
+    validateRow(table.default ?? {}, 'quotas.default');
+    for (const [group, row] of Object.entries(table.groups ?? {})) {
+      validateRow(row, `quotas.groups.${group}`);
+    }
+  }
+
+  export function validateRow(row: IQuotaRow, where: string): void {
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+      throw new DurationError(`${where} must be an object`);
+    }
+    for (const [field, value] of Object.entries(row)) {
+      if (typeof value !== 'string') {
+        throw new DurationError(
+          `${where}.${field} must be a string such as 30h or rolling-7d`
+        );
+      }
+      try {
+        if (field === 'period') {
+          parsePeriod(value);
+        } else {
+          if (!/^(gpu|tpu)(:[A-Za-z0-9._-]{1,64})?$/.test(field)) {
+            throw new DurationError(
+              `'${field}' is not a device class (gpu, tpu) or class:model (gpu:H100)`
+            );
+          }
+          parseDuration(value);
+        }
+      } catch (error) {
+        throw new DurationError(
+          `${where}.${field}: ${(error as Error).message}`
+        );
+      }
+    }
+  }
+
+  /** `gpu:H100` -> `['gpu', 'H100']`; `gpu` -> `['gpu', undefined]`. */
+  export function splitKey(key: string): [string, string | undefined] {
+    const at = key.indexOf(':');
+    return at < 0 ? [key, undefined] : [key.slice(0, at), key.slice(at + 1)];
+  }
+
+  /** Whether a quota counts devices of `kind` and `model` (a model quota: that model, any case). */
+  export function applies(
+    quota: Pick<IQuota, 'kind' | 'model'>,
+    kind: string,
+    model: string | undefined
+  ): boolean {
+    return (
+      quota.kind === kind &&
+      (quota.model === undefined ||
+        (model !== undefined &&
+          quota.model.toLowerCase() === model.toLowerCase()))
+    );
+  }
+
+  export function level(used: number, quota: number): QuotaLevel {
+    if (used >= quota) {
+      return 'exceeded';
+    }
+    if (used >= CRITICAL * quota) {
+      return 'critical';
+    }
+    return used >= WARNING * quota ? 'warning' : 'ok';
+  }
+
+  export function rank(level: QuotaLevel): number {
+    return ['ok', 'warning', 'critical', 'exceeded'].indexOf(level);
+  }
+
+  export function fraction(state: IQuotaState): number {
+    return state.quotaSeconds > 0
+      ? state.usedSeconds / state.quotaSeconds
+      : Infinity;
+  }
+
+  /** `GPU · H100`, `GPU`. */
+  export function label(quota: { kind: string; model?: string }): string {
+    return `${quota.kind.toUpperCase()}${quota.model !== undefined ? ` · ${quota.model}` : ''}`;
+  }
+
+  /** The refusal of a request: which quota, what remains, when it renews. */
+  export function refusal(
+    quota: IQuota,
+    used: { heldSeconds: number; renewsAt: number },
+    window: IPeriodWindow
+  ): string {
+    const whose =
+      quota.from === 'override'
+        ? 'Your quota'
+        : quota.from === 'default'
+          ? 'The quota'
+          : `Your group ${quota.from}'s quota`;
+    const period =
+      window.kind === 'calendar-week'
+        ? 'this week'
+        : `in ${formatDuration(window.end - window.start)}`;
+    const renews =
+      window.kind === 'calendar-week'
+        ? `it renews at ${new Date(used.renewsAt).toISOString()}`
+        : `use starts to free up at ${new Date(used.renewsAt).toISOString()}`;
+    return `${whose} of ${formatDuration(quota.seconds * 1000)} of ${label(quota)} device time ${period} is used up (${formatDuration(used.heldSeconds * 1000)} used, 0 s remain): ${renews}. Start a CPU kernel meanwhile, or ask an admin for more.`;
+  }
+
+  /** What the holder is told when its devices go back at 100 %. */
+  export function exhausted(state: IQuotaState): string {
+    return `quota used up: ${formatDuration(state.usedSeconds * 1000)} of ${formatDuration(state.quotaSeconds * 1000)} of ${label({ kind: state.class, model: state.model })} device time in this period; the devices went back to the pool`;
+  }
+}
