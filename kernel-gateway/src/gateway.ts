@@ -17,6 +17,13 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { AcceleratorService, createMetrics } from './accelerators';
 import {
+  ModelWeights,
+  parseDuration,
+  Quotas,
+  UsageLedger,
+  type IHolderInfo
+} from './accounting';
+import {
   ApiTokens,
   FailedAuthLimit,
   KernelQuota,
@@ -75,7 +82,12 @@ import {
   RoomManager,
   type IRoomTimings
 } from './rooms';
-import { FairShare, type IAcceleratorRequest, Scheduler } from './scheduler';
+import {
+  FairShare,
+  holderOf,
+  type IAcceleratorRequest,
+  Scheduler
+} from './scheduler';
 import { StateDirLock, StateStore } from './store';
 import { TerminalRegistry } from './terminals';
 import { runAsOf, UidAllocator, UserAccounts, UserSpaces } from './users';
@@ -279,8 +291,13 @@ export class Gateway {
       runAs: owner => this.accounts && runAsOf(this.accounts, owner),
       owners: new KernelOwners(this.state, options.logger),
       ...(resolved.holds ? { holds: resolved.holds } : {}),
-      admit: (owner, accelerator) =>
-        owner !== undefined && devices(owner, accelerator)
+      admit: (owner, accelerator) => {
+        if (owner !== undefined) {
+          devices(owner, accelerator);
+        }
+        // Quotas apply to everyone, the token's owner too (accounting/quotas.ts).
+        this.quotas.admit(owner ?? OWNER, accelerator);
+      }
     });
     this.terminals = new TerminalRegistry({
       pool: this.pool,
@@ -304,8 +321,58 @@ export class Gateway {
           );
           devices(owner, accelerator);
         }
+        if (accelerator) {
+          this.quotas.admit(owner ?? OWNER, accelerator);
+        }
       }
     });
+    // The ledger of device allocations (accounting/): fair share's usage, quotas, /api/usage.
+    this.ledger = new UsageLedger({
+      store: this.state,
+      scheduler: this.scheduler,
+      weights: new ModelWeights(resolved.accounting?.weights),
+      halfLifeMs:
+        resolved.accounting?.halfLife === undefined
+          ? undefined
+          : parseDuration(resolved.accounting.halfLife),
+      flushIntervalMs: resolved.usageFlushIntervalMs,
+      keepMs: Quotas.longestWindowMs(resolved.quotas),
+      describe: key => Private.holderInfo(key, this),
+      logger: options.logger
+    });
+    this.scheduler.fairShare?.useUsage(this.ledger);
+    // Busy time: a holder's kernel's iopub status, busy to idle.
+    this.pool.on('message', (id, channel, parts, header) => {
+      if (channel === 'iopub' && header.msg_type === 'status') {
+        const state = Private.executionState(parts);
+        if (state !== undefined) {
+          this.ledger.status(id, state);
+        }
+      }
+    });
+    this.quotas = new Quotas({
+      table: resolved.quotas,
+      store: this.state,
+      ledger: this.ledger,
+      groupsOf: id => this.accounts?.get(id)?.groups,
+      returnDevices: (id, reason) =>
+        this.registry.returnDevices(id, reason, 'quota'),
+      logger: options.logger
+    });
+    // Warnings at 80 % and 95 %, and the return at 100 %, on the event bus (the holder's own).
+    this.quotas.on('level', ({ allocation, state }) =>
+      this.events.emit(Quotas.EVENT_SCHEMA, {
+        ...(allocation.holder.kind === 'terminal'
+          ? { terminal: allocation.holder.id }
+          : { kernel_id: allocation.key }),
+        user: allocation.user,
+        level: state.level,
+        class: state.class,
+        ...(state.model !== undefined ? { model: state.model } : {}),
+        usedSeconds: state.usedSeconds,
+        quotaSeconds: state.quotaSeconds
+      })
+    );
     this.quota = new KernelQuota({
       kernels: this.registry,
       limits: resolved.limits,
@@ -414,7 +481,8 @@ export class Gateway {
     this.metrics = createMetrics({
       accelerators: this.accelerators,
       registry: this.registry,
-      scheduler: this.scheduler
+      scheduler: this.scheduler,
+      ledger: this.ledger
     });
     if (resolved.workerPort !== undefined) {
       this.workerServer = new WorkerServer({
@@ -468,6 +536,15 @@ export class Gateway {
       jobs: this.jobs,
       apiTokens: this.apiTokens,
       admin: this.admin,
+      usage: {
+        ledger: this.ledger,
+        quotas: this.quotas,
+        auth: this.auth,
+        admin: this.admin,
+        registry: this.registry,
+        nameOf: id =>
+          id === OWNER ? owner.name : (this.accounts?.get(id)?.name ?? id)
+      },
       oidcSignIn:
         signIn && this.accounts && this.browserSessions
           ? sessionSignInRouter({
@@ -498,6 +575,10 @@ export class Gateway {
   readonly browserSessions?: BrowserSessions;
   /** What admins see and do to users (`/api/admin`), and its audit log. */
   readonly admin: AdminService;
+  /** The ledger of device allocations (`/api/usage`, fair share's usage, quotas). */
+  readonly ledger: UsageLedger;
+  /** Device-hours per user and group per period, enforced while devices are held. */
+  readonly quotas: Quotas;
   /** Each user's space and whose things are whose (users/ownership.ts). */
   readonly spaces: UserSpaces;
   /** The contents of each user's folder (the root's is {@link contents}). */
@@ -599,6 +680,9 @@ export class Gateway {
       this.fileIds.dispose();
       this.shares.dispose();
       this.apiTokens.dispose();
+      // Allocations still open (remote kernels) are written as of now, for adoption to go on with.
+      this.quotas.dispose();
+      await this.ledger.dispose();
       await this.state.close();
       if (this._temporaryStateDir) {
         rmSync(this._temporaryStateDir, { recursive: true, force: true });
@@ -633,6 +717,54 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** Whose a scheduler key's devices are, for the ledger: user, first group, kernel/terminal/job. */
+  export function holderInfo(
+    key: string,
+    gateway: Pick<Gateway, 'registry' | 'terminals' | 'accounts'>
+  ): IHolderInfo | undefined {
+    const holder = holderOf(key);
+    let user: string | undefined;
+    let ref: IHolderInfo['holder'];
+    if (holder.kind === 'terminal') {
+      const terminal = gateway.terminals.get(holder.name);
+      if (!terminal) {
+        return undefined;
+      }
+      user = terminal.owner;
+      ref = { kind: 'terminal', id: holder.name };
+    } else {
+      const kernel = gateway.registry.get(holder.id);
+      if (!kernel) {
+        return undefined;
+      }
+      user = kernel.owner;
+      const job = kernel.launch.job;
+      ref = job
+        ? { kind: 'job', id: job.id }
+        : { kind: 'kernel', id: holder.id };
+    }
+    const id = user ?? OWNER;
+    return {
+      user: id,
+      group: gateway.accounts?.get(id)?.groups[0] ?? '',
+      holder: ref
+    };
+  }
+
+  /** The `execution_state` of an iopub status message's parts, if it says one. */
+  export function executionState(parts: Buffer[]): string | undefined {
+    try {
+      const state = (
+        JSON.parse(parts[3]?.toString('utf8') ?? '{}') as {
+          execution_state?: unknown;
+        }
+      ).execution_state;
+      return typeof state === 'string' ? state : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The devices `owner`'s kernels hold or wait for (the per-user `devices` limit). */
   export function devicesHeld(registry: KernelRegistry, owner: string): number {
     let held = 0;

@@ -280,4 +280,55 @@ describe('devices held only while used', () => {
     expect(next.stdout).toBe('False\n');
     expect(await holdersOfTheGpu()).toEqual([id]);
   }, 60000);
+
+  it('suspends on a device that can checkpoint: the variables survive the return', async () => {
+    await start(
+      {
+        mode: 'when-used',
+        strategy: 'suspend',
+        idleReturnMs: { gpu: 2000 },
+        when: 'always',
+        warningMs: 500
+      },
+      'gpu:H100:1:checkpoint'
+    );
+    const id = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    const kernel = await connect(id);
+    const returned = nextEvent<IDevicesReturned>('devices-returned');
+    expect((await run(kernel, 'x = 42')).reply.status).toBe('ok');
+    expect(await holdersOfTheGpu()).toEqual([id]);
+    expect(await returned).toMatchObject({
+      kernelId: id,
+      cause: 'idle',
+      stateKept: true
+    });
+    expect(await holdersOfTheGpu()).toEqual([]);
+    expect((await accelerators()).kernels?.[id]?.hold.state).toBe('suspended');
+    const next = await run(
+      kernel,
+      'import os\nprint(x, os.environ.get("CUDA_VISIBLE_DEVICES"))'
+    );
+    expect(next.stderr).toMatch(
+      /went back to the pool at .* after 2 s idle; its state was kept \(suspended\)/
+    );
+    expect(next.stdout).toBe('42 0\n');
+    expect(await holdersOfTheGpu()).toEqual([id]);
+  }, 60000);
+
+  it('falls back to restart, saying so, where the devices cannot checkpoint', async () => {
+    await start({
+      mode: 'when-used',
+      strategy: 'suspend',
+      idleReturnMs: { gpu: 0 }
+    });
+    const id = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    const kernel = await connect(id);
+    expect((await run(kernel, 'x = 42')).reply.status).toBe('ok');
+    await gw.gateway.registry.returnDevices(id, 'over quota', 'quota');
+    const next = await run(kernel, 'print("x" in globals())');
+    expect(next.stderr).toMatch(
+      /the kernel restarted, its variables are gone \(it could not be suspended: the devices on worker .* cannot checkpoint/
+    );
+    expect(next.stdout).toBe('False\n');
+  }, 60000);
 });

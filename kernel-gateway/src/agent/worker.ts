@@ -356,6 +356,59 @@ export class Worker
   async shutdownKernel(kernelId: string): Promise<void> {
     const entry = this._kernels.get(kernelId);
     if (!entry) {
+  /**
+   * Put a kernel's device state aside while its process runs on, so its devices can go to others
+   * (`--idle-return-strategy suspend`). Only devices that declare `checkpoint` can: simulated ones
+   * (`gpu:H100:1:checkpoint`) model it; a real GPU's CUDA checkpoint is to come.
+   *
+   * @throws Error when the kernel is unknown, already suspended, or a device of it cannot.
+   */
+  suspendKernel(kernelId: string): Promise<void> {
+    const entry = this._kernels.get(kernelId);
+    if (!entry || entry.suspended) {
+      return Promise.reject(
+        new Error(`kernel ${kernelId} is not running with devices here`)
+      );
+    }
+    const devices = entry.deviceIds.map(id =>
+      this.devices.find(d => d.id === id)
+    );
+    if (devices.length === 0 || devices.some(d => !d?.checkpoint)) {
+      return Promise.reject(
+        new Error(`kernel ${kernelId}'s devices cannot checkpoint its state`)
+      );
+    }
+    entry.suspended = { model: devices[0]!.model, count: devices.length };
+    entry.deviceIds = [];
+    return Promise.resolve();
+  }
+
+  /**
+   * Restore a suspended kernel's device state onto `deviceIds`: as many devices of the model it
+   * had, on this worker.
+   */
+  resumeKernel(kernelId: string, deviceIds: string[]): Promise<void> {
+    const entry = this._kernels.get(kernelId);
+    const suspended = entry?.suspended;
+    if (!entry || !suspended) {
+      return Promise.reject(new Error(`kernel ${kernelId} is not suspended`));
+    }
+    const devices = deviceIds.map(id => this.devices.find(d => d.id === id));
+    if (
+      devices.length !== suspended.count ||
+      devices.some(d => d?.model !== suspended.model)
+    ) {
+      return Promise.reject(
+        new Error(
+          `kernel ${kernelId} resumes only on ${suspended.count} ${suspended.model} of this worker`
+        )
+      );
+    }
+    entry.suspended = undefined;
+    entry.deviceIds = [...deviceIds];
+    return Promise.resolve();
+  }
+
       return;
     }
     this._kernels.delete(kernelId);
@@ -688,6 +741,8 @@ namespace Private {
   export interface ITerminalEntry {
     terminal: TerminalProcess;
     /** The kernel it runs beside: it closes when that kernel is gone. */
+    /** Its device state put aside (the model and count it held), while suspended. */
+    suspended?: { model: string; count: number };
     besideKernel?: string;
   }
 

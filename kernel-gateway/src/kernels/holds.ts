@@ -84,6 +84,8 @@ export interface IHoldsHost {
   readonly scheduler: Scheduler;
   readonly log: Logger;
   get(kernelId: string): ManagedKernel | undefined;
+  /** What waits in a kernel's queue goes to its process (which kept running). */
+  release(kernel: ManagedKernel): void;
   /** Announce a registry event. */
   acquired(kernel: ManagedKernel): void;
   returned(event: IDevicesReturned): void;
@@ -227,11 +229,25 @@ export class DeviceHolds {
     }
     void this._suspend.resumeOn(kernel, placement).then(
       () => this._acquired(hold),
-      (error: Error) =>
+      (error: Error) => {
+        // Its state cannot follow: it restarts on the devices the scheduler has for it.
+        hold.resuming = false;
         this._host.log.warn(
           { kernel: kernel.id, err: error.message },
-          'resume failed'
-        )
+          'resume failed; the kernel restarts'
+        );
+        if (hold.cell) {
+          kernel.channels.publish(
+            'stream',
+            {
+              name: 'stderr',
+              text: `Its state could not be restored (${error.message}): the kernel restarts, its variables are gone.\n`
+            },
+            hold.cell
+          );
+        }
+        void this._restart.takeBack(kernel).catch(() => undefined);
+      }
     );
     return true;
   }
@@ -365,6 +381,7 @@ export class DeviceHolds {
     } catch (error) {
       hold.resuming = false;
       hold.state = suspended ? 'suspended' : 'returned';
+      this._host.release(kernel);
       this._host.log.warn(
         { kernel: kernel.id, err: (error as Error).message },
         'devices could not be taken for a cell'
@@ -390,6 +407,7 @@ export class DeviceHolds {
 
   /** A waiting kernel got its devices: its cell goes on (the display cleared). */
   private _acquired(hold: Private.IHold): void {
+    const resumed = hold.resuming;
     hold.state = 'held';
     hold.resuming = false;
     if (hold.displayId !== undefined && hold.cell) {
@@ -398,6 +416,10 @@ export class DeviceHolds {
     hold.displayId = undefined;
     hold.shown = undefined;
     hold.cell = undefined;
+    if (resumed) {
+      // The same process goes on, on its devices again: what waited goes to it now.
+      this._host.release(hold.kernel);
+    }
     this._host.acquired(hold.kernel);
   }
 

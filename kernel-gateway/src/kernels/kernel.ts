@@ -171,6 +171,17 @@ export class ManagedKernel {
     }
   }
 
+  /**
+   * What waited since {@link holdMessages} goes to its process, and what comes (its devices were
+   * restored under the same process, or could not be taken).
+   */
+  releaseMessages(toProcess: DeliverMessage): void {
+    this._holding = false;
+    if (this.running && this._placement) {
+      this._clientMessages.flush(toProcess);
+    }
+  }
+
   /** Whether what clients send waits for a new process (see {@link holdMessages}). */
   get holdingMessages(): boolean {
     return this._holding;

@@ -120,7 +120,6 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       pool: this._pool,
       templates: options.environments ?? []
     });
-    this._culler = new KernelCuller({
     const holdOptions: IHoldOptions = {
       ...DEFAULT_HOLD_OPTIONS,
       ...Object.fromEntries(
@@ -151,6 +150,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         log: this._log,
         get: id => this._kernels.get(id),
         acquired: kernel => this.emit('devices-acquired', kernel),
+        release: kernel =>
+          kernel.releaseMessages((channel, parts) =>
+            this._workerOf(kernel).sendToKernel(kernel.id, channel, parts)
+          ),
         returned: event => this.emit('devices-returned', event),
         warned: event => this.emit('return-warning', event),
         explainWait: id => this.explainWait?.(id)
@@ -158,6 +161,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     });
     this.on('started', kernel => this._holds.started(kernel));
       culling: options.culling,
+    this._culler = new KernelCuller({
       logger: options.logger,
       kernels: () => this.list(),
       shutdown: (id, reason) => this.shutdown(id, reason)
@@ -193,7 +197,6 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
   /**
-  /**
    * Where a queued kernel stands, explained (the accelerators service sets it: who is ahead, an
    * estimate); a waiting cell shows it. Unset: its position alone.
    */
@@ -222,6 +225,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
    * The kernelspecs on offer (every worker's, the first worker's winning a name), then their
+  /**
    * accelerator kernelspecs (`python3.gpu-h100-x1`), and the default.
    */
   kernelspecs(): ReturnType<KernelspecCatalog['list']> {
@@ -344,9 +348,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
 
   dispose(): void {
     this._culler.dispose();
-  }
     this._holds.dispose();
 
+  }
   private async _start(request: IStartRequest): Promise<ManagedKernel> {
     const { name, specName, target, env } =
       await this._kernelspecs.resolve(request);
@@ -415,11 +419,11 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       this._drop(id);
       throw error;
     }
-    if (result.state === 'queued') {
     if (accelerator.kind !== 'cpu') {
       this._holds.track(kernel, held);
     }
       kernel.queued();
+    if (result.state === 'queued') {
       this._log.info(
         { kernel: id, position: result.position },
         'kernel queued for its devices'
@@ -512,9 +516,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       }
     }
     kernel.shutDown();
-    this._scheduler.release(id);
     this._holds.forget(id);
     if (kernel.provisioned) {
+    this._scheduler.release(id);
       this._adoption.forget(id);
       await this._provisioned.endJob(id, kernel.provisioned);
     }
@@ -539,9 +543,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         kernelId: id,
         send: (channel, parts) => {
           kernel.touch();
-          kernel.fromClient(channel, parts, (c, p) =>
           this._holds.fromClient(kernel, channel, parts);
             this._workerOf(kernel).sendToKernel(id, c, p)
+          kernel.fromClient(channel, parts, (c, p) =>
           );
         },
         replayBytes: this._options.replayBytes,
@@ -558,9 +562,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
             const state = message.content.execution_state;
             if (typeof state === 'string') {
               kernel.statusFromProcess(state);
-            }
               this._holds.processStatus(kernel, state);
           }
+            }
         }
       })
     });
@@ -592,7 +596,6 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     let worker: IWorkerConnection;
     try {
       worker = this._workerOf(kernel);
-      await kernel.busyWith(
       const runAs = this._options.runAs?.(kernel.owner);
       if (worker.ownerUid !== undefined && runAs?.uid !== worker.ownerUid) {
         // A person's own worker (a Slurm job running as them) takes nobody else's kernel.
@@ -601,6 +604,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         );
       }
         worker.startKernel({
+      await kernel.busyWith(
           kernelId: kernel.id,
           kernelName: kernel.specName,
           env: kernel.launch.env,
@@ -644,12 +648,11 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       return;
     }
     this._log.error({ kernel: kernel.id, reason }, 'kernel is dead');
-    this._scheduler.release(kernel.id);
     this._holds.forget(kernel.id);
     this.emit('died', kernel, reason);
+    this._scheduler.release(kernel.id);
   }
 
-  private _workerOf(kernel: ManagedKernel): IWorkerConnection {
   /**
    * A placement without devices for a kernel that asks for some, on a connected worker that has
    * such devices (its process then starts beside them); else wherever CPU kernels go.
@@ -686,6 +689,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   }
 
     const worker =
+  private _workerOf(kernel: ManagedKernel): IWorkerConnection {
       kernel.placement && this._pool.get(kernel.placement.workerId);
     if (!worker) {
       throw new Error(`kernel ${kernel.id} has no worker`);
@@ -713,9 +717,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private _adoption: KernelAdoption;
   private _culler: KernelCuller;
   private _environments: KernelEnvironments;
-}
   private _holds: DeviceHolds;
 
+}
 /** The types of {@link KernelRegistry}. */
 export namespace KernelRegistry {
   /** What a kernel action event is about. */
@@ -730,7 +734,6 @@ export namespace KernelRegistry {
     started: [kernel: ManagedKernel];
     /** A kernel is dead (its start failed, its process died for good, its worker is gone). */
     died: [kernel: ManagedKernel, reason: string];
-  }
     /** A kernel that held no devices took them for a cell (`--hold-devices when-used`). */
     'devices-acquired': [kernel: ManagedKernel];
     /** A kernel's devices went back to the pool ({@link KernelRegistry.returnDevices}). */
@@ -738,6 +741,7 @@ export namespace KernelRegistry {
     /** A kernel's devices go back at `at` unless it runs a cell first. */
     'return-warning': [event: IReturnWarning];
 
+  }
   export interface IOptions {
     pool: WorkerPool;
     scheduler: Scheduler;
@@ -777,7 +781,7 @@ export namespace KernelRegistry {
     runAs?: (owner: string | undefined) => IRunAs | undefined;
     /** Where kernels' owners are kept across restarts (kernels/owners.ts); none: not kept. */
     owners?: KernelOwners;
-  }
     /** When kernels hold their devices, and when idle ones give them back (default: always). */
     holds?: Partial<IHoldOptions>;
 }
+  }

@@ -40,8 +40,13 @@ export function parseSimulateSpec(spec: string): IDevice[] {
     const bad = (why: string) =>
       new SimulateSpecError(`bad simulated devices '${entry}': ${why}`);
     const parts = entry.split(':').map(part => part.trim());
-    if (parts.length !== 3) {
-      throw bad(`expected kind:model:count, ${Private.EXAMPLE}`);
+    if (
+      parts.length !== 3 &&
+      !(parts.length === 4 && parts[3] === 'checkpoint')
+    ) {
+      throw bad(
+        `expected kind:model:count (or kind:model:count:checkpoint), ${Private.EXAMPLE}`
+      );
     }
     const [kind, typedModel, countText] = parts;
     if (kind !== 'gpu' && kind !== 'tpu') {
@@ -68,7 +73,9 @@ export function parseSimulateSpec(spec: string): IDevice[] {
         name: kind === 'tpu' ? `Simulated TPU ${model}` : `Simulated ${model}`,
         visibleId: String(n),
         labels: {},
-        simulated: true
+        simulated: true,
+        // It models a CUDA checkpoint: a kernel's state put aside while its devices go back.
+        ...(parts[3] === 'checkpoint' ? { checkpoint: true } : {})
       };
       if (sheet) {
         device.memoryBytes = sheet.memoryGiB * GIB;
