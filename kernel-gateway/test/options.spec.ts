@@ -321,7 +321,14 @@ describe('the option tables', () => {
       workerGraceMs: 30_000,
       sessions: { idleMs: 24 * 3600_000, maxMs: 14 * 24 * 3600_000 },
       kernelspecAccelerators: 'auto',
-      scheduling: { policy: 'pack', maxKernelsPerDevice: 1 }
+      scheduling: { policy: 'pack', maxKernelsPerDevice: 1 },
+      // Not `holds.mode`: a gateway made in code holds devices from start to end.
+      holds: {
+        idleReturnMs: { gpu: 30 * 60_000, tpu: 20 * 60_000 },
+        when: 'waiting',
+        warningMs: 5 * 60_000,
+        strategy: 'restart'
+      }
     });
     // Left out, a gateway keeps its state in a temporary directory, not in ~/.ferry/state.
     expect('stateDir' in DEFAULT_GATEWAY_OPTIONS).toBe(false);

@@ -149,19 +149,19 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         scheduler: this._scheduler,
         log: this._log,
         get: id => this._kernels.get(id),
-        acquired: kernel => this.emit('devices-acquired', kernel),
         release: kernel =>
           kernel.releaseMessages((channel, parts) =>
             this._workerOf(kernel).sendToKernel(kernel.id, channel, parts)
           ),
+        acquired: kernel => this.emit('devices-acquired', kernel),
         returned: event => this.emit('devices-returned', event),
         warned: event => this.emit('return-warning', event),
         explainWait: id => this.explainWait?.(id)
       }
     });
     this.on('started', kernel => this._holds.started(kernel));
-      culling: options.culling,
     this._culler = new KernelCuller({
+      culling: options.culling,
       logger: options.logger,
       kernels: () => this.list(),
       shutdown: (id, reason) => this.shutdown(id, reason)
@@ -224,8 +224,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     return this._holds.model(kernelId);
   }
 
-   * The kernelspecs on offer (every worker's, the first worker's winning a name), then their
   /**
+   * The kernelspecs on offer (every worker's, the first worker's winning a name), then their
    * accelerator kernelspecs (`python3.gpu-h100-x1`), and the default.
    */
   kernelspecs(): ReturnType<KernelspecCatalog['list']> {
@@ -349,8 +349,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   dispose(): void {
     this._culler.dispose();
     this._holds.dispose();
-
   }
+
   private async _start(request: IStartRequest): Promise<ManagedKernel> {
     const { name, specName, target, env } =
       await this._kernelspecs.resolve(request);
@@ -422,8 +422,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     if (accelerator.kind !== 'cpu') {
       this._holds.track(kernel, held);
     }
-      kernel.queued();
     if (result.state === 'queued') {
+      kernel.queued();
       this._log.info(
         { kernel: id, position: result.position },
         'kernel queued for its devices'
@@ -517,8 +517,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     kernel.shutDown();
     this._holds.forget(id);
-    if (kernel.provisioned) {
     this._scheduler.release(id);
+    if (kernel.provisioned) {
       this._adoption.forget(id);
       await this._provisioned.endJob(id, kernel.provisioned);
     }
@@ -544,8 +544,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         send: (channel, parts) => {
           kernel.touch();
           this._holds.fromClient(kernel, channel, parts);
-            this._workerOf(kernel).sendToKernel(id, c, p)
           kernel.fromClient(channel, parts, (c, p) =>
+            this._workerOf(kernel).sendToKernel(id, c, p)
           );
         },
         replayBytes: this._options.replayBytes,
@@ -563,8 +563,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
             if (typeof state === 'string') {
               kernel.statusFromProcess(state);
               this._holds.processStatus(kernel, state);
-          }
             }
+          }
         }
       })
     });
@@ -603,8 +603,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           `worker ${worker.name} runs only the kernels of uid ${worker.ownerUid}`
         );
       }
-        worker.startKernel({
       await kernel.busyWith(
+        worker.startKernel({
           kernelId: kernel.id,
           kernelName: kernel.specName,
           env: kernel.launch.env,
@@ -649,8 +649,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     }
     this._log.error({ kernel: kernel.id, reason }, 'kernel is dead');
     this._holds.forget(kernel.id);
-    this.emit('died', kernel, reason);
     this._scheduler.release(kernel.id);
+    this.emit('died', kernel, reason);
   }
 
   /**
@@ -688,8 +688,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     );
   }
 
-    const worker =
   private _workerOf(kernel: ManagedKernel): IWorkerConnection {
+    const worker =
       kernel.placement && this._pool.get(kernel.placement.workerId);
     if (!worker) {
       throw new Error(`kernel ${kernel.id} has no worker`);
@@ -718,8 +718,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private _culler: KernelCuller;
   private _environments: KernelEnvironments;
   private _holds: DeviceHolds;
-
 }
+
 /** The types of {@link KernelRegistry}. */
 export namespace KernelRegistry {
   /** What a kernel action event is about. */
@@ -740,8 +740,8 @@ export namespace KernelRegistry {
     'devices-returned': [event: IDevicesReturned];
     /** A kernel's devices go back at `at` unless it runs a cell first. */
     'return-warning': [event: IReturnWarning];
-
   }
+
   export interface IOptions {
     pool: WorkerPool;
     scheduler: Scheduler;
@@ -783,5 +783,5 @@ export namespace KernelRegistry {
     owners?: KernelOwners;
     /** When kernels hold their devices, and when idle ones give them back (default: always). */
     holds?: Partial<IHoldOptions>;
-}
   }
+}
