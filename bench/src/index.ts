@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { KernelspecStore, runSchedulerSimulation } from '@ferry/kernel-gateway';
+import { KernelspecStore } from '@ferry/kernel-gateway';
 import { FloorTarget } from './floor';
 import { GatewayTarget } from './gateway-target';
 import { processesMentioning, readMemory, type IMemory } from './processes';
@@ -39,6 +39,11 @@ import {
   runTerminalsBench,
   type ITerminalsReport
 } from './terminals';
+import {
+  formatSchedulerReport,
+  runSchedulerBench,
+  type ISchedulerBenchReport
+} from './scheduler';
 import { formatUsersReport, runUsersBench, type IUsersReport } from './users';
 import {
   jupyterServerVersion,
@@ -97,6 +102,7 @@ export async function main(): Promise<number> {
   const baseline = at >= 0 ? path.resolve(process.argv[at + 1]) : undefined;
   let baselineServer: IRunningServer | undefined;
   let scheduler: ISchedulerReport | undefined;
+  let schedulerBench: ISchedulerBenchReport | undefined;
   let printFlood: IFloodMemory[] | undefined;
   let rooms: IRoomsReport | undefined;
   let terminals: ITerminalsReport | undefined;
@@ -292,26 +298,8 @@ export async function main(): Promise<number> {
       failed = true;
       log(`users: failed: ${(error as Error).message}`);
     }
-    log(
-      'scheduler: simulating 1,000 workers x 8 devices, 10,000 placements and releases'
-    );
-    const simulation = runSchedulerSimulation({
-      workers: 1000,
-      devicesPerWorker: 8,
-      operations: 10000,
-      seed: 1
-    });
-    scheduler = {
-      workers: 1000,
-      devicesPerWorker: 8,
-      operations: 10000,
-      totalMs: simulation.totalMs,
-      schedulerMs: simulation.schedulerMs,
-      placements: simulation.placements,
-      releases: simulation.releases,
-      doubleAllocations: simulation.doubleAllocations,
-      wrongPlacements: simulation.wrongPlacements
-    };
+    schedulerBench = runSchedulerBench(log);
+    scheduler = schedulerBench.simulation;
     log(
       `memory: ${FLOOD_SECONDS} s of print flood (while True: print('y' * 100)) with no client, one that never reads, one that reads fast`
     );
@@ -352,6 +340,7 @@ export async function main(): Promise<number> {
     paths,
     servers: serverStats,
     scheduler,
+    ...(schedulerBench ? { schedulerReplay: schedulerBench.replay } : {}),
     printFlood,
     rooms,
     terminals,
@@ -376,6 +365,10 @@ export async function main(): Promise<number> {
   if (users) {
     log('');
     log(formatUsersReport(users));
+  }
+  if (schedulerBench) {
+    log('');
+    log(formatSchedulerReport(schedulerBench));
   }
   if (printFlood) {
     log(

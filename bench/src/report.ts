@@ -1,6 +1,7 @@
 import type { IRoomsReport } from './rooms';
 import type { IJobsReport } from './jobs';
 import type { ITerminalsReport } from './terminals';
+import type { IInteractiveReplayResult } from '@ferry/kernel-gateway';
 import type { IUsersReport } from './users';
 import type { IFloodMemory } from './memory';
 import type { IMemory } from './processes';
@@ -63,12 +64,17 @@ export interface ISchedulerReport {
   workers: number;
   devicesPerWorker: number;
   operations: number;
+  /** The people requests come from, in fair-share order. */
+  users: number;
   totalMs: number;
   schedulerMs: number;
   placements: number;
   releases: number;
   doubleAllocations: number;
   wrongPlacements: number;
+  /** Each request's or release's decision, in ms. */
+  decisionP50Ms: number;
+  decisionP99Ms: number;
 }
 
 /** A server's start-up time and memory. */
@@ -105,6 +111,8 @@ export interface IBenchReport {
   paths: Record<PathName, IPathReport>;
   servers: Partial<Record<ServerName, IServerStats>>;
   scheduler?: ISchedulerReport;
+  /** A day of interactive users, devices held from open to close and while used. */
+  schedulerReplay?: IInteractiveReplayResult[];
   /** Gateway memory under a print flood, per kind of client. */
   printFlood?: IFloodMemory[];
   /** Collaboration rooms beside y-websocket's reference server. */
@@ -297,6 +305,12 @@ export function evaluateTargets(
         scheduler.totalMs < 1000 &&
         scheduler.doubleAllocations === 0 &&
         scheduler.wrongPlacements === 0
+    });
+    targets.push({
+      name: 'scheduler placement decision p99',
+      target: `<= 1 ms (${scheduler.users} users, fair share)`,
+      actual: `${scheduler.decisionP99Ms.toFixed(3)} ms (p50 ${scheduler.decisionP50Ms.toFixed(3)} ms)`,
+      pass: scheduler.decisionP99Ms <= 1
     });
   }
   const rss = servers.ferry?.idle.rssMb;

@@ -765,10 +765,16 @@ describe('runSchedulerSimulation', () => {
     const strip = ({
       totalMs: _total,
       schedulerMs: _scheduler,
+      decisionP50Ms: _p50,
+      decisionP99Ms: _p99,
       ...counts
     }: ReturnType<typeof runSchedulerSimulation>) => counts;
     expect(strip(runSchedulerSimulation(options))).toEqual(
       strip(runSchedulerSimulation(options))
+    );
+    // So is one from many users in fair-share order.
+    expect(strip(runSchedulerSimulation({ ...options, users: 50 }))).toEqual(
+      strip(runSchedulerSimulation({ ...options, users: 50 }))
     );
   });
 });

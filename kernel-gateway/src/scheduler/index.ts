@@ -8,6 +8,7 @@ export * from './errors';
 export * from './fair-share';
 export * from './holders';
 export * from './offers';
+export * from './replay';
 export * from './request';
 export * from './scheduler';
 export * from './simulation';

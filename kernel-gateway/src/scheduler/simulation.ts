@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 import type { IDevice } from '../protocol/devices';
+import { DecayedUsage, FairShare } from './fair-share';
 import { Scheduler } from './scheduler';
 import type { IAcceleratorRequest, IPlacement } from './types';
 
@@ -22,6 +23,12 @@ export interface ISchedulerSimulationOptions {
   maxKernelsPerDevice?: number;
   /** Passed to the scheduler; its default when left out. */
   maxBypasses?: number;
+  /**
+   * How many users the requests come from, the queue ordered by fair share (their usage is the
+   * device-seconds they held, weighted per model, on a clock that moves one second per
+   * operation); left out: one user, arrival order.
+   */
+  users?: number;
 }
 
 /** What a simulation did, and what it found. */
@@ -46,6 +53,12 @@ export interface ISchedulerSimulationResult {
   doubleAllocations: number;
   /** Placements that broke the request: another kind, model or count, or devices on two workers. */
   wrongPlacements: number;
+  /**
+   * How long each request or release took inside the scheduler (the decision where to place it,
+   * or which queued requests the freed devices go to), in ms: the median and the 99th percentile.
+   */
+  decisionP50Ms: number;
+  decisionP99Ms: number;
 }
 
 /**
@@ -64,18 +77,56 @@ export function runSchedulerSimulation(
   const start = process.hrtime.bigint();
   const random = Private.mulberry32(options.seed);
   const maxHolders = options.maxKernelsPerDevice ?? 1;
+  const clock = { now: Date.UTC(2026, 0, 5, 9) };
+  const usage = new DecayedUsage();
   const scheduler = new Scheduler({
     policy: options.policy,
     maxKernelsPerDevice: maxHolders,
-    maxBypasses: options.maxBypasses
+    maxBypasses: options.maxBypasses,
+    now: () => clock.now,
+    ...(options.users !== undefined
+      ? { fairShare: new FairShare({ usage }) }
+      : {})
+  });
+  // Usage as the ledger counts it: held device-seconds times the model's weight.
+  const heldSince = new Map<
+    string,
+    { owner: string; at: number; weighted: number }
+  >();
+  const ownerOf = new Map<string, string>();
+  scheduler.on('placed', (kernelId, placement) => {
+    const model = devices.get(
+      Private.deviceKey(placement.workerId, placement.deviceIds[0] ?? '')
+    )?.model;
+    heldSince.set(kernelId, {
+      owner: ownerOf.get(kernelId) ?? FairShare.TOKEN_OWNER,
+      at: clock.now,
+      weighted: placement.deviceIds.length * (model === 'A100' ? 0.6 : 1)
+    });
+  });
+  scheduler.on('released', kernelId => {
+    const held = heldSince.get(kernelId);
+    if (held) {
+      heldSince.delete(kernelId);
+      usage.add(
+        held.owner,
+        (held.weighted * (clock.now - held.at)) / 1000,
+        clock.now
+      );
+    }
   });
   let schedulerNs = 0n;
-  const timed = <T>(call: () => T): T => {
+  const decisions: number[] = [];
+  const timed = <T>(call: () => T, decision = false): T => {
     const before = process.hrtime.bigint();
     try {
       return call();
     } finally {
-      schedulerNs += process.hrtime.bigint() - before;
+      const ns = process.hrtime.bigint() - before;
+      schedulerNs += ns;
+      if (decision) {
+        decisions.push(Number(ns) / 1e6);
+      }
     }
   };
 
@@ -125,7 +176,9 @@ export function runSchedulerSimulation(
     unsatisfiable: 0,
     queuedPeak: 0,
     doubleAllocations: 0,
-    wrongPlacements: 0
+    wrongPlacements: 0,
+    decisionP50Ms: 0,
+    decisionP99Ms: 0
   };
   const holders = new Map<string, string[]>();
   const requests = new Map<string, IAcceleratorRequest>();
@@ -151,14 +204,25 @@ export function runSchedulerSimulation(
   };
 
   for (let op = 0; op < options.operations; op++) {
+    clock.now += 1000;
     if (live.size === 0 || random() < 0.7) {
       const kernelId = `kernel-${op}`;
       const request = Private.randomRequest(random);
       requests.set(kernelId, request);
       result.requests++;
+      const owner =
+        options.users !== undefined
+          ? `user-${Math.floor(random() * options.users)}`
+          : undefined;
+      if (owner !== undefined) {
+        ownerOf.set(kernelId, owner);
+      }
       let answer: Scheduler.IRequestResult;
       try {
-        answer = timed(() => scheduler.request(kernelId, request));
+        answer = timed(
+          () => scheduler.request(kernelId, request, undefined, owner),
+          true
+        );
       } catch {
         result.unsatisfiable++;
         continue;
@@ -170,7 +234,7 @@ export function runSchedulerSimulation(
     } else {
       const kernelId = live.take(random);
       const placement = placed.get(kernelId);
-      const assigned = timed(() => scheduler.release(kernelId));
+      const assigned = timed(() => scheduler.release(kernelId), true);
       if (placement) {
         result.releases++;
         placed.delete(kernelId);
@@ -200,6 +264,9 @@ export function runSchedulerSimulation(
     }
   }
   result.queuedPeak = scheduler.queuedPeak;
+  decisions.sort((a, b) => a - b);
+  result.decisionP50Ms = Private.percentile(decisions, 0.5);
+  result.decisionP99Ms = Private.percentile(decisions, 0.99);
   const end = process.hrtime.bigint();
   result.totalMs = Number(end - start) / 1e6;
   result.schedulerMs = Number(schedulerNs) / 1e6;
@@ -218,6 +285,14 @@ namespace Private {
       t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
     };
+  }
+
+  /** The value at fraction `p` of sorted `values` (0 for none). */
+  export function percentile(values: readonly number[], p: number): number {
+    if (values.length === 0) {
+      return 0;
+    }
+    return values[Math.min(values.length - 1, Math.floor(p * values.length))];
   }
 
   export function deviceKey(workerId: string, deviceId: string): string {
