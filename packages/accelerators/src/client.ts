@@ -44,8 +44,11 @@ export class AcceleratorClient {
 
   /** The user's own device use in the current quota period (`GET /api/usage`). */
   async usage(): Promise<IUsage> {
-    return (await this._get(
-      URLExt.join(this.serverSettings.baseUrl, 'api/usage')
+    // `no-cache` (revalidated each time) rather than JupyterLab's `no-store`, whose cache-busting
+    // query parameter `/api/usage` refuses as unknown.
+    return (await this._request(
+      URLExt.join(this.serverSettings.baseUrl, 'api/usage'),
+      { method: 'GET', cache: 'no-cache' }
     )) as IUsage;
   }
 

@@ -2,38 +2,20 @@
  * Where each of the user's kernels stands with its devices under hold-while-used (issue #26): held,
  * waiting for devices (with its place and why), about to go back to the pool when idle, or gone
  * back (when, why, whether its state was kept). Read from the `hold` and `wait` of each kernel in
- * the `kernelHolds` of `/api/accelerators`; shown in the sidebar and, once each, as notifications.
+ * the `kernels` of `/api/accelerators`; shown in the sidebar and, once each, as notifications.
  */
 
 import type { TranslationBundle } from '@jupyterlab/translation';
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
 import { formatAccelerator } from './labels';
-import type { IAccelerators, IQueueEntry } from './models';
+import type { IAccelerators, IKernelHoldEntry, IQueueEntry } from './models';
 
-/** A kernel's hold on its devices: the `hold` field of its entry. */
-export interface IKernelHold {
-  state: 'held' | 'waiting' | 'returned' | 'suspended';
-  /** Since when it runs nothing (ISO time). */
-  idleSince?: string;
-  /** When its devices go back to the pool if it stays idle (ISO time). */
-  returnsAt?: string;
-  /** The last time its devices went back. */
-  lastReturn?: {
-    at: string;
-    reason: string;
-    cause: 'idle' | 'quota' | 'admin';
-    stateKept: boolean;
-  };
-}
+/** A kernel's hold on its devices: the `hold` of its entry in `kernels`. */
+export type IKernelHold = IKernelHoldEntry['hold'];
 
-/** Why a waiting kernel waits: the `wait` field of its entry. */
-export interface IKernelWait {
-  position: number;
-  /** Who is ahead and why, for people. */
-  ahead: string;
-  estimateSeconds?: number;
-}
+/** Why a waiting kernel waits: the `wait` of its entry in `kernels`. */
+export type IKernelWait = NonNullable<IKernelHoldEntry['wait']>;
 
 /** One kernel's standing, as the sidebar and the notifications read it. */
 export interface IKernelStanding {
@@ -44,11 +26,8 @@ export interface IKernelStanding {
   queued?: IQueueEntry;
 }
 
-/** `kernelHolds`: each kernel's `hold` and `wait`, by kernel id. */
-type KernelHolds = Record<string, { hold?: IKernelHold; wait?: IKernelWait }>;
-
 /**
- * The standing of every kernel the model says something about: its `kernelHolds`, and the queue's
+ * The standing of every kernel the model says something about: its `kernels`, and the queue's
  * entries (what a waiting kernel asked for).
  */
 export function kernelStandings(
@@ -63,14 +42,11 @@ export function kernelStandings(
     }
     return standing;
   };
-  const holds = (model as { kernelHolds?: KernelHolds }).kernelHolds ?? {};
-  for (const [id, fields] of Object.entries(holds)) {
-    if (id && (fields.hold || fields.wait)) {
-      Object.assign(entry(id), {
-        ...(fields.hold ? { hold: fields.hold } : {}),
-        ...(fields.wait ? { wait: fields.wait } : {})
-      });
-    }
+  for (const [id, fields] of Object.entries(model.kernels ?? {})) {
+    Object.assign(entry(id), {
+      hold: fields.hold,
+      ...(fields.wait ? { wait: fields.wait } : {})
+    });
   }
   for (const queued of model.queue) {
     if (queued.holder.kind !== 'kernel') {
@@ -224,7 +200,7 @@ export function renderHolds(
         {
           key: standing.kernelId,
           className: `jp-FerryAccelerators-hold jp-mod-${state}`,
-          dataset: { kernelId: standing.kernelId, state }
+          dataset: { kernel: standing.kernelId, state }
         },
         h.strong({ className: 'jp-FerryAccelerators-holdName' }, name),
         ' ',

@@ -93,33 +93,11 @@ export type IWorkerSample = RestSchemas['WorkerSample'];
 export type IAcceleratorsUpdate = IAccelerators &
   Pick<RestSchemas['AcceleratorsUpdate'], 'samples'>;
 
-/*
- * `GET /api/usage` (issue #26's contract between the ledger and the UI): written out here until the
- * ledger's schema is in schema/openapi.yaml, then aliases of it like the rest of this file.
- */
+/** One device class (or model) of `GET /api/usage`: held and busy seconds, its quota: schema `UsageClass`. */
+export type IUsageClass = RestSchemas['UsageClass'];
 
-/** One device class (or model) of `GET /api/usage`: held and busy seconds, and its quota. */
-export interface IUsageClass {
-  /** `gpu`, `tpu`. */
-  class: string;
-  /** The model, when the quota is per model. */
-  model?: string;
-  heldSeconds: number;
-  busySeconds: number;
-  /** null: no quota for this class. */
-  quotaSeconds: number | null;
-  remainingSeconds: number | null;
-}
+/** The body of `GET /api/usage`, the user's own use in the current quota period: schema `Usage`. */
+export type IUsage = RestSchemas['Usage'];
 
-/** The body of `GET /api/usage`: the user's use in the current quota period. */
-export interface IUsage {
-  user: string;
-  period: {
-    kind: 'rolling' | 'calendar-week';
-    start: string;
-    end: string;
-    renewsAt: string;
-  };
-  classes: IUsageClass[];
-  weightedUsage: number;
-}
+/** A kernel's hold on its devices, and where its waiting cell stands: schema `KernelHold`. */
+export type IKernelHoldEntry = RestSchemas['KernelHold'];

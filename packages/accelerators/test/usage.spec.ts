@@ -71,7 +71,7 @@ describe('a kernel’s hold in words, and its notices', () => {
   function model(hold: object): IAccelerators {
     return {
       ...cluster({ h100Holders: [['kernel-aaaaaaaa'], []] }),
-      kernelHolds: { 'kernel-aaaaaaaa': { hold } }
+      kernels: { 'kernel-aaaaaaaa': { hold } }
     } as IAccelerators;
   }
 
@@ -90,7 +90,7 @@ describe('a kernel’s hold in words, and its notices', () => {
         }
       ]
     });
-    (queued as { kernelHolds?: object }).kernelHolds = {
+    queued.kernels = {
       'kernel-bbbbbbbb': {
         hold: { state: 'waiting' },
         wait: {

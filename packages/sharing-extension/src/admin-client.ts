@@ -13,37 +13,14 @@ export type IAdminUser = RestSchemas['AdminUser'];
 /** One admin action in the audit log: schema `AuditEntry`. */
 export type IAuditEntry = RestSchemas['AuditEntry'];
 
-/**
- * Who holds devices now (`GET /api/admin/holders`): issue #26's contract, written out here until
- * the ledger's schema is in schema/openapi.yaml.
- */
-export interface IDeviceHolder {
-  holder: { kind: 'kernel' | 'terminal' | 'job'; id: string };
-  user: string;
-  /** `gpu`, `tpu`. */
-  kind: string;
-  model: string;
-  count: number;
-  workerId: string;
-  /** When it took them (ISO time). */
-  since: string;
-  /** How long it has run nothing. */
-  idleSeconds: number;
-  /** Whether it runs something now. */
-  busy: boolean;
-}
+/** Who holds devices now, since when, idle for how long: schema `DeviceHolder`. */
+export type IDeviceHolder = RestSchemas['DeviceHolder'];
 
 /** How device use is summed up: per user, group, device model or day. */
-export type UsageGrouping = 'user' | 'group' | 'model' | 'day';
+export type UsageGrouping = RestSchemas['UsageReport']['by'];
 
-/** One row of `GET /api/usage?by=...`. */
-export interface IUsageRow {
-  key: string;
-  heldSeconds: number;
-  busySeconds: number;
-  weightedSeconds: number;
-  allocations: number;
-}
+/** One row of `GET /api/usage?by=...`: schema `UsageRow`. */
+export type IUsageRow = RestSchemas['UsageRow'];
 
 /** The period asked about (ISO dates); the gateway's default period when absent. */
 export interface IUsagePeriod {
@@ -140,7 +117,7 @@ export class AdminClient {
   ): Promise<IUsageRow[]> {
     const body = await this._request<{ rows: IUsageRow[] }>(
       Private.usageEndpoint(by, period),
-      { method: 'GET' }
+      Private.USAGE_INIT
     );
     return body.rows;
   }
@@ -150,7 +127,7 @@ export class AdminClient {
     return requestText(
       this.serverSettings,
       Private.usageEndpoint(by, period, 'csv'),
-      { method: 'GET' }
+      Private.USAGE_INIT
     );
   }
 
@@ -160,6 +137,12 @@ export class AdminClient {
 }
 
 namespace Private {
+  /**
+   * `no-cache` (revalidated each time) rather than JupyterLab's `no-store`, whose cache-busting
+   * query parameter `/api/usage` refuses as unknown.
+   */
+  export const USAGE_INIT: RequestInit = { method: 'GET', cache: 'no-cache' };
+
   /** `api/usage?by=user&from=...&to=...&format=csv`. */
   export function usageEndpoint(
     by: UsageGrouping,
