@@ -189,6 +189,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
           environment: k.environment ?? ''
         })),
         accepts_cpu: this._worker.acceptsCpu,
+        owner_uid: this._worker.ownerUid ?? 0,
         environments: this._worker.environments.map(environmentToProto),
         jobs: this._worker.runningJobs().map(jobReportToProto)
       }

@@ -36,7 +36,7 @@ import { KernelProcess } from './kernels/kernel-process';
 import type { KernelUser } from './kernels/kernel-user';
 import { KernelspecStore } from './kernels/kernelspecs';
 import { ProcessLimits } from './kernels/process-limits';
-import { runAsUser } from './kernels/run-as';
+import { RunAsError, runAsUser } from './kernels/run-as';
 import { TerminalProcess } from './terminals';
 
 /**
@@ -53,6 +53,7 @@ export class Worker
     this.name = options.name ?? os.hostname();
     this.devices = options.devices ?? [];
     this.acceptsCpu = options.acceptsCpu ?? true;
+    this.ownerUid = options.ownerUid;
     this._options = options;
     this._log = options.logger.child({ worker: this.id });
     this._kernelspecs = new KernelspecStore({ paths: options.kernelspecPaths });
@@ -78,6 +79,8 @@ export class Worker
   readonly name: string;
   readonly devices: readonly IDevice[];
   readonly acceptsCpu: boolean;
+  /** The uid of the one person whose kernels and terminals it runs (`--owner-uid`), if any. */
+  readonly ownerUid: number | undefined;
   readonly remote = false;
   /** In-process: always reachable. */
   readonly connected = true;
@@ -553,7 +556,8 @@ export class Worker
   /**
    * Who a kernel or terminal runs as, and where: a signed-in person's user (checked here: never
    * root, a system account or nobody) in their folder unless it asks for another, else this
-   * worker's kernel user. Undefined: this process's own user (nothing is switched).
+   * worker's kernel user. Undefined: this process's own user (nothing is switched). A worker of one
+   * person's (`ownerUid`: a Slurm job running as them) runs that person's alone.
    *
    * @throws RunAsError for a run-as this worker refuses.
    */
@@ -561,6 +565,12 @@ export class Worker
     user: KernelUser | undefined;
     cwd: string | undefined;
   } {
+    const owner = this.ownerUid;
+    if (owner !== undefined && start.runAs?.uid !== owner) {
+      throw new RunAsError(
+        `this worker runs only the kernels and terminals of uid ${owner}, whose job it is, not ${start.runAs ? `uid ${start.runAs.uid}'s` : "the gateway owner's"}`
+      );
+    }
     if (!start.runAs) {
       return { user: this._kernelUser, cwd: start.cwd };
     }
@@ -676,6 +686,11 @@ export namespace Worker {
     devices?: IDevice[];
     /** Whether CPU-only kernels may run here (default true). */
     acceptsCpu?: boolean;
+    /**
+     * Run only the kernels and terminals of the person with this uid (a Slurm job submitted as them,
+     * running as them): any other start is refused, with the reason.
+     */
+    ownerUid?: number;
     /** The sampler of `devices`, stopped with the worker. */
     inventory?: DeviceInventory;
     /** Jupyter data directories to find kernelspecs in; defaults to the standard ones. */

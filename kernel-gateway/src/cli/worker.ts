@@ -51,6 +51,7 @@ async function runWorker(flags: WorkerFlags): Promise<void> {
     name: flags.name,
     ...kernelHostSettings(flags, kernelUser),
     acceptsCpu: flags.cpu,
+    ...(flags.ownerUid ? { ownerUid: flags.ownerUid } : {}),
     allocated: flags.allocated
       ? Private.parseAllocated(flags.allocated)
       : undefined

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { IEnvironmentTemplate } from '../protocol';
+import type { IEnvironmentTemplate, IRunAs } from '../protocol';
 
 /** The cluster engines a provisioner can ask for a worker. */
 export type Engine = 'slurm' | 'kubernetes';
@@ -229,11 +229,14 @@ export interface IProvisioner {
    * Submit a job for `kernelId`; resolves once the engine accepted it.
    *
    * @param environment - the environment the kernel runs in: its Slurm lines or Kubernetes image.
+   * @param runAs - the signed-in person the kernel is for (undefined: the token's owner); an engine
+   *   that can (Slurm) runs the job as them.
    */
   provision(
     kernelId: string,
     offer: IAcceleratorOffer,
-    environment?: IEnvironmentProfile
+    environment?: IEnvironmentProfile,
+    runAs?: IRunAs
   ): Promise<IProvisionedJob>;
   /** Stop watching (jobs keep running). */
   dispose(): void;

@@ -70,8 +70,11 @@ export class KernelAdoption {
       environments: worker.environments
         .filter(e => e.available)
         .map(e => e.name),
-      // A job worker that outlived its kernel never takes another.
-      dedicated: owner !== undefined || isJobWorkerId(worker.id)
+      // A job worker that outlived its kernel never takes another; one person's worker no one else's.
+      dedicated:
+        owner !== undefined ||
+        isJobWorkerId(worker.id) ||
+        worker.ownerUid !== undefined
     });
     if (reported) {
       // After the scheduler knows its devices as they are now: a kernel queued for a device freed

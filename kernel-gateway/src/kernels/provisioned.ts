@@ -5,7 +5,7 @@
  *
  * @packageDocumentation
  */
-import type { IWorkerConnection } from '../protocol';
+import type { IRunAs, IWorkerConnection } from '../protocol';
 import {
   offerEngine,
   type Engine,
@@ -27,6 +27,7 @@ export class ProvisionedKernels {
     this._offers = options.offers ?? [];
     this._provisioners = options.provisioners ?? {};
     this._environments = options.environments ?? [];
+    this._runAs = options.runAs;
   }
 
   /** The offers this gateway can start workers for (their engine is reachable). */
@@ -73,7 +74,13 @@ export class ProvisionedKernels {
       const environment = this._environments.find(
         e => e.name === kernel.launch.environment
       );
-      job = await provisioner.provision(id, offer, environment);
+      // A signed-in person's kernel: an engine that can runs its job as them.
+      job = await provisioner.provision(
+        id,
+        offer,
+        environment,
+        this._runAs?.(kernel.owner)
+      );
     } catch (error) {
       throw new KernelStartError(
         `could not submit a ${engine} job for offer ${offer.name}: ${(error as Error).message}`
@@ -182,6 +189,8 @@ export class ProvisionedKernels {
   private _offers: IAcceleratorOffer[];
   private _provisioners: Partial<Record<Engine, IProvisioner>>;
   private _environments: readonly IEnvironmentProfile[];
+  private _runAs:
+    ((owner: string | undefined) => IRunAs | undefined) | undefined;
 }
 
 /** The types of {@link ProvisionedKernels}. */
@@ -194,6 +203,8 @@ export namespace ProvisionedKernels {
     provisioners?: Partial<Record<Engine, IProvisioner>>;
     /** The environment templates of the profiles file. */
     environments?: readonly IEnvironmentProfile[];
+    /** Who a kernel's owner runs as (undefined: the token's owner, as the worker's kernel user). */
+    runAs?: (owner: string | undefined) => IRunAs | undefined;
   }
 
   /** An offer and the provisioner of its engine. */

@@ -95,7 +95,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       host,
       offers: options.offers,
       provisioners: options.provisioners,
-      environments: options.environments
+      environments: options.environments,
+      runAs: options.runAs
     });
     this._kernelspecs = new KernelspecCatalog({
       pool: options.pool,

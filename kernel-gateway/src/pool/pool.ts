@@ -179,6 +179,12 @@ export class WorkerPool extends EventEmitter<WorkerPool.IEvents> {
     );
   }
 
+  /** The uid of the one person whose kernels a remote worker runs (registered or joining), if any. */
+  ownerUidOf(workerId: string): number | undefined {
+    return (this._workers.get(workerId) ?? this._joining.get(workerId))
+      ?.ownerUid;
+  }
+
   /** Let go of a worker at once, with no grace period: a job worker whose job is over. */
   forget(id: string): void {
     const worker = this._workers.get(id);

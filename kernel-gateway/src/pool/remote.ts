@@ -89,6 +89,11 @@ export class RemoteWorkerConnection
     return this._acceptsCpu;
   }
 
+  /** The uid of the one person whose kernels it runs, as it registered (checked by its token). */
+  get ownerUid(): number | undefined {
+    return this._ownerUid;
+  }
+
   /** The environments the worker reported: at registration, then after checking the templates. */
   get environments(): readonly IEnvironmentInfo[] {
     return this._environments;
@@ -417,6 +422,7 @@ export class RemoteWorkerConnection
     this._name = register.name || register.worker_id;
     this._devices = (register.devices ?? []).map(deviceFromProto);
     this._acceptsCpu = register.accepts_cpu ?? false;
+    this._ownerUid = register.owner_uid || undefined;
     this._kernelspecs = (register.kernelspecs ?? []).map(kernelspecFromProto);
     this._environments = (register.environments ?? []).map(
       environmentFromProto
@@ -539,6 +545,7 @@ export class RemoteWorkerConnection
   private _name = '';
   private _devices: IDevice[] = [];
   private _acceptsCpu = false;
+  private _ownerUid: number | undefined;
   private _kernelspecs: IKernelspecInfo[] = [];
   private _templates: readonly IEnvironmentTemplate[];
   private _environments: IEnvironmentInfo[] = [];

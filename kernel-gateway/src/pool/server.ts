@@ -11,11 +11,17 @@ import {
   type Register__Output,
   type WorkerGatewayHandlers
 } from '../protocol/grpc';
+import { isJobWorkerToken } from '../protocol/job-token';
 import type { IRunningKernel } from '../protocol/worker';
 
 /**
  * The gateway's gRPC endpoint for workers (`--worker-port`): authenticates every call with the worker
  * token and hands registrations and kernel streams to the {@link WorkerPool}.
+ *
+ * #### Notes
+ * A worker that a Slurm job runs as a signed-in person holds a job token instead
+ * (protocol/job-token.ts): it registers only as its own worker id, saying the uid it was made for,
+ * and opens streams only as that worker.
  */
 export class WorkerServer {
   constructor(options: WorkerServer.IOptions) {
@@ -30,7 +36,8 @@ export class WorkerServer {
     });
     const handlers: WorkerGatewayHandlers = {
       Connect: call => {
-        if (!this._authorized(call.metadata)) {
+        const access = this._access(call.metadata);
+        if (!access) {
           return Private.refuse(call, 'a valid worker token is required');
         }
         call.once('data', message => {
@@ -39,6 +46,27 @@ export class WorkerServer {
               call,
               'the first message must register the worker',
               grpc.status.INVALID_ARGUMENT
+            );
+          }
+          if (
+            access.job !== undefined &&
+            !isJobWorkerToken(
+              access.job,
+              options.token,
+              message.register.worker_id,
+              message.register.owner_uid
+            )
+          ) {
+            options.logger.warn(
+              {
+                worker: message.register.worker_id,
+                ownerUid: message.register.owner_uid
+              },
+              "worker registration refused: a job's token for another worker or person"
+            );
+            return Private.refuse(
+              call,
+              "a job's token registers only its own worker, for its own person"
             );
           }
           const problem = Private.registrationProblem(message.register);
@@ -59,11 +87,11 @@ export class WorkerServer {
         });
       },
       KernelChannel: call => {
-        if (!this._authorized(call.metadata)) {
-          return Private.refuse(call, 'a valid worker token is required');
-        }
         const kernelId = String(call.metadata.get(KERNEL_ID_METADATA)[0] ?? '');
         const workerId = String(call.metadata.get(WORKER_ID_METADATA)[0] ?? '');
+        if (!this._streamAuthorized(call.metadata, workerId)) {
+          return Private.refuse(call, 'a valid worker token is required');
+        }
         if (
           !kernelId ||
           !this._guard(call, 'kernel stream', () =>
@@ -78,13 +106,13 @@ export class WorkerServer {
         }
       },
       TerminalChannel: call => {
-        if (!this._authorized(call.metadata)) {
-          return Private.refuse(call, 'a valid worker token is required');
-        }
         const terminalId = String(
           call.metadata.get(TERMINAL_ID_METADATA)[0] ?? ''
         );
         const workerId = String(call.metadata.get(WORKER_ID_METADATA)[0] ?? '');
+        if (!this._streamAuthorized(call.metadata, workerId)) {
+          return Private.refuse(call, 'a valid worker token is required');
+        }
         if (
           !terminalId ||
           !this._guard(call, 'terminal stream', () =>
@@ -145,12 +173,38 @@ export class WorkerServer {
     }
   }
 
-  private _authorized(metadata: grpc.Metadata): boolean {
+  /**
+   * What a call's token lets it do: everything (the worker token), one job's worker (a job token,
+   * checked against the worker it names), or nothing (undefined).
+   */
+  private _access(metadata: grpc.Metadata): { job?: string } | undefined {
     const header = String(metadata.get('authorization')[0] ?? '');
-    const presented = Buffer.from(header.replace(/^Bearer\s+/i, ''), 'utf8');
-    return (
+    const text = header.replace(/^Bearer\s+/i, '');
+    const presented = Buffer.from(text, 'utf8');
+    if (
       presented.length === this._token.length &&
       timingSafeEqual(presented, this._token)
+    ) {
+      return {};
+    }
+    return text ? { job: text } : undefined;
+  }
+
+  /** Whether a stream's token is the worker token, or the job token of the worker it names. */
+  private _streamAuthorized(
+    metadata: grpc.Metadata,
+    workerId: string
+  ): boolean {
+    const access = this._access(metadata);
+    return (
+      access !== undefined &&
+      (access.job === undefined ||
+        isJobWorkerToken(
+          access.job,
+          this._options.token,
+          workerId,
+          this._options.pool.ownerUidOf(workerId)
+        ))
     );
   }
 

@@ -188,6 +188,11 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   readonly devices: readonly IDevice[];
   /** Whether CPU-only kernels may run here. */
   readonly acceptsCpu: boolean;
+  /**
+   * The uid of the one person whose kernels and terminals it runs (a Slurm job submitted as them);
+   * undefined: anyone's. Nothing of another person's is placed on it.
+   */
+  readonly ownerUid?: number;
   /** Whether the worker is reached over the network (gRPC) rather than in-process. */
   readonly remote: boolean;
   /** Whether commands reach the worker now (a remote one may be away for its grace period). */

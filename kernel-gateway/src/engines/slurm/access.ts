@@ -39,6 +39,25 @@ export function lookUpJobUser(name: string): IJobUser | undefined {
   }
 }
 
+/** The account of a uid as this host knows it (`getent passwd`), or undefined when none has it. */
+export function lookUpAccount(
+  uid: number
+): { name: string; uid: number; gid: number } | undefined {
+  try {
+    const line = execFileSync('getent', ['passwd', String(uid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000
+    }).split('\n')[0];
+    const [name, , id, gid] = line.split(':');
+    return name && Number(id) === uid && /^\d+$/.test(gid)
+      ? { name, uid, gid: Number(gid) }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * What keeps `user` from doing `access` with `target`, in words (`/home/ann is drwx------ (owner uid
  * 1000)`), or undefined when nothing does, or when `target` does not exist here (a path that only the
@@ -90,6 +109,72 @@ export function jobAccessBlocked(
   return bits.every(bit => Private.allows(stats, user, bit))
     ? undefined
     : Private.describe(target, stats);
+}
+
+/**
+ * Check that a job's user can run the worker command, write into `outputDir` and enter `rootDir`.
+ *
+ * @param workerCommand - How the job runs `ferry`.
+ * @param who - Who the jobs run as, as the message begins.
+ * @throws Error that names the user, what it cannot reach and why, and what to do.
+ */
+export function checkJobReach(
+  workerCommand: readonly string[],
+  user: IJobUser,
+  who: string,
+  outputDir: string | undefined,
+  rootDir: string | undefined
+): void {
+  const [program, ...args] = workerCommand;
+  const cannot: string[] = [];
+  let commandBlocked = false;
+  const programBlocked =
+    program && path.isAbsolute(program)
+      ? jobAccessBlocked(user, program, 'run')
+      : undefined;
+  if (programBlocked) {
+    cannot.push(`run the worker command's ${program} (${programBlocked})`);
+    commandBlocked = true;
+  }
+  for (const arg of args) {
+    const blocked = path.isAbsolute(arg)
+      ? jobAccessBlocked(user, arg, 'read')
+      : undefined;
+    if (blocked) {
+      cannot.push(`read the worker command's ${arg} (${blocked})`);
+      commandBlocked = true;
+    }
+  }
+  const outputBlocked = outputDir && jobAccessBlocked(user, outputDir, 'write');
+  if (outputBlocked) {
+    cannot.push(`write its output into ${outputDir} (${outputBlocked})`);
+  }
+  const rootBlocked = rootDir && jobAccessBlocked(user, rootDir, 'enter');
+  if (rootBlocked) {
+    cannot.push(`enter ${rootDir}, where its kernel starts (${rootBlocked})`);
+  }
+  if (cannot.length > 0) {
+    const remedies: string[] = [];
+    if (commandBlocked) {
+      remedies.push(
+        `install Ferry where ${user.name} can read it (for example under /opt/ferry${programBlocked ? ', with a Node it can run' : ''}) and give the jobs that copy with --job-worker-command (for example '/usr/bin/node /opt/ferry/kernel-gateway/bin/ferry.js')`,
+        `or let ${user.name} through the closed directory (chmod o+x on it)`
+      );
+    }
+    if (outputBlocked) {
+      remedies.push(
+        `give --job-output-dir a directory that ${user.name} can write`
+      );
+    }
+    if (rootBlocked) {
+      remedies.push(
+        `give --root-dir a directory that ${user.name} can enter, or let it through the closed directory`
+      );
+    }
+    throw new Error(
+      `${who}, who cannot ${cannot.join(', nor ')}: ${remedies.join('; ')}`
+    );
+  }
 }
 
 namespace Private {

@@ -33,6 +33,10 @@ export class SlurmCliClient implements ISlurmClient {
     if (job.account) {
       args.push(`--account=${job.account}`);
     }
+    if (job.user) {
+      // As the person: only root (or SlurmUser) may submit for another user.
+      args.push(`--uid=${job.user.uid}`, `--gid=${job.user.gid}`);
+    }
     args.push(...job.extraArgs);
     const out = await Private.run(this._options.bin?.sbatch ?? 'sbatch', args, {
       env: job.env,
@@ -74,6 +78,7 @@ export class SlurmCliClient implements ISlurmClient {
     return states;
   }
 
+  /** scancel as the gateway's user, who submitted every job (as root, those of people too). */
   async cancel(id: string): Promise<void> {
     await Private.run(this._options.bin?.scancel ?? 'scancel', [id], {
       env: this._env()

@@ -23,6 +23,18 @@ export interface ISlurmSubmission {
   script: string;
   /** The job's whole environment (it holds the worker token). */
   env: NodeJS.ProcessEnv;
+  /**
+   * The signed-in person the job runs as (sbatch `--uid`/`--gid`, slurmrestd's user impersonation);
+   * undefined: the user the client submits as (the gateway's, or the slurmrestd token's).
+   */
+  user?: ISlurmUser;
+}
+
+/** An account the cluster knows, that a job runs as. */
+export interface ISlurmUser {
+  name: string;
+  uid: number;
+  gid: number;
 }
 
 /** A job as Slurm reports it. */
@@ -43,6 +55,6 @@ export interface ISlurmClient {
   submit(job: ISlurmSubmission): Promise<string>;
   /** How each job is; `null` for a job Slurm no longer knows. Rejects when Slurm could not be asked. */
   states(ids: string[]): Promise<Map<string, ISlurmJobInfo | null>>;
-  /** Ask Slurm to end a job. */
-  cancel(id: string): Promise<void>;
+  /** Ask Slurm to end a job (as `user`, the job's, where it was submitted as a person). */
+  cancel(id: string, user?: ISlurmUser): Promise<void>;
 }

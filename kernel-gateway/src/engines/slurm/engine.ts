@@ -2,11 +2,23 @@
  * The Slurm provisioner: a kernel's worker as a Slurm job of its own, submitted and watched through
  * a Slurm client (client.ts), whichever one the gateway was given.
  */
-import * as path from 'node:path';
 import type { Logger } from 'pino';
-import { jobAccessBlocked, lookUpJobUser, type IJobUser } from './access';
+import type { IRunAs } from '../../protocol';
+import { jobWorkerToken } from '../../protocol/job-token';
+import {
+  checkJobReach,
+  jobAccessBlocked,
+  lookUpJobUser,
+  type IJobUser
+} from './access';
 import { SlurmCliClient } from './cli-client';
-import type { ISlurmClient, ISlurmJobInfo, ISlurmSubmission } from './client';
+import type {
+  ISlurmClient,
+  ISlurmJobInfo,
+  ISlurmSubmission,
+  ISlurmUser
+} from './client';
+import { jobPerson, personOutput, type IJobPerson } from './people';
 import { SlurmRestClient } from './rest-client';
 import {
   jobWorkerId,
@@ -34,6 +46,15 @@ import {
  * of Ferry in a home that only its owner may enter) stops with what to do rather than with a job
  * that fails on its node. Such a job starts in `/tmp` when the user cannot enter the gateway's
  * working directory.
+ *
+ * A signed-in person's kernel gets a job submitted as that person (sbatch `--uid`/`--gid`, run by a
+ * gateway that is root; slurmrestd's impersonation, with a token of SlurmUser or root), so that its
+ * worker and kernel run as them, in their folder, writing its output into a folder of theirs (mode
+ * 0700) under the output directory. That worker runs their kernels alone (`--owner-uid`) and dials
+ * in with a token good for its own worker id and uid only (protocol/job-token.ts), never the worker
+ * token, which their kernel (the same uid) could read. A person this host has no account for (a uid
+ * from `--user-uids`) cannot be a Slurm job's user: their job runs as the engine's user when that is
+ * root (the worker switches to their uid, as any root worker does), and is refused otherwise.
  */
 export class SlurmProvisioner implements IProvisioner {
   constructor(options: SlurmProvisioner.IOptions) {
@@ -64,15 +85,19 @@ export class SlurmProvisioner implements IProvisioner {
   async provision(
     kernelId: string,
     offer: IAcceleratorOffer,
-    environment?: IEnvironmentProfile
+    environment?: IEnvironmentProfile,
+    runAs?: IRunAs
   ): Promise<IProvisionedJob> {
-    const submission = this.submission(kernelId, offer, environment);
+    const submission = this.submission(kernelId, offer, environment, runAs);
     const id = await this._client.submit(submission);
     const workerId = jobWorkerId(kernelId);
-    const job = new Private.SlurmJob(id, workerId, () => this._cancel(id));
+    const user = submission.user;
+    const job = new Private.SlurmJob(id, workerId, () =>
+      this._cancel(id, user)
+    );
     this._jobs.set(id, job);
     this._log.info(
-      { kernel: kernelId, job: id, gres: submission.gres },
+      { kernel: kernelId, job: id, gres: submission.gres, user: user?.name },
       'submitted a Slurm job'
     );
     this._schedulePoll(0);
@@ -131,39 +156,86 @@ export class SlurmProvisioner implements IProvisioner {
 
   /**
    * What to submit for a kernel on an offer: the same for sbatch and slurmrestd. In an environment,
-   * its script loads the environment's modules and runs its setup lines before the worker.
+   * its script loads the environment's modules and runs its setup lines before the worker. For a
+   * signed-in person (`runAs`), a job as them where this host knows their account.
+   *
+   * @throws Error for a person whose job can run neither as them nor as root, or who cannot reach
+   *   the worker command.
    */
   submission(
     kernelId: string,
     offer: IAcceleratorOffer,
-    environment?: IEnvironmentProfile
+    environment?: IEnvironmentProfile,
+    runAs?: IRunAs
   ): ISlurmSubmission {
     const slurm = offer.slurm;
     if (!slurm) {
       throw new Error(`offer ${offer.name} has no slurm section`);
     }
     const accelerator = offer.accelerator;
+    const workerId = jobWorkerId(kernelId);
+    const person =
+      runAs && jobPerson(runAs, this._engineUser(), this._client.description);
     const worker = [
       ...this._options.workerCommand,
       'worker',
       '--once',
       '--id',
-      jobWorkerId(kernelId),
+      workerId,
       '--name',
       `${offer.name} (Slurm)`,
       '--gateway',
       this._options.gateway(),
       '--no-cpu',
       '--allocated',
-      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`
+      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`,
+      ...(person ? ['--owner-uid', String(person.user.uid)] : [])
     ];
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...this._options.env,
-      FERRY_WORKER_TOKEN: this._options.token
+      // A person's worker (and so their kernel) holds a token for itself alone.
+      FERRY_WORKER_TOKEN: person
+        ? jobWorkerToken(this._options.token, workerId, person.user.uid)
+        : this._options.token
     };
     // slurmrestd's token is the gateway's alone (and makes a root sbatch fail with "Invalid user id").
     delete env.SLURM_JWT;
+    if (person) {
+      // Their own HOME and names, nothing of the gateway user's.
+      for (const name of Private.IDENTITY) {
+        delete env[name];
+      }
+      Object.assign(env, {
+        HOME: person.home,
+        USER: person.user.name,
+        LOGNAME: person.user.name
+      });
+      return {
+        ...this._common(kernelId, offer, environment, worker, env),
+        output: personOutput(this._options.outputDir, person),
+        cwd: this._personWorkingDir(person),
+        user: person.user
+      };
+    }
+    return {
+      ...this._common(kernelId, offer, environment, worker, env),
+      output: this._options.outputDir
+        ? `${this._options.outputDir}/ferry-job-%j.log`
+        : '/dev/null',
+      cwd: this._jobWorkingDir()
+    };
+  }
+
+  /** What every job of an offer has, whoever it runs as: its options, its script and environment. */
+  private _common(
+    kernelId: string,
+    offer: IAcceleratorOffer,
+    environment: IEnvironmentProfile | undefined,
+    worker: string[],
+    env: NodeJS.ProcessEnv
+  ): Omit<ISlurmSubmission, 'output' | 'cwd' | 'user'> {
+    const slurm = offer.slurm!;
     return {
       name: `ferry-${kernelId}`,
       gres: slurm.gres,
@@ -171,10 +243,6 @@ export class SlurmProvisioner implements IProvisioner {
       timeLimit: slurm.timeLimit,
       account: slurm.account,
       extraArgs: slurm.extraArgs ?? [],
-      output: this._options.outputDir
-        ? `${this._options.outputDir}/ferry-job-%j.log`
-        : '/dev/null',
-      cwd: this._jobWorkingDir(),
       script:
         '#!/bin/sh\n' +
         `# Ferry: a worker for kernel ${kernelId} (offer ${offer.name})\n` +
@@ -182,6 +250,33 @@ export class SlurmProvisioner implements IProvisioner {
         `exec ${worker.map(Private.quote).join(' ')}\n`,
       env
     };
+  }
+
+  /** The user the engine's own jobs run as: this process's (sbatch), or slurmrestd's token's. */
+  private _engineUser(): string {
+    if (this._rest) {
+      return this._rest.user;
+    }
+    return process.getuid?.() === 0 ? 'root' : `uid ${process.getuid?.()}`;
+  }
+
+  /**
+   * Where a person's job starts: their folder. Their worker command must be one they can run.
+   *
+   * @throws Error naming what they cannot reach, and what to do.
+   */
+  private _personWorkingDir(person: IJobPerson): string {
+    checkJobReach(
+      this._options.workerCommand,
+      person.access,
+      `${person.folder}'s Slurm jobs run as ${person.user.name}`,
+      // Their output folder is made theirs; their kernels start in their own folder.
+      undefined,
+      undefined
+    );
+    return jobAccessBlocked(person.access, person.home, 'enter')
+      ? '/tmp'
+      : person.home;
   }
 
   /**
@@ -195,59 +290,13 @@ export class SlurmProvisioner implements IProvisioner {
     if (!user) {
       return process.cwd();
     }
-    const [program, ...args] = this._options.workerCommand;
-    const cannot: string[] = [];
-    let commandBlocked = false;
-    const programBlocked =
-      program && path.isAbsolute(program)
-        ? jobAccessBlocked(user, program, 'run')
-        : undefined;
-    if (programBlocked) {
-      cannot.push(`run the worker command's ${program} (${programBlocked})`);
-      commandBlocked = true;
-    }
-    for (const arg of args) {
-      const blocked = path.isAbsolute(arg)
-        ? jobAccessBlocked(user, arg, 'read')
-        : undefined;
-      if (blocked) {
-        cannot.push(`read the worker command's ${arg} (${blocked})`);
-        commandBlocked = true;
-      }
-    }
-    const outputDir = this._options.outputDir;
-    const outputBlocked =
-      outputDir && jobAccessBlocked(user, outputDir, 'write');
-    if (outputBlocked) {
-      cannot.push(`write its output into ${outputDir} (${outputBlocked})`);
-    }
-    const rootDir = this._options.rootDir;
-    const rootBlocked = rootDir && jobAccessBlocked(user, rootDir, 'enter');
-    if (rootBlocked) {
-      cannot.push(`enter ${rootDir}, where its kernel starts (${rootBlocked})`);
-    }
-    if (cannot.length > 0) {
-      const remedies: string[] = [];
-      if (commandBlocked) {
-        remedies.push(
-          `install Ferry where ${user.name} can read it (for example under /opt/ferry${programBlocked ? ', with a Node it can run' : ''}) and give the jobs that copy with --job-worker-command (for example '/usr/bin/node /opt/ferry/kernel-gateway/bin/ferry.js')`,
-          `or let ${user.name} through the closed directory (chmod o+x on it)`
-        );
-      }
-      if (outputBlocked) {
-        remedies.push(
-          `give --job-output-dir a directory that ${user.name} can write`
-        );
-      }
-      if (rootBlocked) {
-        remedies.push(
-          `give --root-dir a directory that ${user.name} can enter, or let it through the closed directory`
-        );
-      }
-      throw new Error(
-        `Slurm jobs submitted through slurmrestd run as ${user.name}, who cannot ${cannot.join(', nor ')}: ${remedies.join('; ')}`
-      );
-    }
+    checkJobReach(
+      this._options.workerCommand,
+      user,
+      `Slurm jobs submitted through slurmrestd run as ${user.name}`,
+      this._options.outputDir,
+      this._options.rootDir
+    );
     return jobAccessBlocked(user, process.cwd(), 'enter')
       ? '/tmp'
       : process.cwd();
@@ -288,9 +337,9 @@ export class SlurmProvisioner implements IProvisioner {
     this._log.info({ job: id, state }, 'Slurm job ended');
   }
 
-  private async _cancel(id: string): Promise<void> {
+  private async _cancel(id: string, user?: ISlurmUser): Promise<void> {
     try {
-      await this._client.cancel(id);
+      await this._client.cancel(id, user);
     } catch (error) {
       // Already over: nothing to cancel.
       this._log.debug({ job: id, err: (error as Error).message }, 'cancel');
@@ -358,6 +407,20 @@ export namespace SlurmProvisioner {
 }
 
 namespace Private {
+  /** Variables that name the gateway's user: a person's job gets its own instead. */
+  export const IDENTITY = [
+    'HOME',
+    'USER',
+    'LOGNAME',
+    'MAIL',
+    'PWD',
+    'OLDPWD',
+    'XDG_RUNTIME_DIR',
+    'XDG_CONFIG_HOME',
+    'XDG_CACHE_HOME',
+    'XDG_DATA_HOME'
+  ];
+
   /** The job script's lines for an environment: its modules, then its setup lines. */
   export function environmentLines(
     environment: IEnvironmentProfile | undefined

@@ -6,7 +6,12 @@ import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as os from 'node:os';
-import type { ISlurmClient, ISlurmJobInfo, ISlurmSubmission } from './client';
+import type {
+  ISlurmClient,
+  ISlurmJobInfo,
+  ISlurmSubmission,
+  ISlurmUser
+} from './client';
 
 /**
  * Talks to `slurmrestd` instead of running the Slurm commands: `POST .../job/submit`,
@@ -20,6 +25,10 @@ import type { ISlurmClient, ISlurmJobInfo, ISlurmSubmission } from './client';
  * file for every request (tokens expire: rotate the file), and it never appears in an error message
  * or a log line. The URL is `unix:/path/to/socket` (slurmrestd's own notation), `http://host:port` or
  * `https://host:port`.
+ *
+ * A job for a signed-in person is submitted, followed and cancelled with `X-SLURM-USER-NAME` naming
+ * them and the same token: slurmctld's user impersonation, which it grants a token of SlurmUser or
+ * root only (`scontrol token username=<SlurmUser>`); with any other token it refuses the job.
  */
 export class SlurmRestClient implements ISlurmClient {
   constructor(options: SlurmRestClient.IOptions) {
@@ -47,7 +56,8 @@ export class SlurmRestClient implements ISlurmClient {
       tasks: 1,
       current_working_directory: job.cwd,
       standard_output: job.output,
-      environment: Private.environment(job.env)
+      // A person's job has its own HOME and USER: what the engine gave is kept.
+      environment: Private.environment(job.env, job.user === undefined)
     };
     if (job.partition) {
       properties.partition = job.partition;
@@ -62,14 +72,17 @@ export class SlurmRestClient implements ISlurmClient {
       const [key, value] = Private.option(arg);
       properties[key] = value;
     }
-    const answer = await this._request('POST', '/job/submit', {
-      script: job.script,
-      job: properties
-    });
+    const answer = await this._request(
+      'POST',
+      '/job/submit',
+      { script: job.script, job: properties },
+      job.user
+    );
     const id = answer.body?.job_id;
     if (typeof id !== 'number' || !Number.isSafeInteger(id)) {
+      const as = job.user ? this._impersonation(job.user, answer) : '';
       throw new Error(
-        `${this.description} refused the job: ${Private.errors(answer) ?? `no job id in its answer (HTTP ${answer.status})`}`
+        `${this.description} refused the job${as}: ${Private.errors(answer) ?? `no job id in its answer (HTTP ${answer.status})`}`
       );
     }
     return String(id);
@@ -105,10 +118,13 @@ export class SlurmRestClient implements ISlurmClient {
     return states;
   }
 
-  async cancel(id: string): Promise<void> {
+  async cancel(id: string, user?: ISlurmUser): Promise<void> {
+    // A person's job is theirs to cancel: as them, as it was submitted.
     const answer = await this._request(
       'DELETE',
-      `/job/${encodeURIComponent(id)}`
+      `/job/${encodeURIComponent(id)}`,
+      undefined,
+      user
     );
     const error = Private.errors(answer);
     if (error) {
@@ -118,15 +134,30 @@ export class SlurmRestClient implements ISlurmClient {
     }
   }
 
-  /** Send one request; resolve with the status and the parsed body (undefined when not JSON). */
+  /**
+   * Why slurmctld may have refused a job submitted as a person, where the token is not one it lets
+   * impersonate: `' as alice (...)'`, else `' as alice'`.
+   */
+  private _impersonation(user: ISlurmUser, answer: Private.IAnswer): string {
+    const tokenUser = this._user(answer.token);
+    return tokenUser === user.name || tokenUser === 'root'
+      ? ` as ${user.name}`
+      : ` as ${user.name} (submitting as another user needs a token of SlurmUser or root, and this one is ${tokenUser}'s)`;
+  }
+
+  /**
+   * Send one request (as `as`, impersonated, where given); resolve with the status and the parsed
+   * body (undefined when not JSON).
+   */
   private _request(
     method: string,
     route: string,
-    body?: unknown
+    body?: unknown,
+    as?: ISlurmUser
   ): Promise<Private.IAnswer> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const token = this._token();
-    const user = this._user(token);
+    const user = as?.name ?? this._user(token);
     const headers: http.OutgoingHttpHeaders = {
       accept: 'application/json',
       'x-slurm-user-name': user,
@@ -377,11 +408,17 @@ namespace Private {
     'XDG_RUNTIME_DIR'
   ]);
 
-  /** The job's environment as v0.0.38 takes it: a dictionary of strings. */
-  export function environment(env: NodeJS.ProcessEnv): Record<string, string> {
+  /**
+   * The job's environment as v0.0.38 takes it: a dictionary of strings, without the gateway user's
+   * identity (`stripIdentity`) unless the engine set the job's own.
+   */
+  export function environment(
+    env: NodeJS.ProcessEnv,
+    stripIdentity = true
+  ): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [key, value] of Object.entries(env)) {
-      if (value !== undefined && !IDENTITY.has(key)) {
+      if (value !== undefined && !(stripIdentity && IDENTITY.has(key))) {
         out[key] = value;
       }
     }
