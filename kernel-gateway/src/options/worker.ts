@@ -7,7 +7,6 @@ import { LOG_FORMAT, LOG_LEVEL } from './common';
 import { kernelHostOptionTable } from './kernel-host';
 import { mergeSections, type Flags, type IOptionSection } from './table';
 import { count } from './values';
-import { count } from './values';
 
 /** `ferry worker`'s options, section by section, in the order `--help` lists them. */
 export const WORKER_OPTION_SECTIONS = [
@@ -62,11 +61,6 @@ export const WORKER_OPTION_SECTIONS = [
       allocated: {
         flag: '--allocated <kind[:model]>',
         help: "offer the devices of this job's allocation (CUDA_VISIBLE_DEVICES / TPU_VISIBLE_CHIPS) instead of discovering them"
-      },
-      ownerUid: {
-        flag: '--owner-uid <uid>',
-        help: "run only the kernels and terminals of the person with this uid, and say so when registering (a Slurm job submitted as a signed-in person; the gateway gives it this and a token of the job's own)",
-        parse: count
       },
       ownerUid: {
         flag: '--owner-uid <uid>',
