@@ -126,6 +126,27 @@ export namespace HoldWords {
   }
 
   /**
+   * Whether the warning before an idle return is due: within the gateway's default warning time
+   * (`--idle-return-warning`, 5 min, at most a quarter of the idle timeout) of the return.
+   */
+  export function warningDue(
+    hold: IKernelHold | undefined,
+    now: number
+  ): boolean {
+    if (!hold?.returnsAt || hold.state !== 'held') {
+      return false;
+    }
+    const returnsAt = Date.parse(hold.returnsAt);
+    const timeout = hold.idleSince
+      ? returnsAt - Date.parse(hold.idleSince)
+      : Infinity;
+    return returnsAt - now <= Math.min(WARNING_MS, timeout / 4);
+  }
+
+  /** The gateway's default `--idle-return-warning`. */
+  const WARNING_MS = 5 * 60_000;
+
+  /**
    * The last return: `Went back to the pool at 14:02: idle for 30 min; variables lost`, or null.
    */
   export function lastReturn(

@@ -71,14 +71,14 @@ export class HoldNotices implements IDisposable {
           }
         }
       }
-      const warning = HoldWords.returnWarning(
-        standing,
-        Date.parse(model.time),
-        trans
-      );
+      // Once per idle spell, a few minutes before (the sidebar says it all along).
+      const now = Date.parse(model.time);
+      const warning = HoldWords.warningDue(hold, now)
+        ? HoldWords.returnWarning(standing, now, trans)
+        : null;
       if (warning && hold?.returnsAt) {
         this._once(
-          `warning/${standing.kernelId}/${hold.returnsAt}`,
+          `warning/${standing.kernelId}/${hold.idleSince ?? hold.returnsAt}`,
           'warning',
           `${name}: ${warning}`
         );

@@ -130,7 +130,7 @@ export namespace UsageMeter {
     trans: TranslationBundle = nullTranslator.load('ferry')
   ): string {
     const s = Math.max(0, seconds);
-    if (s < 60) {
+    if (s < 120) {
       return trans.__('%1 s', Math.round(s));
     }
     if (s < 3600) {
@@ -220,6 +220,23 @@ export namespace UsageMeter {
     }
   }
 
+  /**
+   * The lines worth a line: a model's own line says nothing more than its class's when it has no
+   * quota of its own and is the only model of its class.
+   */
+  export function shown(classes: readonly IUsageClass[]): IUsageClass[] {
+    return classes.filter(entry => {
+      if (!entry.model || entry.quotaSeconds !== null) {
+        return true;
+      }
+      const whole = classes.some(c => c.class === entry.class && !c.model);
+      const models = classes.filter(
+        c => c.class === entry.class && c.model
+      ).length;
+      return !whole || models > 1;
+    });
+  }
+
   /** The sidebar's section: one line and a meter per class; nothing when there is no answer. */
   export function render(
     usage: IUsage | null,
@@ -242,7 +259,7 @@ export namespace UsageMeter {
           )
         : h.ul(
             { className: 'jp-FerryAccelerators-usageList' },
-            usage.classes.map(entry => {
+            shown(usage.classes).map(entry => {
               const text = words(entry, usage.period, trans);
               const level_ = level(entry);
               const warn = warning(entry, usage, trans);

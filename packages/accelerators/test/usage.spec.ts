@@ -54,6 +54,15 @@ describe('the usage meter', () => {
     );
   });
 
+  it('gives a model its own line only where it tells more than its class', () => {
+    const both = usage(600, 3600).classes;
+    const h100 = { ...both[0], model: 'H100', quotaSeconds: null };
+    expect(UsageMeter.shown([both[0], h100])).toEqual([both[0]]);
+    const a100 = { ...h100, model: 'A100' };
+    expect(UsageMeter.shown([both[0], h100, a100])).toHaveLength(3);
+    expect(UsageMeter.shown([h100])).toEqual([h100]);
+  });
+
   it('warns at 80 and 95 % of a quota, and says when it renews', () => {
     expect(UsageMeter.level(usage(0.79 * 3600, 3600).classes[0])).toBe(0);
     expect(UsageMeter.level(usage(0.8 * 3600, 3600).classes[0])).toBe(80);
@@ -129,6 +138,15 @@ describe('a kernel’s hold in words, and its notices', () => {
       trans,
       notify: (_type, message) => told.push(message)
     });
+    expect(told).toEqual([]);
+    // 30 min ahead: the sidebar says so, the notification waits for the last minutes.
+    manager.push(
+      model({
+        state: 'held',
+        idleSince: '2026-01-01T00:00:00.000Z',
+        returnsAt: '2026-01-01T00:30:00.000Z'
+      })
+    );
     expect(told).toEqual([]);
     const warning = model({
       state: 'held',

@@ -1,0 +1,284 @@
+/// <reference lib="dom" />
+/**
+ * Issue #26 as a user and an admin see it, in Debian's Chromium: `ferry gateway` with one simulated
+ * H100, devices held only while used (`--hold-devices when-used`) and a weekly GPU quota in the
+ * profiles file. A cell of a second notebook waits for the GPU (no 409 modal: the cell says why and
+ * the sidebar says where it stands), the admin page lists who holds the GPU and returns it with a
+ * reason, the holder's sidebar and a notification say so, the waiting cell then runs, and the
+ * sidebar's meter shows the week's use against the quota. The admin's usage table and its CSV
+ * follow the same ledger.
+ *
+ * Screenshots land in test-artifacts/screenshots/fair-share-*.png.
+ */
+import type { ChildProcess } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { apiFor } from './helpers';
+import {
+  SCREENSHOTS,
+  appRestored,
+  browserMissing,
+  currentKernelId,
+  kernelIdle,
+  launchChromium,
+  screenshotStep,
+  showLeftPanel,
+  startCell,
+  startFerry,
+  stopFerry,
+  type ICommands
+} from './lab-pages';
+
+const describeInBrowser = browserMissing ? describe.skip : describe;
+if (browserMissing) {
+  console.warn(`Browser tests skipped: ${browserMissing}`);
+}
+
+jest.setTimeout(180_000);
+
+const REASON = 'the exam needs every GPU';
+
+describeInBrowser(
+  'a fair share of the GPU in the hosted lab, in Chromium',
+  () => {
+    let browser: Browser;
+    let ferry: ChildProcess | undefined;
+    let page: Page;
+    let api: ReturnType<typeof apiFor>;
+    let dir: string;
+
+    beforeAll(async () => {
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      dir = mkdtempSync(path.join(tmpdir(), 'ferry-fair-share-'));
+      const root = path.join(dir, 'root');
+      mkdirSync(root);
+      // Two notebooks on the H100's kernelspec, as a user who picked it saved them.
+      for (const name of ['first', 'second']) {
+        writeFileSync(
+          path.join(root, `${name}.ipynb`),
+          JSON.stringify({
+            cells: [
+              {
+                cell_type: 'code',
+                source: '',
+                metadata: {},
+                outputs: [],
+                execution_count: null
+              }
+            ],
+            metadata: {
+              kernelspec: {
+                name: 'python3.gpu-h100-x1',
+                display_name: 'Python 3 · GPU · H100 × 1',
+                language: 'python'
+              }
+            },
+            nbformat: 4,
+            nbformat_minor: 4
+          })
+        );
+      }
+      const profiles = path.join(dir, 'profiles.json');
+      writeFileSync(
+        profiles,
+        JSON.stringify({
+          quotas: { default: { period: 'calendar-week', gpu: '10m' } }
+        })
+      );
+      const started = await startFerry([
+        '--simulate',
+        'gpu:H100:1',
+        '--no-discover',
+        '--hold-devices',
+        'when-used',
+        '--profiles',
+        profiles,
+        '--root-dir',
+        root,
+        '--lab-settings-dir',
+        path.join(dir, 'user-settings')
+      ]);
+      ferry = started.child;
+      const url = new URL(started.link);
+      api = apiFor(url.origin, url.searchParams.get('token')!);
+      browser = await launchChromium();
+      page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+      page.setDefaultTimeout(60_000);
+      await page.goto(started.link);
+      await appRestored(page);
+    });
+
+    afterEach(async () => {
+      await screenshotStep(page, 'fair-share');
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+      await stopFerry(ferry);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    /**
+     * Open a notebook whose kernelspec asks for the H100: its kernel starts without it (held only
+     * while used) and is idle at once.
+     */
+    async function openGpuNotebook(name: string): Promise<string> {
+      await page.evaluate(
+        path =>
+          (
+            window as unknown as { jupyterapp: { commands: ICommands } }
+          ).jupyterapp.commands.execute('docmanager:open', { path }),
+        name
+      );
+      await page
+        .locator('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current', {
+          hasText: name
+        })
+        .waitFor();
+      await kernelIdle(page);
+      return currentKernelId(page);
+    }
+
+    function sidebar(): Locator {
+      return page.locator('#jp-ferry-accelerators');
+    }
+
+    /** A notebook's tab, by its name, brought to the front. */
+    async function showNotebook(name: string): Promise<void> {
+      await page
+        .locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })
+        .click();
+    }
+
+    it('runs a cell on a queued kernel: it waits, saying why, and runs when an admin returns the GPU', async () => {
+      // The first notebook's first cell takes the GPU.
+      const first = await openGpuNotebook('first.ipynb');
+      const firstCell = await startCell(page, 'x = 41 + 1\nprint(x)');
+      await firstCell
+        .locator('.jp-OutputArea-output', { hasText: '42' })
+        .waitFor();
+      const holds = await api('GET', '/api/accelerators');
+      expect(JSON.stringify(holds.body)).toContain(`"id":"${first}"`);
+
+      // The second notebook's cell waits in the queue: no modal, the cell and the sidebar say why.
+      const secondName = 'second.ipynb';
+      const second = await openGpuNotebook(secondName);
+      const waiting = await startCell(page, "print('my turn')");
+      await waiting
+        .locator('.jp-OutputArea-output', {
+          hasText: /^Waiting for GPU · H100 × 1 · #1/
+        })
+        .waitFor();
+      expect(await page.locator('.jp-Dialog').count()).toBe(0);
+      await waiting.locator('.jp-InputPrompt', { hasText: '[*]' }).waitFor();
+      await showLeftPanel(page, 'jp-ferry-accelerators');
+      const mine = sidebar().getByRole('region', {
+        name: 'Your kernels and their devices'
+      });
+      await mine
+        .locator(`[data-kernel="${second}"][data-state="waiting"]`, {
+          hasText: `${secondName} Waiting for GPU · H100 × 1 · #1`
+        })
+        .waitFor();
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, 'fair-share-waiting.png')
+      });
+
+      // The admin page lists who holds the GPU; Return devices asks why.
+      await page.evaluate(() =>
+        (
+          window as unknown as { jupyterapp: { commands: ICommands } }
+        ).jupyterapp.commands.execute('ferry:admin')
+      );
+      const holder = page.locator(
+        `.jp-FerryAdmin-holders tr[data-holder-id="${first}"]`
+      );
+      await holder.waitFor();
+      expect((await holder.innerText()).replace(/\s+/g, ' ')).toMatch(
+        /GPU · H100 × 1 .* (idle|busy)/
+      );
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, 'fair-share-admin-holders.png')
+      });
+      await holder.locator('.jp-FerryAdmin-return').click();
+      const dialog = page.locator('.jp-Dialog');
+      await dialog.locator('input').fill(REASON);
+      await dialog.locator('button', { hasText: 'Do it' }).click();
+      await holder.waitFor({ state: 'detached' });
+
+      // The holder is told, in the sidebar and once as a notification.
+      await mine
+        .locator(`[data-kernel="${first}"][data-state="returned"]`, {
+          hasText: new RegExp(
+            `Returned by an admin at \\d\\d:\\d\\d( [AP]M)?: ${REASON}; (variables lost|state kept)`
+          )
+        })
+        .waitFor();
+      await page
+        .locator('.Toastify__toast', { hasText: `Returned by an admin` })
+        .first()
+        .waitFor();
+
+      // The waiting cell got the GPU and ran.
+      await showNotebook(secondName);
+      await waiting
+        .locator('.jp-OutputArea-output', { hasText: 'my turn' })
+        .waitFor();
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, 'fair-share-returned.png')
+      });
+    });
+
+    it("shows the week's GPU use against the quota in the sidebar, and the admin's table and CSV agree", async () => {
+      // Held time so far (the first kernel's, and the second's since it took the GPU) is on the meter.
+      await showLeftPanel(page, 'jp-ferry-accelerators');
+      const meter = sidebar().getByRole('region', { name: 'Your device use' });
+      const line = meter.locator('.jp-FerryAccelerators-usageItem', {
+        hasText:
+          /^GPU [1-9]\d* (s|min) of 10 min this week · \d+ % of held time busy/
+      });
+      await line.waitFor();
+      expect(
+        await meter
+          .getByRole('meter', { name: /^GPU .* of 10 min this week/ })
+          .count()
+      ).toBe(1);
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, 'fair-share-meter.png')
+      });
+
+      // The admin's view of the same ledger: a row per user (here the one), and the CSV of it.
+      await page.evaluate(() =>
+        (
+          window as unknown as { jupyterapp: { commands: ICommands } }
+        ).jupyterapp.commands.execute('ferry:admin')
+      );
+      const row = page.locator('.jp-FerryAdmin-usage tr[data-key]');
+      await row.waitFor();
+      expect(await row.count()).toBe(1);
+      const user = (await row.getAttribute('data-key'))!;
+      expect((await row.innerText()).replace(/\s+/g, ' ')).toMatch(
+        new RegExp(`^${user} [1-9]\\d* (s|min) \\d+ (s|min) \\d+ % `)
+      );
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.locator('.jp-FerryAdmin-csv').click()
+      ]);
+      expect(download.suggestedFilename()).toBe('ferry-usage-by-user.csv');
+      const csv = readFileSync(await download.path(), 'utf8');
+      expect(csv.split('\n')[0]).toMatch(/held/i);
+      expect(csv).toContain(user);
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, 'fair-share-admin-usage.png')
+      });
+    });
+  }
+);
