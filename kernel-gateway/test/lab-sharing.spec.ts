@@ -250,6 +250,8 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .locator('.jp-Notebook .jp-Cell')
       .nth(0);
     await cell.locator('.jp-InputPrompt').click();
+    // The box opens on demand, from the cell's comment button.
+    await cell.getByRole('button', { name: 'Add a comment' }).click();
     const box = cell.getByLabel('Comment on this cell');
     await box.fill('Why 1?');
     await box.press('Enter');

@@ -318,6 +318,90 @@ describe('rooms: rights per connection and hostile clients', () => {
       expect(cellSources(owner.doc)).toEqual(['c']);
     });
 
+    it('lets a comment link reply, and resolve the threads it started and no others', async () => {
+      writeFileSync(path.join(rooms.rootDir, 'threads.ipynb'), notebook(['t']));
+      const { fileId } = (await session('threads.ipynb')).body;
+      const room = `json:notebook:${fileId}`;
+      const owner = provider(room);
+      await synced(owner);
+      const threads = owner.doc.getMap<Y.Array<unknown>>('comments');
+      owner.doc.transact(() => {
+        threads.set('cell-0', new Y.Array());
+        threads
+          .get('cell-0')!
+          .push([{ id: 'o1', author: 'Owner', text: 'why?', time: 't0' }]);
+      });
+      const commentLink = await link('threads.ipynb', 'comment');
+      const me = 'Guest (API client)';
+      const commenter = await visitor(room, commentLink.token);
+      const thread = (doc: Y.Doc) =>
+        doc.getMap<Y.Array<Record<string, unknown>>>('comments').get('cell-0')!;
+      // A reply to the owner's comment, and a thread of its own, resolved and reopened.
+      commenter.change(doc =>
+        thread(doc).push([
+          { id: 'v1', author: me, text: 'because', time: 't1', replyTo: 'o1' },
+          { id: 'v2', author: me, text: 'mine', time: 't2' }
+        ])
+      );
+      await until(owner.doc, doc => thread(doc).length === 3);
+      commenter.change(doc =>
+        thread(doc).push([
+          {
+            id: 'v3',
+            author: me,
+            text: '',
+            time: 't3',
+            resolves: 'v2',
+            resolved: true
+          }
+        ])
+      );
+      await until(owner.doc, doc => thread(doc).length === 4);
+      // Resolving the owner's thread is the owner's (or its writer's) to do.
+      const other = await visitor(room, commentLink.token);
+      const denial = other.nextDenial();
+      other.change(doc =>
+        thread(doc).push([
+          {
+            id: 'v4',
+            author: me,
+            text: '',
+            time: 't4',
+            resolves: 'o1',
+            resolved: true
+          }
+        ])
+      );
+      expect(await denial).toMatch(/comment link/);
+      // So is a field the page never writes.
+      const odd = await visitor(room, commentLink.token);
+      const oddDenial = odd.nextDenial();
+      odd.change(doc =>
+        thread(doc).push([
+          { id: 'v5', author: me, text: 'x', time: 't5', resolved: true }
+        ])
+      );
+      expect(await oddDenial).toMatch(/comment link/);
+      // The owner resolves anyone's thread.
+      owner.doc.transact(() =>
+        thread(owner.doc).push([
+          {
+            id: 'o2',
+            author: 'Owner',
+            text: '',
+            time: 't6',
+            resolves: 'v2',
+            resolved: false
+          }
+        ])
+      );
+      expect(
+        thread(owner.doc)
+          .toJSON()
+          .map(entry => entry.id)
+      ).toEqual(['o1', 'v1', 'v2', 'v3', 'o2']);
+    });
+
     it("refuses a comment link's oversized update and awareness state unread, and closes a socket sending huge frames", async () => {
       writeFileSync(path.join(rooms.rootDir, 'big.ipynb'), notebook(['b']));
       const { fileId } = (await session('big.ipynb')).body;

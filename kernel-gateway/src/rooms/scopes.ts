@@ -16,7 +16,9 @@
  * the gateway only) binds each yjs client id to the identity of the first connection that wrote
  * with it, and a comment's struct carries its writer's client id. A comment may be taken back by
  * its writer (or the owner) only; a thread (`comments/<cellId>`) may be made for a cell that has
- * none, never replaced or removed.
+ * none, never replaced or removed. A reply names the comment it answers (`replyTo`); a thread is
+ * resolved or reopened by a record naming its first comment (`resolves`), written by that comment's
+ * writer or the owner.
  *
  * An update is judged by the places it touches (and, in `comments`, by what it adds or takes away):
  * each new struct's place is found by walking its parents (in the doc, or in the update itself),
@@ -140,7 +142,14 @@ function comments(change: IChange, identity: string, name: string): boolean {
   if (kind === 'delete') {
     return owner === identity;
   }
-  return theirs && values().every(value => Private.ownComment(value, name));
+  return (
+    theirs &&
+    values().every(
+      value =>
+        Private.ownComment(value, name) &&
+        Private.mayResolve(value, doc, path[1], identity)
+    )
+  );
 }
 
 /**
@@ -352,17 +361,26 @@ namespace Private {
     );
   }
 
-  /** A comment as the page writes it, under `name`, of small strings only. */
+  /**
+   * A comment as the page writes it, under `name`, of small strings only: `{id, author, text,
+   * time}`, with `replyTo` (the id of the comment it answers), or a thread's resolution `{...,
+   * resolves: <id of the thread's first comment>, resolved: boolean}`.
+   */
   export function ownComment(value: unknown, name: string): boolean {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       return false;
     }
-    const { id, author, text, time, ...rest } = value as Record<
-      string,
-      unknown
-    >;
+    const { id, author, text, time, replyTo, resolves, resolved, ...rest } =
+      value as Record<string, unknown>;
+    const shortId = (v: unknown) => typeof v === 'string' && v.length <= 128;
     return (
       Object.keys(rest).length === 0 &&
+      (replyTo === undefined || shortId(replyTo)) &&
+      (resolves === undefined
+        ? resolved === undefined
+        : shortId(resolves) &&
+          replyTo === undefined &&
+          typeof resolved === 'boolean') &&
       author === name &&
       typeof id === 'string' &&
       id.length <= 128 &&
@@ -371,6 +389,43 @@ namespace Private {
       (typeof time === 'string' || typeof time === 'number') &&
       String(time).length <= 64
     );
+  }
+
+  /**
+   * Whether a guest `identity` may write `value` into the thread of `cellId`: a resolution only of a
+   * thread whose first comment it wrote (the owner resolves any; the owner has no rule).
+   */
+  export function mayResolve(
+    value: unknown,
+    doc: Y.Doc,
+    cellId: string,
+    identity: string
+  ): boolean {
+    const resolves = (value as { resolves?: unknown }).resolves;
+    if (resolves === undefined) {
+      return true;
+    }
+    const thread = doc.getMap(COMMENTS_ROOT).get(cellId);
+    if (!(thread instanceof Y.Array)) {
+      return false;
+    }
+    for (let item = thread._start; item; item = item.right) {
+      if (item.deleted) {
+        continue;
+      }
+      const found = item.content
+        .getContent()
+        .some(
+          (entry: unknown) =>
+            typeof entry === 'object' &&
+            entry !== null &&
+            (entry as { id?: unknown }).id === resolves
+        );
+      if (found) {
+        return authorOf(doc, item.id.client) === identity;
+      }
+    }
+    return false;
   }
 
   /** Nesting deeper than any notebook has: an update claiming more is refused. */

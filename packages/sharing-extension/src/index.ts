@@ -20,15 +20,15 @@ import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { adminPlugin } from './admin';
-import { mayComment, SharesClient } from './api';
-import { showComments } from './comments';
+import { SharesClient } from './api';
+import { commentsPlugin } from './comments';
 import { collaborationPlugins } from './collaboration';
 import { showShareDialog } from './dialog';
 import { cellExecutorPlugin } from './executor';
 import { noticesPlugin } from './notices';
 import { presencePlugin } from './presence';
 import { tokensPlugin } from './tokens';
-import { currentShare, visitorPlugin } from './visitor';
+import { visitorPlugin } from './visitor';
 
 export { AdminPanel, type ReasonPrompt } from './admin';
 export { AdminClient, type IAdminUser, type IAuditEntry } from './admin-client';
@@ -50,7 +50,13 @@ export {
   type ICreatedApiToken
 } from './tokens';
 export { commandAllowed } from './rights';
-export { addComment, COMMENTS_ROOT, type IComment } from './comments';
+export {
+  addComment,
+  COMMENTS_ROOT,
+  deleteComment,
+  setResolved,
+  type IComment
+} from './comments';
 
 /** The command IDs of the extension. */
 namespace CommandIDs {
@@ -111,34 +117,6 @@ const sharePlugin: JupyterFrontEndPlugin<void> = {
       button.addClass('jp-FerryShare-toolbarButton');
       return button;
     });
-  }
-};
-
-/** Comment threads under the cells of notebooks in a room (written by the owner and comment+ links). */
-const commentsPlugin: JupyterFrontEndPlugin<void> = {
-  id: '@ferry/sharing-extension:comments',
-  description:
-    'Shows comment threads on cells, stored with the room; the owner and comment, run and edit links add to them.',
-  autoStart: true,
-  requires: [INotebookTracker],
-  optional: [ITranslator],
-  activate: async (
-    app: JupyterFrontEnd,
-    tracker: INotebookTracker,
-    translator: ITranslator | null
-  ): Promise<void> => {
-    const trans = (translator ?? nullTranslator).load('ferry');
-    const share = await currentShare(app);
-    const canWrite = share ? mayComment(share.scope) : true;
-    const user = app.serviceManager.user;
-    const author = () =>
-      user.identity?.display_name ||
-      user.identity?.name ||
-      trans.__('Anonymous');
-    tracker.widgetAdded.connect((_, panel) =>
-      showComments(panel, author, canWrite, trans)
-    );
-    tracker.forEach(panel => showComments(panel, author, canWrite, trans));
   }
 };
 
