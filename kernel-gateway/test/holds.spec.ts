@@ -19,6 +19,7 @@ import {
   type IDevicesReturned
 } from '../src';
 import { startGateway, startKernel, type ITestGateway } from './helpers';
+import { startWorker, type IWorkerProcess } from './workers';
 
 const H100 = { kind: 'gpu', model: 'H100', count: 1 };
 
@@ -331,4 +332,61 @@ describe('devices held only while used', () => {
     );
     expect(next.stdout).toBe('False\n');
   }, 60000);
+
+  it('suspends and resumes on a remote worker too, over its gRPC link', async () => {
+    const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
+    const workerToken = 'holds-worker-token';
+    gw = await startGateway({
+      worker: new Worker({ logger, kernelTimings: { shutdownWaitMs: 2000 } }),
+      workerPort: 0,
+      workerToken,
+      holds: {
+        mode: 'when-used',
+        strategy: 'suspend',
+        idleReturnMs: { gpu: 0 }
+      }
+    });
+    manager = new KernelManager({
+      serverSettings: ServerConnection.makeSettings({
+        baseUrl: gw.url,
+        wsUrl: gw.url.replace(/^http/, 'ws'),
+        token: gw.token,
+        appendToken: true,
+        WebSocket: WebSocket as unknown as typeof globalThis.WebSocket
+      })
+    });
+    let remote: IWorkerProcess | undefined;
+    try {
+      remote = startWorker(
+        `127.0.0.1:${gw.gateway.workerPort!}`,
+        workerToken,
+        'gpu-host',
+        ['--simulate', 'gpu:H100:1:checkpoint', '--no-cpu']
+      );
+      await remote.registered();
+      const id = await startKernel(gw, {
+        name: 'python3',
+        accelerator: H100
+      });
+      // It starts beside the devices it will use, holding none.
+      const placed = gw.gateway.registry.get(id)?.placement;
+      expect(placed?.deviceIds).toEqual([]);
+      expect(gw.gateway.pool.get(placed!.workerId)?.name).toBe('gpu-host');
+      const kernel = await connect(id);
+      expect((await run(kernel, 'x = 42')).reply.status).toBe('ok');
+      expect(await holdersOfTheGpu()).toEqual([id]);
+      await gw.gateway.registry.returnDevices(id, 'by an admin: test', 'admin');
+      expect(await holdersOfTheGpu()).toEqual([]);
+      const next = await run(
+        kernel,
+        'import os\nprint(x, os.environ.get("CUDA_VISIBLE_DEVICES"))'
+      );
+      expect(next.stderr).toMatch(/its state was kept \(suspended\)/);
+      expect(next.stdout).toBe('42 0\n');
+      expect(await holdersOfTheGpu()).toEqual([id]);
+    } finally {
+      await gw.close();
+      await remote?.stop();
+    }
+  }, 90000);
 });

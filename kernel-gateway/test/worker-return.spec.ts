@@ -32,11 +32,14 @@ describe('a remote worker that comes back after kill -9 within its grace period'
   const workers: IWorkerProcess[] = [];
 
   beforeAll(async () => {
+    // Devices held from each kernel's start, as this test's queued kernel needs.
     gw = await startGatewayProcess([
       '--worker-port',
       '0',
       '--worker-grace',
-      '300'
+      '300',
+      '--hold-devices',
+      'always'
     ]);
   });
 

@@ -320,6 +320,13 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
         await this._worker.interruptKernel(command.interrupt_kernel.kernel_id);
       } else if (command.restart_kernel) {
         await this._worker.restartKernel(command.restart_kernel.kernel_id);
+      } else if (command.suspend_kernel) {
+        await this._worker.suspendKernel(command.suspend_kernel.kernel_id);
+      } else if (command.resume_kernel) {
+        await this._worker.resumeKernel(
+          command.resume_kernel.kernel_id,
+          command.resume_kernel.device_ids ?? []
+        );
       } else if (command.shutdown_kernel) {
         const id = command.shutdown_kernel.kernel_id;
         await this._worker.shutdownKernel(id);

@@ -348,6 +348,18 @@ export class RemoteWorkerConnection
     await this._command({ restart_kernel: { kernel_id: kernelId } });
   }
 
+  /** Its worker puts the kernel's device state aside (see `IWorkerConnection.suspendKernel`). */
+  async suspendKernel(kernelId: string): Promise<void> {
+    await this._command({ suspend_kernel: { kernel_id: kernelId } });
+  }
+
+  /** Its worker restores a suspended kernel onto `deviceIds`. */
+  async resumeKernel(kernelId: string, deviceIds: string[]): Promise<void> {
+    await this._command({
+      resume_kernel: { kernel_id: kernelId, device_ids: deviceIds }
+    });
+  }
+
   async shutdownKernel(kernelId: string): Promise<void> {
     this._running = this._running.filter(k => k.kernelId !== kernelId);
     if (this.connected) {

@@ -136,7 +136,8 @@ export function deviceToProto(device: IDevice): Device {
     profile: device.profile,
     parent_id: device.parentId,
     labels: device.labels,
-    simulated: device.simulated
+    simulated: device.simulated,
+    checkpoint: device.checkpoint ?? false
   };
 }
 
@@ -157,6 +158,9 @@ export function deviceFromProto(device: Device): IDevice {
   }
   if (device.profile != null) {
     out.profile = device.profile;
+  }
+  if (device.checkpoint) {
+    out.checkpoint = true;
   }
   if (device.parent_id != null) {
     out.parentId = device.parent_id;

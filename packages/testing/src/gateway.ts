@@ -37,6 +37,10 @@ export function startFerry(
       stateDir,
       '--simulate',
       'gpu:H100:2',
+      // Devices held from each kernel's start, as these tests read them (`ferry gateway` holds
+      // them only while used by default: docs/accelerators.md#held-only-while-used).
+      '--hold-devices',
+      'always',
       '--no-discover',
       '--log-level',
       'error',
