@@ -21,7 +21,9 @@ import {
   parseDuration,
   Quotas,
   UsageLedger,
-  type IHolderInfo
+  type IAllocation,
+  type IHolderInfo,
+  type IQuotaState
 } from './accounting';
 import {
   ApiTokens,
@@ -291,8 +293,9 @@ export class Gateway {
       runAs: owner => this.accounts && runAsOf(this.accounts, owner),
       owners: new KernelOwners(this.state, options.logger),
       ...(resolved.holds ? { holds: resolved.holds } : {}),
-      admit: (owner, accelerator) => {
-        if (owner !== undefined) {
+      admit: (owner, accelerator, acquiring) => {
+        // A kernel taking its devices for a cell was counted when it started.
+        if (owner !== undefined && acquiring === undefined) {
           devices(owner, accelerator);
         }
         // Quotas apply to everyone, the token's owner too (accounting/quotas.ts).
@@ -359,18 +362,17 @@ export class Gateway {
         this.registry.returnDevices(id, reason, 'quota'),
       logger: options.logger
     });
-    // Warnings at 80 % and 95 %, and the return at 100 %, on the event bus (the holder's own).
+    // Warnings at 80 % and 95 %, 100 %, and the devices' return, on the event bus (the holder's).
     this.quotas.on('level', ({ allocation, state }) =>
+      this.events.emit(
+        Quotas.EVENT_SCHEMA,
+        Private.quotaEvent('level', allocation, state)
+      )
+    );
+    this.quotas.on('returned', ({ allocation, state, reason }) =>
       this.events.emit(Quotas.EVENT_SCHEMA, {
-        ...(allocation.holder.kind === 'terminal'
-          ? { terminal: allocation.holder.id }
-          : { kernel_id: allocation.key }),
-        user: allocation.user,
-        level: state.level,
-        class: state.class,
-        ...(state.model !== undefined ? { model: state.model } : {}),
-        usedSeconds: state.usedSeconds,
-        quotaSeconds: state.quotaSeconds
+        ...Private.quotaEvent('returned', allocation, state),
+        reason
       })
     );
     this.quota = new KernelQuota({
@@ -717,6 +719,26 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /** A quota event for the bus: `level` (80 %, 95 %, 100 %) or `returned` (the devices went back). */
+  export function quotaEvent(
+    action: 'level' | 'returned',
+    allocation: IAllocation,
+    state: IQuotaState
+  ): Record<string, unknown> {
+    return {
+      action,
+      ...(allocation.holder.kind === 'terminal'
+        ? { terminal: allocation.holder.id }
+        : { kernel_id: allocation.key }),
+      user: allocation.user,
+      level: state.level,
+      class: state.class,
+      ...(state.model !== undefined ? { model: state.model } : {}),
+      usedSeconds: state.usedSeconds,
+      quotaSeconds: state.quotaSeconds
+    };
+  }
+
   /** Whose a scheduler key's devices are, for the ledger: user, first group, kernel/terminal/job. */
   export function holderInfo(
     key: string,

@@ -284,14 +284,25 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
       if (!state || Quotas.rank(level) <= Quotas.rank(before)) {
         continue;
       }
-      this.emit('level', { allocation, state });
+      // Each level passed since the last check is told, in order (a check may skip one).
+      for (
+        let rank = Quotas.rank(before) + 1;
+        rank <= Quotas.rank(level);
+        rank++
+      ) {
+        this.emit('level', {
+          allocation,
+          state: { ...state, level: Quotas.LEVELS[rank] }
+        });
+      }
       if (level === 'exceeded' && allocation.holder.kind !== 'terminal') {
         const reason = Quotas.exhausted(state);
         this._log?.info(
           { holder: allocation.key, user: allocation.user, state },
           'quota used up: the devices go back'
         );
-        void this._returnDevices(allocation.holder.id, reason).catch(
+        void this._returnDevices(allocation.holder.id, reason).then(
+          () => this.emit('returned', { allocation, state, reason }),
           (error: unknown) =>
             this._log?.warn(
               { holder: allocation.key, err: (error as Error).message },
@@ -363,6 +374,10 @@ export namespace Quotas {
   export interface IEvents {
     /** A holder reached a higher level of a quota (warning, critical, exceeded). */
     level: [event: { allocation: IAllocation; state: IQuotaState }];
+    /** A kernel's devices went back because a quota was used up. */
+    returned: [
+      event: { allocation: IAllocation; state: IQuotaState; reason: string }
+    ];
   }
 
   export interface IOptions {
@@ -456,8 +471,16 @@ export namespace Quotas {
     return used >= WARNING * quota ? 'warning' : 'ok';
   }
 
+  /** The levels, lowest first. */
+  export const LEVELS: readonly QuotaLevel[] = [
+    'ok',
+    'warning',
+    'critical',
+    'exceeded'
+  ];
+
   export function rank(level: QuotaLevel): number {
-    return ['ok', 'warning', 'critical', 'exceeded'].indexOf(level);
+    return LEVELS.indexOf(level);
   }
 
   export function fraction(state: IQuotaState): number {
@@ -482,7 +505,7 @@ export namespace Quotas {
         ? 'Your quota'
         : quota.from === 'default'
           ? 'The quota'
-          : `Your group ${quota.from}'s quota`;
+          : `The quota of your group ${quota.from}`;
     const period =
       window.kind === 'calendar-week'
         ? 'this week'

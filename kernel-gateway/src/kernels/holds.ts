@@ -92,6 +92,8 @@ export interface IHoldsHost {
   warned(event: IReturnWarning): void;
   /** Where a queued kernel stands, explained (the accelerators service's queue); none: position. */
   explainWait?: (kernelId: string) => IWaitExplanation | undefined;
+  /** The registry's `admit` check before a kernel takes devices for a cell (a quota); throws. */
+  admit?: (kernel: ManagedKernel) => void;
 }
 
 /** The registry's `devices-returned` event. */
@@ -369,6 +371,8 @@ export class DeviceHolds {
     hold.state = 'waiting';
     let result: 'running' | 'queued';
     try {
+      // The same check as at a start (a quota used up refuses the cell, saying why).
+      this._host.admit?.(kernel);
       if (suspended && this._suspend) {
         hold.resuming = true;
         result = await this._suspend.takeBack(kernel);

@@ -157,7 +157,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         acquired: kernel => this.emit('devices-acquired', kernel),
         returned: event => this.emit('devices-returned', event),
         warned: event => this.emit('return-warning', event),
-        explainWait: id => this.explainWait?.(id)
+        explainWait: id => this.explainWait?.(id),
+        admit: kernel =>
+          this._options.admit?.(kernel.owner, kernel.accelerator, kernel.id)
       }
     });
     this.on('started', kernel => this._holds.started(kernel));
@@ -769,11 +771,14 @@ export namespace KernelRegistry {
     environments?: readonly IEnvironmentProfile[];
     /**
      * Asked before a kernel of `owner` that asks for `accelerator` is made (the devices a user may
-     * hold: auth/user-limits.ts); throws to refuse it.
+     * hold: auth/user-limits.ts; quotas: accounting/quotas.ts), and before a kernel takes its
+     * devices for a cell (`acquiring`: its id; it was counted when it started, so only what charges
+     * use applies); throws to refuse it.
      */
     admit?: (
       owner: string | undefined,
-      accelerator: IAcceleratorRequest
+      accelerator: IAcceleratorRequest,
+      acquiring?: string
     ) => void;
     /**
      * The user a kernel of `owner` runs as (a signed-in person's uid and folder: users/run-as.ts);
