@@ -46,74 +46,162 @@ jest.setTimeout(180_000);
 
 const REASON = 'the exam needs every GPU';
 
+/** A gateway with one simulated H100 held only while used, and a page of its lab. */
+interface ILab {
+  page: Page;
+  api: ReturnType<typeof apiFor>;
+  close(): Promise<void>;
+}
+
+/**
+ * Start `ferry gateway` with one simulated H100, `--hold-devices when-used`, a 10-minute weekly
+ * GPU quota and two notebooks on the H100's kernelspec (first.ipynb, second.ipynb), plus `args`;
+ * open its lab in a page of `browser`.
+ */
+async function startLab(browser: Browser, args: string[] = []): Promise<ILab> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ferry-fair-share-'));
+  const root = path.join(dir, 'root');
+  mkdirSync(root);
+  // Two notebooks on the H100's kernelspec, as a user who picked it saved them.
+  for (const name of ['first', 'second']) {
+    writeFileSync(
+      path.join(root, `${name}.ipynb`),
+      JSON.stringify({
+        cells: [
+          {
+            cell_type: 'code',
+            source: '',
+            metadata: {},
+            outputs: [],
+            execution_count: null
+          }
+        ],
+        metadata: {
+          kernelspec: {
+            name: 'python3.gpu-h100-x1',
+            display_name: 'Python 3 · GPU · H100 × 1',
+            language: 'python'
+          }
+        },
+        nbformat: 4,
+        nbformat_minor: 4
+      })
+    );
+  }
+  const profiles = path.join(dir, 'profiles.json');
+  writeFileSync(
+    profiles,
+    JSON.stringify({
+      quotas: { default: { period: 'calendar-week', gpu: '10m' } }
+    })
+  );
+  let ferry: ChildProcess | undefined;
+  let page: Page | undefined;
+  const close = async () => {
+    await page?.close();
+    await stopFerry(ferry);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const started = await startFerry([
+      '--simulate',
+      'gpu:H100:1',
+      '--no-discover',
+      '--hold-devices',
+      'when-used',
+      '--profiles',
+      profiles,
+      '--root-dir',
+      root,
+      '--lab-settings-dir',
+      path.join(dir, 'user-settings'),
+      ...args
+    ]);
+    ferry = started.child;
+    const url = new URL(started.link);
+    page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.setDefaultTimeout(60_000);
+    await page.goto(started.link);
+    await appRestored(page);
+    return {
+      page,
+      api: apiFor(url.origin, url.searchParams.get('token')!),
+      close
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/**
+ * Open a notebook whose kernelspec asks for the H100: its kernel starts without it (held only
+ * while used) and is idle at once. Resolves with its kernel's id.
+ */
+async function openGpuNotebook(page: Page, name: string): Promise<string> {
+  await runCommand(page, 'docmanager:open', { path: name });
+  await page
+    .locator('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current', {
+      hasText: name
+    })
+    .waitFor();
+  await kernelIdle(page);
+  return currentKernelId(page);
+}
+
+/** Run one of the lab's commands. */
+async function runCommand(
+  page: Page,
+  id: string,
+  args?: unknown
+): Promise<void> {
+  await page.evaluate(
+    ([id, args]) =>
+      (
+        window as unknown as { jupyterapp: { commands: ICommands } }
+      ).jupyterapp.commands.execute(id as string, args),
+    [id, args] as const
+  );
+}
+
+/** The user's kernels in the sidebar (shown first). */
+async function myKernels(page: Page): Promise<Locator> {
+  await showLeftPanel(page, 'jp-ferry-accelerators');
+  return page
+    .locator('#jp-ferry-accelerators')
+    .getByRole('region', { name: 'Your kernels and their devices' });
+}
+
+/** A notebook's tab, by its name, brought to the front. */
+async function showNotebook(page: Page, name: string): Promise<void> {
+  await page
+    .locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })
+    .click();
+}
+
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!browserMissing) {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    browser = await launchChromium();
+  }
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
 describeInBrowser(
   'a fair share of the GPU in the hosted lab, in Chromium',
   () => {
-    let browser: Browser;
-    let ferry: ChildProcess | undefined;
+    let lab: ILab;
     let page: Page;
-    let api: ReturnType<typeof apiFor>;
-    let dir: string;
+    let api: ILab['api'];
 
     beforeAll(async () => {
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      dir = mkdtempSync(path.join(tmpdir(), 'ferry-fair-share-'));
-      const root = path.join(dir, 'root');
-      mkdirSync(root);
-      // Two notebooks on the H100's kernelspec, as a user who picked it saved them.
-      for (const name of ['first', 'second']) {
-        writeFileSync(
-          path.join(root, `${name}.ipynb`),
-          JSON.stringify({
-            cells: [
-              {
-                cell_type: 'code',
-                source: '',
-                metadata: {},
-                outputs: [],
-                execution_count: null
-              }
-            ],
-            metadata: {
-              kernelspec: {
-                name: 'python3.gpu-h100-x1',
-                display_name: 'Python 3 · GPU · H100 × 1',
-                language: 'python'
-              }
-            },
-            nbformat: 4,
-            nbformat_minor: 4
-          })
-        );
-      }
-      const profiles = path.join(dir, 'profiles.json');
-      writeFileSync(
-        profiles,
-        JSON.stringify({
-          quotas: { default: { period: 'calendar-week', gpu: '10m' } }
-        })
-      );
-      const started = await startFerry([
-        '--simulate',
-        'gpu:H100:1',
-        '--no-discover',
-        '--hold-devices',
-        'when-used',
-        '--profiles',
-        profiles,
-        '--root-dir',
-        root,
-        '--lab-settings-dir',
-        path.join(dir, 'user-settings')
-      ]);
-      ferry = started.child;
-      const url = new URL(started.link);
-      api = apiFor(url.origin, url.searchParams.get('token')!);
-      browser = await launchChromium();
-      page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-      page.setDefaultTimeout(60_000);
-      await page.goto(started.link);
-      await appRestored(page);
+      lab = await startLab(browser);
+      ({ page, api } = lab);
     });
 
     afterEach(async () => {
@@ -121,46 +209,16 @@ describeInBrowser(
     });
 
     afterAll(async () => {
-      await browser?.close();
-      await stopFerry(ferry);
-      rmSync(dir, { recursive: true, force: true });
+      await lab?.close();
     });
-
-    /**
-     * Open a notebook whose kernelspec asks for the H100: its kernel starts without it (held only
-     * while used) and is idle at once.
-     */
-    async function openGpuNotebook(name: string): Promise<string> {
-      await page.evaluate(
-        path =>
-          (
-            window as unknown as { jupyterapp: { commands: ICommands } }
-          ).jupyterapp.commands.execute('docmanager:open', { path }),
-        name
-      );
-      await page
-        .locator('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current', {
-          hasText: name
-        })
-        .waitFor();
-      await kernelIdle(page);
-      return currentKernelId(page);
-    }
 
     function sidebar(): Locator {
       return page.locator('#jp-ferry-accelerators');
     }
 
-    /** A notebook's tab, by its name, brought to the front. */
-    async function showNotebook(name: string): Promise<void> {
-      await page
-        .locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })
-        .click();
-    }
-
     it('runs a cell on a queued kernel: it waits, saying why, and runs when an admin returns the GPU', async () => {
       // The first notebook's first cell takes the GPU.
-      const first = await openGpuNotebook('first.ipynb');
+      const first = await openGpuNotebook(page, 'first.ipynb');
       const firstCell = await startCell(page, 'x = 41 + 1\nprint(x)');
       await firstCell
         .locator('.jp-OutputArea-output', { hasText: '42' })
@@ -170,7 +228,7 @@ describeInBrowser(
 
       // The second notebook's cell waits in the queue: no modal, the cell and the sidebar say why.
       const secondName = 'second.ipynb';
-      const second = await openGpuNotebook(secondName);
+      const second = await openGpuNotebook(page, secondName);
       const waiting = await startCell(page, "print('my turn')");
       await waiting
         .locator('.jp-OutputArea-output', {
@@ -179,10 +237,7 @@ describeInBrowser(
         .waitFor();
       expect(await page.locator('.jp-Dialog').count()).toBe(0);
       await waiting.locator('.jp-InputPrompt', { hasText: '[*]' }).waitFor();
-      await showLeftPanel(page, 'jp-ferry-accelerators');
-      const mine = sidebar().getByRole('region', {
-        name: 'Your kernels and their devices'
-      });
+      const mine = await myKernels(page);
       await mine
         .locator(`[data-kernel="${second}"][data-state="waiting"]`, {
           hasText: `${secondName} Waiting for GPU · H100 × 1 · #1`
@@ -193,11 +248,7 @@ describeInBrowser(
       });
 
       // The admin page lists who holds the GPU; Return devices asks why.
-      await page.evaluate(() =>
-        (
-          window as unknown as { jupyterapp: { commands: ICommands } }
-        ).jupyterapp.commands.execute('ferry:admin')
-      );
+      await runCommand(page, 'ferry:admin');
       const holder = page.locator(
         `.jp-FerryAdmin-holders tr[data-holder-id="${first}"]`
       );
@@ -228,7 +279,7 @@ describeInBrowser(
         .waitFor();
 
       // The waiting cell got the GPU and ran.
-      await showNotebook(secondName);
+      await showNotebook(page, secondName);
       await waiting
         .locator('.jp-OutputArea-output', { hasText: 'my turn' })
         .waitFor();
@@ -256,11 +307,7 @@ describeInBrowser(
       });
 
       // The admin's view of the same ledger: a row per user (here the one), and the CSV of it.
-      await page.evaluate(() =>
-        (
-          window as unknown as { jupyterapp: { commands: ICommands } }
-        ).jupyterapp.commands.execute('ferry:admin')
-      );
+      await runCommand(page, 'ferry:admin');
       const row = page.locator('.jp-FerryAdmin-usage tr[data-key]');
       await row.waitFor();
       expect(await row.count()).toBe(1);
@@ -279,6 +326,80 @@ describeInBrowser(
       await page.screenshot({
         path: path.join(SCREENSHOTS, 'fair-share-admin-usage.png')
       });
+    });
+  }
+);
+
+describeInBrowser(
+  'an idle kernel’s GPU goes back to the pool, in Chromium',
+  () => {
+    let lab: ILab;
+
+    beforeAll(async () => {
+      // Back after 20 s idle, whether or not someone waits; warned 5 s before.
+      lab = await startLab(browser, [
+        '--idle-return',
+        'gpu=20s',
+        '--idle-return-when',
+        'always',
+        '--idle-return-warning',
+        '5s'
+      ]);
+    });
+
+    afterEach(async () => {
+      await screenshotStep(lab?.page, 'fair-share-idle');
+    });
+
+    afterAll(async () => {
+      await lab?.close();
+    });
+
+    it('warns the notebook once before, tells it once after, and its next cell takes the GPU again', async () => {
+      const { page } = lab;
+      const kernel = await openGpuNotebook(page, 'first.ipynb');
+      const cell = await startCell(page, "x = 'kept?'\nprint('held')");
+      await cell
+        .locator('.jp-OutputArea-output', { hasText: 'held' })
+        .waitFor();
+      const mine = await myKernels(page);
+      // Idle: the sidebar says when the GPU goes back, and a few seconds before, a notification.
+      await mine
+        .locator(`[data-kernel="${kernel}"][data-state="returning"]`, {
+          hasText:
+            /^first\.ipynb Idle: its devices go back to the pool at .* unless a cell runs\.$/
+        })
+        .waitFor();
+      const warning = page.locator('.Toastify__toast', {
+        hasText:
+          /^first\.ipynb: Idle: its devices go back to the pool at .*\(in \d+ s\) unless a cell runs\.$/
+      });
+      await warning.waitFor();
+      // Gone back: said in the sidebar and once as a notification.
+      await mine
+        .locator(`[data-kernel="${kernel}"][data-state="returned"]`, {
+          hasText:
+            /^first\.ipynb Went back to the pool at \d\d:\d\d( [AP]M)?: .*; variables lost\. The next cell asks for devices again\.$/
+        })
+        .waitFor();
+      const returned = page.locator('.Toastify__toast', {
+        hasText: /^first\.ipynb: Went back to the pool at /
+      });
+      await returned.waitFor();
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, 'fair-share-idle-returned.png')
+      });
+      expect(await warning.count()).toBe(1);
+      expect(await returned.count()).toBe(1);
+      // The next cell takes the GPU again: the kernel holds it, the return is no longer news.
+      const next = await startCell(page, "print('again')");
+      await next
+        .locator('.jp-OutputArea-output', { hasText: 'again' })
+        .waitFor();
+      await mine
+        .locator(`[data-kernel="${kernel}"][data-state="returned"]`)
+        .waitFor({ state: 'detached' });
+      expect(await returned.count()).toBe(1);
     });
   }
 );
