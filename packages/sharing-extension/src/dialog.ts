@@ -23,6 +23,7 @@ import {
   type ShareScope,
   type SharesClient
 } from './api';
+import { RevocableList, showSecret } from './revocable-list';
 
 /** What each scope lets a visitor do, in words. */
 export function scopeDescriptions(
@@ -149,15 +150,48 @@ export class SharePanel extends Widget {
     this._error.setAttribute('role', 'alert');
     const heading = document.createElement('h3');
     heading.textContent = trans.__('Links to this notebook');
-    this._list = document.createElement('ul');
-    this._list.className = 'jp-FerryShare-links';
+    this._list = new RevocableList<IShare>({
+      trans,
+      listClass: 'jp-FerryShare-links',
+      itemClass: 'jp-FerryShare-link',
+      revokeClass: 'jp-FerryShare-revoke',
+      dataKey: 'shareId',
+      id: share => share.id,
+      emptyText: trans.__('No links yet.'),
+      emptyClass: 'jp-FerryShare-empty',
+      parts: share => [
+        {
+          className: 'jp-FerryShare-linkTitle',
+          text:
+            `${share.label || trans.__('Unlabelled link')} · ${share.scope}` +
+            (share.confine
+              ? ' · ' + trans.__('kernel confined to its folder')
+              : '')
+        },
+        {
+          className: 'jp-FerryShare-linkExpiry',
+          text: share.expiresAt
+            ? trans.__('expires %1', new Date(share.expiresAt).toLocaleString())
+            : trans.__('no expiry')
+        },
+        Private.visitors(share, trans)
+      ],
+      question: {
+        className: 'jp-FerryShare-confirm',
+        label: trans.__('Revoke this link?'),
+        text: trans.__(
+          'Revoke this link? It stops working now and its visitors are disconnected.'
+        )
+      },
+      revoke: share => this._revoke(share)
+    });
     this._people = this._peopleSection();
     this.node.append(
       form,
       this._created,
       this._error,
       heading,
-      this._list,
+      this._list.node,
       this._people
     );
   }
@@ -221,9 +255,31 @@ export class SharePanel extends Widget {
       event.preventDefault();
       void this._shareWith();
     });
-    this._grantList = document.createElement('ul');
-    this._grantList.className = 'jp-FerryShare-grants';
-    section.append(heading, form, note, this._grantList);
+    this._grantList = new RevocableList<IShare>({
+      trans,
+      listClass: 'jp-FerryShare-grants',
+      itemClass: 'jp-FerryShare-grant',
+      revokeClass: 'jp-FerryShare-revoke',
+      dataKey: 'shareId',
+      id: grant => grant.id,
+      parts: grant => [
+        {
+          text: `${
+            grant.recipient?.kind === 'group'
+              ? trans.__('group %1', grant.recipient.name)
+              : (grant.recipient?.name ?? '')
+          } · ${grant.scope}`
+        },
+        Private.visitors(grant, trans),
+        this._copyAddress(grant)
+      ],
+      revoke: grant =>
+        this._client
+          .revokePeople(grant.id)
+          .catch(error => this._showError(error))
+          .then(() => this.refresh())
+    });
+    section.append(heading, form, note, this._grantList.node);
     return section;
   }
 
@@ -247,51 +303,25 @@ export class SharePanel extends Widget {
     }
   }
 
-  private _renderGrants(): void {
+  /** The address to send a grant's recipient: it opens the notebook once they sign in. */
+  private _copyAddress(grant: IShare): HTMLButtonElement {
     const trans = this._trans;
+    const address = `${URLExt.join(this._client.serverSettings.baseUrl, 'share')}#grant:${grant.id}`;
+    const copy = document.createElement('button');
+    copy.type = 'button';
+    copy.className = 'jp-mod-styled jp-FerryShare-copyAddress';
+    copy.textContent = trans.__('Copy address');
+    copy.title = address;
+    copy.addEventListener('click', () => {
+      Clipboard.copyToSystem(address);
+      copy.textContent = trans.__('Copied');
+    });
+    return copy;
+  }
+
+  private _renderGrants(): void {
     this._people.hidden = this._grants === undefined;
-    this._grantList.replaceChildren();
-    for (const grant of this._grants ?? []) {
-      const item = document.createElement('li');
-      item.className = 'jp-FerryShare-grant';
-      item.dataset.shareId = grant.id;
-      const title = document.createElement('span');
-      title.textContent = `${
-        grant.recipient?.kind === 'group'
-          ? trans.__('group %1', grant.recipient.name)
-          : (grant.recipient?.name ?? '')
-      } · ${grant.scope}`;
-      const visitors = document.createElement('span');
-      visitors.className = 'jp-FerryShare-visitors';
-      const names = (grant.visitors ?? []).map(visitor => visitor.name);
-      visitors.textContent =
-        names.length > 0
-          ? trans.__('connected: %1', names.join(', '))
-          : trans.__('nobody connected');
-      const revoke = document.createElement('button');
-      revoke.type = 'button';
-      revoke.className = 'jp-mod-styled jp-mod-warn jp-FerryShare-revoke';
-      revoke.textContent = trans.__('Revoke');
-      revoke.addEventListener('click', () => {
-        void this._client
-          .revokePeople(grant.id)
-          .catch(error => this._showError(error))
-          .then(() => this.refresh());
-      });
-      // The address to send them: it opens the notebook once they sign in.
-      const address = `${URLExt.join(this._client.serverSettings.baseUrl, 'share')}#grant:${grant.id}`;
-      const copy = document.createElement('button');
-      copy.type = 'button';
-      copy.className = 'jp-mod-styled jp-FerryShare-copyAddress';
-      copy.textContent = trans.__('Copy address');
-      copy.title = address;
-      copy.addEventListener('click', () => {
-        Clipboard.copyToSystem(address);
-        copy.textContent = trans.__('Copied');
-      });
-      item.append(title, visitors, copy, revoke);
-      this._grantList.append(item);
-    }
+    this._grantList.render(this._grants ?? []);
   }
 
   /** The links shown last. */
@@ -308,8 +338,8 @@ export class SharePanel extends Widget {
         this._grants = await this._client.listPeople(this.path);
         this._peopleOffered = this._grants !== undefined;
       }
-      if (!this._asking) {
-        this._renderList();
+      if (!this._list.asking) {
+        this._list.render(this._links);
       }
       this._renderGrants();
     } catch (error) {
@@ -393,112 +423,25 @@ export class SharePanel extends Widget {
 
   private _showCreated(share: ICreatedShare): void {
     const trans = this._trans;
-    this._created.replaceChildren();
-    const note = document.createElement('p');
-    note.textContent =
-      trans.__(
-        'Anyone with this link can %1 this notebook. It is shown only now: copy it.',
-        share.scope
-      ) +
-      (mayRun(share.scope)
-        ? ' ' +
-          (share.confine
-            ? trans.__("Its kernel sees only this notebook's folder.")
-            : trans.__(
-                'It runs code in your kernel, which can read any file your kernel can.'
-              ))
-        : '');
-    const url = document.createElement('input');
-    url.className = 'jp-mod-styled jp-FerryShare-url';
-    url.readOnly = true;
-    url.value = share.url;
-    url.setAttribute('aria-label', trans.__('Link'));
-    url.addEventListener('focus', () => url.select());
-    const copy = document.createElement('button');
-    copy.type = 'button';
-    copy.className = 'jp-mod-styled jp-FerryShare-copy';
-    copy.textContent = trans.__('Copy');
-    copy.addEventListener('click', () => {
-      Clipboard.copyToSystem(share.url);
-      copy.textContent = trans.__('Copied');
-    });
-    this._created.append(note, url, copy);
-  }
-
-  private _renderList(): void {
-    const trans = this._trans;
-    this._list.replaceChildren();
-    if (this._links.length === 0) {
-      const empty = document.createElement('li');
-      empty.className = 'jp-FerryShare-empty';
-      empty.textContent = trans.__('No links yet.');
-      this._list.append(empty);
-      return;
-    }
-    for (const share of this._links) {
-      const item = document.createElement('li');
-      item.className = 'jp-FerryShare-link';
-      item.dataset.shareId = share.id;
-      const title = document.createElement('span');
-      title.className = 'jp-FerryShare-linkTitle';
-      title.textContent =
-        `${share.label || trans.__('Unlabelled link')} · ${share.scope}` +
-        (share.confine
-          ? ' · ' + trans.__('kernel confined to its folder')
-          : '');
-      const expiry = document.createElement('span');
-      expiry.className = 'jp-FerryShare-linkExpiry';
-      expiry.textContent = share.expiresAt
-        ? trans.__('expires %1', new Date(share.expiresAt).toLocaleString())
-        : trans.__('no expiry');
-      const visitors = document.createElement('span');
-      visitors.className = 'jp-FerryShare-visitors';
-      const names = (share.visitors ?? []).map(visitor => visitor.name);
-      visitors.textContent =
-        names.length > 0
-          ? trans.__('connected: %1', names.join(', '))
-          : trans.__('nobody connected');
-      const revoke = document.createElement('button');
-      revoke.type = 'button';
-      revoke.className = 'jp-mod-styled jp-mod-warn jp-FerryShare-revoke';
-      revoke.textContent = trans.__('Revoke');
-      // Asked in place: the Share dialog is itself a dialog, and JupyterLab shows one at a time.
-      revoke.addEventListener('click', () => this._askRevoke(item, share));
-      item.append(title, expiry, visitors, revoke);
-      this._list.append(item);
-    }
-  }
-
-  /** Replaces a link's Revoke button with the question: revoke it now, or keep it. */
-  private _askRevoke(item: HTMLElement, share: IShare): void {
-    const trans = this._trans;
-    const question = document.createElement('div');
-    question.className = 'jp-FerryShare-confirm';
-    question.setAttribute('role', 'group');
-    question.setAttribute('aria-label', trans.__('Revoke this link?'));
-    const text = document.createElement('span');
-    text.textContent = trans.__(
-      'Revoke this link? It stops working now and its visitors are disconnected.'
-    );
-    const confirm = document.createElement('button');
-    confirm.type = 'button';
-    confirm.className = 'jp-mod-styled jp-mod-warn';
-    confirm.textContent = trans.__('Revoke now');
-    const keep = document.createElement('button');
-    keep.type = 'button';
-    keep.className = 'jp-mod-styled';
-    keep.textContent = trans.__('Keep');
-    question.append(text, confirm, keep);
-    item.querySelector('.jp-FerryShare-revoke')?.replaceWith(question);
-    // The periodic refresh would redraw the list under the question: hold it meanwhile.
-    this._asking = true;
-    keep.addEventListener('click', () => {
-      this._asking = false;
-      this._renderList();
-    });
-    confirm.addEventListener('click', () => {
-      this._asking = false;
-      void this._revoke(share);
+    showSecret(this._created, {
+      trans,
+      text:
+        trans.__(
+          'Anyone with this link can %1 this notebook. It is shown only now: copy it.',
+          share.scope
+        ) +
+        (mayRun(share.scope)
+          ? ' ' +
+            (share.confine
+              ? trans.__("Its kernel sees only this notebook's folder.")
+              : trans.__(
+                  'It runs code in your kernel, which can read any file your kernel can.'
+                ))
+          : ''),
+      value: share.url,
+      label: trans.__('Link'),
+      inputClass: 'jp-FerryShare-url',
+      copyClass: 'jp-FerryShare-copy'
     });
   }
 
@@ -535,7 +478,7 @@ export class SharePanel extends Widget {
   private _support: IConfinementSupport | undefined;
   private readonly _created: HTMLDivElement;
   private readonly _error: HTMLDivElement;
-  private readonly _list: HTMLUListElement;
+  private readonly _list: RevocableList<IShare>;
   private _links: IShare[] = [];
   private _grants: IShare[] | undefined;
   private _peopleOffered = true;
@@ -543,9 +486,8 @@ export class SharePanel extends Widget {
   private _kind!: HTMLSelectElement;
   private _who!: HTMLInputElement;
   private _peopleScope!: HTMLSelectElement;
-  private _grantList!: HTMLUListElement;
+  private _grantList!: RevocableList<IShare>;
   private _timer = 0;
-  private _asking = false;
 }
 
 /** Opens the Share dialog for a notebook. */
@@ -563,6 +505,21 @@ export async function showShareDialog(
 }
 
 namespace Private {
+  /** Who is connected through a link or grant now. */
+  export function visitors(
+    share: IShare,
+    trans: TranslationBundle
+  ): RevocableList.IPart {
+    const names = (share.visitors ?? []).map(visitor => visitor.name);
+    return {
+      className: 'jp-FerryShare-visitors',
+      text:
+        names.length > 0
+          ? trans.__('connected: %1', names.join(', '))
+          : trans.__('nobody connected')
+    };
+  }
+
   /** The expiries offered, in seconds (0: never). */
   export function expiries(trans: TranslationBundle): [string, number][] {
     return [

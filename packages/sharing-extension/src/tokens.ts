@@ -7,12 +7,7 @@ import type {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import {
-  Clipboard,
-  Dialog,
-  ICommandPalette,
-  showDialog
-} from '@jupyterlab/apputils';
+import { Dialog, ICommandPalette, showDialog } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 import {
   ITranslator,
@@ -22,6 +17,7 @@ import {
 import { Widget } from '@lumino/widgets';
 import type { RestSchemas } from '@ferry/rest-contract';
 import { requestJson } from './api';
+import { RevocableList, showSecret } from './revocable-list';
 
 /** What a token may do: schema `ApiTokenScope`. */
 export type ApiTokenScope = RestSchemas['ApiTokenScope'];
@@ -120,9 +116,54 @@ export class TokensPanel extends Widget {
     this._error.setAttribute('role', 'alert');
     const heading = document.createElement('h3');
     heading.textContent = trans.__('Your tokens');
-    this._list = document.createElement('ul');
-    this._list.className = 'jp-FerryTokens-list';
-    this.node.append(form, this._created, this._error, heading, this._list);
+    this._list = new RevocableList<IApiToken>({
+      trans,
+      listClass: 'jp-FerryTokens-list',
+      itemClass: 'jp-FerryTokens-token',
+      revokeClass: 'jp-FerryTokens-revoke',
+      dataKey: 'tokenId',
+      id: token => token.id,
+      emptyText: trans.__('No tokens yet.'),
+      emptyClass: 'jp-FerryTokens-empty',
+      parts: token => [
+        {
+          className: 'jp-FerryTokens-title',
+          text: `${token.note || trans.__('No note')} · ${
+            token.scope === 'full' ? trans.__('full') : trans.__('read-only')
+          }`
+        },
+        {
+          className: 'jp-FerryTokens-dates',
+          text: [
+            trans.__('made %1', new Date(token.createdAt).toLocaleString()),
+            trans.__(
+              'last used %1',
+              new Date(token.lastUsedAt).toLocaleString()
+            ),
+            token.expiresAt
+              ? trans.__(
+                  'expires %1',
+                  new Date(token.expiresAt).toLocaleString()
+                )
+              : trans.__('no expiry')
+          ].join(' · ')
+        }
+      ],
+      question: {
+        className: 'jp-FerryTokens-confirm',
+        text: trans.__(
+          'Revoke this token? It stops working now and its connections close.'
+        )
+      },
+      revoke: token => this._revoke(token)
+    });
+    this.node.append(
+      form,
+      this._created,
+      this._error,
+      heading,
+      this._list.node
+    );
   }
 
   /** Reads the tokens again and redraws the list. */
@@ -132,7 +173,7 @@ export class TokensPanel extends Widget {
     } catch (error) {
       this._showError(error);
     }
-    this._renderList();
+    this._list.render(this._tokens);
   }
 
   protected onAfterAttach(): void {
@@ -159,88 +200,16 @@ export class TokensPanel extends Widget {
 
   private _showCreated(made: ICreatedApiToken): void {
     const trans = this._trans;
-    this._created.replaceChildren();
-    const text = document.createElement('p');
-    text.textContent = trans.__(
-      'Your new token is shown only now: copy it. It acts as you wherever it is used.'
-    );
-    const secret = document.createElement('input');
-    secret.className = 'jp-mod-styled jp-FerryTokens-secret';
-    secret.readOnly = true;
-    secret.value = made.token;
-    secret.setAttribute('aria-label', trans.__('Token'));
-    secret.addEventListener('focus', () => secret.select());
-    const copy = document.createElement('button');
-    copy.type = 'button';
-    copy.className = 'jp-mod-styled jp-FerryTokens-copy';
-    copy.textContent = trans.__('Copy');
-    copy.addEventListener('click', () => {
-      Clipboard.copyToSystem(made.token);
-      copy.textContent = trans.__('Copied');
+    showSecret(this._created, {
+      trans,
+      text: trans.__(
+        'Your new token is shown only now: copy it. It acts as you wherever it is used.'
+      ),
+      value: made.token,
+      label: trans.__('Token'),
+      inputClass: 'jp-FerryTokens-secret',
+      copyClass: 'jp-FerryTokens-copy'
     });
-    this._created.append(text, secret, copy);
-  }
-
-  private _renderList(): void {
-    const trans = this._trans;
-    this._list.replaceChildren();
-    if (this._tokens.length === 0) {
-      const empty = document.createElement('li');
-      empty.className = 'jp-FerryTokens-empty';
-      empty.textContent = trans.__('No tokens yet.');
-      this._list.append(empty);
-      return;
-    }
-    for (const token of this._tokens) {
-      const item = document.createElement('li');
-      item.className = 'jp-FerryTokens-token';
-      item.dataset.tokenId = token.id;
-      const title = document.createElement('span');
-      title.className = 'jp-FerryTokens-title';
-      title.textContent = `${token.note || trans.__('No note')} · ${
-        token.scope === 'full' ? trans.__('full') : trans.__('read-only')
-      }`;
-      const dates = document.createElement('span');
-      dates.className = 'jp-FerryTokens-dates';
-      dates.textContent = [
-        trans.__('made %1', new Date(token.createdAt).toLocaleString()),
-        trans.__('last used %1', new Date(token.lastUsedAt).toLocaleString()),
-        token.expiresAt
-          ? trans.__('expires %1', new Date(token.expiresAt).toLocaleString())
-          : trans.__('no expiry')
-      ].join(' · ');
-      const revoke = document.createElement('button');
-      revoke.type = 'button';
-      revoke.className = 'jp-mod-styled jp-mod-warn jp-FerryTokens-revoke';
-      revoke.textContent = trans.__('Revoke');
-      revoke.addEventListener('click', () => this._askRevoke(item, token));
-      item.append(title, dates, revoke);
-      this._list.append(item);
-    }
-  }
-
-  /** Asks in place (the panel is itself in a dialog): revoke now, or keep. */
-  private _askRevoke(item: HTMLElement, token: IApiToken): void {
-    const trans = this._trans;
-    const question = document.createElement('div');
-    question.className = 'jp-FerryTokens-confirm';
-    question.setAttribute('role', 'group');
-    const text = document.createElement('span');
-    text.textContent = trans.__(
-      'Revoke this token? It stops working now and its connections close.'
-    );
-    const confirm = document.createElement('button');
-    confirm.type = 'button';
-    confirm.className = 'jp-mod-styled jp-mod-warn';
-    confirm.textContent = trans.__('Revoke now');
-    const keep = document.createElement('button');
-    keep.type = 'button';
-    keep.className = 'jp-mod-styled';
-    keep.textContent = trans.__('Keep');
-    question.append(text, confirm, keep);
-    item.querySelector('.jp-FerryTokens-revoke')?.replaceWith(question);
-    keep.addEventListener('click', () => this._renderList());
-    confirm.addEventListener('click', () => void this._revoke(token));
   }
 
   private async _revoke(token: IApiToken): Promise<void> {
@@ -267,7 +236,7 @@ export class TokensPanel extends Widget {
   private readonly _expiry: HTMLSelectElement;
   private readonly _created: HTMLDivElement;
   private readonly _error: HTMLDivElement;
-  private readonly _list: HTMLUListElement;
+  private readonly _list: RevocableList<IApiToken>;
   private _tokens: IApiToken[] = [];
 }
 

@@ -21,16 +21,18 @@ import {
 } from '../../auth';
 import type { FileContentsManager, SpaceContents } from '../../contents';
 import type { RestSchemas } from '../../protocol';
-import type { ISpace, UserAccounts } from '../../users';
+import type { UserAccounts } from '../../users';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { validateBody } from '../validation';
+import { shareModel } from './share-model';
 import { shareLinkRouter } from './share-link';
 import { sharedNotebook } from './shared-notebook';
 
 /** `/api/shares/people`, `/api/shares/with-me`, `/api/shares/{id}/enter` and `.../copy`. */
 export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
   const { shares, auth, context, accounts } = options;
+  const models = { ...options, spaces: context.spaces };
   const router = Router();
 
   router.post(
@@ -83,7 +85,7 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
       response
         .status(201)
         .location(`/api/shares/people/${encodeURIComponent(share.id)}`)
-        .json(Private.model(share, context, space, options));
+        .json(shareModel(share, space, models));
     }
   );
 
@@ -94,7 +96,7 @@ export function sharePeopleRouter(options: sharePeopleRouter.IOptions): Router {
       shares
         .grants()
         .filter(share => Private.owns(principal, share, context))
-        .map(share => Private.model(share, context, space, options))
+        .map(share => shareModel(share, space, models))
     );
   });
 
@@ -253,34 +255,6 @@ namespace Private {
       share.path !== null &&
       context.spaces.reaches(principal, context.spaces.ownerOfPath(share.path))
     );
-  }
-
-  /** A grant as its owner sees it: the path in their own space, who is connected by name. */
-  export function model(
-    share: IShare,
-    context: IGatewayContext,
-    space: ISpace,
-    options: sharePeopleRouter.IOptions
-  ): RestSchemas['Share'] {
-    const visitors = new Map<string, string>();
-    const add = (name: string, since: string) => {
-      const known = visitors.get(name);
-      if (known === undefined || since < known) {
-        visitors.set(name, since);
-      }
-    };
-    for (const visitor of options.connections.visitors(share.id)) {
-      add(visitor.name, visitor.since);
-    }
-    for (const visitor of options.rooms.visitors(share.id)) {
-      add(visitor.name, new Date(visitor.since).toISOString());
-    }
-    return {
-      ...share,
-      path:
-        share.path === null ? null : context.spaces.toUser(space, share.path),
-      visitors: [...visitors].map(([name, since]) => ({ name, since }))
-    };
   }
 
   /** `name` in `contents`' root, numbered when taken (`nb (2).ipynb`). */

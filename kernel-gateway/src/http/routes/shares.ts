@@ -20,6 +20,7 @@ import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { shareRuleContext } from '../share-guard';
 import { validateBody } from '../validation';
+import { shareModel } from './share-model';
 import { sharedNotebook } from './shared-notebook';
 
 /** `/api/shares` for the owner, `/api/shares/current[/visitor]` for a link's holder. */
@@ -27,6 +28,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
   const { shares, auth, context, contents } = options;
   const { spaces } = context;
   const owners = { spaces, accounts: options.accounts };
+  const models = { ...options, spaces };
   const router = Router();
 
   router.get('/api/shares/current', (request, response) => {
@@ -152,7 +154,7 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
         }
       }
       const created: RestSchemas['CreatedShare'] = {
-        ...Private.model(share, options, space),
+        ...shareModel(share, space, models),
         token: secret,
         url: `${Private.origin(request)}${sharesRouter.LINK_PAGE}#${secret}`
       };
@@ -177,13 +179,13 @@ export function sharesRouter(options: sharesRouter.IOptions): Router {
           spaces.ownerOfPath(share.path ?? '')
         )
         .filter(share => asked === undefined || share.path === path)
-        .map(share => Private.model(share, options, space))
+        .map(share => shareModel(share, space, models))
     );
   });
 
   router.get('/api/shares/:id', (request, response) => {
     const space = managesLinks(request);
-    response.json(Private.model(reachable(request), options, space));
+    response.json(shareModel(reachable(request), space, models));
   });
 
   router.delete('/api/shares/:id', async (request, response) => {
@@ -217,35 +219,6 @@ export namespace sharesRouter {
 }
 
 namespace Private {
-  /** A link as its maker sees it (its path within `space`), with who is connected through it now. */
-  export function model(
-    share: IShare,
-    options: sharesRouter.IOptions,
-    space: ISpace
-  ): RestSchemas['Share'] {
-    const visitors = new Map<string, string>();
-    const add = (name: string, since: string) => {
-      const known = visitors.get(name);
-      if (known === undefined || since < known) {
-        visitors.set(name, since);
-      }
-    };
-    for (const visitor of options.connections.visitors(share.id)) {
-      add(visitor.name, visitor.since);
-    }
-    for (const visitor of options.rooms.visitors(share.id)) {
-      add(visitor.name, new Date(visitor.since).toISOString());
-    }
-    return {
-      ...share,
-      path:
-        share.path === null
-          ? null
-          : options.context.spaces.toUser(space, share.path),
-      visitors: [...visitors].map(([name, since]) => ({ name, since }))
-    };
-  }
-
   /** The origin the owner reached the gateway at: the link is for the same address. */
   export function origin(request: Request): string {
     const proto =
