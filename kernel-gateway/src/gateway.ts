@@ -420,6 +420,9 @@ export class Gateway {
       events: this.events,
       // Beside the lab settings: state of this user's JupyterLab, kept out of the notebooks' folders.
       notaryDir: path.dirname(userSettingsDir),
+      // A signed-in user's notebooks, as an admin, a link's holder or a room reads them here: their
+      // owner's trust is theirs alone, and the root's is not the owner's.
+      untrusted: apiPath => this.spaces.inUserFolder(apiPath),
       storage
     });
     // Each signed-in user works in their own folder; the token's owner in the root, as always.
@@ -436,7 +439,12 @@ export class Gateway {
         new FileContentsManager({
           rootDir: root,
           allowHidden: resolved.allowHidden,
-          notaryDir: path.dirname(userSettingsDir),
+          // Each user's trust is their own, beside their lab settings (lab/user-stores.ts).
+          notaryDir: path.join(
+            path.dirname(userSettingsDir),
+            'users',
+            path.basename(root)
+          ),
           events: Private.prefixedEvents(this.events, resolved.rootDir, root),
           storage
         })

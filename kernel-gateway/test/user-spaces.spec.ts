@@ -430,6 +430,82 @@ describe('a space of one’s own', () => {
     ).toBe(204);
   });
 
+  it('keeps each person’s notebook trust their own: never another’s, an admin’s or a link’s', async () => {
+    const html = (trusted?: boolean) => ({
+      ...NOTEBOOK,
+      cells: [
+        {
+          ...NOTEBOOK.cells[0],
+          metadata: trusted === undefined ? {} : { trusted },
+          outputs: [
+            {
+              output_type: 'display_data',
+              data: { 'text/html': '<b>alice ran this</b>' },
+              metadata: {}
+            }
+          ]
+        }
+      ]
+    });
+    /** Whether each code cell of a notebook as `read` returns it is trusted. */
+    const trust = async (read: Promise<{ status: number; body: Json }>) => {
+      const { status, body } = await read;
+      expect(status).toBe(200);
+      return body.content.cells.map(
+        (cell: Json) => cell.metadata.trusted as boolean
+      );
+    };
+    // Alice saves it trusted (she ran it): it opens trusted for her.
+    expect(
+      (
+        await call(url, alice, 'PUT', '/api/contents/trusted.ipynb', {
+          type: 'notebook',
+          format: 'json',
+          content: html(true)
+        })
+      ).status
+    ).toBe(201);
+    expect(
+      await trust(call(url, alice, 'GET', '/api/contents/trusted.ipynb'))
+    ).toEqual([true]);
+    // Bob's copy of the very same notebook (bytes and all) is not trusted for him.
+    expect(
+      (
+        await call(url, bob, 'PUT', '/api/contents/copy.ipynb', {
+          type: 'notebook',
+          format: 'json',
+          content: html()
+        })
+      ).status
+    ).toBe(201);
+    expect(
+      await trust(call(url, bob, 'GET', '/api/contents/copy.ipynb'))
+    ).toEqual([false]);
+    // Nor is hers for the token's owner, who reads every folder from the root.
+    expect(
+      await trust(env.gateway.api('GET', '/api/contents/alice/trusted.ipynb'))
+    ).toEqual([false]);
+    // Nor for a link's holder.
+    const shared = await call(url, alice, 'POST', '/api/shares', {
+      path: 'trusted.ipynb',
+      scope: 'view'
+    });
+    expect(shared.status).toBe(201);
+    const opened = await fetch(`${url}/api/contents/alice/trusted.ipynb`, {
+      headers: { Authorization: `token ${shared.body.token}` }
+    });
+    expect(
+      await trust(opened.json().then(body => ({ status: opened.status, body })))
+    ).toEqual([false]);
+    expect(
+      (await call(url, alice, 'DELETE', `/api/shares/${shared.body.id}`)).status
+    ).toBe(204);
+    // And hers stays trusted for her.
+    expect(
+      await trust(call(url, alice, 'GET', '/api/contents/trusted.ipynb'))
+    ).toEqual([true]);
+  });
+
   it('streams one’s own file and kernel events only, named within one’s folder', async () => {
     const open = async (who: ISignedIn) => {
       const ws = new WebSocket(

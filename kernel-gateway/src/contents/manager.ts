@@ -64,16 +64,20 @@ export class FileContentsManager {
     this._allowHidden = options.allowHidden ?? false;
     this._events = options.events;
     this._storage = options.storage;
-    this._notary = options.notaryDir
+    const notary = options.notaryDir
       ? new NotebookNotary(options.notaryDir)
       : undefined;
+    const untrusted = options.untrusted;
+    this._notaryFor = notary
+      ? apiPath => (untrusted?.(apiPath) ? undefined : notary)
+      : () => undefined;
     const staleMs =
       options.staleTemporaryMs ?? FileContentsManager.STALE_TEMPORARY_MS;
     this._temporaries = new StaleTemporaries(this._paths, staleMs);
     this._models = new ContentsModels({
       paths: this._paths,
       allowHidden: this._allowHidden,
-      notary: this._notary,
+      notaryFor: this._notaryFor,
       temporaries: this._temporaries
     });
     this._uploads = new ChunkedUploads({
@@ -246,7 +250,7 @@ export class FileContentsManager {
           api,
           entry,
           request,
-          this._notary,
+          this._notaryFor(api),
           this._storage
         );
       } finally {
@@ -501,7 +505,12 @@ export class FileContentsManager {
   ): Promise<IWritten> {
     const entry = await this._paths.locate(apiPath, true);
     try {
-      return await writeModel(apiPath, entry, request, this._notary);
+      return await writeModel(
+        apiPath,
+        entry,
+        request,
+        this._notaryFor(apiPath)
+      );
     } finally {
       await entry.close();
     }
@@ -519,7 +528,8 @@ export class FileContentsManager {
   private _checkpoints: FileCheckpoints;
   private _allowHidden: boolean;
   private _events: Pick<EventBus, 'emit'> | undefined;
-  private _notary: NotebookNotary | undefined;
+  /** The notary that marks and signs a path's notebooks here, if any. */
+  private _notaryFor: (apiPath: string) => NotebookNotary | undefined;
   private _temporaries: StaleTemporaries;
   private _models: ContentsModels;
   private _uploads: ChunkedUploads;
@@ -539,6 +549,12 @@ export namespace FileContentsManager {
      * Without it every notebook opens untrusted.
      */
     notaryDir?: string;
+    /**
+     * Paths whose notebooks always open untrusted here and are never signed, whatever the notary
+     * holds: another user's folder as the root's manager sees it (an admin's, a link holder's or a
+     * room's view), so that one person's trust never applies to another's view.
+     */
+    untrusted?: (apiPath: string) => boolean;
     /**
      * How long a temporary (of a save, or the staging file of a chunked upload) may sit untouched
      * before it is taken for left behind and removed (default {@link STALE_TEMPORARY_MS}).

@@ -43,7 +43,7 @@ export class ContentsModels {
   constructor(options: ContentsModels.IOptions) {
     this._paths = options.paths;
     this._allowHidden = options.allowHidden;
-    this._notary = options.notary;
+    this._notaryFor = options.notaryFor;
     this._temporaries = options.temporaries;
   }
 
@@ -251,7 +251,7 @@ export class ContentsModels {
         `Unreadable notebook: ${showName(model.path)}: ${(error as Error).message}`
       );
     }
-    await this._markTrust(nb, bytes);
+    await this._markTrust(nb, bytes, this._notaryFor(model.path));
     model.content = nb;
     model.format = 'json';
   }
@@ -259,10 +259,11 @@ export class ContentsModels {
   /** Set every code cell's `trusted` flag from the notary (untrusted without one). */
   private async _markTrust(
     nb: Record<string, unknown>,
-    bytes: Buffer
+    bytes: Buffer,
+    notary: NotebookNotary | undefined
   ): Promise<void> {
-    if (this._notary) {
-      await this._notary.mark(nb, bytes);
+    if (notary) {
+      await notary.mark(nb, bytes);
       return;
     }
     NotebookNotary.unmark(nb);
@@ -289,7 +290,7 @@ export class ContentsModels {
 
   private _paths: RootedPaths;
   private _allowHidden: boolean;
-  private _notary: NotebookNotary | undefined;
+  private _notaryFor: (apiPath: string) => NotebookNotary | undefined;
   private _temporaries: StaleTemporaries;
 }
 
@@ -309,8 +310,11 @@ export namespace ContentsModels {
     paths: RootedPaths;
     /** List dot files. */
     allowHidden: boolean;
-    /** Marks the code cells of notebooks it signed trusted; without it every cell is untrusted. */
-    notary: NotebookNotary | undefined;
+    /**
+     * The notary of a notebook's path: it marks the code cells of notebooks it signed trusted;
+     * without one every cell is untrusted.
+     */
+    notaryFor: (apiPath: string) => NotebookNotary | undefined;
     /** A listing removes the stale temporaries it comes across. */
     temporaries: StaleTemporaries;
   }

@@ -93,6 +93,11 @@ export class UserSpaces {
     return (folder && this._owners?.(folder)) || OWNER;
   }
 
+  /** Whether `gatewayPath` lies in a signed-in user's folder (never with `--auth token`). */
+  inUserFolder(gatewayPath: string): boolean {
+    return this.ownerOfPath(gatewayPath) !== OWNER;
+  }
+
   /**
    * Whether `principal` may see and manage a thing of `owner` (undefined: the owner's): its own, or
    * any for an admin. The single ownership test; what fails it answers 404.
