@@ -91,12 +91,16 @@ describe('accelerator kernelspecs (default: auto)', () => {
     await gw.close();
   });
 
-  it('lists each device model at count 1 beside every kernelspec, named as jupyter_client accepts, labelled and marked simulated', async () => {
+  it('lists each device model at each count one worker holds beside every kernelspec, named as jupyter_client accepts, labelled and marked simulated', async () => {
     const names = await listedNames(gw);
+    // Two H100s and four v5e on the one worker: 1 and 2 of the one, 1, 2 and 4 of the other (#27).
     expect(names).toEqual([
       'python3',
       'python3.gpu-h100-x1',
-      'python3.tpu-v5e-x1'
+      'python3.gpu-h100-x2',
+      'python3.tpu-v5e-x1',
+      'python3.tpu-v5e-x2',
+      'python3.tpu-v5e-x4'
     ]);
     expect(refusedByJupyterClient(names)).toEqual([]);
     const { body } = await gw.api('GET', '/api/kernelspecs');
@@ -275,7 +279,8 @@ describe('accelerator kernelspecs (default: auto)', () => {
   });
 
   it('answers names it does not list with a 404 or 400 that says so', async () => {
-    for (const name of ['python3.gpu-h100-x2', 'python3.gpu-a100-x1']) {
+    // H100 × 3: the one worker has two (counts listed: 1, 2); no A100 at all.
+    for (const name of ['python3.gpu-h100-x3', 'python3.gpu-a100-x1']) {
       const spec = await gw.api('GET', `/api/kernelspecs/${name}`);
       expect(spec.status).toBe(404);
       expect(spec.body).toEqual({
@@ -290,7 +295,7 @@ describe('accelerator kernelspecs (default: auto)', () => {
       expect(start.body).toEqual({
         reason: 'Bad Request',
         message: expect.stringContaining(
-          `No kernelspec named "${name}"; available: python3, python3.gpu-h100-x1, python3.tpu-v5e-x1`
+          `No kernelspec named "${name}"; available: python3, python3.gpu-h100-x1, python3.gpu-h100-x2, python3.tpu-v5e-x1, python3.tpu-v5e-x2, python3.tpu-v5e-x4`
         )
       });
     }
@@ -317,12 +322,13 @@ describe('accelerator kernelspecs (default: auto)', () => {
       name: 'python3.tpu-v5e-x1',
       accelerator: { kind: 'tpu', state: 'assigned' }
     });
-    // Two chips have no kernelspec of their own: the kernel goes by its real kernelspec's name.
-    const onTwo = await move('tpu:v5e:2');
+    // Two GPUs of any model have no kernelspec of their own (`auto` lists each model's counts):
+    // the kernel goes by its real kernelspec's name.
+    const onTwo = await move('gpu:2');
     expect(onTwo.body).toMatchObject({
       id,
       name: 'python3',
-      accelerator: { kind: 'tpu', count: 2, state: 'assigned' }
+      accelerator: { kind: 'gpu', count: 2, state: 'assigned' }
     });
     await gw.api('DELETE', `/api/kernels/${id}`);
     // A kernel started by its real name keeps it wherever it moves.
@@ -360,8 +366,11 @@ describe('accelerator kernelspecs (default: auto)', () => {
       expect(await listedNames(gw)).toEqual([
         'python3',
         'python3.gpu-h100-x1',
+        'python3.gpu-h100-x2',
         'python3.gpu-t4-x1',
-        'python3.tpu-v5e-x1'
+        'python3.tpu-v5e-x1',
+        'python3.tpu-v5e-x2',
+        'python3.tpu-v5e-x4'
       ]);
       const holder = await startKernel(gw, { name: 'python3.gpu-t4-x1' });
       const waiting = await gw.api('POST', '/api/kernels', {
@@ -381,7 +390,10 @@ describe('accelerator kernelspecs (default: auto)', () => {
       expect(await listedNames(gw)).toEqual([
         'python3',
         'python3.gpu-h100-x1',
-        'python3.tpu-v5e-x1'
+        'python3.gpu-h100-x2',
+        'python3.tpu-v5e-x1',
+        'python3.tpu-v5e-x2',
+        'python3.tpu-v5e-x4'
       ]);
       const start = await gw.api('POST', '/api/kernels', {
         name: 'python3.gpu-t4-x1'
@@ -527,8 +539,11 @@ describe('--kernelspec-accelerators', () => {
         expect(await listedNames(gw)).toEqual([
           'python3',
           'python3.gpu-h100-x1',
+          'python3.gpu-h100-x2',
           'python3.offer-a100',
-          'python3.tpu-v5e-x1'
+          'python3.tpu-v5e-x1',
+          'python3.tpu-v5e-x2',
+          'python3.tpu-v5e-x4'
         ]);
         const spec = (
           await gw.api('GET', '/api/kernelspecs/python3.offer-a100')

@@ -3,6 +3,7 @@ import {
   formatEngineOffer
 } from '@ferry/accelerator-vocabulary';
 import {
+  choiceCounts,
   parseAcceleratorSpec,
   parseOfferSpec,
   sameRequest,
@@ -120,7 +121,7 @@ export class AcceleratorKernelspecs {
     }
   }
 
-  /** The choices now: each device type at count 1 and each offer (`auto`), or the listed ones. */
+  /** The choices now: each device type at each count one worker holds and each offer (`auto`), or the listed ones. */
   choices(): AcceleratorKernelspecs.IChoice[] {
     if (this._setting === 'none') {
       return [];
@@ -129,14 +130,19 @@ export class AcceleratorKernelspecs {
     const targets: AcceleratorKernelspecs.Target[] =
       this._setting === 'auto'
         ? [
-            ...types.map(type => ({
-              accelerator: {
-                kind: type.kind,
-                model: type.model,
-                count: 1,
-                ...(type.profile !== undefined ? { profile: type.profile } : {})
-              }
-            })),
+            // Each count one worker can hold (1, 2, 4 ... up to its most), as the picker offers.
+            ...types.flatMap(type =>
+              choiceCounts(Math.max(1, type.mostOnOneWorker)).map(count => ({
+                accelerator: {
+                  kind: type.kind,
+                  model: type.model,
+                  count,
+                  ...(type.profile !== undefined
+                    ? { profile: type.profile }
+                    : {})
+                }
+              }))
+            ),
             ...this._offers.map(offer => ({ offer: offer.name }))
           ]
         : this._setting;
@@ -285,7 +291,8 @@ export namespace AcceleratorKernelspecs {
     | { offer: string; accelerator?: undefined };
 
   /**
-   * Which choices are listed: none, `auto` (each device type at count 1, and each offer), or these
+   * Which choices are listed: none, `auto` (each device type at 1, 2, 4 ... up to the most one
+   * worker has, and each offer), or these
    * (each listed while some worker could hold it).
    */
   export type Setting = 'none' | 'auto' | Target[];

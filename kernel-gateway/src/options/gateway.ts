@@ -631,7 +631,7 @@ export const GATEWAY_OPTION_SECTIONS = [
       },
       kernelspecAccelerators: {
         flag: '--kernelspec-accelerators <choices>',
-        help: 'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at count 1, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',
+        help: 'also list kernelspecs that run on an accelerator (python3.gpu-h100-x1, "Python 3 · GPU · H100 × 1"), for clients that can only pick a kernelspec: auto (each device model at each count one worker holds: 1, 2, 4 ... up to its most, and each offer), none, or a list such as gpu:H100:1,gpu:H100:2,tpu:v5e:4,offer:a100',
         parse: kernelspecAccelerators,
         default: 'auto',
         sets: 'kernelspecAccelerators'

@@ -124,7 +124,7 @@ export function acceleratorChoices(
       held && held.kind === type.kind && Private.sameType(held, type)
         ? held.count
         : 0;
-    for (const count of Private.counts(Math.max(1, type.mostOnOneWorker))) {
+    for (const count of choiceCounts(Math.max(1, type.mostOnOneWorker))) {
       const request: IAcceleratorRequest = {
         kind: type.kind,
         model: type.model,
@@ -182,6 +182,19 @@ export function acceleratorChoices(
     });
   }
   return choices;
+}
+
+/**
+ * The counts offered of a device type whose most on one worker is `max`: 1, 2, 4, ... below `max`,
+ * and `max` itself (the picker's choices and the accelerator kernelspecs, the launcher's tiles).
+ */
+export function choiceCounts(max: number): number[] {
+  const result: number[] = [];
+  for (let count = 1; count < max; count *= 2) {
+    result.push(count);
+  }
+  result.push(max);
+  return result;
 }
 
 /** The module-private parts. */
@@ -297,16 +310,6 @@ namespace Private {
       a.model.localeCompare(b.model) ||
       (a.profile ?? '').localeCompare(b.profile ?? '')
     );
-  }
-
-  /** 1, 2, 4, ... up to `max`, and `max` itself. */
-  export function counts(max: number): number[] {
-    const result: number[] = [];
-    for (let count = 1; count < max; count *= 2) {
-      result.push(count);
-    }
-    result.push(max);
-    return result;
   }
 
   /** `H100`, `TPU v5e`, `A100 MIG 1g.10gb` for sentences. */

@@ -239,9 +239,17 @@ describe('the picker on a notebook served by a real ferry gateway', () => {
     const sidebar = activateSidebar(tracker, manager, services);
     expect(tracker.currentWidget).toBe(panel);
     await sidebar.commands.execute('ferry:benchmark-accelerator');
-    const result = sidebar.panel.node.querySelector('output')!.textContent;
-    expect(result).toMatch(
-      /^colab\.ipynb on GPU · H100 × 1 \(simulated\): [\d.]+ TFLOPS float32 on the CPU \(numpy, n=2048\): no H100 is visible to the kernel \(simulated or missing\), so this is the CPU$/
+    // The result, then the kernel it measured (its notebook as named now), the device and when.
+    const output = sidebar.panel.node.querySelector('output')!;
+    expect(
+      output.querySelector('.jp-FerryAccelerators-benchmarkValue')!.textContent
+    ).toMatch(
+      /^[\d.]+ TFLOPS float32 on the CPU \(numpy, n=2048\): no H100 is visible to the kernel \(simulated or missing\), so this is the CPU$/
+    );
+    expect(
+      output.querySelector('.jp-FerryAccelerators-benchmarkWhere')!.textContent
+    ).toMatch(
+      /^colab\.ipynb on GPU · H100 × 1 \(simulated\) · measured at \d\d:\d\d:\d\d/
     );
     sidebar.panel.dispose();
     panel.dispose();
@@ -257,13 +265,19 @@ describe('the picker on a notebook served by a real ferry gateway', () => {
     );
     const sidebar = activateSidebar(tracker, manager, services);
     await sidebar.commands.execute('ferry:benchmark-accelerator');
-    expect(sidebar.panel.node.querySelector('output')!.textContent).toBe(
-      `plain.ipynb on CPU: No array library in this kernel: install one of torch, jax, cupy or numpy (${
+    const output = sidebar.panel.node.querySelector('output')!;
+    expect(
+      output.querySelector('.jp-FerryAccelerators-benchmarkValue')!.textContent
+    ).toBe(
+      `No array library in this kernel: install one of torch, jax, cupy or numpy (${
         existsSync('/etc/debian_version')
           ? 'Debian: apt-get install python3-numpy'
           : 'e.g. /usr/bin/python3 -m pip install numpy'
       })`
     );
+    expect(
+      output.querySelector('.jp-FerryAccelerators-benchmarkWhere')!.textContent
+    ).toMatch(/^plain\.ipynb on CPU · measured at /);
     sidebar.panel.dispose();
     panel.dispose();
   }, 60000);

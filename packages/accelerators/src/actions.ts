@@ -125,10 +125,19 @@ export namespace AcceleratorActions {
       return;
     }
     const status = manager.kernelStatus(kernel.id);
-    const where = `${notebook.title.label} on ${formatStatus(status)}`;
+    // Tied to the kernel and the devices it measures, not to the notebook's name at the time: the
+    // panel names the kernel's notebook as it is now, and says when the kernel has moved since.
+    const measuredAs = (now: typeof status) => ({
+      kernelId: kernel.id,
+      measuredOn: formatStatus(now),
+      deviceIds: (now?.state === 'assigned' ? (now.devices ?? []) : []).map(
+        device => device.id
+      )
+    });
     panel.setBenchmark({
       running: true,
-      text: `Measuring matmul speed of ${where}…`
+      text: 'Measuring matmul speed…',
+      ...measuredAs(status)
     });
     let output = '';
     let failure = '';
@@ -150,14 +159,25 @@ export namespace AcceleratorActions {
       failure = failure || String(error);
     }
     const result = parseBenchmark(output);
+    // What it ran on, as the gateway says now: a kernel that holds devices only while it runs
+    // cells (`--hold-devices when-used`) took them for this one.
+    let after = status;
+    try {
+      after =
+        (await manager.client.getKernel(kernel.id)).accelerator ?? undefined;
+    } catch {
+      // The gateway did not answer: what the live model said before the run.
+    }
     panel.setBenchmark({
       running: false,
       text: result
-        ? `${where}: ${formatBenchmark(
+        ? formatBenchmark(
             result,
-            status?.state === 'assigned' ? status.model : undefined
-          )}`
-        : `${where}: the benchmark printed no result. ${failure}`.trim()
+            after?.state === 'assigned' ? after.model : undefined
+          )
+        : `The benchmark printed no result. ${failure}`.trim(),
+      ...measuredAs(after),
+      at: Date.now()
     });
   }
 

@@ -9,6 +9,7 @@ import {
   type ITranslator,
   type TranslationBundle
 } from '@jupyterlab/translation';
+import { choiceFacts, fetchHolderNamer } from './choice-facts';
 import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type { IAcceleratorRequest } from './models';
 import { environmentChoices } from './offers';
@@ -47,8 +48,14 @@ export async function chooseAccelerator(
   const environment = options.environment ?? null;
   const translator = options.translator ?? nullTranslator;
   const trans = translator.load('ferry');
+  // Who holds what, named as far as this viewer may know (an admin sees user names).
+  const nameHolder = await fetchHolderNamer(
+    manager.client.serverSettings,
+    trans
+  );
   const body = new AcceleratorPicker({
     translator,
+    facts: offer => choiceFacts(manager.model, offer, nameHolder, trans),
     offers: await offersIn(environment),
     value: options.value,
     note: options.note,

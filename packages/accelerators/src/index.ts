@@ -9,6 +9,7 @@
 
 export * from './actions';
 export * from './benchmark';
+export * from './choice-facts';
 export * from './client';
 export * from './dashboard';
 export * from './dialog';

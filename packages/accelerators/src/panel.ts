@@ -24,6 +24,7 @@ import {
   formatAccelerator,
   formatDevice,
   formatHolder,
+  formatStatus,
   formatWait
 } from './labels';
 import type {
@@ -308,9 +309,70 @@ export class AcceleratorPanel extends Widget {
           className: 'jp-FerryAccelerators-benchmarkResult',
           'aria-live': 'polite'
         },
-        state?.text ?? null
+        state?.kernelId
+          ? h.span(
+              { className: 'jp-FerryAccelerators-benchmarkValue' },
+              state.text
+            )
+          : (state?.text ?? null),
+        ...(state?.kernelId ? this._measured(state) : [])
       )
     );
+  }
+
+  /**
+   * What a speed check measured, from its kernel as it is now: the kernel's notebook (its current
+   * name, which follows a rename or a move), the device it ran on then, and when; and, when the
+   * kernel has moved to other devices or ended since, that the result is not this kernel's now.
+   */
+  private _measured(state: AcceleratorPanel.IBenchmarkState): VirtualElement[] {
+    const trans = this._trans;
+    const kernelId = state.kernelId!;
+    const notebook = this._describeHolder({ kind: 'kernel', id: kernelId });
+    const at = state.at
+      ? new Date(state.at).toLocaleTimeString([], {
+          hour: '2-digit',
+          minute: '2-digit',
+          second: '2-digit',
+          hourCycle: 'h23'
+        })
+      : '';
+    const where = state.running
+      ? trans.__('in %1, on %2', notebook.label, state.measuredOn ?? '')
+      : trans.__(
+          '%1 on %2 · measured at %3',
+          notebook.label,
+          state.measuredOn ?? '',
+          at
+        );
+    const elements = [
+      h.span(
+        {
+          className: 'jp-FerryAccelerators-benchmarkWhere',
+          title: notebook.path ?? ''
+        },
+        where
+      )
+    ];
+    const now = this._manager.kernelStatus(kernelId);
+    const devices = (now?.devices ?? []).map(device => device.id).join(',');
+    const moved =
+      !state.running &&
+      state.deviceIds !== undefined &&
+      (devices !== state.deviceIds.join(',') ||
+        formatStatus(now) !== state.measuredOn);
+    if (moved) {
+      elements.push(
+        h.span(
+          { className: 'jp-FerryAccelerators-benchmarkStale', role: 'note' },
+          trans.__(
+            'This kernel runs on %1 now, not on what was measured: measure again.',
+            formatStatus(now)
+          )
+        )
+      );
+    }
+    return elements;
   }
 
   /** The user's kernels that wait, are about to give their devices back, or gave them back. */
@@ -631,6 +693,14 @@ export namespace AcceleratorPanel {
     running: boolean;
     /** The words to show: what runs, or the result. */
     text: string;
+    /** The kernel measured: the panel names its notebook as it is now (a rename follows). */
+    kernelId?: string;
+    /** What it ran on when measured (`GPU · H100 × 1`). */
+    measuredOn?: string;
+    /** The ids of the devices it held when measured (none: the CPU). */
+    deviceIds?: string[];
+    /** When it was measured (ms since the epoch). */
+    at?: number;
   }
 
   /** The options of a panel. */

@@ -7,6 +7,7 @@ import type { ISignal } from '@lumino/signaling';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import { deviceType, formatAccelerator, sameRequest } from './labels';
+import type { IChoiceFacts } from './choice-facts';
 import type { IAcceleratorRequest } from './models';
 import type { IAcceleratorOffer, IEnvironmentChoice } from './offers';
 
@@ -71,6 +72,7 @@ export class AcceleratorPicker extends Widget {
     this._list.addEventListener('change', this);
     this.node.appendChild(this._list);
     this._value = options.value ?? null;
+    this._facts = options.facts;
     this.offers = options.offers;
   }
 
@@ -245,7 +247,8 @@ export class AcceleratorPicker extends Widget {
           index,
           this._name,
           environment?.displayName,
-          this._trans
+          this._trans,
+          this._facts?.(offer)
         )
       );
     });
@@ -305,6 +308,7 @@ export class AcceleratorPicker extends Widget {
   }
 
   private _name: string;
+  private _facts: ((offer: IAcceleratorOffer) => IChoiceFacts) | undefined;
   private _trans: TranslationBundle;
   private _environments: readonly IEnvironmentChoice[];
   private _environment: string | null;
@@ -338,6 +342,11 @@ export namespace AcceleratorPicker {
     environment?: string | null;
     /** Translates the picker's words (JupyterLab's translator; English without one). */
     translator?: ITranslator;
+    /**
+     * What to say of each choice besides its availability, asked at each render: its
+     * specification and who holds its devices (`choiceFacts`).
+     */
+    facts?: (offer: IAcceleratorOffer) => IChoiceFacts;
   }
 
   /**
@@ -419,7 +428,8 @@ namespace Private {
     index: number,
     name: string,
     environment: string | undefined,
-    trans: TranslationBundle
+    trans: TranslationBundle,
+    facts: IChoiceFacts | undefined
   ): HTMLElement {
     const row = document.createElement('label');
     row.className = `jp-FerryPicker-item jp-mod-${offer.availability === 'queued' ? 'busy' : offer.availability}`;
@@ -452,7 +462,25 @@ namespace Private {
     const detail = document.createElement('span');
     detail.className = 'jp-FerryPicker-detail';
     detail.textContent = description;
-    row.append(input, title, detail);
+    row.append(input, title);
+    // The specification and the holders describe the choice (its name stays label and state).
+    const described: string[] = [];
+    const fact = (kind: 'spec' | 'heldBy', text: string | undefined) => {
+      if (text) {
+        const node = document.createElement('span');
+        node.className = `jp-FerryPicker-${kind}`;
+        node.id = `${name}-${index}-${kind}`;
+        node.textContent = text;
+        row.append(node);
+        described.push(node.id);
+      }
+    };
+    fact('spec', facts?.spec);
+    row.append(detail);
+    fact('heldBy', facts?.heldBy);
+    if (described.length) {
+      input.setAttribute('aria-describedby', described.join(' '));
+    }
     if (estimate) {
       const wait = document.createElement('span');
       wait.className = 'jp-FerryPicker-estimate';
