@@ -484,7 +484,8 @@ export class Gateway {
       environments: resolved.environments,
       culling: resolved.culling,
       notebookOf: kernelId =>
-        this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId)
+        this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId),
+      quotaOf: kernelId => this.quotas.stateOfHolder(kernelId)
     });
     // A cell waiting for its kernel's devices says where it stands, as the queue explains it.
     this.registry.explainWait = id => this.accelerators.waitOf(id);

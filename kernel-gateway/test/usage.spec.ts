@@ -264,7 +264,11 @@ describe('quotas and who sees what (--auth oidc)', () => {
       ].join('\n')
     );
     env = await startOidcGateway({
-      groups: { alice: ['students'], carol: ['admins', 'staff'] },
+      groups: {
+        alice: ['students'],
+        bob: ['staff'],
+        carol: ['admins', 'staff']
+      },
       args: [
         '--profiles',
         profiles,
@@ -436,5 +440,71 @@ describe('quotas and who sees what (--auth oidc)', () => {
     );
     expect(dropped.status).toBe(204);
     stream.close();
+  });
+
+  it("lets an admin return a holder's devices with a reason the holder sees, audited", async () => {
+    const bob = await signIn(url, 'bob');
+    const started = await call(url, bob, 'POST', '/api/kernels', {
+      name: 'python3',
+      accelerator: GPU
+    });
+    expect(started.status).toBe(201);
+    const id = started.body.id as string;
+    const socket = await KernelSocket.connect({ url, token: '' }, id, {
+      token: null,
+      headers: { Cookie: bob.cookie }
+    });
+    await socket.execute('x = 1');
+    // His sidebar's entry for the kernel says where his quota stands.
+    const model = await call(url, bob, 'GET', '/api/accelerators');
+    expect(model.body.kernels[id]).toMatchObject({
+      hold: { state: 'held' },
+      quota: { class: 'gpu', quotaSeconds: 3600, level: 'ok' }
+    });
+    const holders = await call(url, carol, 'GET', '/api/admin/holders');
+    expect(holders.body.holders).toEqual([
+      expect.objectContaining({
+        holder: { kind: 'kernel', id },
+        user: 'bob',
+        group: 'staff',
+        model: 'H100'
+      })
+    ]);
+    const route = `/api/admin/holders/kernel/${id}/return`;
+    expect((await call(url, carol, 'POST', route, { reason: '' })).status).toBe(
+      400
+    );
+    expect(
+      (
+        await call(
+          url,
+          carol,
+          'POST',
+          '/api/admin/holders/kernel/nope/return',
+          { reason: 'r' }
+        )
+      ).status
+    ).toBe(404);
+    const returned = await call(url, carol, 'POST', route, {
+      reason: 'maintenance at noon'
+    });
+    expect(returned.status).toBe(202);
+    const audit = await call(url, carol, 'GET', '/api/admin/audit?limit=1');
+    expect(audit.body[0]).toMatchObject({
+      action: 'return-devices',
+      user: { name: 'bob' },
+      resource: id,
+      reason: 'maintenance at noon'
+    });
+    // Nothing to return any more.
+    expect(
+      (await call(url, carol, 'POST', route, { reason: 'again' })).status
+    ).toBe(409);
+    // His next cell says why, and takes devices again.
+    const next = await socket.execute('y = 2');
+    expect(next.stderr).toContain(
+      "at an administrator's request: maintenance at noon"
+    );
+    await socket.close();
   });
 });

@@ -215,7 +215,9 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       kernels: Object.fromEntries(
         registry.list().flatMap(kernel => {
           const hold = registry.holdOf(kernel.id);
-          return hold ? [[kernel.id, hold]] : [];
+          // Where its user stands against the quota its devices count against (accounting/).
+          const quota = hold && this._options.quotaOf?.(kernel.id);
+          return hold ? [[kernel.id, quota ? { ...hold, quota } : hold]] : [];
         })
       )
     };
@@ -385,6 +387,8 @@ export namespace AcceleratorService {
     culling?: ICullingOptions;
     /** The notebook a kernel runs for, to name the holders a queued kernel waits on. */
     notebookOf?: (kernelId: string) => string | undefined;
+    /** A kernel's standing against its quota while it holds devices (accounting/quotas.ts). */
+    quotaOf?: (kernelId: string) => RestSchemas['QuotaState'] | undefined;
     /** Samples kept per device (300 = five minutes at one a second). */
     historyLength?: number;
     intervalMs?: number;

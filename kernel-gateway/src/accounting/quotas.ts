@@ -517,8 +517,8 @@ export namespace Quotas {
     return `${whose} of ${formatDuration(quota.seconds * 1000)} of ${label(quota)} device time ${period} is used up (${formatDuration(used.heldSeconds * 1000)} used, 0 s remain): ${renews}. Start a CPU kernel meanwhile, or ask an admin for more.`;
   }
 
-  /** What the holder is told when its devices go back at 100 %. */
+  /** Why the holder's devices went back at 100 %, as its next cell says it ("went back ... <why>"). */
   export function exhausted(state: IQuotaState): string {
-    return `quota used up: ${formatDuration(state.usedSeconds * 1000)} of ${formatDuration(state.quotaSeconds * 1000)} of ${label({ kind: state.class, model: state.model })} device time in this period; the devices went back to the pool`;
+    return `because its quota was used up (${formatDuration(state.usedSeconds * 1000)} of ${formatDuration(state.quotaSeconds * 1000)} of ${label({ kind: state.class, model: state.model })} device time in this period)`;
   }
 }

@@ -134,7 +134,11 @@ export function usageRouter(
         resource: id,
         reason
       });
-      await registry.returnDevices(id, reason, 'admin');
+      await registry.returnDevices(
+        id,
+        `at an administrator's request: ${reason}`,
+        'admin'
+      );
       response.status(202).end();
     }
   );
