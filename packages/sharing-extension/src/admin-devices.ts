@@ -12,6 +12,7 @@ import type {
   UsageGrouping
 } from './admin-client';
 import { headerRow, tableRow } from './admin-table';
+import { errorText } from './api';
 
 /** Asks why; null when the admin cancels. */
 type Ask = (title: string) => Promise<string | null>;
@@ -54,7 +55,7 @@ export class HoldersSection {
     try {
       holders = await this._client.holders();
     } catch (error) {
-      this._error.textContent = Private.message(error);
+      this._error.textContent = errorText(error);
       this._table.replaceChildren();
       return;
     }
@@ -124,7 +125,7 @@ export class HoldersSection {
     try {
       await this._client.returnDevices(held.holder.id, reason);
     } catch (error) {
-      this._error.textContent = Private.message(error);
+      this._error.textContent = errorText(error);
       return;
     }
     await this._changed();
@@ -191,7 +192,7 @@ export class UsageSection {
     try {
       rows = await this._client.usage(this._grouping(), this._period());
     } catch (error) {
-      this._error.textContent = Private.message(error);
+      this._error.textContent = errorText(error);
       this._table.replaceChildren();
       return;
     }
@@ -257,7 +258,7 @@ export class UsageSection {
     try {
       text = await this._client.usageCsv(this._grouping(), this._period());
     } catch (error) {
-      this._error.textContent = Private.message(error);
+      this._error.textContent = errorText(error);
       return;
     }
     const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
@@ -278,10 +279,6 @@ export class UsageSection {
 }
 
 namespace Private {
-  export function message(error: unknown): string {
-    return error instanceof Error ? error.message : String(error);
-  }
-
   export function labelled(text: string, input: HTMLElement): HTMLElement {
     const label = document.createElement('label');
     label.className = 'jp-FerryAdmin-field';

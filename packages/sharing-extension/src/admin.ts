@@ -28,6 +28,7 @@ import {
   type UserAction
 } from './admin-client';
 import { HoldersSection, UsageSection } from './admin-devices';
+import { errorText } from './api';
 import { headerRow, itemList, tableRow } from './admin-table';
 
 /**
@@ -327,12 +328,7 @@ export class AdminPanel extends Widget {
   }
 
   private _showError(error: unknown): void {
-    this._error.textContent =
-      error === undefined
-        ? ''
-        : error instanceof Error
-          ? error.message
-          : String(error);
+    this._error.textContent = errorText(error);
   }
 
   private readonly _client: AdminClient;

@@ -41,6 +41,15 @@ export type IConfinementSupport = NonNullable<
 /** What a visitor's link grants, its notebook's kernel and the visitor this browser is: schema `CurrentShare`. */
 export type ICurrentShare = RestSchemas['CurrentShare'];
 
+/** What to show of a failure: its message (the gateway's, for a refusal); nothing for none. */
+export function errorText(error: unknown): string {
+  return error === undefined
+    ? ''
+    : error instanceof Error
+      ? error.message
+      : String(error);
+}
+
 /** A refusal from the server, with its `{reason, message}` when it sent one. */
 export class ShareApiError extends Error {
   constructor(

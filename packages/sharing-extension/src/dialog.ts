@@ -15,6 +15,7 @@ import {
 } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 import {
+  errorText,
   mayRun,
   SCOPES,
   type IConfinementSupport,
@@ -362,7 +363,7 @@ export class SharePanel extends Widget {
         available: false,
         reason: trans.__(
           'the server did not say whether it can confine kernels (%1)',
-          error instanceof Error ? error.message : String(error)
+          errorText(error)
         )
       };
     }
@@ -460,12 +461,7 @@ export class SharePanel extends Widget {
   }
 
   private _showError(error: unknown): void {
-    this._error.textContent =
-      error === undefined
-        ? ''
-        : error instanceof Error
-          ? error.message
-          : String(error);
+    this._error.textContent = errorText(error);
   }
 
   private readonly _trans: TranslationBundle;

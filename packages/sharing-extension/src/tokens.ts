@@ -16,7 +16,7 @@ import {
 } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 import type { RestSchemas } from '@ferry/rest-contract';
-import { requestJson } from './api';
+import { errorText, requestJson } from './api';
 import { RevocableList, showSecret } from './revocable-list';
 
 /** What a token may do: schema `ApiTokenScope`. */
@@ -222,12 +222,7 @@ export class TokensPanel extends Widget {
   }
 
   private _showError(error: unknown): void {
-    this._error.textContent =
-      error === undefined
-        ? ''
-        : error instanceof Error
-          ? error.message
-          : String(error);
+    this._error.textContent = errorText(error);
   }
 
   private readonly _trans: TranslationBundle;
