@@ -15,7 +15,11 @@ import * as path from 'node:path';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { AcceleratorService, createMetrics } from './accelerators';
+import {
+  AcceleratorService,
+  createMetrics,
+  type IReleaseBound
+} from './accelerators';
 import {
   ModelWeights,
   parseDuration,
@@ -483,6 +487,7 @@ export class Gateway {
       offers: resolved.offers,
       environments: resolved.environments,
       culling: resolved.culling,
+      releaseBounds: kernelId => Private.releaseBounds(this, kernelId),
       notebookOf: kernelId =>
         this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId),
       quotaOf: kernelId => this.quotas.stateOfHolder(kernelId)
@@ -797,6 +802,33 @@ namespace Private {
   }
 
   /** The devices `owner`'s kernels hold or wait for (the per-user `devices` limit). */
+  /**
+   * When a holder's devices come back at the latest, from what is known: its idle return (held
+   * while used), its user's quota running out (the remaining device time, drained by one device at
+   * least), its job's time limit. For queued kernels' estimated waits (accelerators/waits.ts).
+   */
+  export function releaseBounds(
+    gateway: Pick<Gateway, 'registry' | 'quotas' | 'jobs'>,
+    holderId: string,
+    now = Date.now()
+  ): IReleaseBound[] {
+    const bounds: IReleaseBound[] = [];
+    const returnsAt = gateway.registry.holdOf(holderId)?.hold.returnsAt;
+    if (returnsAt !== undefined) {
+      bounds.push({ at: Date.parse(returnsAt), why: 'idle-return' });
+    }
+    const quota = gateway.quotas.stateOfHolder(holderId);
+    if (quota) {
+      const left = Math.max(0, quota.quotaSeconds - quota.usedSeconds);
+      bounds.push({ at: now + left * 1000, why: 'quota' });
+    }
+    const deadline = gateway.jobs.deadlineOf(holderId);
+    if (deadline !== undefined) {
+      bounds.push({ at: deadline, why: 'job-limit' });
+    }
+    return bounds;
+  }
+
   export function devicesHeld(registry: KernelRegistry, owner: string): number {
     let held = 0;
     for (const kernel of registry.list()) {

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { KernelEnvironments, type KernelRegistry } from '../kernels';
 import {
   acceleratorChoices,
+  explainPlace,
   holderOf,
   poolKeyOf,
   type IAcceleratorChoice,
@@ -47,7 +48,8 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     });
     this._waits = new QueueWaits({
       culling: options.culling,
-      notebookOf: options.notebookOf ?? (() => undefined)
+      notebookOf: options.notebookOf ?? (() => undefined),
+      ...(options.releaseBounds ? { releaseBounds: options.releaseBounds } : {})
     });
     // Every change of who holds what, for how long holds last.
     this._onChanged = () => {
@@ -225,33 +227,52 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
 
   /**
    * Where a queued kernel stands, explained, for its waiting cell and its `kernels` entry
-   * (`--hold-devices when-used`): its position, who holds what it waits for, an estimate.
+   * (`--hold-devices when-used`): its position among the requests for the same devices, who is
+   * ahead and why (`2nd: one person with less recent use is ahead`), an estimate.
    */
   waitOf(
     kernelId: string
   ): { position: number; ahead: string; estimateSeconds?: number } | undefined {
-    const entry = this._queueModel(this._picture().types).find(
-      e => e.holder.kind === 'kernel' && e.holder.id === kernelId
-    );
-    if (!entry) {
+    // The estimate asks what bounds each holder's hold (its kernel's hold model), and a kernel
+    // between waiting and holding would ask for its wait again: not while one is worked out.
+    if (this._explaining) {
+      return undefined;
+    }
+    this._explaining = true;
+    let entry: IAcceleratorsModel['queue'][number] | undefined;
+    try {
+      entry = this._queueModel(this._picture().types).find(
+        e => e.holder.kind === 'kernel' && e.holder.id === kernelId
+      );
+    } finally {
+      this._explaining = false;
+    }
+    const place = this._options.scheduler.placeInQueue(kernelId);
+    if (!entry || !place) {
       return undefined;
     }
     return {
-      position: entry.position,
-      ahead: entry.wait?.basis ?? '',
+      position: place.position,
+      ahead: place.ahead,
       ...(entry.wait?.estimateSeconds !== undefined
         ? { estimateSeconds: entry.wait.estimateSeconds }
         : {})
     };
   }
 
-  /** The queue as `/api/accelerators` shows it, each entry's wait explained. */
+  /**
+   * The queue as `/api/accelerators` shows it, each entry's wait explained: its position counts
+   * only the requests that compete for the same devices (a TPU request is first while only GPU
+   * requests wait before it).
+   */
   private _queueModel(
     types: Map<string, ITypeState>
   ): IAcceleratorsModel['queue'] {
     const { scheduler, registry } = this._options;
     const aheadOf = new Map<string, number>();
-    return scheduler.queue().map(entry => {
+    const queue = scheduler.queue();
+    const deviceTypes = scheduler.deviceTypes();
+    return queue.map(entry => {
       const type = Private.typeFor(entry.request, types);
       const ahead = type === undefined ? 0 : (aheadOf.get(type) ?? 0);
       if (type !== undefined) {
@@ -259,7 +280,9 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       }
       return {
         holder: holderOf(entry.kernelId),
-        position: entry.position,
+        position:
+          explainPlace(queue, entry.kernelId, deviceTypes)?.position ??
+          entry.position,
         since: entry.since.toISOString(),
         ...entry.request,
         ...(entry.environment !== undefined
@@ -363,6 +386,8 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
 
   private _options: AcceleratorService.IOptions;
   private _waits: QueueWaits;
+  /** Whether {@link waitOf} is working one out. */
+  private _explaining = false;
   private _environments: KernelEnvironments;
   /** The choices for a new kernel in no environment, until the scheduler changes. */
   private _choices: { key: string; choices: IAcceleratorChoice[] } | undefined;
@@ -385,6 +410,11 @@ export namespace AcceleratorService {
     environments?: readonly IEnvironmentProfile[];
     /** Idle culling, whose deadlines free devices (for queued kernels' estimated waits). */
     culling?: ICullingOptions;
+    /**
+     * What else bounds how long a holder keeps its devices (idle return, quota, a job's time
+     * limit), for queued kernels' estimated waits.
+     */
+    releaseBounds?: QueueWaits.IOptions['releaseBounds'];
     /** The notebook a kernel runs for, to name the holders a queued kernel waits on. */
     notebookOf?: (kernelId: string) => string | undefined;
     /** A kernel's standing against its quota while it holds devices (accounting/quotas.ts). */

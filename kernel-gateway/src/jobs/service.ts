@@ -179,6 +179,18 @@ export class JobService {
     return record && (record.path ?? `job: ${record.name}`);
   }
 
+  /**
+   * When a job's kernel is stopped by its time limit (ms since the epoch), if it has one and runs:
+   * its devices are free by then, for queued kernels' estimated waits.
+   */
+  deadlineOf(kernelId: string): number | undefined {
+    const record = this._active.ofKernel(kernelId)?.record;
+    if (record?.timeout === undefined || !record.started) {
+      return undefined;
+    }
+    return Date.parse(record.started) + record.timeout * 1000;
+  }
+
   /** Stop following workers and the registry; jobs keep their records (remote ones keep running). */
   dispose(): void {
     const { registry, pool, scheduler } = this._options;

@@ -110,7 +110,8 @@ namespace Private {
           }
         : { ...request, ...job, state: 'starting' };
     }
-    const position = scheduler.positionOf(kernel.id);
+    // Among the requests for the same devices: a TPU request is not behind GPU ones.
+    const position = scheduler.placeInQueue(kernel.id)?.position;
     if (position !== undefined) {
       return {
         ...request,

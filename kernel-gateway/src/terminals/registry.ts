@@ -86,9 +86,10 @@ export class TerminalRegistry {
   /** The REST model: jupyter_server's `name` and `last_activity`, and where it runs. */
   model(terminal: ManagedTerminal): RestSchemas['Terminal'] {
     const placement = terminal.placement;
-    const position = this._options.scheduler.positionOf(
+    // Among the requests for the same devices (others are not ahead of it).
+    const position = this._options.scheduler.placeInQueue(
       Private.key(terminal.name)
-    );
+    )?.position;
     return {
       name: terminal.name,
       last_activity: terminal.lastActivity.toISOString(),
@@ -214,7 +215,7 @@ export class TerminalRegistry {
         );
         if (result.state === 'queued') {
           entry.terminal.notice(
-            `waiting for ${formatAcceleratorSpec(accelerator)}: position ${result.position} in the queue`
+            `waiting for ${formatAcceleratorSpec(accelerator)}: position ${scheduler.placeInQueue(Private.key(name))?.position ?? result.position} in the queue`
           );
           this._log.info(
             { terminal: name, position: result.position },
