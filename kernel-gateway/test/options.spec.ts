@@ -319,6 +319,7 @@ describe('the option tables', () => {
         cullBusy: false
       },
       workerGraceMs: 30_000,
+      usageFlushIntervalMs: 5_000,
       sessions: { idleMs: 24 * 3600_000, maxMs: 14 * 24 * 3600_000 },
       kernelspecAccelerators: 'auto',
       scheduling: { policy: 'pack', maxKernelsPerDevice: 1 },
