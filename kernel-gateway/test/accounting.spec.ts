@@ -1,0 +1,256 @@
+/**
+ * The accounting arithmetic on a real scheduler and a real state store, with a clock the test
+ * sets: allocations open and close on placements, device-seconds and busy time add up, usage is
+ * weighted per model and halves with each half-life (closed and open alike), reports clip to their
+ * window and split by day, an allocation left open by a dead gateway is closed at its last write and
+ * goes on when its holder is adopted again; quota rows combine field by field, periods and
+ * durations parse, and levels follow 80 %, 95 % and 100 %.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import {
+  DurationError,
+  ModelWeights,
+  parseDuration,
+  parsePeriod,
+  periodWindow,
+  Quotas,
+  UsageLedger
+} from '../src/accounting';
+import type { IDevice } from '../src/protocol/devices';
+import { Scheduler } from '../src/scheduler';
+import { StateStore } from '../src/store';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+function worker(id: string, model: string, count: number) {
+  return {
+    workerId: id,
+    acceptsCpu: true,
+    devices: Array.from({ length: count }, (_, i): IDevice => ({
+      id: `${id}-${i}`,
+      kind: 'gpu',
+      vendor: 'simulated',
+      model,
+      name: model,
+      visibleId: String(i),
+      memoryBytes: 2 ** 34,
+      labels: {},
+      simulated: true
+    }))
+  };
+}
+
+describe('the usage ledger', () => {
+  let dir: string;
+  let store: StateStore;
+  let now: number;
+  const users: Record<string, string> = {};
+
+  const ledger = (scheduler: Scheduler) =>
+    new UsageLedger({
+      store,
+      scheduler,
+      weights: new ModelWeights({ A100: 0.5 }),
+      halfLifeMs: DAY,
+      flushIntervalMs: 0,
+      now: () => now,
+      describe: key => ({
+        user: users[key] ?? 'nobody',
+        group: 'g',
+        holder: { kind: 'kernel', id: key }
+      })
+    });
+
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ferry-accounting-'));
+    store = new StateStore(dir);
+    // Noon on a Monday, UTC.
+    now = Date.UTC(2026, 10, 23, 12);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('adds up device-seconds, busy time and weighted, decayed usage', async () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('w1', 'H100', 4));
+    scheduler.setWorker(worker('w2', 'A100', 2));
+    const usage = ledger(scheduler);
+    users.k1 = 'alice';
+    users.k2 = 'alice';
+    scheduler.request('k1', { kind: 'gpu', model: 'H100', count: 2 });
+    // CPU kernels hold no devices: nothing to account.
+    scheduler.request('cpu', { kind: 'cpu', count: 0 });
+    usage.status('k1', 'busy');
+    now += 30_000;
+    usage.status('k1', 'idle');
+    now += 30_000;
+    scheduler.release('k1');
+    scheduler.request('k2', { kind: 'gpu', model: 'A100', count: 1 });
+    now += 60_000;
+    const sums = usage.heldBy('alice', now - HOUR, now);
+    // 2 H100 x 60 s + 1 A100 x 60 s (open); busy 30 s on 2 devices.
+    expect(sums.heldSeconds).toBeCloseTo(180, 6);
+    expect(sums.busySeconds).toBeCloseTo(60, 6);
+    expect(sums.weightedSeconds).toBeCloseTo(120 + 30, 6);
+    expect(usage.openAllocations()).toHaveLength(1);
+    // Just after: the weighted usage is about the weighted seconds; a day later, half.
+    scheduler.release('k2');
+    const fresh = usage.weightedUsage('alice', now);
+    expect(fresh).toBeCloseTo(150, 0);
+    expect(usage.weightedUsage('alice', now + DAY)).toBeCloseTo(fresh / 2, 6);
+    expect(usage.weightedUsage('bob', now)).toBe(0);
+    // Totals for Prometheus, by user, group and model.
+    expect(usage.totals()).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ model: 'H100', heldSeconds: 120 }),
+        expect.objectContaining({ model: 'A100', heldSeconds: 60 })
+      ])
+    );
+    await usage.dispose();
+  });
+
+  it('clips reports to their window and splits them by day', async () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('w1', 'H100', 1));
+    const usage = ledger(scheduler);
+    users.k = 'carol';
+    now = Date.UTC(2026, 10, 23, 22);
+    scheduler.request('k', { kind: 'gpu', model: 'H100', count: 1 });
+    now += 4 * HOUR;
+    scheduler.release('k');
+    await store.flushed;
+    const days = usage.aggregate('day', now - DAY, now);
+    expect(days.map(d => [d.key, d.heldSeconds])).toEqual([
+      ['2026-11-23', 2 * 3600],
+      ['2026-11-24', 2 * 3600]
+    ]);
+    const clipped = usage.aggregate('user', Date.UTC(2026, 10, 24, 1), now);
+    expect(clipped).toEqual([
+      expect.objectContaining({
+        key: 'carol',
+        heldSeconds: 3600,
+        allocations: 1
+      })
+    ]);
+    expect(usage.aggregate('model', 0, Date.UTC(2026, 10, 23))).toEqual([]);
+    await usage.dispose();
+  });
+
+  it('closes an allocation left open at its last write, and goes on with it when its holder is adopted', async () => {
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('w1', 'H100', 1));
+    const first = ledger(scheduler);
+    users.k = 'dana';
+    scheduler.request('k', { kind: 'gpu', model: 'H100', count: 1 });
+    const start = now;
+    now += 10_000;
+    await first.flush();
+    // The gateway dies 3 s after that write, without a word.
+    now += 3_000;
+    const placement = scheduler.placementOf('k')!;
+    const restarted = new Scheduler();
+    restarted.setWorker(worker('w1', 'H100', 1));
+    const second = ledger(restarted);
+    expect(second.heldBy('dana', start, now).heldSeconds).toBeCloseTo(10, 6);
+    // Its worker reports it running on the same device: the allocation goes on, gap included.
+    now += 5_000;
+    restarted.adopt('k', placement);
+    now += 2_000;
+    expect(second.openAllocations()).toEqual([
+      expect.objectContaining({ key: 'k', start })
+    ]);
+    expect(second.heldBy('dana', start, now).heldSeconds).toBeCloseTo(20, 6);
+    restarted.release('k');
+    expect(second.heldBy('dana', start, now).allocations).toBe(1);
+    await first.dispose();
+    await second.dispose();
+  });
+});
+
+describe('quotas', () => {
+  it('parses durations and periods, and refuses what they cannot mean', () => {
+    expect(parseDuration('1.5h')).toBe(1.5 * HOUR);
+    expect(parseDuration('30s')).toBe(30_000);
+    expect(parseDuration('2w')).toBe(14 * DAY);
+    for (const bad of ['', '10', '-1h', '1y', 'h', '1e3h']) {
+      expect(() => parseDuration(bad)).toThrow(DurationError);
+    }
+    expect(parsePeriod('rolling-3s')).toEqual({ kind: 'rolling', ms: 3000 });
+    expect(() => parsePeriod('weekly')).toThrow(DurationError);
+    // Wednesday: the calendar week began on Monday 00:00 UTC and renews next Monday.
+    const week = periodWindow(
+      { kind: 'calendar-week' },
+      Date.UTC(2026, 10, 25, 15)
+    );
+    expect(new Date(week.start).toISOString()).toBe('2026-11-23T00:00:00.000Z');
+    expect(new Date(week.renewsAt).toISOString()).toBe(
+      '2026-11-30T00:00:00.000Z'
+    );
+  });
+
+  it('combines rows field by field: an override, else the most generous group, else the default', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-quotas-'));
+    const store = new StateStore(dir);
+    const scheduler = new Scheduler();
+    const groups: Record<string, string[]> = {
+      ann: ['a', 'b'],
+      ben: [],
+      cat: ['b']
+    };
+    const ledger = new UsageLedger({
+      store,
+      scheduler,
+      weights: new ModelWeights(),
+      flushIntervalMs: 0,
+      describe: () => undefined
+    });
+    const quotas = new Quotas({
+      table: {
+        default: { period: 'rolling-7d', gpu: '30h', tpu: '20h' },
+        groups: {
+          a: { gpu: '10h', 'gpu:H100': '2h' },
+          b: { period: 'calendar-week', gpu: '12h' }
+        }
+      },
+      store,
+      ledger,
+      groupsOf: id => groups[id],
+      returnDevices: () => Promise.resolve(),
+      checkIntervalMs: 0
+    });
+    const of = (id: string) =>
+      Object.fromEntries(
+        quotas.of(id).quotas.map(q => [q.key, [q.seconds / 3600, q.from]])
+      );
+    expect(of('ann')).toEqual({
+      gpu: [12, 'b'],
+      'gpu:H100': [2, 'a'],
+      tpu: [20, 'default']
+    });
+    expect(quotas.of('ann').period).toEqual({ kind: 'calendar-week' });
+    expect(of('ben')).toEqual({ gpu: [30, 'default'], tpu: [20, 'default'] });
+    await quotas.setOverride('cat', { gpu: '40h' });
+    expect(of('cat').gpu).toEqual([40, 'override']);
+    expect(await quotas.removeOverride('cat')).toBe(true);
+    expect(of('cat').gpu).toEqual([12, 'b']);
+    await expect(quotas.setOverride('cat', { gpu: 'lots' })).rejects.toThrow(
+      DurationError
+    );
+    expect(() =>
+      Quotas.validate({ groups: { x: { 'fpga:U250': '1h' } } })
+    ).toThrow(/not a device class/);
+    expect(
+      [0, 0.79, 0.8, 0.95, 1, 2].map(f => Quotas.level(f * 100, 100))
+    ).toEqual(['ok', 'ok', 'warning', 'critical', 'exceeded', 'exceeded']);
+    quotas.dispose();
+    await ledger.dispose();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
