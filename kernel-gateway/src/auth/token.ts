@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { serialize as serializeCookie } from 'cookie';
+import { hostCookieName, requestCookies } from './cookies';
 import {
   linkPrincipal,
   OWNER_PRINCIPAL,
@@ -134,11 +135,7 @@ export class TokenIdentityResolver implements IIdentityResolver {
    * cookies between the ports of one host.
    */
   cookieName(request: IncomingMessage): string {
-    const host = (request.headers.host ?? 'localhost').replace(
-      /[^A-Za-z0-9]/g,
-      '-'
-    );
-    return `ferry-auth-${host}`;
+    return hostCookieName('ferry-auth-', request);
   }
 
   /** `Set-Cookie` values that sign a browser in: the HttpOnly auth cookie and the `_xsrf` cookie. */
@@ -178,7 +175,7 @@ export class TokenIdentityResolver implements IIdentityResolver {
    * browser keeps its own sign-in when it opens one of its links.
    */
   shareCookieName(request: IncomingMessage): string {
-    return this.cookieName(request).replace(/^ferry-auth-/, 'ferry-share-');
+    return hostCookieName('ferry-share-', request);
   }
 
   /** `Set-Cookie` values that admit a visitor: the HttpOnly visitor cookie and the `_xsrf` cookie. */
@@ -256,12 +253,15 @@ export class TokenIdentityResolver implements IIdentityResolver {
         return match[1];
       }
     }
-    return Private.query(request).get('token') ?? undefined;
+    // Most requests have no query: no URL to parse for them.
+    return request.url?.includes('?')
+      ? (Private.query(request).get('token') ?? undefined)
+      : undefined;
   }
 
   /** The request's cookies by name. */
   static cookies(request: IncomingMessage): Record<string, string | undefined> {
-    return parseCookies(request.headers.cookie ?? '');
+    return requestCookies(request);
   }
 
   /** A value only this token yields: an HMAC keyed by the token (random without a token). */

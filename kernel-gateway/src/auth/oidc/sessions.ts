@@ -5,9 +5,10 @@
  * HttpOnly cookie; each request's cookie resolves to the person's account and principal.
  */
 import type { IncomingMessage } from 'node:http';
-import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { serialize as serializeCookie } from 'cookie';
 import type { StateStore } from '../../store';
 import type { IAccount, UserAccounts } from '../../users';
+import { hostCookieName, requestCookies } from '../cookies';
 import {
   CredentialStore,
   type EndReason,
@@ -33,6 +34,7 @@ export class BrowserSessions implements ISessionResolver {
       now: options.now
     });
     this._accounts = options.accounts;
+    this.credentials.onEnd(session => this._principals.delete(session.id));
     this._lifetimes = options.lifetimes;
     this._now = options.now ?? Date.now;
     // Ended sessions that nobody presents again are removed now and then.
@@ -76,9 +78,18 @@ export class BrowserSessions implements ISessionResolver {
     }
     const account = this._accounts.get(found.userId);
     // An account an admin removed signs in no more (its sessions were ended then, too).
-    return account && !account.removed
-      ? { ...this.principal(account), session: { id: found.id } }
-      : undefined;
+    if (!account || account.removed) {
+      return undefined;
+    }
+    // Made once per session and version of the account (the accounts' table hands out one object
+    // per version), not on every request: nobody changes a principal.
+    const known = this._principals.get(found.id);
+    if (known?.account === account) {
+      return known.principal;
+    }
+    const principal = { ...this.principal(account), session: { id: found.id } };
+    this._principals.set(found.id, { account, principal });
+    return principal;
   }
 
   /** The live session a request's cookie holds, if any. */
@@ -147,11 +158,7 @@ export class BrowserSessions implements ISessionResolver {
    * cookies between the ports of one host).
    */
   static cookieName(request: IncomingMessage): string {
-    const host = (request.headers.host ?? 'localhost').replace(
-      /[^A-Za-z0-9]/g,
-      '-'
-    );
-    return `ferry-session-${host}`;
+    return hostCookieName('ferry-session-', request);
   }
 
   /** Whether the browser reached the gateway over TLS (itself or through a proxy). */
@@ -163,12 +170,15 @@ export class BrowserSessions implements ISessionResolver {
   }
 
   private _secret(request: IncomingMessage): string | undefined {
-    return parseCookies(request.headers.cookie ?? '')[
-      BrowserSessions.cookieName(request)
-    ];
+    return requestCookies(request)[BrowserSessions.cookieName(request)];
   }
 
   private readonly _accounts: UserAccounts;
+  /** The principal of each session in use, by session id, with the account it was made of. */
+  private readonly _principals = new Map<
+    string,
+    { account: IAccount; principal: IPrincipal }
+  >();
   private readonly _lifetimes: ISessionLifetimes;
   private readonly _now: () => number;
   private readonly _sweeper: NodeJS.Timeout;
