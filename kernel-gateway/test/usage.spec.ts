@@ -12,7 +12,14 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
-import { expectSchema, KernelSocket, startKernel } from './helpers';
+import { createLogger, Worker } from '../src';
+import {
+  expectSchema,
+  KernelSocket,
+  startGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
 import {
   callAs as call,
   signIn,
@@ -20,6 +27,7 @@ import {
   type IOidcGateway,
   type ISignedIn
 } from './oidc-harness';
+import { startWorker, type IWorkerProcess } from './workers';
 
 jest.setTimeout(240_000);
 
@@ -507,4 +515,73 @@ describe('quotas and who sees what (--auth oidc)', () => {
     );
     await socket.close();
   });
+});
+
+describe('an allocation across a gateway restart that adopts its kernel (a remote worker)', () => {
+  const WORKER_TOKEN = 'usage-adoption-worker-token';
+  let stateDir: string;
+  let gw: ITestGateway | undefined;
+  let host: IWorkerProcess | undefined;
+
+  const gateway = (workerPort = 0) =>
+    startGateway({
+      worker: new Worker({
+        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      }),
+      workerPort,
+      workerToken: WORKER_TOKEN,
+      workerGraceMs: 10000,
+      stateDir
+    });
+
+  beforeAll(() => {
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-usage-adoption-'));
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await host?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('goes on, the restart counted as held, when the kernel is adopted on its devices', async () => {
+    gw = await gateway();
+    host = startWorker(
+      `127.0.0.1:${gw.gateway.workerPort}`,
+      WORKER_TOKEN,
+      'usage-host',
+      ['--simulate', 'gpu:H100:1', '--no-cpu']
+    );
+    await host.registered();
+    const kernel = await gw.gateway.registry.start({
+      name: 'python3',
+      accelerator: { kind: 'gpu', count: 1 }
+    });
+    await kernel.ready;
+    const [before] = gw.gateway.ledger.openAllocations();
+    expect(before).toMatchObject({ key: kernel.id, model: 'H100' });
+
+    const workerPort = gw.gateway.workerPort!;
+    const back = host.registered();
+    await gw.close();
+    gw = await gateway(workerPort);
+    await back;
+    const [after] = gw.gateway.ledger.openAllocations();
+    expect(after).toMatchObject({ id: before.id, start: before.start });
+    await gw.gateway.registry.shutdown(kernel.id);
+    const closedAt = Date.now();
+    const report = gw.gateway.ledger.aggregate(
+      'model',
+      before.start - 1000,
+      closedAt + 1000
+    );
+    // One allocation from its start to its end, the restart included.
+    expect(report).toEqual([
+      expect.objectContaining({ key: 'H100', allocations: 1 })
+    ]);
+    expect(report[0].heldSeconds).toBeGreaterThanOrEqual(
+      (after.lastWrite - before.start) / 1000
+    );
+  }, 90000);
 });

@@ -266,12 +266,22 @@ export class UsageLedger extends EventEmitter<UsageLedger.IEvents> {
     for (const open of this._open.values()) {
       openIds.add(open.record.id);
     }
+    const seen = new Set<string>();
     for (const { value } of this._table.getRange({ end: [to] })) {
       if (openIds.has(value.id) || value.end === undefined) {
         continue;
       }
+      seen.add(value.id);
       if (value.end > from) {
         result.push(value);
+      }
+    }
+    // Closed a moment ago, its write not yet committed: from memory.
+    for (const records of this._recent.values()) {
+      for (const record of records) {
+        if (!seen.has(record.id) && record.start < to && record.end! > from) {
+          result.push(record);
+        }
       }
     }
     for (const open of this._open.values()) {
