@@ -1,4 +1,5 @@
 import {
+  acceleratorChoices,
   DecayedUsage,
   explainPlace,
   FairShare,
@@ -231,6 +232,26 @@ describe('Scheduler with fair share', () => {
     // overtaking it, and after maxBypasses (8) of them it reserves the worker.
     expect(bigPlacedAt).toBeDefined();
     expect(bigPlacedAt!).toBeLessThan(60);
+  });
+});
+
+describe("the picker's choices under fair share", () => {
+  it('tell each person the place they would get: behind lighter users, ahead of heavier ones', () => {
+    const { scheduler, usage, clock } = fairScheduler();
+    usage.add('heavy', 20 * 3600, clock.now);
+    scheduler.setWorker(worker('w1', 1));
+    placed(scheduler.request('holder', gpu(), undefined, 'other'));
+    scheduler.request('k-mid', gpu(), undefined, 'mid');
+    usage.add('mid', 3600, clock.now);
+    clock.now += 1000;
+    const position = (owner: string) =>
+      acceleratorChoices(scheduler, { owner }).find(
+        choice => choice.request.kind === 'gpu' && choice.request.count === 1
+      )?.queuePosition;
+    expect(position('light')).toBe(1);
+    expect(position('heavy')).toBe(2);
+    // Asking changes nothing.
+    expect(scheduler.queue().map(e => e.kernelId)).toEqual(['k-mid']);
   });
 });
 

@@ -88,8 +88,13 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
    *
    * @param kernelId - The kernel that would move, if any.
    * @param environment - The environment to run in (`undefined`: none).
+   * @param owner - Who asks (a moving kernel's owner wins), for their place in a fair-share queue.
    */
-  choices(kernelId?: string, environment?: string): IAcceleratorChoice[] {
+  choices(
+    kernelId?: string,
+    environment?: string,
+    owner?: string
+  ): IAcceleratorChoice[] {
     const { pool, scheduler, registry } = this._options;
     const disconnected = new Map<string, IDisconnectedType>();
     for (const worker of pool.list()) {
@@ -124,6 +129,9 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       ...(refusal !== undefined ? { refusal } : {}),
       ...(kernelId !== undefined ? { kernelId } : {}),
       ...(environment !== undefined ? { environment } : {}),
+      ...((kernel?.owner ?? owner) !== undefined
+        ? { owner: kernel?.owner ?? owner }
+        : {}),
       kernelInEnvironment: kernel?.launch.environment === environment,
       disconnected: [...disconnected.values()],
       engineOffers: this._engineOffers()
@@ -131,7 +139,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     // The scheduler's answers for a new kernel are kept until the scheduler changes; the waits
     // (how long holders have held) are worked out anew each time.
     const plain = kernelId === undefined && environment === undefined;
-    const key = JSON.stringify([...disconnected.keys()]);
+    const key = JSON.stringify([owner, ...disconnected.keys()]);
     if (plain && this._choices?.key !== key) {
       this._choices = { key, choices: acceleratorChoices(scheduler, question) };
     }

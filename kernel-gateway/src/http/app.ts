@@ -68,7 +68,7 @@ import { kernelspecsRouter } from './routes/kernelspecs';
 import { kernelChannelsSocket, kernelsRouter } from './routes/kernels';
 import { sessionsRouter } from './routes/sessions';
 import { terminalSocket, terminalsRouter } from './routes/terminals';
-import { EventVisibility } from './ownership';
+import { EventVisibility, principalOf } from './ownership';
 import { UpgradeRouter } from './upgrade';
 
 /** What the app serves, built by the gateway (gateway.ts). */
@@ -200,7 +200,8 @@ export function createApp(services: IAppServices): Express {
     acceleratorsRouter(
       services.accelerators,
       services.metrics,
-      Private.outbound(services)
+      Private.outbound(services),
+      request => principalOf(context, request).id
     )
   );
   app.use(terminalsRouter(context, services.terminals));

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { AcceleratorService } from '../../accelerators';
@@ -12,7 +13,8 @@ import { OutboundStream, type IOutboundLimits } from '../outbound';
 export function acceleratorsRouter(
   accelerators: AcceleratorService,
   metrics: Registry,
-  outbound: IOutboundLimits
+  outbound: IOutboundLimits,
+  ownerOf: (request: IncomingMessage) => string | undefined = () => undefined
 ): Router {
   const router = Router();
   router.get('/api/accelerators', (request, response) => {
@@ -35,7 +37,10 @@ export function acceleratorsRouter(
     if (kernel !== undefined && !accelerators.knowsKernel(kernel)) {
       throw new HttpError(404, `Kernel does not exist: ${kernel}`);
     }
-    response.json({ choices: accelerators.choices(kernel, environment) });
+    // Who asks: with fair share, their place in the queue depends on their use.
+    response.json({
+      choices: accelerators.choices(kernel, environment, ownerOf(request))
+    });
   });
   router.get('/api/accelerators/stream', (request, response) => {
     response.writeHead(200, {
