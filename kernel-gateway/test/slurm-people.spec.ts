@@ -343,6 +343,40 @@ describeSlurm('a signed-in person’s kernels on a real Slurm cluster', () => {
     }, 90_000);
   });
 
+  describe('for a person the cluster has no account for (a --user-uids uid)', () => {
+    const gw = gatewayOf(async () => []);
+
+    it('runs their kernel in a root job whose worker switches to their uid', async () => {
+      gw.people.ferrycal = await signIn(gw.url, 'ferrycal');
+      const cal = statSync(path.join(gw.env.userRoot, 'ferrycal')).uid;
+      expect(cal).toBeGreaterThanOrEqual(61000);
+      const kernel = await gw.kernel('ferrycal');
+      expect(
+        (
+          await cluster.run('squeue', ['-h', '-j', kernel.job, '-o', '%u'])
+        ).trim()
+      ).toBe('root');
+      const socket = await gw.socket('ferrycal', kernel.id);
+      try {
+        expect(Number(await run(socket, 'import os; print(os.getuid())'))).toBe(
+          cal
+        );
+      } finally {
+        socket.close();
+      }
+      expect(
+        (
+          await call(
+            gw.url,
+            gw.people.ferrycal,
+            'DELETE',
+            `/api/kernels/${kernel.id}`
+          )
+        ).status
+      ).toBe(204);
+    }, 150_000);
+  });
+
   describeRest('through slurmrestd (impersonation)', () => {
     const gw = gatewayOf(async () => {
       // Root's token: slurmctld lets SlurmUser and root submit as another user.

@@ -174,6 +174,11 @@ export class SlurmProvisioner implements IProvisioner {
     }
     const accelerator = offer.accelerator;
     const workerId = jobWorkerId(kernelId);
+    if (runAs && !this._rest && process.getuid?.() !== 0) {
+      throw new Error(
+        `${runAs.user}'s Slurm jobs run as them, and sbatch submits for another user only from root: run the gateway as root, or submit through slurmrestd with a token of SlurmUser`
+      );
+    }
     const person =
       runAs && jobPerson(runAs, this._engineUser(), this._client.description);
     const worker = [
