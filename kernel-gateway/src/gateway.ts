@@ -488,6 +488,7 @@ export class Gateway {
       environments: resolved.environments,
       culling: resolved.culling,
       releaseBounds: kernelId => Private.releaseBounds(this, kernelId),
+      finishedHolds: Private.finishedHolds(this.ledger),
       notebookOf: kernelId =>
         this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId),
       quotaOf: kernelId => this.quotas.stateOfHolder(kernelId)
@@ -827,6 +828,37 @@ namespace Private {
       bounds.push({ at: deadline, why: 'job-limit' });
     }
     return bounds;
+  }
+
+  /**
+   * The lengths of the holds of each device type (`kind\u0000model\u0000profile`) that ended in the
+   * ledger's last week, newest 200, for queued kernels' median hold: worked out at most once a
+   * minute per type (the ledger reads the store).
+   */
+  export function finishedHolds(
+    ledger: UsageLedger
+  ): (type: string, now: number) => readonly number[] {
+    const cache = new Map<string, { at: number; lengths: number[] }>();
+    return (type, now) => {
+      const known = cache.get(type);
+      if (known && now - known.at < 60_000) {
+        return known.lengths;
+      }
+      const [kind, model] = type.split('\u0000');
+      const lengths = ledger
+        .allocations(now - 7 * 86_400_000, now)
+        .filter(
+          a =>
+            a.deviceKind === kind &&
+            a.model.toLowerCase() === model &&
+            a.end !== undefined &&
+            ledger.openOf(a.key)?.id !== a.id
+        )
+        .slice(-200)
+        .map(a => a.end! - a.start);
+      cache.set(type, { at: now, lengths });
+      return lengths;
+    };
   }
 
   export function devicesHeld(registry: KernelRegistry, owner: string): number {

@@ -160,6 +160,29 @@ describe('the estimated wait of a queued kernel', () => {
     );
   });
 
+  it('takes the median hold from a durable record (the ledger) where there is one', () => {
+    const waits = new QueueWaits({
+      culling: undefined,
+      notebookOf: () => undefined,
+      finishedHolds: type =>
+        type === H100 ? [10, 60, 20].map(m => m * 60_000) : []
+    });
+    // Nothing ended while this gateway ran; the ledger's holds of 10, 20 and 60 min did.
+    waits.observe(new Map([['a', { type: H100, count: 1 }]]), 0);
+    const wait = waits.explain(
+      { kernelId: 'q' },
+      H100,
+      0,
+      heldBy('a'),
+      noKernel,
+      5 * 60_000
+    );
+    expect(wait.estimateSeconds).toBe(15 * 60);
+    expect(wait.basis).toBe(
+      'from the median of 3 finished holds of these devices (20 min); it needs 1 device to free up'
+    );
+  });
+
   it('counts an idle holder out at its culling deadline', () => {
     const waits = new QueueWaits({
       culling: {

@@ -49,7 +49,10 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     this._waits = new QueueWaits({
       culling: options.culling,
       notebookOf: options.notebookOf ?? (() => undefined),
-      ...(options.releaseBounds ? { releaseBounds: options.releaseBounds } : {})
+      ...(options.releaseBounds
+        ? { releaseBounds: options.releaseBounds }
+        : {}),
+      ...(options.finishedHolds ? { finishedHolds: options.finishedHolds } : {})
     });
     // Every change of who holds what, for how long holds last.
     this._onChanged = () => {
@@ -423,6 +426,8 @@ export namespace AcceleratorService {
      * limit), for queued kernels' estimated waits.
      */
     releaseBounds?: QueueWaits.IOptions['releaseBounds'];
+    /** Finished holds per device type, from the ledger (for the median hold). */
+    finishedHolds?: QueueWaits.IOptions['finishedHolds'];
     /** The notebook a kernel runs for, to name the holders a queued kernel waits on. */
     notebookOf?: (kernelId: string) => string | undefined;
     /** A kernel's standing against its quota while it holds devices (accounting/quotas.ts). */

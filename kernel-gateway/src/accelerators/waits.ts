@@ -80,7 +80,7 @@ export class QueueWaits {
         basis: 'no connected worker has devices of this type'
       };
     }
-    const typical = this._typical(type);
+    const typical = this._typical(type, now);
     const holders: IQueueWait['holders'] = [];
     const releases: { at: number; count: number }[] = [];
     let culls = 0;
@@ -176,9 +176,13 @@ export class QueueWaits {
 
   /** The median length of the finished holds of a type, once there are enough of them. */
   private _typical(
-    type: string
+    type: string,
+    now: number
   ): { medianMs: number; count: number } | undefined {
-    const lengths = this._finished.get(type) ?? [];
+    const lengths =
+      this._options.finishedHolds?.(type, now) ??
+      this._finished.get(type) ??
+      [];
     if (lengths.length < QueueWaits.MIN_OBSERVED) {
       return undefined;
     }
@@ -232,6 +236,11 @@ export namespace QueueWaits {
      * job's time limit); the earliest counts.
      */
     releaseBounds?: (kernelId: string, now: number) => readonly IReleaseBound[];
+    /**
+     * The lengths (ms) of finished holds of a device type from a record that outlives the
+     * process (the usage ledger); none: those this gateway saw end since it started.
+     */
+    finishedHolds?: (type: string, now: number) => readonly number[];
   }
 
   /** Finished holds of a type needed before their median is used. */
