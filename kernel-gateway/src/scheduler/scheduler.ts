@@ -2,10 +2,10 @@
  * The scheduler's one public class: it takes requests, workers and releases, and coordinates its
  * parts, each in its own file: `pools.ts` (devices by pool and free count), `placements.ts` (who
  * holds what), `queue.ts` (waiting requests by shape), `reservations.ts` (the queue's aging bound),
- * `cpu-index.ts` (workers for CPU kernels) and `explain.ts` (why a request can never be placed),
- * over the records in `state.ts`; `offers.ts` answers the picker on a {@link Scheduler.fork}. One
- * file because it is one class whose parts are already the files above: its API docs and types make
- * it about 680 lines.
+ * `cpu-index.ts` (workers for CPU kernels), `explain.ts` (why a request can never be placed) and
+ * `fair-share.ts` (the queue's order among many users, and who is ahead), over the records in
+ * `state.ts`; `offers.ts` answers the picker on a {@link Scheduler.fork}. One file because it is one
+ * class whose parts are already the files above: its API docs and types make it about 800 lines.
  */
 import { EventEmitter } from 'node:events';
 import type { DeviceKind } from '../protocol/devices';
