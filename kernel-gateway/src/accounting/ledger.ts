@@ -1,4 +1,7 @@
 /**
+ * One file, though long: one class whose state (open, recent and decayed usage, totals) every
+ * method reads; with its API docs and types it is about 700 lines.
+ *
  * The usage ledger: every allocation of devices (who, through which kernel, terminal or job, which
  * devices, from when to when, how long the holder was busy) in the embedded store's `usage-ledger`
  * table, opened and closed on the scheduler's `placed` and `released` events.
@@ -18,7 +21,11 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Database } from 'lmdb';
 import type { Logger } from 'pino';
-import type { IAcceleratorRequest, IPlacement } from '../scheduler';
+import type {
+  IAcceleratorRequest,
+  IPlacement,
+  IUsageSource
+} from '../scheduler';
 import type { StateStore } from '../store';
 import type { ModelWeights } from './weights';
 
@@ -72,7 +79,10 @@ export type UsageGrouping = 'user' | 'group' | 'model' | 'day';
 /**
  * The ledger of allocations. Implements fair share's `IUsageSource` (scheduler/fair-share.ts).
  */
-export class UsageLedger extends EventEmitter<UsageLedger.IEvents> {
+export class UsageLedger
+  extends EventEmitter<UsageLedger.IEvents>
+  implements IUsageSource
+{
   constructor(options: UsageLedger.IOptions) {
     super();
     this._table = options.store.table<IAllocation>(UsageLedger.TABLE);

@@ -1,4 +1,7 @@
 /**
+ * One file, though long: the Quotas class and the rules in its namespace (rows, levels, the words
+ * of refusals) that it and the routes share.
+ *
  * Quotas: device-hours per user and per group per period (a rolling window or the calendar week),
  * per device class (`gpu`, `tpu`) or model (`gpu:H100`), from the profiles file's `quotas` table,
  * with per-user overrides an admin sets (kept in the store's `quota-overrides` table).
