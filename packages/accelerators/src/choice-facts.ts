@@ -34,12 +34,12 @@ export type HolderNamer = (holder: IHolder) => string;
  *
  * @param model - The `/api/accelerators` model.
  * @param offer - The choice.
- * @param nameHolder - How this viewer names a holder.
+ * @param nameHolder - How this viewer names a holder (`null`: not known yet, holders left out).
  */
 export function choiceFacts(
   model: IAccelerators | null,
   offer: IAcceleratorOffer,
-  nameHolder: HolderNamer,
+  nameHolder: HolderNamer | null,
   trans: TranslationBundle = nullTranslator.load('ferry')
 ): IChoiceFacts {
   const request = offer.request;
@@ -94,14 +94,14 @@ export function choiceFacts(
   }
   const names = new Map<string, number>();
   const seen = new Set<string>();
-  for (const { device } of matching) {
+  for (const { device } of nameHolder ? matching : []) {
     for (const holder of device.holders) {
       const key = `${holder.kind}:${holder.kind === 'kernel' ? holder.id : holder.name}`;
       if (seen.has(key)) {
         continue;
       }
       seen.add(key);
-      const name = nameHolder(holder);
+      const name = nameHolder!(holder);
       names.set(name, (names.get(name) ?? 0) + 1);
     }
   }

@@ -9,7 +9,11 @@ import {
   type ITranslator,
   type TranslationBundle
 } from '@jupyterlab/translation';
-import { choiceFacts, fetchHolderNamer } from './choice-facts';
+import {
+  choiceFacts,
+  fetchHolderNamer,
+  type HolderNamer
+} from './choice-facts';
 import { deviceType, formatAccelerator, sameRequest } from './labels';
 import type { IAcceleratorRequest } from './models';
 import { environmentChoices } from './offers';
@@ -48,11 +52,9 @@ export async function chooseAccelerator(
   const environment = options.environment ?? null;
   const translator = options.translator ?? nullTranslator;
   const trans = translator.load('ferry');
-  // Who holds what, named as far as this viewer may know (an admin sees user names).
-  const nameHolder = await fetchHolderNamer(
-    manager.client.serverSettings,
-    trans
-  );
+  // Who holds what, named as far as this viewer may know (an admin sees user names): asked beside
+  // the offers, never holding the dialog up; the holders show once the answer is in.
+  let nameHolder: HolderNamer | null = null;
   const body = new AcceleratorPicker({
     translator,
     facts: offer => choiceFacts(manager.model, offer, nameHolder, trans),
@@ -108,6 +110,12 @@ export async function chooseAccelerator(
       () => undefined
     );
   };
+  void fetchHolderNamer(manager.client.serverSettings, trans).then(namer => {
+    nameHolder = namer;
+    if (!body.isDisposed) {
+      body.offers = body.offers;
+    }
+  });
   manager.changed.connect(refresh);
   body.valueChanged.connect(relabel);
   body.environmentChanged.connect(refresh);
