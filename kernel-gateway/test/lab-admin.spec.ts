@@ -228,4 +228,57 @@ describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
       (notices.body as { resource: string }[]).map(notice => notice.resource)
     ).not.toContain(kernelId);
   });
+
+  it('tells the user of their stopped terminal and job, with the reason, and the Jobs panel says it', async () => {
+    const url = env.gateway.url;
+    const dee = await signIn(url, 'dee');
+    const page = await openLab(dee);
+    const terminal = await callAs(url, dee, 'POST', '/api/terminals', {});
+    expect(terminal.status).toBe(200);
+    const job = await callAs(url, dee, 'POST', '/api/jobs', {
+      notebook: {
+        cells: [
+          {
+            cell_type: 'code',
+            source: 'import time; time.sleep(600)',
+            metadata: {},
+            outputs: [],
+            execution_count: null
+          }
+        ],
+        metadata: {},
+        nbformat: 4,
+        nbformat_minor: 5
+      }
+    });
+    expect(job.status).toBe(201);
+    const carol = await signIn(url, 'carol');
+    for (const [route, reason] of [
+      [`/api/admin/terminals/${terminal.body.name}/stop`, 'no shells today'],
+      [`/api/admin/jobs/${job.body.id}/stop`, 'the queue is for the exam']
+    ]) {
+      expect((await callAs(url, carol, 'POST', route, { reason })).status).toBe(
+        200
+      );
+    }
+
+    await page
+      .locator('.Toastify__toast', {
+        hasText: `Stopped by an administrator: no shells today (terminal ${terminal.body.name})`
+      })
+      .waitFor();
+    await page
+      .locator('.Toastify__toast', {
+        hasText: 'Stopped by an administrator: the queue is for the exam'
+      })
+      .waitFor();
+    await page.locator('.lm-TabBar-tab[data-id="jp-ferry-jobs"]').click();
+    const row = page.locator(
+      `.jp-FerryJobs-job[data-jobid="${job.body.id}"][data-state="cancelled"]`
+    );
+    await row.waitFor();
+    expect(await row.locator('.jp-FerryJobs-reason').textContent()).toBe(
+      'Stopped by an administrator: the queue is for the exam'
+    );
+  });
 });
