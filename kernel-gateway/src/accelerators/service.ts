@@ -163,8 +163,11 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         continue;
       }
       const type = Private.typeFor(choice.request, types);
+      // The devices of the requests that would be ahead of it (in fair share's order, those of
+      // people with less recent use, and those that waited longer).
       const ahead = queue
         .filter(e => Private.typeFor(e.request, types) === type)
+        .slice(0, Math.max(0, (choice.queuePosition ?? 1) - 1))
         .reduce((sum, e) => sum + (e.request.count ?? 1), 0);
       choice.wait = this._waits.explain(
         { kernelId: '', count: choice.request.count },

@@ -188,7 +188,7 @@ export class DecayedUsage implements IUsageSource {
   private _usage = new Map<string, { value: number; at: number }>();
 }
 
-/** A waiting request as {@link explainPlace} reads it (schema of `Scheduler.queue()`). */
+/** A waiting request as {@link explainPlace} reads it (as `Scheduler.queue()` lists it). */
 export interface IWaitingRequest {
   kernelId: string;
   request: IAcceleratorRequest;
