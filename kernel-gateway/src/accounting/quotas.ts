@@ -304,7 +304,7 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
           { holder: allocation.key, user: allocation.user, state },
           'quota used up: the devices go back'
         );
-        void this._returnDevices(allocation.holder.id, reason).then(
+        void this._returnDevices(allocation.key, reason).then(
           () => this.emit('returned', { allocation, state, reason }),
           (error: unknown) =>
             this._log?.warn(
