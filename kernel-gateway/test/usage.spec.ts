@@ -242,6 +242,19 @@ describe('the usage ledger (--auth token, a gateway process)', () => {
     });
     expect(quota.status).toBe(400);
     expect((await gw.api('GET', '/api/usage')).status).toBe(200);
+    // What clients add to every request is no unknown parameter: the token, a cache-buster.
+    expect(
+      (
+        await gw.api(
+          'GET',
+          `/api/usage?token=${gw.token}&${Date.now()}`,
+          undefined,
+          {
+            token: null
+          }
+        )
+      ).status
+    ).toBe(200);
   });
 });
 

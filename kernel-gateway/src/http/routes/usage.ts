@@ -235,6 +235,10 @@ namespace Private {
   export function query(request: Request): IQuery {
     const result: IQuery = {};
     for (const [name, value] of Object.entries(request.query)) {
+      // What clients add to any request: the token, and JupyterLab's cache-buster (`?1732…`).
+      if (name === 'token' || /^\d+$/.test(name)) {
+        continue;
+      }
       if (typeof value !== 'string') {
         throw new HttpError(400, `${name} is given once, as text`);
       }
