@@ -39,7 +39,8 @@ describe('devices held only while used', () => {
 
   async function start(
     holds: Record<string, unknown>,
-    simulate = 'gpu:H100:1'
+    simulate = 'gpu:H100:1',
+    more: Record<string, unknown> = {}
   ): Promise<void> {
     const logger = createLogger(process.env.FERRY_TEST_LOG ?? 'silent');
     gw = await startGateway({
@@ -48,7 +49,8 @@ describe('devices held only while used', () => {
         devices: parseSimulateSpec(simulate),
         kernelTimings: { shutdownWaitMs: 2000 }
       }),
-      holds
+      holds,
+      ...more
     });
     manager = new KernelManager({
       serverSettings: ServerConnection.makeSettings({
@@ -389,4 +391,33 @@ describe('devices held only while used', () => {
       await remote?.stop();
     }
   }, 90000);
+
+  it('interrupts a cell when its quota runs out, then refuses the next cells saying why, never running them without devices', async () => {
+    await start({ mode: 'when-used', idleReturnMs: { gpu: 0 } }, 'gpu:H100:1', {
+      quotas: { default: { period: 'rolling-7d', gpu: '2s' } }
+    });
+    const id = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    const kernel = await connect(id);
+    const returned = nextEvent<IDevicesReturned>('devices-returned');
+    // The quota runs out mid-cell: the cell is interrupted (its reply comes), then the devices go.
+    const running = await run(kernel, 'import time\ntime.sleep(60)');
+    expect(running.reply).toMatchObject({
+      status: 'error',
+      ename: 'KeyboardInterrupt'
+    });
+    expect(await returned).toMatchObject({ kernelId: id, cause: 'quota' });
+    const [first, second] = await Promise.all([
+      run(kernel, 'print("ran")'),
+      run(kernel, 'print("ran too")')
+    ]);
+    for (const cell of [first, second]) {
+      expect(cell.reply).toMatchObject({
+        status: 'error',
+        ename: 'DevicesUnavailable'
+      });
+      expect(cell.stderr).toMatch(/The devices could not be taken: /);
+      expect(cell.stdout).toBe('');
+    }
+    expect(await holdersOfTheGpu()).toEqual([]);
+  }, 60000);
 });

@@ -15,9 +15,11 @@
  * @packageDocumentation
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { formatAccelerator } from '@ferry/accelerator-vocabulary';
 import type { Logger } from 'pino';
 import {
+  createMessage,
   decodeHeader,
   type ClientChannel,
   type IMessageHeader,
@@ -28,6 +30,9 @@ import { KernelStateError } from './errors';
 import { IdleReturn, type IIdleReturnOptions } from './idle-return';
 import type { ManagedKernel } from './kernel';
 import type { IReturnStrategy, SuspendStrategy } from './return-strategies';
+
+/** How long a return waits for an interrupted cell to end before its devices go anyway. */
+const INTERRUPT_WAIT_MS = 10_000;
 
 /** Where a kernel's devices stand (the `hold` of `/api/accelerators`' `kernelHolds`). */
 export type HoldState = 'held' | 'waiting' | 'returned' | 'suspended';
@@ -84,8 +89,16 @@ export interface IHoldsHost {
   readonly scheduler: Scheduler;
   readonly log: Logger;
   get(kernelId: string): ManagedKernel | undefined;
+  /** Interrupt a kernel's running cell (as `interrupt_mode` says). */
+  interrupt(kernel: ManagedKernel): Promise<void>;
   /** What waits in a kernel's queue goes to its process (which kept running). */
   release(kernel: ManagedKernel): void;
+  /** A client's message takes the way every client message takes again (after a refused cell). */
+  resend(
+    kernel: ManagedKernel,
+    channel: ClientChannel,
+    parts: MessageParts
+  ): void;
   /** Announce a registry event. */
   acquired(kernel: ManagedKernel): void;
   returned(event: IDevicesReturned): void;
@@ -177,28 +190,33 @@ export class DeviceHolds {
     if (!hold || channel !== 'shell' || !kernel.running) {
       return;
     }
+    const header = decodeHeader(parts);
+    const cell = header?.msg_type === 'execute_request';
     if (hold.state !== 'returned' && hold.state !== 'suspended') {
       if (hold.state === 'held') {
         this._idle.busy(hold.kernel);
+        // Busy before its process says so: a return waits for this cell too.
+        hold.inFlight ||= cell;
       }
       return;
     }
-    if (kernel.holdingMessages) {
-      return;
-    }
-    const header = decodeHeader(parts);
-    if (header?.msg_type !== 'execute_request') {
+    if (kernel.holdingMessages || !cell) {
       return;
     }
     kernel.holdMessages();
     hold.cell = header;
+    hold.inFlight = true;
     void this._acquire(hold);
   }
 
   /** A status its process published: idle time counts from a cell's end (busy -> idle). */
   processStatus(kernel: ManagedKernel, state: string): void {
     const hold = this._holds.get(kernel.id);
-    if (hold?.state !== 'held') {
+    if (state === 'idle' && hold) {
+      hold.inFlight = false;
+      hold.idleWaiters?.splice(0).forEach(resolve => resolve());
+    }
+    if (hold?.state !== 'held' || hold.returning) {
       return;
     }
     if (state === 'busy') {
@@ -274,6 +292,22 @@ export class DeviceHolds {
     }
     hold.returning = true;
     this._idle.forget(kernel.id);
+    if (kernel.executionState === 'busy' || hold.inFlight) {
+      // A cell runs (a quota ran out, an admin asked): it is interrupted, so that it ends with
+      // its reply in every client, before its process lets go of the devices.
+      const idle = new Promise<void>(resolve =>
+        (hold.idleWaiters ??= []).push(resolve)
+      );
+      try {
+        await this._host.interrupt(kernel);
+        await Promise.race([
+          idle,
+          delay(INTERRUPT_WAIT_MS, undefined, { ref: false })
+        ]);
+      } catch {
+        // It could not be interrupted: the devices go back all the same.
+      }
+    }
     const label = formatAccelerator(kernel.accelerator);
     let strategy: IReturnStrategy = this._restart;
     let fallback: string | undefined;
@@ -385,19 +419,11 @@ export class DeviceHolds {
     } catch (error) {
       hold.resuming = false;
       hold.state = suspended ? 'suspended' : 'returned';
-      this._host.release(kernel);
       this._host.log.warn(
         { kernel: kernel.id, err: (error as Error).message },
         'devices could not be taken for a cell'
       );
-      kernel.channels.publish(
-        'stream',
-        {
-          name: 'stderr',
-          text: `The devices could not be taken: ${(error as Error).message}\n`
-        },
-        cell
-      );
+      this._refuse(kernel, cell, (error as Error).message);
       return;
     }
     if (result === 'queued' && hold.state === 'waiting') {
@@ -409,11 +435,56 @@ export class DeviceHolds {
     }
   }
 
+  /**
+   * The devices could not be taken for a cell (a quota used up, a request no worker can meet now):
+   * the cell says why (stderr, to every client) and ends with an error reply to its sender, never
+   * running without its devices; what
+   * was sent after it goes on as if sent now (a later cell asks again).
+   */
+  private _refuse(
+    kernel: ManagedKernel,
+    cell: IMessageHeader,
+    why: string
+  ): void {
+    const held: [ClientChannel, MessageParts][] = [];
+    kernel.releaseMessages((channel, parts) => {
+      held.push([channel, parts]);
+      return true;
+    });
+    const text = `The devices could not be taken: ${why}`;
+    kernel.channels.publish(
+      'stream',
+      { name: 'stderr', text: `${text}\n` },
+      cell
+    );
+    const reply = createMessage(
+      'execute_reply',
+      {
+        status: 'error',
+        ename: 'DevicesUnavailable',
+        evalue: text,
+        traceback: [],
+        execution_count: null
+      },
+      'ferry-gateway',
+      cell
+    );
+    kernel.channels.deliver('shell', reply.parts, reply.header);
+    kernel.channels.publish('status', { execution_state: 'idle' }, cell);
+    for (const [channel, parts] of held) {
+      if (decodeHeader(parts)?.msg_id !== cell.msg_id) {
+        this._host.resend(kernel, channel, parts);
+      }
+    }
+  }
+
   /** A waiting kernel got its devices: its cell goes on (the display cleared). */
   private _acquired(hold: Private.IHold): void {
     const resumed = hold.resuming;
     hold.state = 'held';
     hold.resuming = false;
+    // The cell that waited runs now.
+    hold.inFlight = true;
     if (hold.displayId !== undefined && hold.cell) {
       hold.kernel.channels.publish('clear_output', { wait: false }, hold.cell);
     }
@@ -512,6 +583,10 @@ namespace Private {
     /** A suspended kernel waits to be resumed: the scheduler's placement goes to its worker. */
     resuming?: boolean;
     returning?: boolean;
+    /** A cell was sent and its process has not said it is idle since. */
+    inFlight?: boolean;
+    /** Who waits for its process to say it is idle (a return interrupted a running cell). */
+    idleWaiters?: (() => void)[];
   }
 
   /** "30 min", "2 s", "1 h 5 min". */

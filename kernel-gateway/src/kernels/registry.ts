@@ -25,6 +25,7 @@ import type {
 } from '../engines';
 import type { WorkerPool } from '../pool';
 import type { IRunAs, IRunningKernel, IWorkerConnection } from '../protocol';
+import type { ClientChannel, MessageParts } from '../protocol/wire';
 import type { IAcceleratorRequest, IPlacement, Scheduler } from '../scheduler';
 import type { AcceleratorKernelspecs } from './accelerator-kernelspecs';
 import {
@@ -154,6 +155,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
           kernel.releaseMessages((channel, parts) =>
             this._workerOf(kernel).sendToKernel(kernel.id, channel, parts)
           ),
+        interrupt: kernel => this._workerOf(kernel).interruptKernel(kernel.id),
+        resend: (kernel, channel, parts) =>
+          this._fromClient(kernel, channel, parts),
         acquired: kernel => this.emit('devices-acquired', kernel),
         returned: event => this.emit('devices-returned', event),
         warned: event => this.emit('return-warning', event),
@@ -546,10 +550,7 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
         kernelId: id,
         send: (channel, parts) => {
           kernel.touch();
-          this._holds.fromClient(kernel, channel, parts);
-          kernel.fromClient(channel, parts, (c, p) =>
-            this._workerOf(kernel).sendToKernel(id, c, p)
-          );
+          this._fromClient(kernel, channel, parts);
         },
         replayBytes: this._options.replayBytes,
         clientBufferBytes: this._options.clientBufferBytes,
@@ -656,6 +657,18 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this.emit('died', kernel, reason);
   }
 
+  /** A client's message to a kernel: a first cell may make it take its devices (holds.ts). */
+  private _fromClient(
+    kernel: ManagedKernel,
+    channel: ClientChannel,
+    parts: MessageParts
+  ): void {
+    this._holds.fromClient(kernel, channel, parts);
+    kernel.fromClient(channel, parts, (c, p) =>
+      this._workerOf(kernel).sendToKernel(kernel.id, c, p)
+    );
+  }
+
   /**
    * A placement without devices for a kernel that asks for some, on a connected worker that has
    * such devices (its process then starts beside them); else wherever CPU kernels go.
@@ -687,7 +700,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     return this._scheduler.request(
       kernel.id,
       { kind: 'cpu', count: 0 },
-      environment
+      environment,
+      kernel.owner
     );
   }
 
