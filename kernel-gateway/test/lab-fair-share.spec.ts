@@ -54,11 +54,15 @@ interface ILab {
 }
 
 /**
- * Start `ferry gateway` with one simulated H100, `--hold-devices when-used`, a 10-minute weekly
- * GPU quota and two notebooks on the H100's kernelspec (first.ipynb, second.ipynb), plus `args`;
+ * Start `ferry gateway` with one simulated H100, `--hold-devices when-used`, a weekly GPU quota
+ * (10 minutes unless `quota` says) and two notebooks on the H100's kernelspec (first.ipynb, second.ipynb), plus `args`;
  * open its lab in a page of `browser`.
  */
-async function startLab(browser: Browser, args: string[] = []): Promise<ILab> {
+async function startLab(
+  browser: Browser,
+  args: string[] = [],
+  quota = '10m'
+): Promise<ILab> {
   const dir = mkdtempSync(path.join(tmpdir(), 'ferry-fair-share-'));
   const root = path.join(dir, 'root');
   mkdirSync(root);
@@ -92,7 +96,7 @@ async function startLab(browser: Browser, args: string[] = []): Promise<ILab> {
   writeFileSync(
     profiles,
     JSON.stringify({
-      quotas: { default: { period: 'calendar-week', gpu: '10m' } }
+      quotas: { default: { period: 'calendar-week', gpu: quota } }
     })
   );
   let ferry: ChildProcess | undefined;
@@ -269,12 +273,14 @@ describeInBrowser(
       await mine
         .locator(`[data-kernel="${first}"][data-state="returned"]`, {
           hasText: new RegExp(
-            `Returned by an admin at \\d\\d:\\d\\d( [AP]M)?: ${REASON}; (variables lost|state kept)`
+            `^first\\.ipynb Went back to the pool at [^:]+:\\d\\d( [AP]M)?: .*${REASON}; (variables lost|state kept)\\.`
           )
         })
         .waitFor();
       await page
-        .locator('.Toastify__toast', { hasText: `Returned by an admin` })
+        .locator('.Toastify__toast', {
+          hasText: `first.ipynb: Went back to the pool at`
+        })
         .first()
         .waitFor();
 
@@ -403,3 +409,58 @@ describeInBrowser(
     });
   }
 );
+
+describeInBrowser('a GPU quota running out mid-session, in Chromium', () => {
+  let lab: ILab;
+
+  beforeAll(async () => {
+    lab = await startLab(browser, [], '60s');
+  });
+
+  afterEach(async () => {
+    await screenshotStep(lab?.page, 'fair-share-quota');
+  });
+
+  afterAll(async () => {
+    await lab?.close();
+  });
+
+  it('warns at 80 % and 95 % once each, then the GPU goes back and the notebook is told why', async () => {
+    const { page } = lab;
+    const kernel = await openGpuNotebook(page, 'first.ipynb');
+    const cell = await startCell(page, "print('held')");
+    await cell.locator('.jp-OutputArea-output', { hasText: 'held' }).waitFor();
+    const toast = (text: RegExp) =>
+      page.locator('.Toastify__toast', { hasText: text });
+    const at80 = toast(/^80 % of your GPU quota is used \(\d+ s left\)/);
+    const at95 = toast(/^95 % of your GPU quota is used \(\d+ s left\)/);
+    await at80.waitFor({ timeout: 90_000 });
+    await showLeftPanel(page, 'jp-ferry-accelerators');
+    await page
+      .locator('.jp-FerryAccelerators-usageItem[data-level="80"]', {
+        hasText: /^GPU \d+ s of 60 s this week/
+      })
+      .waitFor();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'fair-share-quota-80.png')
+    });
+    await at95.waitFor({ timeout: 30_000 });
+    // At 100 % the GPU goes back, as for idleness: the sidebar and a notification say why.
+    const mine = await myKernels(page);
+    await mine
+      .locator(`[data-kernel="${kernel}"][data-state="returned"]`, {
+        hasText:
+          /^first\.ipynb Went back to the pool at [^:]+:\d\d( [AP]M)?: because its quota was used up .*; variables lost\./
+      })
+      .waitFor({ timeout: 30_000 });
+    await toast(
+      /^first\.ipynb: Went back to the pool at .*: because its quota was used up/
+    ).waitFor();
+    await toast(/^Your GPU quota is used up/).waitFor();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'fair-share-quota-used-up.png')
+    });
+    expect(await at80.count()).toBe(1);
+    expect(await at95.count()).toBe(1);
+  });
+});

@@ -147,7 +147,7 @@ export namespace HoldWords {
   const WARNING_MS = 5 * 60_000;
 
   /**
-   * The last return: `Went back to the pool at 14:02: idle for 30 min; variables lost`, or null.
+   * The last return: `Went back to the pool at 14:02: after 30 min idle; variables lost`, or null.
    */
   export function lastReturn(
     standing: IKernelStanding,
@@ -160,24 +160,13 @@ export namespace HoldWords {
     const kept = last.stateKept
       ? trans.__('state kept')
       : trans.__('variables lost');
-    const by =
-      last.cause === 'admin'
-        ? trans.__(
-            'Returned by an admin at %1: %2',
-            clock(last.at),
-            last.reason
-          )
-        : last.cause === 'quota'
-          ? trans.__(
-              'Went back to the pool at %1, quota used up: %2',
-              clock(last.at),
-              last.reason
-            )
-          : trans.__(
-              'Went back to the pool at %1: %2',
-              clock(last.at),
-              last.reason
-            );
+    // The gateway's reason says why: `after 30 min idle`, `at an administrator's request: …`,
+    // `because its quota was used up (…)`.
+    const by = trans.__(
+      'Went back to the pool at %1: %2',
+      clock(last.at),
+      last.reason
+    );
     return `${by}; ${kept}. ${trans.__('The next cell asks for devices again.')}`;
   }
 }

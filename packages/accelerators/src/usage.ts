@@ -22,7 +22,9 @@ export type QuotaLevel = 0 | 80 | 95 | 100;
 
 /**
  * Follows `GET /api/usage` for the sidebar and the notifications: asks again when the devices held
- * or waited for change (the accelerators stream), and once a minute while something is held.
+ * or waited for change (the accelerators stream), a few seconds after that (to learn how fast the
+ * user's held time grows), when a class should cross 80 %, 95 % or 100 % of its quota at that pace,
+ * and at least once a minute.
  *
  * #### Notes
  * A gateway without the usage ledger (404) or one that refuses it leaves `usage` null: the meter
@@ -31,11 +33,8 @@ export type QuotaLevel = 0 | 80 | 95 | 100;
 export class UsageTracker implements IDisposable {
   constructor(options: UsageTracker.IOptions) {
     this._manager = options.manager;
+    this._intervalMs = options.intervalMs ?? 60_000;
     this._manager.changed.connect(this._onModel, this);
-    this._timer = setInterval(
-      () => void this.refresh(),
-      options.intervalMs ?? 60_000
-    );
     void this.refresh();
   }
 
@@ -62,6 +61,7 @@ export class UsageTracker implements IDisposable {
     this._pending = (async () => {
       do {
         this._again = false;
+        const previous = this._usage ? { ...this._sample } : null;
         try {
           this._usage = await this._manager.client.usage();
         } catch {
@@ -70,6 +70,8 @@ export class UsageTracker implements IDisposable {
         if (this._disposed) {
           return;
         }
+        this._sample = { at: Date.now(), usage: this._usage };
+        this._schedule(previous);
         this._changed.emit(this._usage);
       } while (this._again);
     })().finally(() => (this._pending = null));
@@ -81,7 +83,7 @@ export class UsageTracker implements IDisposable {
       return;
     }
     this._disposed = true;
-    clearInterval(this._timer);
+    clearTimeout(this._timer);
     this._manager.changed.disconnect(this._onModel, this);
     Signal.clearData(this);
   }
@@ -91,12 +93,53 @@ export class UsageTracker implements IDisposable {
     const key = Private.holdingKey(model);
     if (key !== this._key) {
       this._key = key;
+      this._followUp = true;
       void this.refresh();
     }
   }
 
+  /**
+   * When to ask next: shortly after a change (to learn the pace), when the next quota threshold
+   * falls due at the pace between the last two answers, else after the interval.
+   */
+  private _schedule(
+    previous: { at: number; usage: IUsage | null } | null
+  ): void {
+    clearTimeout(this._timer);
+    let delay = this._intervalMs;
+    if (this._followUp) {
+      this._followUp = false;
+      delay = Math.min(delay, UsageTracker.FOLLOW_UP_MS);
+    }
+    const now = this._sample.usage;
+    if (now && previous?.usage) {
+      const seconds = (this._sample.at - previous.at) / 1000;
+      for (const entry of now.classes) {
+        const before = previous.usage.classes.find(
+          c => c.class === entry.class && c.model === entry.model
+        );
+        const pace =
+          before && seconds > 0
+            ? (entry.heldSeconds - before.heldSeconds) / seconds
+            : 0;
+        const next = UsageMeter.nextThreshold(entry);
+        if (pace > 0 && next !== null) {
+          const due = ((next - entry.heldSeconds) / pace) * 1000;
+          delay = Math.min(delay, Math.max(1000, due + 250));
+        }
+      }
+    }
+    this._timer = setTimeout(() => void this.refresh(), delay);
+  }
+
   private _manager: IAcceleratorManager;
-  private _timer: ReturnType<typeof setInterval>;
+  private _intervalMs: number;
+  private _timer: ReturnType<typeof setTimeout> | undefined;
+  private _followUp = false;
+  private _sample: { at: number; usage: IUsage | null } = {
+    at: 0,
+    usage: null
+  };
   private _usage: IUsage | null = null;
   private _key = '';
   private _pending: Promise<void> | null = null;
@@ -106,6 +149,9 @@ export class UsageTracker implements IDisposable {
 }
 
 export namespace UsageTracker {
+  /** How soon after a change of holders to ask again, to learn how fast held time grows. */
+  export const FOLLOW_UP_MS = 5000;
+
   export interface IOptions {
     /** Its client asks, its stream says when to. */
     manager: IAcceleratorManager;
@@ -152,6 +198,19 @@ export namespace UsageMeter {
       (Date.parse(period.end) - Date.parse(period.start)) / 86_400_000
     );
     return trans._n('in the last day', 'in the last %1 days', days);
+  }
+
+  /** The held seconds at which the class crosses its next threshold (80, 95, 100 %), if any. */
+  export function nextThreshold(entry: IUsageClass): number | null {
+    if (!entry.quotaSeconds) {
+      return null;
+    }
+    for (const share of [0.8, 0.95, 1]) {
+      if (entry.heldSeconds < share * entry.quotaSeconds) {
+        return share * entry.quotaSeconds;
+      }
+    }
+    return null;
   }
 
   /** How far into its quota a class is. */
