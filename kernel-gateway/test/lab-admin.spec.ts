@@ -220,6 +220,11 @@ describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
     });
     await screenshotStep(page, 'admin-stopped-kernel-notice');
 
+    // Told again after the lab was away: the notebook opened anew shows it until dismissed.
+    await page.reload();
+    await appRestored(page);
+    await banner.waitFor();
+
     // Dismissed: gone from the notebook, and the gateway does not tell it again.
     await banner.locator('button', { hasText: 'Dismiss' }).click();
     await banner.waitFor({ state: 'detached' });

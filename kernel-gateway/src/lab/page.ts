@@ -18,7 +18,10 @@ const DISABLED_EXTENSIONS: readonly string[] = [
 const SHARE_DISABLED_EXTENSIONS: readonly string[] = [
   '@jupyterlab/terminal-extension',
   '@jupyterlab/workspaces-extension',
-  '@ferry/accelerators-extension'
+  '@ferry/accelerators-extension',
+  // What admins stopped of a user's is told to the user, never on a link's page (the link's
+  // holder is not them: /api/me/notices is refused there).
+  '@ferry/sharing-extension:notices'
 ];
 
 /** The jupyter_server version JupyterLab is told it talks to (`notebookVersion`). */

@@ -9,6 +9,7 @@ import type {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
 import {
@@ -143,17 +144,20 @@ export class NoticeBoard {
     }
   }
 
-  /** A banner on each notebook that ran on the stopped kernel (once per notebook). */
+  /**
+   * A banner on each notebook that ran on the stopped kernel, or is the notebook the kernel was
+   * for (opened again after the lab was away), once per notebook.
+   */
   private _banner(notice: IUserNotice): void {
     if (notice.kind !== 'kernel') {
       return;
     }
     const shown = this._banners.get(notice.id) ?? [];
     this._panels.forEach((kernels, panel) => {
-      if (
-        !kernels.has(notice.resource) ||
-        shown.some(banner => banner.panel === panel)
-      ) {
+      const ran =
+        kernels.has(notice.resource) ||
+        (notice.name !== null && panel.context.path === notice.name);
+      if (!ran || shown.some(banner => banner.panel === panel)) {
         return;
       }
       const banner = new NoticeBanner(panel, notice, this._trans, () =>
@@ -227,6 +231,10 @@ export const noticesPlugin: JupyterFrontEndPlugin<void> = {
     tracker: INotebookTracker | null,
     translator: ITranslator | null
   ): void => {
+    // A link's page (the gateway also leaves this plugin out there): its holder has no notices.
+    if (PageConfig.getOption('ferryShare')) {
+      return;
+    }
     const board = new NoticeBoard({
       client: new NoticesClient(app.serviceManager.serverSettings),
       trans: (translator ?? nullTranslator).load('ferry')
