@@ -356,9 +356,6 @@ export class Worker
     await this._get(kernelId).restart();
   }
 
-  async shutdownKernel(kernelId: string): Promise<void> {
-    const entry = this._kernels.get(kernelId);
-    if (!entry) {
   /**
    * Put a kernel's device state aside while its process runs on, so its devices can go to others
    * (`--idle-return-strategy suspend`). Only devices that declare `checkpoint` can: simulated ones
@@ -412,6 +409,9 @@ export class Worker
     return Promise.resolve();
   }
 
+  async shutdownKernel(kernelId: string): Promise<void> {
+    const entry = this._kernels.get(kernelId);
+    if (!entry) {
       return;
     }
     this._kernels.delete(kernelId);
@@ -741,6 +741,8 @@ namespace Private {
     /** Times of recent automatic restarts. */
     restarts: number[];
     deviceIds: string[];
+    /** Its device state put aside (the model and count it held), while suspended. */
+    suspended?: { model: string; count: number };
     executionState: string;
     /** The kernel's own directory and identity, when it runs as another user. */
     sandbox?: KernelUser.ISandbox;
@@ -756,8 +758,6 @@ namespace Private {
   export interface ITerminalEntry {
     terminal: TerminalProcess;
     /** The kernel it runs beside: it closes when that kernel is gone. */
-    /** Its device state put aside (the model and count it held), while suspended. */
-    suspended?: { model: string; count: number };
     besideKernel?: string;
   }
 

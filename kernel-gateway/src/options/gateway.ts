@@ -647,15 +647,6 @@ export const GATEWAY_OPTION_SECTIONS = [
     } as const satisfies Readonly<Record<string, Spec>>
   },
   {
-    title: 'Slurm and Kubernetes',
-    options: {
-      profiles: {
-        flag: '--profiles <file>',
-        help: 'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON)',
-        defaultText: 'none',
-        notes:
-          'see [Slurm](slurm.md), [Kubernetes](kubernetes.md) and [Environments](environments.md)'
-  {
     title: 'Holding devices',
     options: {
       holdDevices: {
@@ -700,6 +691,15 @@ export const GATEWAY_OPTION_SECTIONS = [
       }
     } as const satisfies Readonly<Record<string, Spec>>
   },
+  {
+    title: 'Slurm and Kubernetes',
+    options: {
+      profiles: {
+        flag: '--profiles <file>',
+        help: 'accelerator offers that Slurm or Kubernetes start workers for, and environment templates (YAML or JSON)',
+        defaultText: 'none',
+        notes:
+          'see [Slurm](slurm.md), [Kubernetes](kubernetes.md) and [Environments](environments.md)'
       },
       jobGatewayHost: {
         flag: '--job-gateway-host <host>',

@@ -226,11 +226,6 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   restartKernel(kernelId: string): Promise<void>;
   /** Shut down, leaving no process behind. */
   shutdownKernel(kernelId: string): Promise<void>;
-
-  /** The kernels running on this worker now. */
-  runningKernels(): IRunningKernel[];
-
-  /**
   /**
    * Put a kernel's device state aside (a CUDA checkpoint; simulated devices that declare
    * `checkpoint` model it) while its process keeps running: its devices may go to others. Absent
@@ -239,6 +234,11 @@ export interface IWorkerConnection extends EventEmitter<IWorkerEvents> {
   suspendKernel?(kernelId: string): Promise<void>;
   /** Restore a suspended kernel's device state onto `deviceIds` (the same model, this worker). */
   resumeKernel?(kernelId: string, deviceIds: string[]): Promise<void>;
+
+  /** The kernels running on this worker now. */
+  runningKernels(): IRunningKernel[];
+
+  /**
    * Open a shell on a pty, as the worker's kernels run (same isolation environment and user), and
    * resolve once it runs; its output follows as `terminalOutput` events.
    */
