@@ -11,27 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFerry, stopFerry } from '@ferry/testing';
 import { AdminClient, AdminPanel } from '../src';
-
-/** Resolves once `check` holds, looking again at each DOM change under `node`. */
-function domWhere(node: Node, check: () => boolean): Promise<void> {
-  if (check()) {
-    return Promise.resolve();
-  }
-  return new Promise(resolve => {
-    const observer = new MutationObserver(() => {
-      if (check()) {
-        observer.disconnect();
-        resolve();
-      }
-    });
-    observer.observe(node, {
-      subtree: true,
-      childList: true,
-      characterData: true,
-      attributes: true
-    });
-  });
-}
+import { domWhere } from './dom-where';
 
 describe('the admin page', () => {
   let ferry: { process: ChildProcess; port: number };
