@@ -420,4 +420,38 @@ describe('devices held only while used', () => {
     }
     expect(await holdersOfTheGpu()).toEqual([]);
   }, 60000);
+
+  it('interrupts a cell waiting for devices: it leaves the queue and ends, the kernel goes on without', async () => {
+    await start({ mode: 'when-used', idleReturnMs: { gpu: 0 } });
+    const first = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    const second = await startKernel(gw, {
+      name: 'python3',
+      accelerator: H100
+    });
+    const a = await connect(first);
+    const b = await connect(second);
+    expect((await run(a, 'x = 1')).reply.status).toBe('ok');
+    let shown!: () => void;
+    const displayed = new Promise<void>(resolve => (shown = resolve));
+    const waiting = run(b, 'print("ran")', () => shown());
+    await displayed;
+    await b.interrupt();
+    const cell = await waiting;
+    expect(cell.reply).toMatchObject({
+      status: 'error',
+      ename: 'KeyboardInterrupt'
+    });
+    expect(cell.stderr).toMatch(
+      /^Interrupted while waiting for GPU · H100 × 1/
+    );
+    expect(cell.stdout).toBe('');
+    expect(cell.cleared).toBe(true);
+    const model = await accelerators();
+    expect(model.queue).toEqual([]);
+    expect(model.kernels?.[second]?.hold.state).toBe('returned');
+    expect(await holdersOfTheGpu()).toEqual([first]);
+    // The kernel answers on, without devices, and the holder's cells run as before.
+    expect((await b.requestKernelInfo())?.content.status).toBe('ok');
+    expect((await run(a, 'print(x)')).stdout).toBe('1\n');
+  }, 60000);
 });

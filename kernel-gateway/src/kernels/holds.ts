@@ -89,6 +89,11 @@ export interface IHoldsHost {
   readonly scheduler: Scheduler;
   readonly log: Logger;
   get(kernelId: string): ManagedKernel | undefined;
+  /**
+   * Put a kernel whose wait for devices was interrupted back beside them without any: its process
+   * restarts there (none ran), or (suspended) the process it kept holds its place again.
+   */
+  placeWithout(kernel: ManagedKernel): Promise<void>;
   /** Interrupt a kernel's running cell (as `interrupt_mode` says). */
   interrupt(kernel: ManagedKernel): Promise<void>;
   /** What waits in a kernel's queue goes to its process (which kept running). */
@@ -273,6 +278,44 @@ export class DeviceHolds {
   }
 
   /**
+   * Interrupt a cell that waits for its kernel's devices (JupyterLab's stop button): it leaves the
+   * queue and ends with KeyboardInterrupt; the kernel goes on without devices (its next cell asks
+   * again). False when no cell of the kernel waits.
+   */
+  async interruptWait(kernel: ManagedKernel): Promise<boolean> {
+    const hold = this._holds.get(kernel.id);
+    const cell = hold?.cell;
+    if (!hold || hold.state !== 'waiting' || !cell) {
+      return false;
+    }
+    const resuming = hold.resuming === true;
+    // Not yet queued (the old process still stops): it is not a wait to interrupt yet.
+    if (this._host.scheduler.positionOf(kernel.id) === undefined) {
+      return false;
+    }
+    const held = kernel.takeMessages();
+    this._host.scheduler.release(kernel.id);
+    hold.state = resuming ? 'suspended' : 'returned';
+    hold.resuming = false;
+    hold.inFlight = false;
+    if (hold.displayId !== undefined) {
+      kernel.channels.publish('clear_output', { wait: false }, cell);
+    }
+    hold.displayId = undefined;
+    hold.shown = undefined;
+    hold.cell = undefined;
+    await this._host.placeWithout(kernel);
+    this._refuse(
+      kernel,
+      cell,
+      `Interrupted while waiting for ${formatAccelerator(kernel.accelerator)}: the kernel holds no devices; its next cell waits for them again.`,
+      'KeyboardInterrupt',
+      held
+    );
+    return true;
+  }
+
+  /**
    * Give a kernel's devices back to the pool (idle, a quota at 100 %, an admin): by the strategy
    * of `--idle-return-strategy` (`suspend` falls back to `restart` where the worker cannot, and
    * says so); its next cell says what happened, then takes devices again.
@@ -444,14 +487,14 @@ export class DeviceHolds {
   private _refuse(
     kernel: ManagedKernel,
     cell: IMessageHeader,
-    why: string
+    why: string,
+    ename = 'DevicesUnavailable',
+    held = kernel.takeMessages()
   ): void {
-    const held: [ClientChannel, MessageParts][] = [];
-    kernel.releaseMessages((channel, parts) => {
-      held.push([channel, parts]);
-      return true;
-    });
-    const text = `The devices could not be taken: ${why}`;
+    const text =
+      ename === 'DevicesUnavailable'
+        ? `The devices could not be taken: ${why}`
+        : why;
     kernel.channels.publish(
       'stream',
       { name: 'stderr', text: `${text}\n` },
@@ -461,7 +504,7 @@ export class DeviceHolds {
       'execute_reply',
       {
         status: 'error',
-        ename: 'DevicesUnavailable',
+        ename,
         evalue: text,
         traceback: [],
         execution_count: null

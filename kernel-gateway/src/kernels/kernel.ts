@@ -182,6 +182,20 @@ export class ManagedKernel {
     }
   }
 
+  /**
+   * What waits in its queue, taken out, whatever its phase (a cell that waited for devices was
+   * interrupted: the caller answers it and sends the rest on).
+   */
+  takeMessages(): [ClientChannel, MessageParts][] {
+    const taken: [ClientChannel, MessageParts][] = [];
+    this._holding = false;
+    this._clientMessages.flush((channel, parts) => {
+      taken.push([channel, parts]);
+      return true;
+    });
+    return taken;
+  }
+
   /** Whether what clients send waits for a new process (see {@link holdMessages}). */
   get holdingMessages(): boolean {
     return this._holding;

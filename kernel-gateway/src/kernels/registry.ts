@@ -156,6 +156,19 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
             this._workerOf(kernel).sendToKernel(kernel.id, channel, parts)
           ),
         interrupt: kernel => this._workerOf(kernel).interruptKernel(kernel.id),
+        placeWithout: async kernel => {
+          if (kernel.running && kernel.placement) {
+            this._scheduler.adopt(kernel.id, {
+              workerId: kernel.placement.workerId,
+              deviceIds: []
+            });
+            return;
+          }
+          const result = this._hostPlacement(kernel);
+          if (result.state === 'assigned') {
+            await this._placed(kernel, result.placement);
+          }
+        },
         resend: (kernel, channel, parts) =>
           this._fromClient(kernel, channel, parts),
         acquired: kernel => this.emit('devices-acquired', kernel),
@@ -452,6 +465,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
   private async _interrupt(id: string): Promise<void> {
     const kernel = this.require(id);
     kernel.touch();
+    if (await this._holds.interruptWait(kernel)) {
+      return;
+    }
     if (kernel.running) {
       await this._workerOf(kernel).interruptKernel(id);
     }
