@@ -258,7 +258,7 @@ describeInBrowser(
       );
       await holder.waitFor();
       expect((await holder.innerText()).replace(/\s+/g, ' ')).toMatch(
-        /GPU · H100 × 1 .* (idle|busy)/
+        / first\.ipynb GPU · H100 × 1 .* (idle|busy)/
       );
       await page.screenshot({
         path: path.join(SCREENSHOTS, 'fair-share-admin-holders.png')

@@ -49,8 +49,13 @@ export class HoldersSection {
 
   readonly node = document.createElement('section');
 
-  /** Ask the gateway again and redraw. */
-  async refresh(): Promise<void> {
+  /**
+   * Ask the gateway again and redraw.
+   *
+   * @param names - A kernel's notebook by kernel id, where known.
+   */
+  async refresh(names?: ReadonlyMap<string, string>): Promise<void> {
+    this._names = names ?? this._names;
     let holders: IDeviceHolder[];
     try {
       holders = await this._client.holders();
@@ -97,7 +102,8 @@ export class HoldersSection {
       }
       const row = tableRow([
         held.user,
-        `${holder.kind} ${holder.id.slice(0, 8)}`,
+        (holder.kind === 'kernel' && this._names.get(holder.id)) ||
+          `${holder.kind} ${holder.id.slice(0, 8)}`,
         `${held.kind.toUpperCase()} · ${held.model} × ${held.count} (${held.workerId})`,
         new Date(held.since).toLocaleString(),
         held.busy ? '' : adminDuration(held.idleSeconds, trans),
@@ -133,6 +139,7 @@ export class HoldersSection {
 
   private readonly _error = document.createElement('div');
   private readonly _table = document.createElement('table');
+  private _names: ReadonlyMap<string, string> = new Map();
 }
 
 /** Device use by user, group, model or day over a period, with a CSV download. */

@@ -100,15 +100,24 @@ export class AdminPanel extends Widget {
   /** Reads users, device holders, device use and the audit log again and redraws them. */
   async refresh(): Promise<void> {
     // The device parts say their own errors (a gateway without the usage ledger).
-    void this._holders.refresh();
     void this._usage.refresh();
+    const users = this._client.users();
+    // Holders are named by their notebook where the users' list knows it.
+    void users.then(
+      list =>
+        this._holders.refresh(
+          new Map(
+            list.flatMap(user =>
+              user.kernels.map(k => [k.id, k.path ?? k.name] as const)
+            )
+          )
+        ),
+      () => this._holders.refresh()
+    );
     try {
-      const [users, audit] = await Promise.all([
-        this._client.users(),
-        this._client.audit()
-      ]);
+      const [list, audit] = await Promise.all([users, this._client.audit()]);
       this._showError(undefined);
-      this._renderUsers(users);
+      this._renderUsers(list);
       this._renderAudit(audit);
     } catch (error) {
       this._showError(error);
