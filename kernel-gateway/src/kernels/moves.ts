@@ -92,30 +92,9 @@ export class KernelMoves {
     destination: KernelMoves.Destination
   ): Promise<ManagedKernel> {
     const host = this._host;
-    // Whoever waits for this kernel (a shutdown, another restart) waits for the whole move.
-    const previous = kernel.ready;
-    let settle!: () => void;
-    void kernel.busyWith(new Promise<void>(resolve => (settle = resolve)));
-    try {
-      await previous.catch(() => undefined);
-      if (!host.knows(kernel)) {
-        throw new NoSuchKernelError(kernel.id);
-      }
-      this._checkMovable(kernel);
+    return this._exclusive(kernel, async () => {
       const from = describeTarget(kernel);
-      const before = kernel.beginMove();
-      try {
-        await this._leave(kernel);
-      } catch (error) {
-        if (error instanceof KernelStateError) {
-          throw error;
-        }
-        // The old process still runs where it ran.
-        kernel.stayed(before);
-        throw new KernelStartError(
-          `Kernel ${kernel.id} could not be stopped on its worker to move: ${(error as Error).message}`
-        );
-      }
+      await this._stop(kernel, ' to move');
       // Its last words (the status of its shutdown) came before this. Not 'restarting': JupyterLab
       // takes that for a crash, says "the kernel appears to have died" and reconnects; 'starting'
       // is what a kernel waiting for its devices shows, and 'idle' follows once it runs.
@@ -162,40 +141,16 @@ export class KernelMoves {
         });
         return kernel;
       }
-      let result;
-      try {
-        result = host.scheduler.request(
+      await this._placeOn(kernel, spec, () =>
+        host.scheduler.request(
           kernel.id,
           destination.accelerator,
           kernel.launch.environment,
           kernel.owner
-        );
-      } catch (error) {
-        // The workers changed while the old process stopped.
-        host.markDead(kernel, `move failed: ${(error as Error).message}`);
-        throw new KernelStartError(
-          `Kernel ${kernel.id} could not move to ${spec}: ${(error as Error).message}`
-        );
-      }
-      if (result.state === 'queued') {
-        kernel.queued();
-        host.log.info(
-          { kernel: kernel.id, position: result.position },
-          'moved kernel queued for its devices'
-        );
-        return kernel;
-      }
-      try {
-        await host.placed(kernel, result.placement);
-      } catch (error) {
-        throw new KernelStartError(
-          `Kernel ${kernel.name} failed to start on ${spec}: ${(error as Error).message}`
-        );
-      }
+        )
+      );
       return kernel;
-    } finally {
-      settle();
-    }
+    });
   }
 
   /**
@@ -221,53 +176,98 @@ export class KernelMoves {
         kernel.owner
       )
   ): Promise<'running' | 'queued'> {
-    const host = this._host;
+    return this._exclusive(kernel, async () => {
+      await this._stop(kernel, '');
+      return this._placeOn(kernel, formatAcceleratorSpec(request), place);
+    });
+  }
+
+  /**
+   * Run `work` on a kernel once what it was busy with is over; whoever waits for the kernel (a
+   * shutdown, another restart) waits for `work` too.
+   *
+   * @throws NoSuchKernelError when it was shut down meanwhile.
+   */
+  private async _exclusive<T>(
+    kernel: ManagedKernel,
+    work: () => Promise<T>
+  ): Promise<T> {
     const previous = kernel.ready;
     let settle!: () => void;
     void kernel.busyWith(new Promise<void>(resolve => (settle = resolve)));
     try {
       await previous.catch(() => undefined);
-      if (!host.knows(kernel)) {
+      if (!this._host.knows(kernel)) {
         throw new NoSuchKernelError(kernel.id);
       }
-      this._checkMovable(kernel);
-      const before = kernel.beginMove();
-      try {
-        await this._leave(kernel);
-      } catch (error) {
-        if (error instanceof KernelStateError) {
-          throw error;
-        }
-        kernel.stayed(before);
-        throw new KernelStartError(
-          `Kernel ${kernel.id} could not be stopped on its worker: ${(error as Error).message}`
-        );
-      }
-      const spec = formatAcceleratorSpec(request);
-      let result;
-      try {
-        result = place();
-      } catch (error) {
-        host.markDead(kernel, `move failed: ${(error as Error).message}`);
-        throw new KernelStartError(
-          `Kernel ${kernel.id} could not move to ${spec}: ${(error as Error).message}`
-        );
-      }
-      if (result.state === 'queued') {
-        kernel.queued();
-        return 'queued';
-      }
-      try {
-        await host.placed(kernel, result.placement);
-      } catch (error) {
-        throw new KernelStartError(
-          `Kernel ${kernel.name} failed to start on ${spec}: ${(error as Error).message}`
-        );
-      }
-      return 'running';
+      return await work();
     } finally {
       settle();
     }
+  }
+
+  /**
+   * Stop a kernel's process and let go of its devices for a move (`purpose` ends the error).
+   *
+   * @throws KernelStateError (see {@link _checkMovable}); KernelStartError when the process could
+   *   not be stopped (it runs on where it ran).
+   */
+  private async _stop(kernel: ManagedKernel, purpose: string): Promise<void> {
+    this._checkMovable(kernel);
+    const before = kernel.beginMove();
+    try {
+      await this._leave(kernel);
+    } catch (error) {
+      if (error instanceof KernelStateError) {
+        throw error;
+      }
+      // The old process still runs where it ran.
+      kernel.stayed(before);
+      throw new KernelStartError(
+        `Kernel ${kernel.id} could not be stopped on its worker${purpose}: ${(error as Error).message}`
+      );
+    }
+  }
+
+  /**
+   * Place a stopped kernel where `place` says (`spec` names it in errors): it starts there, or
+   * waits in the queue.
+   *
+   * @throws KernelStartError when the request is refused (the kernel is dead then) or the new
+   *   process fails.
+   */
+  private async _placeOn(
+    kernel: ManagedKernel,
+    spec: string,
+    place: () => Scheduler.IRequestResult
+  ): Promise<'running' | 'queued'> {
+    const host = this._host;
+    let result;
+    try {
+      result = place();
+    } catch (error) {
+      // The workers changed while the old process stopped.
+      host.markDead(kernel, `move failed: ${(error as Error).message}`);
+      throw new KernelStartError(
+        `Kernel ${kernel.id} could not move to ${spec}: ${(error as Error).message}`
+      );
+    }
+    if (result.state === 'queued') {
+      kernel.queued();
+      host.log.info(
+        { kernel: kernel.id, position: result.position },
+        'moved kernel queued for its devices'
+      );
+      return 'queued';
+    }
+    try {
+      await host.placed(kernel, result.placement);
+    } catch (error) {
+      throw new KernelStartError(
+        `Kernel ${kernel.name} failed to start on ${spec}: ${(error as Error).message}`
+      );
+    }
+    return 'running';
   }
 
   /**
