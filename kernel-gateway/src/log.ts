@@ -47,6 +47,8 @@ function destination(format: string | undefined): DestinationStream {
     sync: true,
     colorize: process.stderr.isTTY === true && !process.env.NO_COLOR,
     translateTime: 'SYS:HH:MM:ss',
+    // A line per entry, its fields after the message: a terminal stays readable.
+    singleLine: true,
     ignore: 'pid,hostname'
   });
 }

@@ -3,36 +3,48 @@
  * the first `python3` on the PATH often lacks it (a pyenv or conda one), while Debian's has it.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** The interpreters tried, in order: `python3` as the shell finds it, then each on the PATH, then the system's. */
 export function pythonCandidates(
   searchPath: string = process.env.PATH ?? ''
 ): string[] {
-  const candidates = ['python3'];
-  for (const dir of searchPath.split(path.delimiter)) {
-    if (dir) {
-      candidates.push(path.join(dir, 'python3'));
-    }
-  }
-  candidates.push('/usr/bin/python3', '/usr/local/bin/python3');
-  const seen = new Set<string>();
-  return candidates.filter(candidate => {
-    if (seen.has(candidate)) {
-      return false;
-    }
-    seen.add(candidate);
-    if (candidate === 'python3') {
-      return true;
-    }
+  const executable = (file: string): string | undefined => {
     try {
-      accessSync(candidate, constants.X_OK);
-      return true;
+      accessSync(file, constants.X_OK);
+      return realpathSync(file);
     } catch {
-      return false;
+      return undefined;
     }
-  });
+  };
+  const onPath = searchPath
+    .split(path.delimiter)
+    .filter(Boolean)
+    .map(dir => path.join(dir, 'python3'));
+  // Each interpreter asked once: the first on the PATH is the shell's `python3`, and a pyenv shim
+  // or a link found twice is one file (each ask of a shim costs about a second).
+  const seen = new Set<string>();
+  const candidates = ['python3'];
+  let shells = true;
+  for (const file of [
+    ...onPath,
+    '/usr/bin/python3',
+    '/usr/local/bin/python3'
+  ]) {
+    const real = executable(file);
+    if (real === undefined || seen.has(real)) {
+      continue;
+    }
+    seen.add(real);
+    if (shells && onPath.includes(file)) {
+      // The one the shell finds as `python3`, asked already.
+      shells = false;
+      continue;
+    }
+    candidates.push(file);
+  }
+  return candidates;
 }
 
 /**
