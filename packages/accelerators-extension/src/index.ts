@@ -38,6 +38,7 @@ import {
   type IHolder,
   UsageTracker
 } from '@ferry/accelerators';
+import { terminalsPlugin } from './terminals';
 
 /**
  * The command IDs of the extension.
@@ -430,7 +431,8 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   managerPlugin,
   pickerPlugin,
   sidebarPlugin,
-  statusBarPlugin
+  statusBarPlugin,
+  terminalsPlugin
 ];
 
 export default plugins;
