@@ -38,10 +38,12 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
   let browser: Browser;
   let page: Page;
   let rootDir: string;
+  let labDir: string;
   let api: ReturnType<typeof apiFor>;
 
   beforeAll(async () => {
     rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-facts-'));
+    labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-facts-settings-'));
     mkdirSync(SCREENSHOTS, { recursive: true });
     const started = await startFerry([
       '--simulate',
@@ -53,7 +55,7 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
       '--root-dir',
       rootDir,
       '--lab-settings-dir',
-      path.join(rootDir, '.settings')
+      path.join(labDir, 'user-settings')
     ]);
     ferry = started.child;
     const url = new URL(started.link);
@@ -71,6 +73,7 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
     await browser?.close();
     await stopFerry(ferry);
     rmSync(rootDir, { recursive: true, force: true });
+    rmSync(labDir, { recursive: true, force: true });
   });
 
   const commands = (id: string) =>
