@@ -280,6 +280,59 @@ describe('the first start', () => {
     );
   }, 30000);
 
+  it("npm start's build prints one line when it succeeds, and all of its output when it fails", async () => {
+    // An npm first on the PATH that speaks as the build does (rspack, npm warn), then succeeds or
+    // fails as told: what the script shows of it is what is tested.
+    const bin = path.join(dir, 'npm-bin');
+    mkdirSync(bin);
+    writeFileSync(
+      path.join(bin, 'npm'),
+      '#!/bin/sh\necho "npm warn config noise"\necho "rspack compiled 413 files" >&2\nexit "${FAKE_BUILD_EXIT:-0}"\n'
+    );
+    chmodSync(path.join(bin, 'npm'), 0o755);
+    const script = path.join(
+      __dirname,
+      '..',
+      '..',
+      'scripts',
+      'build-quietly.sh'
+    );
+    const build = (exit: number) =>
+      new Promise<{ code: number | null; out: string }>(resolve => {
+        const child = spawn('bash', [script], {
+          env: envWithout({
+            PATH: `${bin}:${process.env.PATH}`,
+            FAKE_BUILD_EXIT: String(exit),
+            TMPDIR: dir
+          }),
+          stdio: ['ignore', 'pipe', 'pipe']
+        });
+        let out = '';
+        child.stdout.on('data', chunk => (out += chunk));
+        child.stderr.on('data', chunk => (out += chunk));
+        child.once('exit', code => resolve({ code, out }));
+      });
+    const ok = await build(0);
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(
+      /^Building Ferry \(a minute or two the first time\)\.\.\. done in \d+s\n$/
+    );
+    const failed = await build(3);
+    expect(failed.code).toBe(3);
+    expect(failed.out).toContain('npm warn config noise');
+    expect(failed.out).toContain('rspack compiled 413 files');
+    const kept = /its output is kept in (\S+)/.exec(failed.out)![1];
+    expect(readFileSync(kept, 'utf8')).toContain('rspack compiled 413 files');
+    // npm start builds through it, and serves the notebooks folder.
+    const start = (
+      JSON.parse(
+        readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')
+      ) as { scripts: { start: string } }
+    ).scripts.start;
+    expect(start).toContain('bash scripts/build-quietly.sh');
+    expect(start).toMatch(/ferry\.js gateway --notebooks-dir notebooks$/);
+  });
+
   it('ferry run without a token names FERRY_TOKEN and --token-file', async () => {
     const gateway = await start(['--root-dir', dir]);
     try {
