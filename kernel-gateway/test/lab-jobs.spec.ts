@@ -152,15 +152,24 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
     const h100 = picker.getByRole('radio', { name: /H100/ });
     await h100.waitFor();
     await h100.check();
+    // Titled and worded for the job, not as "Change Accelerator" for a kernel.
     await picker
-      .getByRole('button', { name: 'Start on GPU · H100 × 1' })
+      .locator('.jp-Dialog-header', { hasText: 'Run sweep.ipynb as a Job' })
+      .waitFor();
+    expect(await picker.getByText('Change Accelerator').count()).toBe(0);
+    await picker
+      .getByRole('button', { name: 'Run on GPU · H100 × 1…' })
       .click();
 
     // The parameters, read from the cell tagged `parameters`.
-    const form = page.getByRole('dialog').filter({ hasText: 'as a job' });
+    const form = page
+      .getByRole('dialog')
+      .filter({ hasText: 'as a Job: Parameters' });
     const lr = form.getByLabel('lr');
     await lr.waitFor();
     expect(await lr.inputValue()).toBe('0.01');
+    // Typed from the cell: a number box, not a Python literal to type.
+    expect(await lr.getAttribute('type')).toBe('number');
     expect(await form.getByLabel('epochs').inputValue()).toBe('1');
     await lr.fill('0.5');
     await form.screenshot({ path: path.join(SCREENSHOTS, 'run-as-job.png') });

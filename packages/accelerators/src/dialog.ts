@@ -67,19 +67,21 @@ export async function chooseAccelerator(
     environment
   });
   const dialog = new Dialog<IAcceleratorRequest | null>({
-    title: trans.__('Change Accelerator'),
+    title: options.purpose?.title ?? trans.__('Change Accelerator'),
     body,
     // Start on the chosen offer, so arrow keys move the choice at once.
     focusNodeSelector: '.jp-FerryPicker-radio[tabindex="0"]',
     buttons: [
       Dialog.cancelButton(),
       Dialog.okButton({
-        label: Private.acceptLabel(body, kernelId, trans),
-        caption: kernelId
-          ? trans.__(
-              'Restart the kernel on the chosen accelerator; its state is lost'
-            )
-          : trans.__('Start the kernel on the chosen accelerator')
+        label: Private.acceptLabel(body, kernelId, trans, options.purpose),
+        caption:
+          options.purpose?.caption ??
+          (kernelId
+            ? trans.__(
+                'Restart the kernel on the chosen accelerator; its state is lost'
+              )
+            : trans.__('Start the kernel on the chosen accelerator'))
       })
     ]
   });
@@ -90,7 +92,7 @@ export async function chooseAccelerator(
     );
     const label = button?.querySelector<HTMLElement>('.jp-Dialog-buttonLabel');
     if (label) {
-      const text = Private.acceptLabel(body, kernelId, trans);
+      const text = Private.acceptLabel(body, kernelId, trans, options.purpose);
       label.textContent = text;
       label.ariaLabel = text;
     }
@@ -147,6 +149,15 @@ export interface IChooseAcceleratorOptions {
   warning?: string;
   /** The accessible name of the list. */
   label?: string;
+  /**
+   * What the choice is for when it is not a kernel's (a job's): the dialog's title, its accept
+   * button's words for a choice ("GPU · H100 × 1") and that button's caption.
+   */
+  purpose?: {
+    title: string;
+    accept: (choice: string) => string;
+    caption: string;
+  };
   /** The environment the dialog starts on (`null`, the default: none). */
   environment?: string | null;
   /**
@@ -166,9 +177,13 @@ namespace Private {
   export function acceptLabel(
     picker: AcceleratorPicker,
     kernelId: string | undefined,
-    trans: TranslationBundle
+    trans: TranslationBundle,
+    purpose?: IChooseAcceleratorOptions['purpose']
   ): string {
     const value = picker.value;
+    if (purpose) {
+      return purpose.accept(value ? formatAccelerator(value) : trans.__('CPU'));
+    }
     if (!value) {
       return kernelId ? trans.__('Restart') : trans.__('Start');
     }

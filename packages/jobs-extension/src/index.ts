@@ -177,6 +177,13 @@ namespace Private {
       manager,
       value: readNotebookAccelerator(metadata)?.request ?? null,
       label: trans.__('Accelerator for the job'),
+      purpose: {
+        title: trans.__('Run %1 as a Job', notebook.context.path),
+        accept: choice => trans.__('Run on %1…', choice),
+        caption: trans.__(
+          'Next: the parameters of the run. The job runs a copy of the saved notebook on the chosen accelerator; this notebook and its kernel stay as they are.'
+        )
+      },
       translator
     });
     if (!choice) {
@@ -191,7 +198,7 @@ namespace Private {
       translator
     );
     const result = await showDialog({
-      title: trans.__('Run %1 as a job', notebook.context.path),
+      title: trans.__('Run %1 as a Job: Parameters', notebook.context.path),
       body: form,
       buttons: [
         Dialog.cancelButton(),

@@ -55,7 +55,34 @@ export function parseValue(text: string): unknown {
   return trimmed;
 }
 
-/** The form: a labelled field per parameter (a parameter's name is code: never translated). */
+/** The kind of field a parameter's value gets. */
+export type ParameterKind = 'boolean' | 'number' | 'string' | 'literal';
+
+/** What field a value written as `source` in the cell gets, and that field's first value. */
+export function typedField(source: string): {
+  kind: ParameterKind;
+  value: string | boolean;
+} {
+  const value = parseValue(source);
+  const trimmed = source.trim();
+  if (typeof value === 'boolean') {
+    return { kind: 'boolean', value };
+  }
+  if (typeof value === 'number') {
+    return { kind: 'number', value: trimmed };
+  }
+  if (typeof value === 'string' && /^(['"]).*\1$/s.test(trimmed)) {
+    return { kind: 'string', value };
+  }
+  // Lists, dicts, None, expressions: only the literal says them.
+  return { kind: 'literal', value: trimmed };
+}
+
+/**
+ * The form: a typed field per parameter (a text box for a string, a number box for a number, a
+ * check box for True/False), and "Edit as Python literals" for what the types do not say (a
+ * parameter's name is code: never translated).
+ */
 export class ParametersForm extends Widget {
   constructor(
     parameters: IParameter[],
@@ -64,6 +91,9 @@ export class ParametersForm extends Widget {
     super();
     const trans = translator.load('ferry');
     this.addClass('jp-FerryJobParameters');
+    this._parameters = parameters;
+    this._fieldsNode = document.createElement('div');
+    this._fieldsNode.className = 'jp-FerryJobParameters-fields';
     if (parameters.length === 0) {
       const empty = document.createElement('p');
       empty.className = 'jp-FerryJobParameters-empty';
@@ -71,34 +101,133 @@ export class ParametersForm extends Widget {
         'No cell of this notebook is tagged "parameters": it runs as it is.'
       );
       this.node.append(empty);
+      return;
     }
-    for (const parameter of parameters) {
-      const label = document.createElement('label');
-      label.className = 'jp-FerryJobParameters-field';
-      const name = document.createElement('span');
-      name.className = 'jp-FerryJobParameters-name';
-      name.textContent = parameter.name;
-      const input = document.createElement('input');
-      input.className = 'jp-mod-styled jp-FerryJobParameters-value';
-      input.value = parameter.source;
-      input.dataset.name = parameter.name;
-      input.setAttribute('aria-label', parameter.name);
-      label.append(name, input);
-      this.node.append(label);
-      this._fields.push({ parameter, input });
-    }
+    const advanced = document.createElement('label');
+    advanced.className = 'jp-FerryJobParameters-advanced';
+    const toggle = document.createElement('input');
+    toggle.type = 'checkbox';
+    toggle.className = 'jp-FerryJobParameters-literalToggle';
+    toggle.addEventListener('change', () => this._draw(toggle.checked));
+    advanced.append(toggle, trans.__('Edit as Python literals'));
+    advanced.title = trans.__(
+      'Each value as Python source, as the parameters cell writes it: lists, dicts, None'
+    );
+    this.node.append(this._fieldsNode, advanced);
+    this._draw(false);
+  }
+
+  /** Whether the values are edited as Python literals. */
+  get literal(): boolean {
+    return this._literal;
   }
 
   /** The values changed from the cell's, as JSON values (what the job injects). */
   getValue(): Record<string, unknown> {
     const values: Record<string, unknown> = {};
-    for (const { parameter, input } of this._fields) {
-      if (input.value.trim() !== parameter.source.trim()) {
-        values[parameter.name] = parseValue(input.value);
+    for (const field of this._fields) {
+      const value = this._read(field);
+      if (value !== undefined) {
+        values[field.parameter.name] = value;
       }
     }
     return values;
   }
 
-  private _fields: { parameter: IParameter; input: HTMLInputElement }[] = [];
+  /** A field's value when changed from the cell's; undefined when unchanged. */
+  private _read(field: Private.IField): unknown {
+    const { parameter, input, kind } = field;
+    if (kind === 'literal') {
+      return input.value.trim() !== parameter.source.trim()
+        ? parseValue(input.value)
+        : undefined;
+    }
+    const first = typedField(parameter.source).value;
+    if (kind === 'boolean') {
+      return input.checked !== first ? input.checked : undefined;
+    }
+    if (kind === 'number') {
+      return input.value.trim() !== String(first).trim() && input.value !== ''
+        ? Number(input.value)
+        : undefined;
+    }
+    return input.value !== first ? input.value : undefined;
+  }
+
+  /** Draws the fields, typed or as literals; what was changed carries over. */
+  private _draw(literal: boolean): void {
+    const carried = new Map<string, unknown>();
+    for (const field of this._fields) {
+      const value = this._read(field);
+      if (value !== undefined) {
+        carried.set(field.parameter.name, value);
+      }
+    }
+    this._literal = literal;
+    this._fields = [];
+    this._fieldsNode.replaceChildren();
+    for (const parameter of this._parameters) {
+      const typed = typedField(parameter.source);
+      const kind: ParameterKind = literal ? 'literal' : typed.kind;
+      const label = document.createElement('label');
+      label.className = 'jp-FerryJobParameters-field';
+      label.dataset.kind = kind;
+      const name = document.createElement('span');
+      name.className = 'jp-FerryJobParameters-name';
+      name.textContent = parameter.name;
+      const input = document.createElement('input');
+      input.dataset.name = parameter.name;
+      input.setAttribute('aria-label', parameter.name);
+      const changed = carried.get(parameter.name);
+      if (kind === 'boolean') {
+        input.type = 'checkbox';
+        input.className = 'jp-FerryJobParameters-value';
+        input.checked = (changed ?? typed.value) === true;
+      } else {
+        input.className = 'jp-mod-styled jp-FerryJobParameters-value';
+        if (kind === 'number') {
+          input.type = 'number';
+          input.step = 'any';
+        }
+        input.value =
+          changed === undefined
+            ? kind === 'literal'
+              ? parameter.source
+              : String(typed.value)
+            : kind === 'literal'
+              ? Private.literal(changed)
+              : String(changed);
+      }
+      label.append(name, input);
+      this._fieldsNode.append(label);
+      this._fields.push({ parameter, input, kind });
+    }
+  }
+
+  private readonly _parameters: IParameter[];
+  private readonly _fieldsNode: HTMLElement;
+  private _fields: Private.IField[] = [];
+  private _literal = false;
+}
+
+namespace Private {
+  export interface IField {
+    parameter: IParameter;
+    input: HTMLInputElement;
+    kind: ParameterKind;
+  }
+
+  /** A JSON value written as Python source. */
+  export function literal(value: unknown): string {
+    if (value === true) {
+      return 'True';
+    }
+    if (value === false) {
+      return 'False';
+    }
+    if (value === null) {
+      return 'None';
+    }
+    return JSON.stringify(value);
+  }
 }

@@ -57,28 +57,65 @@ describe('parseValue', () => {
 });
 
 describe('ParametersForm', () => {
-  it('shows a labelled field per parameter and sends only the changed ones, as JSON values', () => {
+  it('shows a typed field per parameter and sends only the changed ones, as JSON values', () => {
     const form = new ParametersForm([
       { name: 'lr', source: '0.01' },
       { name: 'epochs', source: '3' },
-      { name: 'tag', source: '"a"' }
+      { name: 'tag', source: '"a"' },
+      { name: 'debug', source: 'False' },
+      { name: 'layers', source: '[64, 32]' }
     ]);
     const inputs = Array.from(
-      form.node.querySelectorAll<HTMLInputElement>('input')
+      form.node.querySelectorAll<HTMLInputElement>(
+        '.jp-FerryJobParameters-value'
+      )
     );
+    // A number box, a text box holding the string itself, a check box, and the literal.
     expect(
-      inputs.map(input => [input.getAttribute('aria-label'), input.value])
+      inputs.map(input => [
+        input.getAttribute('aria-label'),
+        input.type,
+        input.type === 'checkbox' ? input.checked : input.value
+      ])
     ).toEqual([
-      ['lr', '0.01'],
-      ['epochs', '3'],
-      ['tag', '"a"']
+      ['lr', 'number', '0.01'],
+      ['epochs', 'number', '3'],
+      ['tag', 'text', 'a'],
+      ['debug', 'checkbox', false],
+      ['layers', 'text', '[64, 32]']
     ]);
     expect(form.getValue()).toEqual({});
     inputs[0].value = '0.5';
-    // Only spaces added: not a change.
-    inputs[1].value = ' 3 ';
+    inputs[1].value = '3';
     inputs[2].value = 'b';
-    expect(form.getValue()).toEqual({ lr: 0.5, tag: 'b' });
+    inputs[3].checked = true;
+    expect(form.getValue()).toEqual({ lr: 0.5, tag: 'b', debug: true });
+    form.dispose();
+  });
+
+  it('edits the values as Python literals on demand, keeping what was changed', () => {
+    const form = new ParametersForm([
+      { name: 'tag', source: "'baseline'" },
+      { name: 'debug', source: 'False' }
+    ]);
+    const typed = form.node.querySelectorAll<HTMLInputElement>(
+      '.jp-FerryJobParameters-value'
+    );
+    typed[0].value = 'sweep';
+    const toggle = form.node.querySelector<HTMLInputElement>(
+      '.jp-FerryJobParameters-literalToggle'
+    )!;
+    toggle.checked = true;
+    toggle.dispatchEvent(new Event('change'));
+    const literal = form.node.querySelectorAll<HTMLInputElement>(
+      '.jp-FerryJobParameters-value'
+    );
+    expect([...literal].map(input => input.value)).toEqual([
+      '"sweep"',
+      'False'
+    ]);
+    literal[1].value = 'None';
+    expect(form.getValue()).toEqual({ tag: 'sweep', debug: null });
     form.dispose();
   });
 
