@@ -362,8 +362,16 @@ export class Gateway {
       store: this.state,
       ledger: this.ledger,
       groupsOf: id => this.accounts?.get(id)?.groups,
-      returnDevices: (id, reason) =>
-        this.registry.returnDevices(id, reason, 'quota'),
+      // A kernel goes on without its devices; a terminal's shell runs on them, so it closes.
+      returnDevices: (key, reason) => {
+        const holder = holderOf(key);
+        return holder.kind === 'terminal'
+          ? this.terminals.close(
+              holder.name,
+              `its devices went back to the pool ${reason}`
+            )
+          : this.registry.returnDevices(key, reason, 'quota');
+      },
       logger: options.logger
     });
     // Warnings at 80 % and 95 %, 100 %, and the devices' return, on the event bus (the holder's).

@@ -262,7 +262,7 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
 
   /**
    * Check every open allocation: warn once per level reached (80 %, 95 %), and return the devices
-   * of a kernel that reached 100 %.
+   * of a holder (a kernel, a terminal with devices of its own) that reached 100 %.
    */
   check(): void {
     const seen = new Set<string>();
@@ -298,7 +298,7 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
           state: { ...state, level: Quotas.LEVELS[rank] }
         });
       }
-      if (level === 'exceeded' && allocation.holder.kind !== 'terminal') {
+      if (level === 'exceeded') {
         const reason = Quotas.exhausted(state);
         this._log?.info(
           { holder: allocation.key, user: allocation.user, state },
@@ -390,8 +390,11 @@ export namespace Quotas {
     ledger: UsageLedger;
     /** A user's groups (undefined: none). */
     groupsOf: (userId: string) => readonly string[] | undefined;
-    /** Give a kernel's devices back (KernelRegistry.returnDevices with cause `quota`). */
-    returnDevices: (kernelId: string, reason: string) => Promise<void>;
+    /**
+     * Give a holder's devices back, by its scheduler key: a kernel's as for idleness
+     * (KernelRegistry.returnDevices with cause `quota`), a terminal's by closing it.
+     */
+    returnDevices: (key: string, reason: string) => Promise<void>;
     /** How often holders are checked (ms; 0: only when {@link Quotas.check} is called). */
     checkIntervalMs?: number;
     now?: () => number;

@@ -122,6 +122,10 @@ export class KernelAdoption {
         );
       }
       kernel.adopted(placement, running.executionState || 'idle');
+      if (!owner && placement.deviceIds.length > 0) {
+        // Held as any kernel's devices are: returned when idle, at a quota, by an admin.
+        this._host.adopted?.(kernel);
+      }
       log.info(
         { kernel: kernel.id, worker: worker.id },
         'adopted a kernel the worker runs'

@@ -177,6 +177,18 @@ export class DeviceHolds {
     });
   }
 
+  /**
+   * A kernel adopted on its devices after a gateway restart: it holds them (whatever
+   * `--hold-devices` says, as a kernel whose devices went back and came again does), and its idle
+   * clock starts now, as if its last cell had just ended (its own status moves it from there).
+   */
+  adopt(kernel: ManagedKernel): void {
+    this.track(kernel, true);
+    if (kernel.executionState !== 'busy') {
+      this._idle.idle(kernel);
+    }
+  }
+
   /** Whether a kernel is tracked here. */
   has(kernelId: string): boolean {
     return this._holds.has(kernelId);

@@ -44,4 +44,10 @@ export interface IKernelHost {
 
   /** Give up on a kernel: a worker that still runs it is told to shut it down when it registers. */
   forget(kernelId: string): void;
+
+  /**
+   * A kernel was adopted on devices the scheduler hands out (after a gateway restart): it holds
+   * them, and its idle clock starts now (kernels/holds.ts).
+   */
+  adopted?(kernel: ManagedKernel): void;
 }

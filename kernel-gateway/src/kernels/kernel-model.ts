@@ -86,6 +86,10 @@ namespace Private {
         state: 'assigned',
         worker: kernel.placement.workerId,
         workerName: worker?.name ?? kernel.placement.workerId,
+        // Held only while used: beside its devices holding none, it takes them at its next cell.
+        ...(request.kind !== 'cpu' && !provisioned
+          ? { held: kernel.placement.deviceIds.length > 0 }
+          : {}),
         devices: kernel.placement.deviceIds.map(id => {
           const device = worker?.devices.find(d => d.id === id);
           return {

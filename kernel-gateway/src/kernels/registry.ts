@@ -90,7 +90,8 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       },
       placed: (kernel, placement) => this._placed(kernel, placement),
       markDead: (kernel, reason) => this._markDead(kernel, reason),
-      forget: id => this._adoption.forget(id)
+      forget: id => this._adoption.forget(id),
+      adopted: kernel => this._holds.adopt(kernel)
     };
     this._provisioned = new ProvisionedKernels({
       host,

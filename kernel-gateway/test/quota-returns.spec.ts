@@ -1,0 +1,218 @@
+/**
+ * Every holder of devices gives them back (issue #26's gaps): past 100 % of a quota a kernel of a
+ * gateway run with `--hold-devices always` goes on without its devices (its next cell asks again,
+ * and is refused while the quota is used up) and a terminal with devices of its own closes, saying
+ * why; a kernel adopted on its devices after a gateway restart is held as any other (hold state,
+ * idle clock from its adoption, returned when idle). Real gateway processes, real ipykernels and
+ * bash on simulated devices, short quotas and timeouts; each step waits for an event.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import WebSocket from 'ws';
+import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
+import { createLogger, Worker } from '../src';
+import {
+  KernelSocket,
+  startGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
+import { TerminalClient, useOwnHome } from './terminal-clients';
+import { startWorker, type IWorkerProcess } from './workers';
+
+jest.setTimeout(120_000);
+useOwnHome();
+
+describe('a quota used up (--hold-devices always, --auth token)', () => {
+  let dir: string;
+  let gw: IGatewayProcess;
+  const events: Record<string, unknown>[] = [];
+  const waiters: {
+    test: (e: Record<string, unknown>) => boolean;
+    resolve: () => void;
+  }[] = [];
+  let stream: WebSocket;
+  const event = (test: (e: Record<string, unknown>) => boolean) =>
+    events.some(test)
+      ? Promise.resolve()
+      : new Promise<void>(resolve => waiters.push({ test, resolve }));
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ferry-quota-returns-'));
+    const profiles = path.join(dir, 'profiles.yaml');
+    writeFileSync(
+      profiles,
+      [
+        'quotas:',
+        '  default:',
+        '    period: rolling-1h',
+        "    'gpu:H100': 3s",
+        "    'gpu:A100': 3s",
+        ''
+      ].join('\n')
+    );
+    gw = await startGatewayProcess([
+      '--profiles',
+      profiles,
+      '--simulate',
+      'gpu:H100:1,gpu:A100:1',
+      '--hold-devices',
+      'always',
+      '--usage-flush-interval',
+      '1'
+    ]);
+    stream = new WebSocket(
+      `${gw.url.replace(/^http/, 'ws')}/api/events/subscribe?token=${gw.token}`
+    );
+    stream.on('message', data => {
+      const e = JSON.parse(String(data)) as Record<string, unknown>;
+      if (e.schema_id !== 'https://ferry.dev/events/quota/v1') {
+        return;
+      }
+      events.push(e);
+      for (const waiter of waiters.filter(w => w.test(e))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
+    await new Promise(resolve => stream.once('open', resolve));
+  });
+
+  afterAll(async () => {
+    stream?.close();
+    await gw?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("returns a kernel's devices held from its start; its next cell asks again and is refused", async () => {
+    const id = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', model: 'H100', count: 1 }
+    });
+    const socket = await KernelSocket.connect(gw, id);
+    expect((await socket.execute('x = 1')).reply.content).toMatchObject({
+      status: 'ok'
+    });
+    await event(e => e.action === 'returned' && e.kernel_id === id);
+    // It goes on without devices: nothing holds any, and its model says so.
+    expect((await gw.api('GET', '/api/admin/holders')).body.holders).toEqual(
+      []
+    );
+    const model = (await gw.api('GET', `/api/kernels/${id}`)).body;
+    expect(model).toMatchObject({
+      execution_state: 'idle',
+      accelerator: { devices: [], held: false }
+    });
+    const accelerators = (await gw.api('GET', '/api/accelerators')).body;
+    expect(accelerators.kernels[id].hold).toMatchObject({
+      state: 'returned',
+      lastReturn: { cause: 'quota', stateKept: false }
+    });
+    // Its next cell says why its devices went, then cannot take them again (the quota).
+    const next = await socket.execute('y = 2');
+    expect(next.stderr).toMatch(/went back to the pool .* because its quota/);
+    expect(next.stderr).toMatch(/used up .*0 s remain/);
+    expect(next.reply.content).toMatchObject({ status: 'error' });
+    await socket.close();
+  });
+
+  it('closes a terminal holding devices of its own, saying why', async () => {
+    const opened = await gw.api('POST', '/api/terminals', {
+      accelerator: 'gpu:A100:1'
+    });
+    expect(opened.status).toBe(200);
+    const name = opened.body.name as string;
+    const term = await TerminalClient.connect(gw.url, name, gw.token);
+    term.run('echo "devices=[$FERRY_DEVICES]"');
+    await term.waitFor(/devices=\[\S+\]/);
+    const closed = await term.closed;
+    expect(closed.code).toBe(1000);
+    expect(closed.reason).toMatch(/^Terminal closed: its devices went back/);
+    expect(term.output).toMatch(
+      /terminal closed: its devices went back to the pool because its quota was used up \(.* of GPU · A100 device time/
+    );
+    await event(e => e.action === 'returned' && e.terminal === name);
+    expect((await gw.api('GET', `/api/terminals/${name}`)).status).toBe(404);
+    expect((await gw.api('GET', '/api/admin/holders')).body.holders).toEqual(
+      []
+    );
+  });
+});
+
+describe('a kernel adopted on its devices after a gateway restart (a remote worker)', () => {
+  const WORKER_TOKEN = 'holds-adoption-worker-token';
+  let stateDir: string;
+  let gw: ITestGateway | undefined;
+  let host: IWorkerProcess | undefined;
+
+  const gateway = (workerPort = 0) =>
+    startGateway({
+      worker: new Worker({
+        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      }),
+      workerPort,
+      workerToken: WORKER_TOKEN,
+      workerGraceMs: 10000,
+      stateDir,
+      holds: {
+        mode: 'when-used',
+        idleReturnMs: { gpu: 3000 },
+        when: 'always',
+        warningMs: 500
+      }
+    });
+
+  beforeAll(() => {
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-holds-adoption-'));
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await host?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('is held, its idle clock running from its adoption, and gives its devices back when idle', async () => {
+    gw = await gateway();
+    host = startWorker(
+      `127.0.0.1:${gw.gateway.workerPort}`,
+      WORKER_TOKEN,
+      'holds-host',
+      ['--simulate', 'gpu:H100:1', '--no-cpu']
+    );
+    await host.registered();
+    const id = await startKernel(gw, {
+      name: 'python3',
+      accelerator: { kind: 'gpu', count: 1 }
+    });
+    const socket = await KernelSocket.connect(gw, id);
+    // Its first cell takes the devices.
+    await socket.execute('x = 41');
+    await socket.close();
+    expect(gw.gateway.registry.get(id)!.placement!.deviceIds).toHaveLength(1);
+
+    const workerPort = gw.gateway.workerPort!;
+    const back = host.registered();
+    await gw.close();
+    gw = await gateway(workerPort);
+    const returned = new Promise<{ kernelId: string; cause: string }>(resolve =>
+      gw!.gateway.registry.once('devices-returned', resolve)
+    );
+    const adoptedAt = Date.now();
+    await back;
+    const kernel = gw.gateway.registry.get(id)!;
+    expect(kernel.placement!.deviceIds).toHaveLength(1);
+    const hold = gw.gateway.registry.holdOf(id)!.hold;
+    expect(hold.state).toBe('held');
+    expect(Date.parse(hold.idleSince!)).toBeGreaterThanOrEqual(
+      adoptedAt - 1000
+    );
+    expect(hold.returnsAt).toBeDefined();
+    // Idle past its timeout: its devices go back as any kernel's do.
+    expect(await returned).toMatchObject({ kernelId: id, cause: 'idle' });
+    expect(gw.gateway.registry.holdOf(id)!.hold.state).toBe('returned');
+    expect(gw.gateway.registry.get(id)!.placement!.deviceIds).toEqual([]);
+  }, 90000);
+});
