@@ -167,6 +167,8 @@ export interface IGatewayOptions {
   quotas?: IQuotasProfile;
   /** How often the usage ledger writes open allocations (ms): what a kill -9 may lose at most. */
   usageFlushIntervalMs?: number;
+  /** How long the usage ledger keeps closed allocations (ms; 0: forever; `--usage-retention`). */
+  usageRetentionMs?: number;
   /**
    * How the queue is ordered among signed-in users (the profiles file's `fairShare`); with sign-in
    * it is fair share, with these defaults when left out.

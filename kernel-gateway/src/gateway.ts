@@ -343,6 +343,7 @@ export class Gateway {
           ? undefined
           : parseDuration(resolved.accounting.halfLife),
       flushIntervalMs: resolved.usageFlushIntervalMs,
+      retentionMs: resolved.usageRetentionMs,
       keepMs: Quotas.longestWindowMs(resolved.quotas),
       describe: key => Private.holderInfo(key, this),
       logger: options.logger

@@ -1,6 +1,6 @@
 /**
  * One file, though long: one class whose state (open, recent and decayed usage, totals) every
- * method reads; with its API docs and types it is about 700 lines.
+ * method reads (retention and trimming included); with its API docs and types about 810 lines.
  *
  * The usage ledger: every allocation of devices (who, through which kernel, terminal or job, which
  * devices, from when to when, how long the holder was busy) in the embedded store's `usage-ledger`
@@ -15,7 +15,11 @@
  *
  * It answers fair share (`weightedUsage`: device-seconds times the model's weight, decayed with a
  * half-life), quotas (what a user held in a window) and the usage API (sums by user, group, model
- * or day), from memory for the recent past and from the store for the rest.
+ * or day), from memory for the recent past and from the store for the rest: a report reads only the
+ * keys (`[start, id]`) from `from` less the longest allocation on, never the whole table.
+ * Allocations that ended more than `retentionMs` ago (`--usage-retention`, 400 days by default) are
+ * trimmed, at start and hourly; their sums stay in the `usage-trimmed` table, so the all-time
+ * totals (the Prometheus counters) go on.
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -86,10 +90,14 @@ export class UsageLedger
   constructor(options: UsageLedger.IOptions) {
     super();
     this._table = options.store.table<IAllocation>(UsageLedger.TABLE);
+    this._trimmed = options.store.table<Private.ITotal>(UsageLedger.TRIMMED);
     this._store = options.store;
     this._weights = options.weights;
     this._halfLifeMs = options.halfLifeMs ?? UsageLedger.HALF_LIFE_MS;
     this._keepMs = Math.max(options.keepMs ?? 0, UsageLedger.KEEP_MS);
+    const retention = options.retentionMs ?? UsageLedger.RETENTION_MS;
+    // Never less than quotas look back.
+    this._retentionMs = retention > 0 ? Math.max(retention, this._keepMs) : 0;
     this._now = options.now ?? Date.now;
     this._describe = options.describe;
     this._log = options.logger;
@@ -104,6 +112,14 @@ export class UsageLedger
     if (this.flushIntervalMs > 0) {
       this._timer = setInterval(() => void this.flush(), this.flushIntervalMs);
       this._timer.unref();
+    }
+    if (this._retentionMs > 0) {
+      void this.trim();
+      this._trimTimer = setInterval(
+        () => void this.trim(),
+        UsageLedger.TRIM_INTERVAL_MS
+      );
+      this._trimTimer.unref();
     }
   }
 
@@ -237,10 +253,11 @@ export class UsageLedger
         let dayStart = Private.dayOf(Math.max(record.start, from));
         const last = Math.min(record.end!, to);
         for (; dayStart < last; dayStart += Private.DAY_MS) {
+          // Clipped to the window as well as to the day.
           const part = this._within(
             record,
-            dayStart,
-            dayStart + Private.DAY_MS
+            Math.max(dayStart, from),
+            Math.min(dayStart + Private.DAY_MS, to)
           );
           if (part) {
             add(new Date(dayStart).toISOString().slice(0, 10), part);
@@ -277,7 +294,10 @@ export class UsageLedger
       openIds.add(open.record.id);
     }
     const seen = new Set<string>();
-    for (const { value } of this._table.getRange({ end: [to] })) {
+    // Keys are `[start, id]`: none that started before `from` less the longest allocation ends
+    // after `from`, so the scan starts there (not at the table's beginning).
+    const range = { start: [from - this._longestMs - 1], end: [to] };
+    for (const { value } of this._table.getRange(range)) {
       if (openIds.has(value.id) || value.end === undefined) {
         continue;
       }
@@ -335,6 +355,63 @@ export class UsageLedger
     return [...sums.values()];
   }
 
+  /**
+   * Remove the allocations that ended more than the retention ago, adding their sums to the
+   * trimmed totals (so the all-time totals stay). Reads only keys that started before then.
+   * Resolves with how many went.
+   */
+  async trim(): Promise<number> {
+    if (this._retentionMs <= 0) {
+      return 0;
+    }
+    const horizon = this._now() - this._retentionMs;
+    const gone: IAllocation[] = [];
+    for (const { value } of this._table.getRange({ end: [horizon] })) {
+      if (value.end !== undefined && value.end < horizon) {
+        gone.push(value);
+      }
+    }
+    if (gone.length === 0) {
+      return 0;
+    }
+    const sums = new Map<string, Private.ITotal>();
+    for (const record of gone) {
+      const key = Private.totalsKey(record);
+      const row = sums.get(key) ??
+        this._trimmed.get(key) ?? {
+          user: record.user,
+          group: record.group,
+          model: record.model,
+          heldSeconds: 0,
+          busySeconds: 0
+        };
+      row.heldSeconds += Private.held(record, record.end!);
+      row.busySeconds += record.busySeconds * record.count;
+      sums.set(key, row);
+    }
+    try {
+      await this._table.transaction(() => {
+        for (const [key, row] of sums) {
+          void this._trimmed.put(key, row);
+        }
+        for (const record of gone) {
+          void this._table.remove([record.start, record.id]);
+        }
+      });
+    } catch (error) {
+      this._log?.warn(
+        { err: (error as Error).message },
+        'usage: old allocations could not be trimmed'
+      );
+      return 0;
+    }
+    this._log?.info(
+      { allocations: gone.length, before: new Date(horizon).toISOString() },
+      'usage: allocations past the retention trimmed'
+    );
+    return gone.length;
+  }
+
   /** Write every open allocation as of now. Never rejects (a failed write is logged). */
   async flush(): Promise<void> {
     const now = this._now();
@@ -352,6 +429,7 @@ export class UsageLedger
       clearInterval(this._timer);
       this._timer = undefined;
     }
+    clearInterval(this._trimTimer);
     await this.flush();
   }
 
@@ -435,6 +513,7 @@ export class UsageLedger
     Private.remove(this._openByUser, record.user, open);
     this._keep(record);
     this._account(record, +1);
+    this._longestMs = Math.max(this._longestMs, now - record.start);
     void this._write(record, now);
     this.emit('closed', { ...record });
   }
@@ -443,6 +522,10 @@ export class UsageLedger
   private _load(): void {
     const now = this._now();
     let orphans = 0;
+    // What was trimmed still counts in the all-time totals.
+    for (const { key, value } of this._trimmed.getRange()) {
+      this._totals.set(String(key), { ...value });
+    }
     for (const { value } of this._table.getRange()) {
       let record = value;
       if (record.end === undefined) {
@@ -453,6 +536,7 @@ export class UsageLedger
         orphans++;
       }
       this._account(record, +1);
+      this._longestMs = Math.max(this._longestMs, record.end! - record.start);
       if (record.end! >= now - this._keepMs) {
         this._keep(record);
       }
@@ -577,6 +661,11 @@ export class UsageLedger
   }
 
   private readonly _table: Database<IAllocation, StateStore.Key>;
+  private readonly _trimmed: Database<Private.ITotal, StateStore.Key>;
+  private readonly _retentionMs: number;
+  private _trimTimer: NodeJS.Timeout | undefined;
+  /** The longest a closed allocation lasted (ms): how far before `from` a report reads. */
+  private _longestMs = 0;
   private readonly _store: StateStore;
   private readonly _weights: ModelWeights;
   private readonly _halfLifeMs: number;
@@ -593,21 +682,21 @@ export class UsageLedger
   private _recent = new Map<string, IAllocation[]>();
   /** Each user's weighted usage of closed allocations, decayed to `at`. */
   private _decayed = new Map<string, { value: number; at: number }>();
-  private _totals = new Map<
-    string,
-    {
-      user: string;
-      group: string;
-      model: string;
-      heldSeconds: number;
-      busySeconds: number;
-    }
-  >();
+  private _totals = new Map<string, Private.ITotal>();
 }
 
 export namespace UsageLedger {
   /** The store table of allocations, keyed `[start, id]`. */
   export const TABLE = 'usage-ledger';
+
+  /** The store table of the sums of trimmed allocations, by `[user, group, model]` (JSON). */
+  export const TRIMMED = 'usage-trimmed';
+
+  /** How long allocations are kept by default (`--usage-retention`): a year and a month. */
+  export const RETENTION_MS = 400 * 86_400_000;
+
+  /** How often allocations past the retention are trimmed. */
+  export const TRIM_INTERVAL_MS = 3_600_000;
 
   /** How often open allocations are written by default: what a kill -9 may lose at most. */
   export const FLUSH_INTERVAL_MS = 5_000;
@@ -645,6 +734,11 @@ export namespace UsageLedger {
     flushIntervalMs?: number;
     /** Keep closed allocations in memory at least this long (the longest quota window). */
     keepMs?: number;
+    /**
+     * Remove allocations that ended longer ago than this (ms; at least `keepMs`; 0: keep all).
+     * Default {@link UsageLedger.RETENTION_MS}.
+     */
+    retentionMs?: number;
     now?: () => number;
     logger?: Logger;
   }
@@ -652,6 +746,15 @@ export namespace UsageLedger {
 
 namespace Private {
   export const DAY_MS = 86_400_000;
+
+  /** All-time sums of one user, group and model. */
+  export interface ITotal {
+    user: string;
+    group: string;
+    model: string;
+    heldSeconds: number;
+    busySeconds: number;
+  }
 
   export interface IOpen {
     record: IAllocation;

@@ -39,6 +39,8 @@ import {
   kernelspecAccelerators,
   kernelspecEnvironments,
   number,
+  retention,
+  retentionMs,
   uidRange
 } from './values';
 
@@ -628,6 +630,15 @@ export const GATEWAY_OPTION_SECTIONS = [
         default: 5,
         sets: 'usageFlushIntervalMs',
         to: (seconds: number) => Math.max(0.1, seconds) * 1000
+      },
+      usageRetention: {
+        flag: '--usage-retention <duration>',
+        help: 'how long the usage ledger keeps an allocation after it ended (0: forever); never less than the longest quota period; what goes still counts in the all-time totals',
+        notes: 'see [Usage and quotas](usage-and-quotas.md)',
+        parse: retention,
+        default: '400d',
+        sets: 'usageRetentionMs',
+        to: retentionMs
       },
       kernelspecAccelerators: {
         flag: '--kernelspec-accelerators <choices>',

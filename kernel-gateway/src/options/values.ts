@@ -10,6 +10,7 @@ import {
   parseKernelspecAccelerators,
   parseKernelspecEnvironments
 } from '../kernels';
+import { parseDuration as parseLongDuration } from '../accounting/durations';
 import { parseUidRange, type IUidRange } from '../users/uids';
 
 /** A non-negative number. */
@@ -75,6 +76,23 @@ export function duration(value: string): string {
     throw new InvalidArgumentError((error as Error).message);
   }
   return value;
+}
+
+/** `--usage-retention`: `0` (keep everything) or a duration such as `400d`, `60w`, checked. */
+export function retention(value: string): string {
+  if (value.trim() !== '0') {
+    try {
+      parseLongDuration(value);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  }
+  return value;
+}
+
+/** A checked `--usage-retention` in ms (0: keep everything). */
+export function retentionMs(value: string): number {
+  return value.trim() === '0' ? 0 : parseLongDuration(value);
 }
 
 /** `--user-uids`, parsed. */
