@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, realpathSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -30,6 +30,14 @@ import {
   type ITestGateway
 } from './helpers';
 import { KubernetesStandIn, type IObject } from './kubernetes-stand-in';
+import {
+  callAs as call,
+  signIn,
+  startOidcGateway,
+  type IOidcGateway,
+  type ISignedIn
+} from './oidc-harness';
+import { jobWorkerToken } from '../src/protocol/job-token';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 const WORKER_TOKEN = 'worker-token-for-kubernetes-tests';
@@ -661,4 +669,175 @@ describe('kernels on Kubernetes offers, against a loopback stand-in for the Kube
         ?.query.get('labelSelector')
     ).toBe('app.kubernetes.io/managed-by=ferry');
   });
+});
+
+describe('a signed-in person’s kernel on Kubernetes runs as them (a gateway process signing people in, against the stand-in)', () => {
+  let standIn: KubernetesStandIn;
+  let env: IOidcGateway;
+  let dir: string;
+  let ann: ISignedIn;
+
+  /** The pod the gateway posted for a kernel, once posted. */
+  async function postedPod(kernelId: string): Promise<V1Pod> {
+    const call = await standIn.waitForCall(
+      c =>
+        c.method === 'POST' &&
+        c.path === `/api/v1/namespaces/${NAMESPACE}/pods` &&
+        c.body?.metadata.labels?.['ferry.dev/kernel'] === kernelId
+    );
+    return call.body as unknown as V1Pod;
+  }
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ferry-kubernetes-people-'));
+    standIn = await KubernetesStandIn.start();
+    const profiles = path.join(dir, 'profiles.json');
+    await fs.writeFile(profiles, JSON.stringify({ offers: [GPU] }));
+    env = await startOidcGateway({
+      args: [
+        '--profiles',
+        profiles,
+        '--worker-port',
+        '0',
+        '--kubeconfig',
+        await standIn.writeKubeconfig(dir, NAMESPACE),
+        '--kube-image',
+        'ghcr.io/example/ferry-worker:1'
+      ],
+      env: { FERRY_WORKER_TOKEN: WORKER_TOKEN }
+    });
+    ann = await signIn(env.gateway.url, 'ann');
+  }, 60_000);
+
+  afterAll(async () => {
+    await env?.stop();
+    await standIn?.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('posts her pod with her uid and gid, her worker --owner-uid, and a token of that job alone; the token owner’s pod as before', async () => {
+    const url = env.gateway.url;
+    const started = await call(url, ann, 'POST', '/api/kernels', {
+      name: 'python3',
+      accelerator: { offer: 'a100' }
+    });
+    expect([started.status, started.body.message]).toEqual([201, undefined]);
+    const id: string = started.body.id;
+    const pod = await postedPod(id);
+    expectValid(Pod, pod);
+    // Her uid is her folder's owner's.
+    const folder = statSync(path.join(env.userRoot, 'ann'));
+    expect(folder.uid).toBeGreaterThanOrEqual(61000);
+    expect(pod.spec!.securityContext).toEqual({
+      runAsUser: folder.uid,
+      runAsGroup: folder.gid,
+      runAsNonRoot: true,
+      fsGroup: folder.gid
+    });
+    const container = pod.spec!.containers[0];
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false
+    });
+    const argv = container.command!;
+    expect(argv.slice(argv.indexOf('--owner-uid'))).toEqual([
+      '--owner-uid',
+      String(folder.uid)
+    ]);
+    expect(argv[argv.indexOf('--id') + 1]).toBe(`job-${id}`);
+    expect(envOf(pod, 'HOME').value).toBe(
+      realpathSync(path.join(env.userRoot, 'ann'))
+    );
+    expect(envOf(pod, 'USER').value).toBe('ann');
+    // Her worker (and so her kernel, the same uid) holds a token for that worker and uid alone, in
+    // a Secret of its own; the worker token is in neither.
+    const secretName = `ferry-${id}-token`;
+    expect(envOf(pod, 'FERRY_WORKER_TOKEN').valueFrom).toEqual({
+      secretKeyRef: { name: secretName, key: 'token' }
+    });
+    const secret = standIn.get('secrets', NAMESPACE, secretName);
+    expectValid(Secret, secret);
+    expect(secret?.stringData).toEqual({
+      token: jobWorkerToken(WORKER_TOKEN, `job-${id}`, folder.uid)
+    });
+    expect(JSON.stringify([pod, secret])).not.toContain(WORKER_TOKEN);
+
+    // What her container would run, run here as her uid and gid with the pod's variables: her
+    // worker registers with the job token, and her kernel runs as her, without any token.
+    const variables: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      LANG: process.env.LANG
+    };
+    for (const variable of container.env ?? []) {
+      variables[variable.name] = variable.valueFrom?.secretKeyRef
+        ? (secret?.stringData as Record<string, string>).token
+        : variable.value;
+    }
+    const [, ...args] = argv;
+    const worker = spawn(process.execPath, [FERRY, ...args], {
+      env: variables,
+      cwd: path.join(env.userRoot, 'ann'),
+      uid: pod.spec!.securityContext!.runAsUser!,
+      gid: pod.spec!.securityContext!.runAsGroup!,
+      stdio: ['ignore', 'ignore', 'pipe']
+    });
+    const exited = new Promise<number | null>(resolve =>
+      worker.once('exit', code => resolve(code))
+    );
+    try {
+      standIn.modify('pods', NAMESPACE, pod.metadata!.name!, it => {
+        it.status = { phase: 'Running' };
+      });
+      const model = await pollUntil(
+        async () => (await call(url, ann, 'GET', `/api/kernels/${id}`)).body,
+        m => m.execution_state === 'idle' || m.execution_state === 'dead',
+        30_000,
+        100
+      );
+      expect(model).toMatchObject({ execution_state: 'idle' });
+      const socket = await KernelSocket.connect({ url, token: '' }, id, {
+        token: null,
+        headers: { Cookie: ann.cookie }
+      });
+      const result = await socket.execute(
+        "import os; print(os.getuid(), os.environ.get('FERRY_WORKER_TOKEN'))"
+      );
+      expect(result.stdout.trim()).toBe(`${folder.uid} None`);
+      socket.close();
+      // Her kernel's end deletes her pod and her token's Secret.
+      expect(
+        (await call(url, ann, 'DELETE', `/api/kernels/${id}`)).status
+      ).toBe(204);
+      await standIn.waitForCall(
+        c =>
+          c.method === 'DELETE' &&
+          c.path === `/api/v1/namespaces/${NAMESPACE}/secrets/${secretName}`
+      );
+      expect(standIn.get('secrets', NAMESPACE, secretName)).toBeUndefined();
+      // Her worker ran her one kernel (--once) and left when it was shut down.
+      expect(await exited).toBe(0);
+    } finally {
+      worker.kill();
+    }
+
+    // The token's owner's pod is as before: the image's user, the namespace's worker token.
+    const owners = await env.gateway.api('POST', '/api/kernels', {
+      name: 'python3',
+      accelerator: { offer: 'a100' }
+    });
+    expect(owners.status).toBe(201);
+    const ownersPod = await postedPod(owners.body.id);
+    expect(ownersPod.spec!.securityContext).toBeUndefined();
+    expect(ownersPod.spec!.containers[0].securityContext).toBeUndefined();
+    expect(ownersPod.spec!.containers[0].command).not.toContain('--owner-uid');
+    expect(envOf(ownersPod, 'FERRY_WORKER_TOKEN').valueFrom).toEqual({
+      secretKeyRef: { name: 'ferry-worker-token', key: 'token' }
+    });
+    expect(
+      standIn.get('secrets', NAMESPACE, 'ferry-worker-token')?.stringData
+    ).toEqual({ token: WORKER_TOKEN });
+
+    expect(
+      (await env.gateway.api('DELETE', `/api/kernels/${owners.body.id}`)).status
+    ).toBe(204);
+  }, 60_000);
 });

@@ -13,8 +13,11 @@ import {
   connectKubernetes,
   type IKubernetesClient
 } from './client';
+import type { IRunAs } from '../../protocol';
+import { jobWorkerToken } from '../../protocol/job-token';
 import { eventTime, isKernelHost, KubernetesJob, stateOf } from './job';
 import {
+  jobTokenSecretName,
   KUBERNETES_LABELS,
   workerManifests,
   workerObjectName,
@@ -38,7 +41,10 @@ import {
  *
  * #### Notes
  * The worker token reaches pods through a Secret (`ferry-worker-token`, key `token`) that the
- * provisioner writes once per namespace; manifests only name it. `@kubernetes/client-node` 1.x is an
+ * provisioner writes once per namespace; manifests only name it. A signed-in person's pod runs as
+ * their uid (their kernel can read its worker's environment), so it never gets the worker token:
+ * its own Secret (`ferry-<kernel id>-token`, deleted with the pod) holds a job token good for that
+ * worker id and uid alone (protocol/job-token.ts), and its worker runs `--owner-uid`. `@kubernetes/client-node` 1.x is an
  * ES module: it is loaded with `import()` on first use, so a gateway without Kubernetes offers never
  * loads it.
  */
@@ -72,7 +78,8 @@ export class KubernetesProvisioner implements IProvisioner {
   async provision(
     kernelId: string,
     requested: IAcceleratorOffer,
-    environment?: IEnvironmentProfile
+    environment?: IEnvironmentProfile,
+    runAs?: IRunAs
   ): Promise<IProvisionedJob> {
     if (!requested.kubernetes) {
       throw new Error(`offer ${requested.name} has no kubernetes section`);
@@ -89,7 +96,9 @@ export class KubernetesProvisioner implements IProvisioner {
       : requested;
     const client = await this._client;
     const namespace = offer.kubernetes!.namespace ?? this._namespace(client);
-    await this._ensureSecret(client, namespace);
+    if (!runAs) {
+      await this._ensureSecret(client, namespace);
+    }
     await this._watches.watch(client, namespace);
     const manifests = workerManifests({
       kernelId,
@@ -98,7 +107,8 @@ export class KubernetesProvisioner implements IProvisioner {
       image: offer.kubernetes!.image ?? this._options.image ?? '',
       workerCommand: this._options.workerCommand ?? ['ferry'],
       gateway: this._options.gateway(),
-      secretName: this._secretName
+      secretName: runAs ? jobTokenSecretName(kernelId) : this._secretName,
+      runAs
     });
     const name = workerObjectName(kernelId);
     const job: KubernetesJob = new KubernetesJob(
@@ -106,11 +116,23 @@ export class KubernetesProvisioner implements IProvisioner {
       namespace,
       manifests.kind,
       jobWorkerId(kernelId),
-      () => this._delete(job)
+      () => this._delete(job),
+      runAs ? jobTokenSecretName(kernelId) : undefined
     );
     // Known before it exists: the watch may report the pod before the create call returns.
     this._jobs.set(Private.key(namespace, name), job);
     try {
+      if (runAs) {
+        await client.core.createNamespacedSecret({
+          namespace,
+          body: workerTokenSecret(
+            jobTokenSecretName(kernelId),
+            namespace,
+            jobWorkerToken(this._options.token, job.workerId, runAs.uid),
+            kernelId
+          )
+        });
+      }
       if (manifests.kind === 'Pod') {
         await client.core.createNamespacedPod({
           namespace,
@@ -128,7 +150,7 @@ export class KubernetesProvisioner implements IProvisioner {
       }
     } catch (error) {
       this._jobs.delete(Private.key(namespace, name));
-      if (manifests.kind === 'Job') {
+      if (manifests.kind === 'Job' || job.secret) {
         await this._delete(job);
       }
       throw new Error(apiError(error));
@@ -240,12 +262,15 @@ export class KubernetesProvisioner implements IProvisioner {
     this._jobs.delete(Private.key(job.namespace, job.id));
     this._log.info({ [job.kind.toLowerCase()]: job.id }, state.reason);
     job.update(state);
-    if (!job.podDeleted || job.kind === 'Job') {
+    if (!job.podDeleted || job.kind === 'Job' || job.secret) {
       void this._delete(job);
     }
   }
 
-  /** Delete a job's objects (a pod; or a Job, its pods and its Service); gone already is fine. */
+  /**
+   * Delete a job's objects (a pod; or a Job, its pods and its Service; a person's token Secret);
+   * gone already is fine.
+   */
   private async _delete(job: KubernetesJob): Promise<void> {
     const client = await this._client;
     const ignoreGone = (error: unknown) => {
@@ -257,11 +282,23 @@ export class KubernetesProvisioner implements IProvisioner {
       }
     };
     const target = { name: job.id, namespace: job.namespace };
+    const secret = job.secret
+      ? client.core
+          .deleteNamespacedSecret({
+            name: job.secret,
+            namespace: job.namespace
+          })
+          .catch(ignoreGone)
+      : undefined;
     if (job.kind === 'Pod') {
-      await client.core.deleteNamespacedPod(target).catch(ignoreGone);
+      await Promise.all([
+        client.core.deleteNamespacedPod(target).catch(ignoreGone),
+        secret
+      ]);
       return;
     }
     await Promise.all([
+      secret,
       client.batch
         .deleteNamespacedJob({ ...target, propagationPolicy: 'Background' })
         .catch(ignoreGone),

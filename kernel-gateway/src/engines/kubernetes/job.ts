@@ -14,7 +14,9 @@ export class KubernetesJob extends ProvisionedJob {
     readonly namespace: string,
     readonly kind: 'Pod' | 'Job',
     readonly workerId: string,
-    private readonly _cancel: () => Promise<void>
+    private readonly _cancel: () => Promise<void>,
+    /** The Secret of a person's job token, deleted with the pod. */
+    readonly secret?: string
   ) {
     super();
   }

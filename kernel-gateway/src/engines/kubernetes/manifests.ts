@@ -3,10 +3,12 @@ import type {
   V1Job,
   V1ObjectMeta,
   V1Pod,
+  V1PodSecurityContext,
   V1PodSpec,
   V1Secret,
   V1Service
 } from '@kubernetes/client-node';
+import type { IRunAs } from '../../protocol';
 import { jobWorkerId, type IAcceleratorOffer } from '../types';
 
 /** The labels every object Ferry creates carries; the pod watch selects on the first. */
@@ -30,8 +32,13 @@ export interface IWorkerManifestOptions {
   workerCommand: string[];
   /** `host:port` of the gateway's worker endpoint as pods reach it. */
   gateway: string;
-  /** The Secret holding the worker token under `token`. */
+  /** The Secret holding the worker token under `token` (a person's pod: their job token's). */
   secretName: string;
+  /**
+   * The signed-in person the kernel is for (undefined: the token's owner): their pod runs as their
+   * uid and gid, and its worker (`--owner-uid`) takes their kernels only.
+   */
+  runAs?: IRunAs;
 }
 
 /** A kernel's worker as Kubernetes objects: one pod, or an Indexed Job with its headless Service. */
@@ -43,14 +50,23 @@ export function workerObjectName(kernelId: string): string {
   return `ferry-${kernelId}`;
 }
 
+/** The Secret that holds the job token of a person's pod (one per kernel, deleted with it). */
+export function jobTokenSecretName(kernelId: string): string {
+  return `${workerObjectName(kernelId)}-token`;
+}
+
 /**
  * Build the objects that run a kernel's worker: a pod (`restartPolicy: Never`) that runs
  * `ferry worker --once` with the offer's limits, node selectors and tolerations; for an offer of
  * several hosts (a multi-host TPU slice), an Indexed Job of that many pods and the headless Service
  * that gives them stable host names (GKE sets `TPU_WORKER_ID` and `TPU_WORKER_HOSTNAMES` from it).
  *
+ * A signed-in person's pod runs as them (`securityContext`: their uid and gid, `fsGroup` their gid,
+ * never root, no privilege escalation) and its worker runs `--owner-uid <uid>`.
+ *
  * #### Notes
- * The worker token never appears in a manifest: the pod reads it from a Secret.
+ * The worker token never appears in a manifest: the pod reads it from a Secret (a person's pod,
+ * from its own Secret holding its job token).
  */
 export function workerManifests(
   options: IWorkerManifestOptions
@@ -102,11 +118,15 @@ export function workerManifests(
   };
 }
 
-/** The Secret the worker pods of a namespace read the worker token from. */
+/**
+ * The Secret the worker pods of a namespace read the worker token from, or (with `kernelId`) the
+ * one a person's pod reads its job token from.
+ */
 export function workerTokenSecret(
   name: string,
   namespace: string,
-  token: string
+  token: string,
+  kernelId?: string
 ): V1Secret {
   return {
     apiVersion: 'v1',
@@ -116,7 +136,8 @@ export function workerTokenSecret(
       namespace,
       labels: {
         [KUBERNETES_LABELS.managedBy]: 'ferry',
-        [KUBERNETES_LABELS.component]: 'worker-token'
+        [KUBERNETES_LABELS.component]: 'worker-token',
+        ...(kernelId ? { [KUBERNETES_LABELS.kernel]: kernelId } : {})
       }
     },
     type: 'Opaque',
@@ -156,8 +177,19 @@ namespace Private {
       options.gateway,
       '--no-cpu',
       '--allocated',
-      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`
+      `${accelerator.kind}${accelerator.model ? `:${accelerator.model}` : ''}`,
+      ...(options.runAs ? ['--owner-uid', String(options.runAs.uid)] : [])
     ];
+  }
+
+  /** A person's pod: their uid and gid (files it makes, volumes it mounts), never root. */
+  export function securityContext(runAs: IRunAs): V1PodSecurityContext {
+    return {
+      runAsUser: runAs.uid,
+      runAsGroup: runAs.gid,
+      runAsNonRoot: true,
+      fsGroup: runAs.gid
+    };
   }
 
   /**
@@ -193,7 +225,15 @@ namespace Private {
         name: kind === 'tpu' ? 'TPU_VISIBLE_CHIPS' : 'CUDA_VISIBLE_DEVICES',
         value: visible
       },
-      { name: 'KERNEL_ID', value: options.kernelId }
+      { name: 'KERNEL_ID', value: options.kernelId },
+      // A person's worker goes by their name and folder, as their Slurm jobs do.
+      ...(options.runAs
+        ? [
+            { name: 'HOME', value: options.runAs.home },
+            { name: 'USER', value: options.runAs.user },
+            { name: 'LOGNAME', value: options.runAs.user }
+          ]
+        : [])
     ];
     const nodeSelector = {
       ...kubernetes.nodeSelector,
@@ -215,9 +255,15 @@ namespace Private {
           image: kubernetes.image ?? options.image,
           command: argv,
           env,
-          resources: Object.keys(limits).length ? { limits } : undefined
+          resources: Object.keys(limits).length ? { limits } : undefined,
+          ...(options.runAs
+            ? { securityContext: { allowPrivilegeEscalation: false } }
+            : {})
         }
       ],
+      ...(options.runAs
+        ? { securityContext: securityContext(options.runAs) }
+        : {}),
       ...(Object.keys(nodeSelector).length ? { nodeSelector } : {}),
       ...(kubernetes.tolerations?.length
         ? { tolerations: kubernetes.tolerations }
