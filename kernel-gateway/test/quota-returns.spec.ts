@@ -4,8 +4,10 @@
  * and is refused while the quota is used up) and a terminal with devices of its own closes, saying
  * why; a kernel adopted on its devices after a gateway restart is held as any other (hold state,
  * idle clock from its adoption, returned when idle). Real gateway processes, real ipykernels and
- * bash on simulated devices, short quotas and timeouts; each step waits for an event.
+ * bash on simulated devices, short quotas and timeouts; each step waits for an event. `ferry
+ * kernels` lists a kernel holding none as "no devices held (taken at the next cell)".
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -20,6 +22,8 @@ import {
 } from './helpers';
 import { TerminalClient, useOwnHome } from './terminal-clients';
 import { startWorker, type IWorkerProcess } from './workers';
+
+const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 
 jest.setTimeout(120_000);
 useOwnHome();
@@ -104,6 +108,24 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
       execution_state: 'idle',
       accelerator: { devices: [], held: false }
     });
+    // `ferry kernels` says so in words.
+    const listed = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        [FERRY, 'kernels', '--gateway', gw.url],
+        { env: { ...process.env, FERRY_TOKEN: gw.token } },
+        (error, stdout, stderr) =>
+          error
+            ? reject(new Error(`${error.message}\n${stderr}`))
+            : resolve(stdout)
+      )
+    );
+    expect(listed).toMatch(
+      new RegExp(
+        `^${id.slice(0, 8)} +python3 +idle +GPU · H100 × 1 +no devices held \\(taken at the next cell\\)$`,
+        'm'
+      )
+    );
     const accelerators = (await gw.api('GET', '/api/accelerators')).body;
     expect(accelerators.kernels[id].hold).toMatchObject({
       state: 'returned',

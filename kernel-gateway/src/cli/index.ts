@@ -1,10 +1,12 @@
 /**
  * The `ferry` command line: `ferry gateway` (cli/gateway.ts) and `ferry worker` (cli/worker.ts),
+ * `ferry run` and `ferry jobs` (cli/run.ts), `ferry kernels` (cli/kernels.ts),
  * their options written once in tables (options/) and declared from them (cli/options.ts).
  * `bin/ferry.js` runs it.
  */
 import { Command } from 'commander';
 import { gatewayCommand } from './gateway';
+import { kernelsCommand } from './kernels';
 import { jobsCommand, runCommand } from './run';
 import { VERSION } from './version';
 import { workerCommand } from './worker';
@@ -28,5 +30,6 @@ export function createProgram(): Command {
     .addCommand(gatewayCommand())
     .addCommand(workerCommand())
     .addCommand(runCommand())
-    .addCommand(jobsCommand());
+    .addCommand(jobsCommand())
+    .addCommand(kernelsCommand());
 }

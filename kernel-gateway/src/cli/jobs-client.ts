@@ -26,7 +26,7 @@ export class JobClientError extends Error {
   }
 }
 
-/** A gateway's jobs, over HTTP with the owner's token. */
+/** A gateway's jobs (and its kernels, for `ferry kernels`), over HTTP with the owner's token. */
 export class JobsClient {
   constructor(options: JobsClient.IOptions) {
     this._url = options.url.replace(/\/+$/, '');
@@ -40,6 +40,11 @@ export class JobsClient {
 
   async list(): Promise<IJob[]> {
     return (await this._json('GET', '/api/jobs')) as IJob[];
+  }
+
+  /** The kernels the token's owner may see (`/api/kernels`). */
+  async kernels(): Promise<RestSchemas['Kernel'][]> {
+    return (await this._json('GET', '/api/kernels')) as RestSchemas['Kernel'][];
   }
 
   async get(id: string): Promise<IJob> {

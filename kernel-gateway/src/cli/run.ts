@@ -86,6 +86,14 @@ export function runCommand(): Command {
   return run;
 }
 
+/** A client of the gateway that `--gateway` and `--token-file` (or FERRY_TOKEN) name. */
+export function gatewayClient(flags: {
+  gateway?: string;
+  tokenFile?: string;
+}): Promise<JobsClient> {
+  return Private.client(flags);
+}
+
 /** The `ferry jobs` command: list, follow (`logs`) and cancel a gateway's jobs. */
 export function jobsCommand(): Command {
   const jobs = new Command('jobs')
