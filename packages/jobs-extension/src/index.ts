@@ -26,11 +26,13 @@ import {
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
-import { JobsClient } from './client';
+import { JobsClient, type IJob } from './client';
+import { JobLog } from './log';
 import { JobsPanel, submittedNotice } from './panel';
 import { ParametersForm, readParameters } from './parameters';
 
 export { JobsClient, type IJob, type IJobSubmitRequest } from './client';
+export { JobLog, outputText, parseEvents } from './log';
 export { JobsPanel, submittedNotice } from './panel';
 export { ParametersForm, parseValue, readParameters } from './parameters';
 
@@ -72,9 +74,43 @@ const plugin: JupyterFrontEndPlugin<void> = {
     translator = translator ?? nullTranslator;
     const trans = translator.load('ferry');
     const client = new JobsClient(app.serviceManager.serverSettings);
+    const showLog = (job: IJob) => {
+      const id = `jp-ferry-job-log-${job.id}`;
+      const open = Array.from(app.shell.widgets('main')).find(
+        widget => widget.id === id
+      );
+      if (open) {
+        app.shell.activateById(id);
+        return;
+      }
+      // The executed notebook beside the log.
+      const beside = (path: string) =>
+        app.commands
+          .execute('docmanager:open', {
+            path,
+            options: { mode: 'split-right', ref: id }
+          })
+          .catch(error =>
+            console.warn('The executed notebook could not be opened', error)
+          );
+      const log = new JobLog({
+        client,
+        job,
+        trans,
+        // Once it ended its executed notebook is whole (a finished job's stream ends at once).
+        ended: final => {
+          if (final.output_path) {
+            void beside(final.output_path);
+          }
+        }
+      });
+      app.shell.add(log, 'main');
+      app.shell.activateById(id);
+    };
     const panel = new JobsPanel({
       client,
       open: path => void app.commands.execute('docmanager:open', { path }),
+      showLog,
       translator
     });
     panel.title.icon = jobIcon;

@@ -1,6 +1,6 @@
 /**
  * The Jobs panel: every job of the gateway with its state, a progress bar of its cells, its
- * accelerator and duration, links to its executed notebook and its log (the event stream), and
+ * accelerator and duration, links to its executed notebook and its log (a tab of the lab), and
  * cancel. Refreshed by a lumino Poll (standby while hidden).
  */
 import {
@@ -28,6 +28,7 @@ export class JobsPanel extends Widget {
     super();
     this._client = options.client;
     this._open = options.open;
+    this._showLog = options.showLog;
     this._trans = (options.translator ?? nullTranslator).load('ferry');
     this.id = 'jp-ferry-jobs';
     this.addClass('jp-FerryJobs');
@@ -131,12 +132,13 @@ export class JobsPanel extends Widget {
       );
     }
     links.push(
-      h.a(
+      h.button(
         {
           className: 'jp-FerryJobs-logs',
-          href: this._client.eventsUrl(job.id),
-          target: '_blank',
-          rel: 'noopener'
+          title: trans.__(
+            'Show the log in a tab, live, with the executed notebook beside it'
+          ),
+          onclick: () => this._showLog(job)
         },
         trans.__('Log')
       )
@@ -195,6 +197,7 @@ export class JobsPanel extends Widget {
   private _client: JobsClient;
   private _trans: TranslationBundle;
   private _open: (path: string) => void;
+  private _showLog: (job: IJob) => void;
   private _poll: Poll;
   private _jobs: IJob[] = [];
   private _error = '';
@@ -238,6 +241,8 @@ export namespace JobsPanel {
     client: JobsClient;
     /** Open a notebook under the root (the executed one). */
     open: (path: string) => void;
+    /** Show a job's log in the lab. */
+    showLog: (job: IJob) => void;
     /** The application's translator (its words in English without one). */
     translator?: ITranslator;
   }

@@ -40,6 +40,7 @@ describe('the Jobs panel', () => {
   let client: JobsClient;
   let panel: JobsPanel;
   let opened: string[];
+  const logs: IJob[] = [];
   const settings = (token: string) =>
     ServerConnection.makeSettings({
       baseUrl: `http://127.0.0.1:${ferry.port}/`,
@@ -101,7 +102,12 @@ describe('the Jobs panel', () => {
 
   beforeEach(() => {
     opened = [];
-    panel = new JobsPanel({ client, open: path => opened.push(path) });
+    logs.length = 0;
+    panel = new JobsPanel({
+      client,
+      open: path => opened.push(path),
+      showLog: job => logs.push(job)
+    });
     Widget.attach(panel, document.body);
   });
 
@@ -146,10 +152,9 @@ describe('the Jobs panel', () => {
     expect(queued.querySelector('.jp-FerryJobs-state')?.textContent).toBe(
       'queued (#1 in the queue)'
     );
-    // Its log is its event stream.
-    expect(
-      running.querySelector<HTMLAnchorElement>('.jp-FerryJobs-logs')?.href
-    ).toBe(client.eventsUrl(holding.id));
+    // Its log opens in the lab (a tab following the event stream), not as the raw stream.
+    running.querySelector<HTMLButtonElement>('.jp-FerryJobs-logs')!.click();
+    expect(logs.map(job => job.id)).toEqual([holding.id]);
 
     // Cancel ends it: its devices go to the waiting job, which then runs to its end.
     running.querySelector<HTMLButtonElement>('.jp-FerryJobs-cancel')!.click();
@@ -196,7 +201,8 @@ describe('the Jobs panel', () => {
     // A page whose token the gateway does not take: the panel says why it shows nothing.
     const stranger = new JobsPanel({
       client: new JobsClient(settings('not-the-token')),
-      open: () => undefined
+      open: () => undefined,
+      showLog: () => undefined
     });
     Widget.attach(stranger, document.body);
     await stranger.refresh();
