@@ -467,7 +467,25 @@ export class Gateway {
       fileIds: this.fileIds,
       state: this.state,
       logger: options.logger,
-      timings: options.roomTimings
+      timings: options.roomTimings,
+      // In a person's folder each viewer sees their own trust: the folder's owner theirs.
+      viewerTrust: {
+        perViewer: path => this.spaces.inUserFolder(path),
+        notebook: async (principal, path) => {
+          const space = this.spaces.spaceOf(principal);
+          if (
+            principal.share ||
+            !space.prefix ||
+            !path.startsWith(space.prefix)
+          ) {
+            return undefined;
+          }
+          const model = await this.spaceContents
+            .for(space.root)
+            .read(this.spaces.toUser(space, path), { type: 'notebook' });
+          return model.content;
+        }
+      }
     });
     this.executions = new CellExecutions({
       registry: this.registry,

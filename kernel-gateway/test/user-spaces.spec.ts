@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
+import type * as Y from 'yjs';
 import { startGateway, type ITestGateway } from './helpers';
 import { RawRoomClient } from './yjs-clients';
 import {
@@ -504,6 +505,160 @@ describe('a space of one’s own', () => {
     expect(
       await trust(call(url, alice, 'GET', '/api/contents/trusted.ipynb'))
     ).toEqual([true]);
+  });
+
+  it('shows a room’s trust per viewer: her notebook trusted for her, for no guest, other person or admin', async () => {
+    const content = {
+      ...NOTEBOOK,
+      cells: [
+        {
+          ...NOTEBOOK.cells[0],
+          id: 'ran-by-alice',
+          metadata: { trusted: true },
+          outputs: [
+            {
+              output_type: 'display_data',
+              data: { 'text/html': '<b>alice ran this</b>' },
+              metadata: {}
+            }
+          ]
+        },
+        { ...NOTEBOOK.cells[0], id: 'not-run', source: '2 + 2' }
+      ]
+    };
+    expect(
+      (
+        await call(url, alice, 'PUT', '/api/contents/room-trust.ipynb', {
+          type: 'notebook',
+          format: 'json',
+          content
+        })
+      ).status
+    ).toBe(201);
+    /**
+     * A room client of the notebook (a path to open a session of, or a room's name), synced, and
+     * the cells the room says its viewer trusts.
+     */
+    const join = async (
+      headers: Record<string, string>,
+      notebook: string,
+      query: Record<string, string> = {}
+    ) => {
+      let room = notebook;
+      if (!notebook.startsWith('json:notebook:')) {
+        const session = await call(
+          url,
+          headers,
+          'PUT',
+          `/api/collaboration/session/${encodeURIComponent(notebook)}${query.token ? `?token=${query.token}` : ''}`,
+          { format: 'json', type: 'notebook' }
+        );
+        // 201 the first time the file is indexed.
+        expect(session.body?.message).toBeUndefined();
+        expect([200, 201]).toContain(session.status);
+        room = `json:notebook:${session.body.fileId}`;
+      }
+      const client = await RawRoomClient.connect(
+        url,
+        room,
+        query,
+        headers.Cookie ? { Cookie: headers.Cookie } : {}
+      );
+      await client.sync();
+      const trust = () =>
+        client.replies.find(
+          reply => (reply as { type?: string }).type === 'trust'
+        ) as { cells: string[] } | undefined;
+      while (!trust()) {
+        await once(client.ws, 'message');
+      }
+      return { client, room, cells: trust()!.cells };
+    };
+    const trustedInDoc = (client: RawRoomClient) =>
+      client.doc
+        .getArray<Y.Map<unknown>>('cells')
+        .map(cell => (cell.get('metadata') as Y.Map<unknown>).get('trusted'));
+
+    // Alice, whose folder it is: her signed notebook's cells are trusted in her view.
+    const hers = await join(alice.headers, 'room-trust.ipynb');
+    expect(hers.cells).toEqual(['ran-by-alice', 'not-run']);
+    // The doc everyone shares carries no trust.
+    expect(trustedInDoc(hers.client)).toEqual([false, false]);
+
+    // Bob, whom she shares it with by name: nothing trusted.
+    const grant = await call(url, alice, 'POST', '/api/shares/people', {
+      path: 'room-trust.ipynb',
+      scope: 'edit',
+      user: 'bob'
+    });
+    expect(grant.status).toBe(201);
+    const entered = await call(
+      url,
+      bob.headers,
+      'POST',
+      `/api/shares/${grant.body.id}/enter`
+    );
+    expect(entered.status).toBe(200);
+    const visitor = entered.setCookies
+      .map(cookie => cookie.split(';')[0])
+      .find(cookie => cookie.startsWith('ferry-share-'))!;
+    const his = await join(
+      { ...bob.headers, Cookie: `${bob.cookie}; ${visitor}` },
+      entered.body.share.path
+    );
+    expect(his.cells).toEqual([]);
+    // A view link's holder, the admin carol and the token's owner: nothing trusted either.
+    const link = await call(url, alice, 'POST', '/api/shares', {
+      path: 'room-trust.ipynb',
+      scope: 'view'
+    });
+    expect(link.status).toBe(201);
+    const guest = await join({}, 'alice/room-trust.ipynb', {
+      token: link.body.token
+    });
+    expect(guest.cells).toEqual([]);
+    const admin = await join(carol.headers, hers.room);
+    expect(admin.cells).toEqual([]);
+    const owner = await join({}, 'alice/room-trust.ipynb', {
+      token: env.gateway.token
+    });
+    expect(owner.cells).toEqual([]);
+
+    // Alice's lab marks her cells trusted in the doc (JupyterLab does when a cell's trust changes):
+    // marked back at once, so that no other viewer's doc ever holds her trust.
+    hers.client.change(doc =>
+      doc
+        .getArray<Y.Map<unknown>>('cells')
+        .forEach(cell =>
+          (cell.get('metadata') as Y.Map<unknown>).set('trusted', true)
+        )
+    );
+    for (const { client } of [hers, his, admin]) {
+      while (trustedInDoc(client).join() !== 'false,false') {
+        await once(client.ws, 'message');
+      }
+    }
+    // Bob marking a cell trusted (his own view's trust) never reaches hers either.
+    his.client.change(doc =>
+      (
+        doc
+          .getArray<Y.Map<unknown>>('cells')
+          .get(0)
+          .get('metadata') as Y.Map<unknown>
+      ).set('trusted', true)
+    );
+    while (trustedInDoc(his.client).join() !== 'false,false') {
+      await once(his.client.ws, 'message');
+    }
+    expect(trustedInDoc(hers.client)).toEqual([false, false]);
+    // A second tab of hers still gets her trust.
+    expect((await join(alice.headers, 'room-trust.ipynb')).cells).toEqual([
+      'ran-by-alice',
+      'not-run'
+    ]);
+    for (const { client } of [hers, his, guest, admin, owner]) {
+      client.close();
+    }
   });
 
   it('streams one’s own file and kernel events only, named within one’s folder', async () => {

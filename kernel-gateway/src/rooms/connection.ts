@@ -32,6 +32,7 @@ import {
   type ChangeRule
 } from './scopes';
 import { canonicalJson } from './documents';
+import { trustedCells, untrustAll } from './viewer-trust';
 
 /** A share link holder as awareness shows them. */
 interface IVisitorName {
@@ -56,6 +57,7 @@ export class RoomConnection implements Room.IPeer {
     this._visitor = options.principal.share
       ? visitorName(options.principal.share)
       : undefined;
+    this._viewerTrust = options.viewerTrust;
     this._ws.binaryType = 'nodebuffer';
     this._ws.on('message', data => this._receive(data as Buffer));
     this._ws.on('close', () => this._closed());
@@ -165,7 +167,10 @@ export class RoomConnection implements Room.IPeer {
     if (type === SyncType.Step1) {
       // Answered once what the doc took is stored: no client reads an edit a crash could lose.
       const stateVector = decoding.readVarUint8Array(decoder);
-      this.room.whenRelayed(() => this.send(this.room.missing(stateVector)));
+      this.room.whenRelayed(() => {
+        this.send(this.room.missing(stateVector));
+        this._sendTrust();
+      });
       return;
     }
     if (type !== SyncType.Step2 && type !== SyncType.Update) {
@@ -195,7 +200,11 @@ export class RoomConnection implements Room.IPeer {
       return;
     }
     if (!this._rule) {
-      Y.applyUpdate(this.room.doc, update, this);
+      if (this._viewerTrust) {
+        this._applyUntrusted(update);
+      } else {
+        Y.applyUpdate(this.room.doc, update, this);
+      }
       return;
     }
     const doc = this.room.doc;
@@ -243,6 +252,9 @@ export class RoomConnection implements Room.IPeer {
       Y.applyUpdate(doc, update, this);
       before = Y.encodeStateVector(doc);
       distrusted = Private.distrust(doc, transaction, moved);
+      if (this._viewerTrust) {
+        distrusted = untrustAll(doc) || distrusted;
+      }
     }, this);
     if (distrusted) {
       // The rest of the room got the trust marks with the update; its writer gets them now.
@@ -260,6 +272,40 @@ export class RoomConnection implements Room.IPeer {
         }
       }, SERVER_ORIGIN);
     }
+  }
+
+  /**
+   * Apply an update in a room whose trust is each viewer's: any cell it marks trusted is marked
+   * untrusted again (the writer's view keeps its own marks), and the writer is sent that change.
+   */
+  private _applyUntrusted(update: Uint8Array): void {
+    const doc = this.room.doc;
+    let before: Uint8Array | undefined;
+    let marked = false;
+    doc.transact(() => {
+      Y.applyUpdate(doc, update, this);
+      before = Y.encodeStateVector(doc);
+      marked = untrustAll(doc);
+    }, this);
+    if (marked) {
+      this.send(Private.updateMessage(Y.encodeStateAsUpdate(doc, before)));
+    }
+  }
+
+  /** Tell the viewer, once synced, the cells they trust (a room whose trust is each viewer's). */
+  private _sendTrust(): void {
+    const trust = this._viewerTrust;
+    if (!trust || this._trustSent) {
+      return;
+    }
+    this._trustSent = true;
+    trust.then(
+      trusted => {
+        const cells = trusted ? trustedCells(this.room.doc, trusted) : [];
+        this.send(rawMessage({ type: 'trust', cells }));
+      },
+      () => this.send(rawMessage({ type: 'trust', cells: [] }))
+    );
   }
 
   private _raw(decoder: decoding.Decoder): void {
@@ -322,6 +368,9 @@ export class RoomConnection implements Room.IPeer {
   }
 
   private _principal: IPrincipal;
+  /** A room whose trust is each viewer's: what this viewer trusts (id to outputs), if anything. */
+  private _viewerTrust: Promise<Map<string, string> | undefined> | undefined;
+  private _trustSent = false;
   /** The room's notebook, which the principal's notebook capabilities are asked of. */
   private _notebook: NotebookRef;
   private _visitor: IVisitorName | undefined;
@@ -349,6 +398,11 @@ export namespace RoomConnection {
     awarenessBudget?: ByteBudget;
     /** What a comment link's connections may write into the doc, all together (one per link). */
     updateBudget?: ByteBudget;
+    /**
+     * Set in a room whose trust is each viewer's (viewer-trust.ts): the cells this viewer trusts
+     * (id to outputs), sent them once synced; the doc itself keeps no trust.
+     */
+    viewerTrust?: Promise<Map<string, string> | undefined>;
   }
 
   /** Bytes a second, with a burst of two seconds' worth (a token bucket). */

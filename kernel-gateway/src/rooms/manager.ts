@@ -35,6 +35,7 @@ import {
   type IRoomTimings
 } from './room-file';
 import { RoomStore } from './room-store';
+import { trustedOutputs, type IViewerTrust } from './viewer-trust';
 
 /** A document session, as `PUT /api/collaboration/session/{path}` answers it. */
 export interface IDocumentSession {
@@ -250,13 +251,47 @@ export class RoomManager {
       room,
       ws,
       principal,
-      ...this._budgets(principal)
+      ...this._budgets(principal),
+      ...this._viewerTrust(name, principal)
     });
     connection.onClose = () => this._release(name, entry);
     this._track(connection);
     for (const data of early) {
       ws.emit('message', data, true);
     }
+  }
+
+  /**
+   * In a notebook room whose trust is each viewer's (a person's folder): what this viewer trusts,
+   * read with their own notary. Nothing elsewhere (the doc carries trust, as before).
+   */
+  private _viewerTrust(
+    name: string,
+    principal: IPrincipal
+  ): Pick<RoomConnection.IOptions, 'viewerTrust'> {
+    const trust = this._options.viewerTrust;
+    const parsed = parseRoomName(name);
+    const path = parsed && this._options.fileIds.path(parsed.fileId);
+    if (
+      !trust ||
+      parsed?.type !== 'notebook' ||
+      path === undefined ||
+      !trust.perViewer(path)
+    ) {
+      return {};
+    }
+    return {
+      viewerTrust: trust.notebook(principal, path).then(
+        content => (content ? trustedOutputs(content) : undefined),
+        (error: unknown) => {
+          this._options.logger.warn(
+            { err: error, room: name },
+            'could not read what a viewer trusts: their view is untrusted'
+          );
+          return undefined;
+        }
+      )
+    };
   }
 
   /** The budgets all of a share link's connections spend (none without a link: the owner). */
@@ -530,6 +565,8 @@ export namespace RoomManager {
     logger: Logger;
     /** Save, poll and free delays (tests shorten them). */
     timings?: Partial<IRoomTimings>;
+    /** Whose trust a notebook's room shows whom (undefined: the doc's, for everyone). */
+    viewerTrust?: IViewerTrust;
   }
 }
 

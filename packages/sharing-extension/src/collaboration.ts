@@ -37,6 +37,7 @@ import { YFile, YNotebook } from '@jupyter/ydoc';
 import type { Awareness } from 'y-protocols/awareness';
 import type * as Y from 'yjs';
 import { mayEdit, type ShareScope } from './api';
+import { trustPlugin, watchTrust } from './trust';
 import { showLinkEnded } from './visitor';
 
 /** The id under which documents ask for the room-backed content provider. */
@@ -83,20 +84,23 @@ const documentProviderFactory: JupyterFrontEndPlugin<IDocumentProviderFactory> =
       const trans = translator.load('jupyter_collaboration');
       return {
         create: options =>
-          endOnRevoke(
-            new WebSocketProvider({
-              path: options.path,
-              contentType: options.contentType,
-              format: options.format,
-              model: options.model,
-              user: options.user,
-              translator: trans,
-              serverSettings: options.serverSettings,
-              onConflictSaveAs: () =>
-                app.commands.execute('docmanager:save-as') as Promise<void>,
-              onConflictRevert: () =>
-                app.commands.execute('docmanager:reload') as Promise<void>
-            })
+          watchTrust(
+            endOnRevoke(
+              new WebSocketProvider({
+                path: options.path,
+                contentType: options.contentType,
+                format: options.format,
+                model: options.model,
+                user: options.user,
+                translator: trans,
+                serverSettings: options.serverSettings,
+                onConflictSaveAs: () =>
+                  app.commands.execute('docmanager:save-as') as Promise<void>,
+                onConflictRevert: () =>
+                  app.commands.execute('docmanager:reload') as Promise<void>
+              })
+            ),
+            options.model
           )
       };
     }
@@ -243,7 +247,8 @@ export const collaborationPlugins: JupyterFrontEndPlugin<unknown>[] = [
   awarenessProviderFactory,
   contentProvider,
   notebooks,
-  files
+  files,
+  trustPlugin
 ];
 
 namespace Private {
