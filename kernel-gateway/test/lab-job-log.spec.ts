@@ -2,14 +2,15 @@
 /**
  * A job's log inside the lab, in Debian's Chromium against `ferry gateway` from the CLI: the Jobs
  * panel's "Log" opens a tab (not the raw event stream in a browser tab) that shows each cell and
- * its output as the job runs, and the executed notebook opens beside it.
+ * its output as the job runs, and the executed notebook opens beside it; "Run again…" runs a job's
+ * notebook again with other parameters.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import { apiFor, pollUntil } from './helpers';
 import {
   SCREENSHOTS,
   appRestored,
@@ -49,6 +50,38 @@ describeInBrowser("a job's log in the lab, in Chromium", () => {
           outputs: [],
           execution_count: null
         })),
+        metadata: {
+          kernelspec: {
+            name: 'python3',
+            display_name: 'Python 3',
+            language: 'python'
+          }
+        },
+        nbformat: 4,
+        nbformat_minor: 5
+      })
+    );
+    writeFileSync(
+      path.join(rootDir, 'sweep.ipynb'),
+      JSON.stringify({
+        cells: [
+          {
+            cell_type: 'code',
+            id: 'p',
+            source: 'lr = 0.01\nname = "baseline"',
+            metadata: { tags: ['parameters'] },
+            outputs: [],
+            execution_count: null
+          },
+          {
+            cell_type: 'code',
+            id: 'r',
+            source: 'print(name, lr)',
+            metadata: {},
+            outputs: [],
+            execution_count: null
+          }
+        ],
         metadata: {
           kernelspec: {
             name: 'python3',
@@ -122,5 +155,49 @@ describeInBrowser("a job's log in the lab, in Chromium", () => {
     // No browser tab of raw events was opened.
     expect(browser.contexts().flatMap(c => c.pages())).toHaveLength(1);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'job-log.png') });
+  });
+
+  it('runs a job again with other parameters from the Jobs panel', async () => {
+    const first = await api('POST', '/api/jobs', {
+      path: 'sweep.ipynb',
+      parameters: { lr: 0.1 }
+    });
+    expect(first.status).toBe(201);
+    const id = (first.body as { id: string }).id;
+    const row = page.locator(`.jp-FerryJobs-job[data-jobid="${id}"]`);
+    await row.getByRole('button', { name: 'Run again…' }).click();
+    const form = page
+      .getByRole('dialog')
+      .filter({ hasText: 'again as a Job: Parameters' });
+    // The form starts on what that run had: its lr, and the cell's name.
+    const lr = form.getByLabel('lr', { exact: true });
+    expect(await lr.inputValue()).toBe('0.1');
+    expect(await form.getByLabel('name', { exact: true }).inputValue()).toBe(
+      'baseline'
+    );
+    await lr.fill('0.2');
+    await form.getByLabel('name', { exact: true }).fill('wider');
+    await form.screenshot({
+      path: path.join(SCREENSHOTS, 'job-run-again.png')
+    });
+    await form.getByRole('button', { name: 'Run again on cpu' }).click();
+    type Listed = {
+      id: string;
+      path: string;
+      parameters?: Record<string, unknown>;
+    }[];
+    const listed = await pollUntil(
+      async () => (await api('GET', '/api/jobs')).body as Listed,
+      jobs => jobs.some(j => j.id !== id && j.path === 'sweep.ipynb')
+    );
+    expect(
+      listed.find(j => j.id !== id && j.path === 'sweep.ipynb')!.parameters
+    ).toEqual({ lr: 0.2, name: 'wider' });
+    await page
+      .locator('.jp-FerryJobs-job[data-state="succeeded"]', {
+        hasText: 'sweep.ipynb'
+      })
+      .nth(1)
+      .waitFor();
   });
 });

@@ -29,7 +29,12 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { JobsClient, type IJob } from './client';
 import { JobLog } from './log';
 import { JobsPanel, submittedNotice } from './panel';
-import { ParametersForm, readParameters } from './parameters';
+import {
+  ParametersForm,
+  pythonLiteral,
+  readParameters,
+  type IParameter
+} from './parameters';
 
 export { JobsClient, type IJob, type IJobSubmitRequest } from './client';
 export { JobLog, outputText, parseEvents } from './log';
@@ -111,6 +116,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       client,
       open: path => void app.commands.execute('docmanager:open', { path }),
       showLog,
+      rerun: job =>
+        void Private.runAgain(app, job, client, translator!).then(() =>
+          panel.refresh()
+        ),
       translator
     });
     panel.title.icon = jobIcon;
@@ -194,6 +203,81 @@ namespace Private {
       format: 'json',
       contentProviderId: providerId
     });
+  }
+
+  /**
+   * Run a job's notebook again on the same accelerator, with its parameters form starting on the
+   * values that run had; resolves with the new job, or undefined when the user cancels.
+   */
+  export async function runAgain(
+    app: JupyterFrontEnd,
+    job: IJob,
+    client: JobsClient,
+    translator: ITranslator
+  ): Promise<unknown> {
+    const trans = translator.load('ferry');
+    const before = (job.parameters ?? {}) as Record<string, unknown>;
+    let parameters: IParameter[] = [];
+    if (job.path) {
+      try {
+        const model = await app.serviceManager.contents.get(job.path, {
+          content: true
+        });
+        const cells = (model.content?.cells ?? []) as {
+          metadata?: { tags?: unknown };
+          source?: string | string[];
+        }[];
+        const cell = cells.find(
+          c =>
+            Array.isArray(c.metadata?.tags) &&
+            (c.metadata!.tags as unknown[]).includes('parameters')
+        );
+        const source = [cell?.source ?? ''].flat().join('');
+        parameters = readParameters(source).map(p =>
+          p.name in before
+            ? { name: p.name, source: pythonLiteral(before[p.name]) }
+            : p
+        );
+      } catch {
+        // The source notebook is gone: the last run's values are all there is.
+        parameters = Object.entries(before).map(([name, value]) => ({
+          name,
+          source: pythonLiteral(value)
+        }));
+      }
+    }
+    const form = new ParametersForm(parameters, translator);
+    const result = await showDialog({
+      title: trans.__('Run %1 again as a Job: Parameters', job.name),
+      body: form,
+      buttons: [
+        Dialog.cancelButton(),
+        Dialog.okButton({
+          label: trans.__('Run again on %1', job.accelerator ?? 'cpu')
+        })
+      ]
+    });
+    if (!result.button.accept || !job.path) {
+      return undefined;
+    }
+    try {
+      const again = await client.submit({
+        path: job.path,
+        accelerator: job.accelerator,
+        parameters: { ...before, ...(result.value ?? {}) }
+      });
+      Notification.success(submittedNotice(again, translator), {
+        autoClose: 5000
+      });
+      return again;
+    } catch (error) {
+      await showDialog({
+        title: trans.__('The job was not started'),
+        body: (error as Error).message,
+        buttons: [Dialog.okButton()]
+      });
+      return undefined;
+    }
   }
 
   /**

@@ -29,6 +29,7 @@ export class JobsPanel extends Widget {
     this._client = options.client;
     this._open = options.open;
     this._showLog = options.showLog;
+    this._rerun = options.rerun ?? (() => undefined);
     this._trans = (options.translator ?? nullTranslator).load('ferry');
     this.id = 'jp-ferry-jobs';
     this.addClass('jp-FerryJobs');
@@ -143,6 +144,19 @@ export class JobsPanel extends Widget {
         trans.__('Log')
       )
     );
+    links.push(
+      h.button(
+        {
+          className: 'jp-FerryJobs-rerun',
+          title: trans.__(
+            'Run this notebook again on %1, with other parameters',
+            job.accelerator
+          ),
+          onclick: () => this._rerun(job)
+        },
+        trans.__('Run again…')
+      )
+    );
     if (!FINAL.has(job.state)) {
       links.push(
         h.button(
@@ -198,6 +212,7 @@ export class JobsPanel extends Widget {
   private _trans: TranslationBundle;
   private _open: (path: string) => void;
   private _showLog: (job: IJob) => void;
+  private _rerun: (job: IJob) => void;
   private _poll: Poll;
   private _jobs: IJob[] = [];
   private _error = '';
@@ -243,6 +258,8 @@ export namespace JobsPanel {
     open: (path: string) => void;
     /** Show a job's log in the lab. */
     showLog: (job: IJob) => void;
+    /** Run a job's notebook again, asking for other parameters. */
+    rerun?: (job: IJob) => void;
     /** The application's translator (its words in English without one). */
     translator?: ITranslator;
   }

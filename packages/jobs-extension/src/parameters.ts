@@ -210,6 +210,11 @@ export class ParametersForm extends Widget {
   private _literal = false;
 }
 
+/** A JSON value written as Python source (`True`, `None`, `"text"`, `[1, 2]`). */
+export function pythonLiteral(value: unknown): string {
+  return Private.literal(value);
+}
+
 namespace Private {
   export interface IField {
     parameter: IParameter;
