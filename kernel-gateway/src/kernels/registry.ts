@@ -414,8 +414,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       if (environment !== undefined) {
         this._environments.checkAvailable(environment, accelerator);
       }
-      if (accelerator.kind !== 'cpu' && this._holds.whenUsed) {
-        // Held only while used: it starts without its devices, where they are.
+      if (accelerator.kind !== 'cpu' && this._holds.whenUsed && !request.job) {
+        // Held only while used: it starts without its devices, where they are. A job's kernel
+        // runs its cells back to back from the start: it takes its devices as it starts.
         this._scheduler.check(accelerator, environment);
         result = this._hostPlacement(kernel);
         held = result.state !== 'assigned';
