@@ -88,7 +88,9 @@ describe('a cell waiting for devices through jupyter_server --gateway-url', () =
     const id = started.body.id as string;
     const client = await connectThrough(jupyter.server, id);
     const running = client.execute(SEES);
-    await modelUntil(ferry, m => m.kernels?.[id]?.hold.state === 'waiting');
+    // Queued (a `wait` is shown only then), not merely asking: freeing the device earlier would
+    // let the cell take it at once, with nothing to show.
+    await modelUntil(ferry, m => m.kernels?.[id]?.wait !== undefined);
 
     await direct.close();
     expect((await ferry.api('DELETE', `/api/kernels/${holder}`)).status).toBe(
