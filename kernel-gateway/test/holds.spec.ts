@@ -169,6 +169,35 @@ describe('devices held only while used', () => {
     expect(statuses).not.toContain('dead');
   }, 60000);
 
+  it('opens a terminal beside a kernel holding nothing: it takes the device if free, else says why', async () => {
+    await start({ mode: 'when-used', idleReturnMs: { gpu: 0 } });
+    const first = await startKernel(gw, { name: 'python3', accelerator: H100 });
+    const second = await startKernel(gw, {
+      name: 'python3',
+      accelerator: H100
+    });
+    expect(await holdersOfTheGpu()).toEqual([]);
+
+    const opened = await gw.api('POST', '/api/terminals', { kernel: first });
+    expect(opened.status).toBe(200);
+    expect(await holdersOfTheGpu()).toContain(first);
+    expect((await accelerators()).kernels?.[first]?.hold.state).toBe('held');
+
+    // A terminal does not queue: the second kernel is told why, and is left as it was.
+    const refused = await gw.api('POST', '/api/terminals', { kernel: second });
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toMatch(
+      /holds no GPU · H100 × 1 now .*none is free .*#1 in the queue.*run a cell/
+    );
+    expect((await accelerators()).kernels?.[second]?.hold.state).toBe(
+      'returned'
+    );
+    expect(await holdersOfTheGpu()).not.toContain(second);
+    expect(
+      (await gw.api('DELETE', `/api/terminals/${opened.body.name}`)).status
+    ).toBe(204);
+  }, 60000);
+
   it('gives an idle kernel the device back to a waiting one, and takes it again for its next cell', async () => {
     await start({
       mode: 'when-used',

@@ -218,9 +218,12 @@ describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
         accelerator: { kind: 'gpu', count: 1 }
       }
     );
-    const kernel = (await api('GET', `/api/kernels/${kernelId}`)).body;
     const opened = await api('POST', '/api/terminals', { kernel: kernelId });
     expect(opened.status).toBe(200);
+    // Read after the terminal opened: a kernel holds its devices only while used, and a terminal
+    // beside it makes it take them.
+    const kernel = (await api('GET', `/api/kernels/${kernelId}`)).body;
+    expect(kernel.accelerator.held).toBe(true);
     const visible = (
       await api('GET', '/api/accelerators')
     ).body.workers[0].devices.find(

@@ -226,6 +226,53 @@ export class DeviceHolds {
     void this._acquire(hold);
   }
 
+  /**
+   * A terminal opens beside a kernel that holds no devices now: the kernel takes them at once,
+   * if they are free, as a cell would (its idle clock then runs as after a cell). A terminal does
+   * not queue: when they are not free, it is refused with where the kernel would stand.
+   *
+   * @throws KernelStateError when its devices are not free now, wait for a cell, or are suspended.
+   */
+  async takeForTerminal(kernel: ManagedKernel): Promise<void> {
+    const hold = this._holds.get(kernel.id);
+    if (!hold || hold.state === 'held') {
+      return;
+    }
+    const what = formatAccelerator(kernel.accelerator);
+    if (hold.state !== 'returned') {
+      throw new KernelStateError(
+        `Kernel ${kernel.id} ${hold.state === 'waiting' ? `waits for its ${what}` : `has its ${what} suspended`}: a terminal beside it opens once a cell has taken them`
+      );
+    }
+    // Tried on a copy first: a terminal never leaves the kernel queued.
+    const trial = this._host.scheduler.fork();
+    trial.release(kernel.id);
+    const result = trial.request(
+      kernel.id,
+      kernel.accelerator,
+      kernel.launch.environment,
+      kernel.owner
+    );
+    if (result.state !== 'assigned') {
+      throw new KernelStateError(
+        `Kernel ${kernel.id} holds no ${what} now (devices are held only while used) and none is free (it would be #${result.position} in the queue): run a cell to wait for them, then open the terminal beside it`
+      );
+    }
+    this._host.admit?.(kernel);
+    hold.state = 'waiting';
+    try {
+      if ((await this._restart.takeBack(kernel)) !== 'running') {
+        throw new KernelStateError(
+          `Kernel ${kernel.id}'s ${what} was taken meanwhile: run a cell to wait for it`
+        );
+      }
+    } finally {
+      if (hold.state === 'waiting') {
+        hold.state = 'returned';
+      }
+    }
+  }
+
   /** A status its process published: idle time counts from a cell's end (busy -> idle). */
   processStatus(kernel: ManagedKernel, state: string): void {
     const hold = this._holds.get(kernel.id);

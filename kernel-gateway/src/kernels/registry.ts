@@ -240,6 +240,16 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     await this._holds.returnDevices(this.require(kernelId), reason, cause);
   }
 
+  /**
+   * A terminal opens beside a kernel: a kernel that holds no devices now takes them at once if
+   * they are free (`--hold-devices when-used`).
+   *
+   * @throws KernelStateError when they are not free now (a terminal does not queue).
+   */
+  takeDevicesForTerminal(kernelId: string): Promise<void> {
+    return this._holds.takeForTerminal(this.require(kernelId));
+  }
+
   /** A kernel's hold on its devices and its wait, as `/api/accelerators` shows them. */
   holdOf(kernelId: string): IHoldModel | undefined {
     return this._holds.model(kernelId);

@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { LimitError, OWNER } from '../auth';
-import type { KernelEnvironments, KernelRegistry } from '../kernels';
+import {
+  KernelStateError,
+  type KernelEnvironments,
+  type KernelRegistry
+} from '../kernels';
 import type { WorkerPool } from '../pool';
 import type { IRunAs, IWorkerConnection, RestSchemas } from '../protocol';
 import {
@@ -141,6 +145,22 @@ export class TerminalRegistry {
           400,
           `Kernel does not exist: ${request.kernel}`
         );
+      }
+      if (kernel.running) {
+        // Held only while used: the terminal needs the kernel's devices now.
+        try {
+          await kernels.takeDevicesForTerminal(kernel.id);
+        } catch (error) {
+          throw error instanceof KernelStateError
+            ? new TerminalError(409, error.message)
+            : error;
+        }
+        if (this._entries.has(name)) {
+          throw new TerminalError(
+            409,
+            `A terminal named ${name} is open already`
+          );
+        }
       }
       if (!kernel.running || !kernel.placement) {
         throw new TerminalError(
