@@ -487,6 +487,11 @@ async function openLab(browser: Browser, simulate: string): Promise<ILab> {
     const started = await startFerry([
       '--simulate',
       simulate,
+      // Kernels hold their devices from their start, as these tests count and predict holders
+      // (`ferry gateway` holds them only while used by default: holds.spec and
+      // lab-fair-share.spec test that in the lab).
+      '--hold-devices',
+      'always',
       '--no-discover',
       '--root-dir',
       rootDir,
