@@ -4,6 +4,7 @@
  * transitions allowed between them (one table, {@link ManagedKernel.TRANSITIONS}), and a method for
  * each change. The registry and its parts change a kernel only through these methods; a change its
  * phase does not allow is refused (the method returns false) and the kernel stays as it was.
+ * One file, just over 500 lines: one class and its transition table.
  *
  * @packageDocumentation
  */

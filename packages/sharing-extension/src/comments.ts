@@ -8,6 +8,9 @@
  *
  * Each cell shows a count of its comments (a button in its prompt gutter) and, under it, its
  * threads with their times, replies, Resolve and Delete; the box to write one opens on demand.
+ *
+ * One file, though over 500 lines: the doc's comment entries and their widget on a cell are one
+ * concept, and the widget's DOM building is most of it.
  */
 import type {
   JupyterFrontEnd,
