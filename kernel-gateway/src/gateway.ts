@@ -41,6 +41,7 @@ import {
   ShareStore,
   TokenIdentityResolver,
   type ILimits,
+  type IPrincipal,
   type ShareEnd
 } from './auth';
 import {
@@ -315,6 +316,7 @@ export class Gateway {
         templates: resolved.environments ?? []
       }),
       logger: options.logger,
+      store: this.state,
       maxTerminals: resolved.limits.maxTerminals,
       replayChars: Private.TERMINAL_REPLAY_CHARS,
       slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000,
@@ -471,19 +473,24 @@ export class Gateway {
       // In a person's folder each viewer sees their own trust: the folder's owner theirs.
       viewerTrust: {
         perViewer: path => this.spaces.inUserFolder(path),
-        notebook: async (principal, path) => {
-          const space = this.spaces.spaceOf(principal);
-          if (
-            principal.share ||
-            !space.prefix ||
-            !path.startsWith(space.prefix)
-          ) {
-            return undefined;
-          }
-          const model = await this.spaceContents
-            .for(space.root)
-            .read(this.spaces.toUser(space, path), { type: 'notebook' });
-          return model.content;
+        isOwner: (principal, path) =>
+          !principal.share &&
+          principal.id === this.spaces.ownerOfPath(path) &&
+          principal.user !== undefined,
+        ownerNotebook: async path => {
+          const owner = Private.ownerSpace(this, path);
+          return (await owner.contents.read(owner.path, { type: 'notebook' }))
+            .content;
+        },
+        saveSigned: async (path, content) => {
+          const owner = Private.ownerSpace(this, path);
+          return (
+            await owner.contents.save(owner.path, {
+              type: 'notebook',
+              format: 'json',
+              content
+            })
+          ).model;
         }
       }
     });
@@ -761,6 +768,32 @@ export function createGateway(options: Gateway.IOptions): Gateway {
 }
 
 namespace Private {
+  /**
+   * The contents manager of the person whose folder holds `gatewayPath`, and the path as they name
+   * it (their notary marks and signs their notebooks).
+   *
+   * @throws Error where no person's folder holds it.
+   */
+  export function ownerSpace(
+    gateway: Gateway,
+    gatewayPath: string
+  ): { contents: FileContentsManager; path: string } {
+    const accounts = gateway.accounts;
+    const account = accounts?.get(gateway.spaces.ownerOfPath(gatewayPath));
+    if (!accounts || !account) {
+      throw new Error(`${gatewayPath} lies in no person's folder`);
+    }
+    const space = gateway.spaces.spaceOf({
+      id: account.id,
+      roles: [],
+      user: { home: accounts.folderOf(account) }
+    } as unknown as IPrincipal);
+    return {
+      contents: gateway.spaceContents.for(space.root),
+      path: gateway.spaces.toUser(space, gatewayPath)
+    };
+  }
+
   /** A quota event for the bus: `level` (80 %, 95 %, 100 %) or `returned` (the devices went back). */
   export function quotaEvent(
     action: 'level' | 'returned',
@@ -773,6 +806,7 @@ namespace Private {
         ? { terminal: allocation.holder.id }
         : { kernel_id: allocation.key }),
       user: allocation.user,
+      ...(state.group !== undefined ? { group: state.group } : {}),
       level: state.level,
       class: state.class,
       ...(state.model !== undefined ? { model: state.model } : {}),

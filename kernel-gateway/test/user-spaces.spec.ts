@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 import type * as Y from 'yjs';
-import { startGateway, type ITestGateway } from './helpers';
+import { pollUntil, startGateway, type ITestGateway } from './helpers';
 import { RawRoomClient } from './yjs-clients';
 import {
   signIn,
@@ -656,6 +656,32 @@ describe('a space of one’s own', () => {
       'ran-by-alice',
       'not-run'
     ]);
+    // Her edit in the room is saved signed as hers: the file opens trusted for her, and for no
+    // one else (the root's view here).
+    hers.client.change(doc => {
+      const source = doc
+        .getArray<Y.Map<unknown>>('cells')
+        .get(1)
+        .get('source') as Y.Text;
+      source.delete(0, source.length);
+      source.insert(0, '3 + 3');
+    });
+    const saved = await pollUntil(
+      () => call(url, alice, 'GET', '/api/contents/room-trust.ipynb'),
+      read => read.body?.content?.cells?.[1]?.source === '3 + 3',
+      30_000,
+      100
+    );
+    expect(
+      saved.body.content.cells.map((cell: Json) => cell.metadata.trusted)
+    ).toEqual([true, true]);
+    const rootView = await env.gateway.api(
+      'GET',
+      '/api/contents/alice/room-trust.ipynb'
+    );
+    expect(
+      rootView.body.content.cells.map((cell: Json) => cell.metadata.trusted)
+    ).toEqual([false, false]);
     for (const { client } of [hers, his, guest, admin, owner]) {
       client.close();
     }

@@ -32,7 +32,7 @@ import {
   type ChangeRule
 } from './scopes';
 import { canonicalJson } from './documents';
-import { trustedCells, untrustAll } from './viewer-trust';
+import { trustedCells, untrustAll, type OwnerTrust } from './viewer-trust';
 
 /** A share link holder as awareness shows them. */
 interface IVisitorName {
@@ -253,7 +253,7 @@ export class RoomConnection implements Room.IPeer {
       before = Y.encodeStateVector(doc);
       distrusted = Private.distrust(doc, transaction, moved);
       if (this._viewerTrust) {
-        distrusted = untrustAll(doc) || distrusted;
+        distrusted = this._untrust() || distrusted;
       }
     }, this);
     if (distrusted) {
@@ -285,11 +285,20 @@ export class RoomConnection implements Room.IPeer {
     doc.transact(() => {
       Y.applyUpdate(doc, update, this);
       before = Y.encodeStateVector(doc);
-      marked = untrustAll(doc);
+      marked = this._untrust();
     }, this);
     if (marked) {
       this.send(Private.updateMessage(Y.encodeStateAsUpdate(doc, before)));
     }
+  }
+
+  /** What the owner marked trusted is theirs (the room's {@link OwnerTrust}); no one's in the doc. */
+  private _untrust(): boolean {
+    const trust = this._viewerTrust!;
+    if (trust.owner) {
+      trust.trust.record(this.room.doc);
+    }
+    return untrustAll(this.room.doc);
   }
 
   /** Tell the viewer, once synced, the cells they trust (a room whose trust is each viewer's). */
@@ -299,13 +308,15 @@ export class RoomConnection implements Room.IPeer {
       return;
     }
     this._trustSent = true;
-    trust.then(
-      trusted => {
-        const cells = trusted ? trustedCells(this.room.doc, trusted) : [];
-        this.send(rawMessage({ type: 'trust', cells }));
-      },
-      () => this.send(rawMessage({ type: 'trust', cells: [] }))
-    );
+    const send = (cells: string[]) =>
+      this.send(rawMessage({ type: 'trust', cells }));
+    if (!trust.owner) {
+      send([]);
+      return;
+    }
+    void trust.trust
+      .trusted()
+      .then(trusted => send(trustedCells(this.room.doc, trusted)));
   }
 
   private _raw(decoder: decoding.Decoder): void {
@@ -368,8 +379,8 @@ export class RoomConnection implements Room.IPeer {
   }
 
   private _principal: IPrincipal;
-  /** A room whose trust is each viewer's: what this viewer trusts (id to outputs), if anything. */
-  private _viewerTrust: Promise<Map<string, string> | undefined> | undefined;
+  /** A room whose trust is each viewer's: its owner's trust, and whether this viewer is them. */
+  private _viewerTrust: RoomConnection.IViewerTrust | undefined;
   private _trustSent = false;
   /** The room's notebook, which the principal's notebook capabilities are asked of. */
   private _notebook: NotebookRef;
@@ -399,10 +410,17 @@ export namespace RoomConnection {
     /** What a comment link's connections may write into the doc, all together (one per link). */
     updateBudget?: ByteBudget;
     /**
-     * Set in a room whose trust is each viewer's (viewer-trust.ts): the cells this viewer trusts
-     * (id to outputs), sent them once synced; the doc itself keeps no trust.
+     * Set in a room whose trust is each viewer's (viewer-trust.ts): the doc keeps no trust, and the
+     * viewer is sent, once synced, the cells they trust (the owner's, for the owner only).
      */
-    viewerTrust?: Promise<Map<string, string> | undefined>;
+    viewerTrust?: IViewerTrust;
+  }
+
+  /** A connection's view of a room whose trust is each viewer's. */
+  export interface IViewerTrust {
+    trust: OwnerTrust;
+    /** Whether the viewer is the notebook's folder's owner, acting as themselves. */
+    owner: boolean;
   }
 
   /** Bytes a second, with a burst of two seconds' worth (a token bucket). */

@@ -35,7 +35,7 @@ import {
   type IRoomTimings
 } from './room-file';
 import { RoomStore } from './room-store';
-import { trustedOutputs, type IViewerTrust } from './viewer-trust';
+import type { IViewerTrust } from './viewer-trust';
 
 /** A document session, as `PUT /api/collaboration/session/{path}` answers it. */
 export interface IDocumentSession {
@@ -252,7 +252,7 @@ export class RoomManager {
       ws,
       principal,
       ...this._budgets(principal),
-      ...this._viewerTrust(name, principal)
+      ...this._viewerTrust(entry.file!, principal)
     });
     connection.onClose = () => this._release(name, entry);
     this._track(connection);
@@ -261,36 +261,21 @@ export class RoomManager {
     }
   }
 
-  /**
-   * In a notebook room whose trust is each viewer's (a person's folder): what this viewer trusts,
-   * read with their own notary. Nothing elsewhere (the doc carries trust, as before).
-   */
+  /** In a room whose trust is each viewer's (a person's folder): this viewer's trust. */
   private _viewerTrust(
-    name: string,
+    file: RoomFile,
     principal: IPrincipal
   ): Pick<RoomConnection.IOptions, 'viewerTrust'> {
-    const trust = this._options.viewerTrust;
-    const parsed = parseRoomName(name);
-    const path = parsed && this._options.fileIds.path(parsed.fileId);
-    if (
-      !trust ||
-      parsed?.type !== 'notebook' ||
-      path === undefined ||
-      !trust.perViewer(path)
-    ) {
+    const trust = file.ownerTrust;
+    const path = file.path;
+    if (!trust || path === undefined) {
       return {};
     }
     return {
-      viewerTrust: trust.notebook(principal, path).then(
-        content => (content ? trustedOutputs(content) : undefined),
-        (error: unknown) => {
-          this._options.logger.warn(
-            { err: error, room: name },
-            'could not read what a viewer trusts: their view is untrusted'
-          );
-          return undefined;
-        }
-      )
+      viewerTrust: {
+        trust,
+        owner: this._options.viewerTrust!.isOwner(principal, path)
+      }
     };
   }
 
@@ -460,7 +445,8 @@ export class RoomManager {
           store: this._store,
           timings: this._timings,
           logger: this._options.logger,
-          onDeleted: () => this._free(name, created, true)
+          onDeleted: () => this._free(name, created, true),
+          viewerTrust: this._options.viewerTrust
         })
       );
       const created: Private.IEntry = { loading, holds: 0 };

@@ -38,6 +38,7 @@ import {
 import { RoomCloseCode, RoomError, type IRoomName } from './protocol';
 import { Room, type SaveStatus } from './room';
 import type { RoomStore } from './room-store';
+import { markedTrusted, OwnerTrust, type IViewerTrust } from './viewer-trust';
 
 /** How often a room saves, polls its file, compacts its history. */
 export interface IRoomTimings {
@@ -161,6 +162,15 @@ export class RoomFile {
   ) {
     this.fileId = options.name.fileId;
     this._options = options;
+    const path = this.path;
+    // A notebook in a person's folder: trust is each viewer's, its owner's kept here.
+    this.ownerTrust =
+      options.viewerTrust &&
+      kind.type === 'notebook' &&
+      path !== undefined &&
+      options.viewerTrust.perViewer(path)
+        ? new OwnerTrust(options.viewerTrust, () => this.path)
+        : undefined;
     this._timings = options.timings;
     this._kind = kind;
     this._hash = model.hash;
@@ -181,6 +191,8 @@ export class RoomFile {
 
   readonly room: Room;
   readonly fileId: string;
+  /** What the owner trusts, in a room whose trust is each viewer's (else undefined). */
+  readonly ownerTrust: OwnerTrust | undefined;
 
   /** Where the file is now (it follows renames); undefined once it is deleted. */
   get path(): string | undefined {
@@ -420,11 +432,20 @@ export class RoomFile {
     try {
       // The hash and stamp of what this save wrote, not of a read after it: a change made on
       // disk in between (a `git checkout`) would pass for the save, and never reach the room.
-      const { model } = await contents.save(path, {
-        type: this._kind.type,
-        format: this._kind.format,
-        content: this._kind.read(this.room.doc)
-      });
+      const content = this._kind.read(this.room.doc);
+      // The owner trusts all it shows: signed as theirs, it opens trusted for them again.
+      const { model } = this.ownerTrust?.covers(this.room.doc)
+        ? {
+            model: await this._options.viewerTrust!.saveSigned(
+              path,
+              markedTrusted(content)
+            )
+          }
+        : await contents.save(path, {
+            type: this._kind.type,
+            format: this._kind.format,
+            content
+          });
       this._hash = model.hash ?? '';
       this._stamp = fileStamp(model);
       this._saveCostMs = performance.now() - started;
@@ -603,6 +624,8 @@ export namespace RoomFile {
     logger: Logger;
     /** The file was deleted (through /api/contents: its id is forgotten). */
     onDeleted?: () => void;
+    /** Whose trust a notebook shows whom (viewer-trust.ts); undefined: the doc's, for everyone. */
+    viewerTrust?: IViewerTrust;
   }
 
   /** The client id files are loaded with: the same file always gives the same history. */

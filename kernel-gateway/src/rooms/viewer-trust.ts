@@ -2,8 +2,10 @@
  * Notebook trust judged per viewer: in a room whose notebook lies in a signed-in person's folder,
  * the doc everyone shares carries no trust (every cell untrusted, whoever marks one), and each
  * connection is told, in a raw message of its own (`{"type": "trust", "cells": [ids]}`), the cells
- * that its viewer trusts: the folder's owner, the cells their own notary trusts whose outputs are
- * still those of the signed file; anyone else (an admin, another person, a link's holder), none.
+ * that its viewer trusts: the folder's owner, the cells their own notary trusts (or their own
+ * connections marked trusted since) whose outputs are still those; anyone else (an admin, another
+ * person, a link's holder), none. A save while the owner trusts every cell with outputs is signed
+ * with the owner's notary, so the notebook opens trusted for them again.
  * The hosted lab marks those cells trusted in that viewer's view only (`sharing-extension`
  * `trust.ts`). With `--auth token` (no person's folder) trust stays in the doc, as before.
  *
@@ -11,17 +13,103 @@
  */
 import * as Y from 'yjs';
 import type { IPrincipal } from '../auth';
+import type { IContentsModel } from '../contents';
 import { canonicalJson, NOTEBOOK } from './documents';
 
 /** What the rooms ask about trust (the gateway answers from its users' folders and notaries). */
 export interface IViewerTrust {
   /** Whether trust in the notebook at `path` (the root's name) is each viewer's own. */
   perViewer(path: string): boolean;
+  /** Whether `principal` is the owner of the folder that holds `path`, acting as themselves. */
+  isOwner(principal: IPrincipal, path: string): boolean;
+  /** The notebook at `path` as its folder's owner's notary marks it (cells' `metadata.trusted`). */
+  ownerNotebook(path: string): Promise<unknown>;
   /**
-   * The notebook at `path` as `principal`'s own notary marks it (cells' `metadata.trusted`), or
-   * undefined where they trust nothing there (not their folder, or through a share link).
+   * Save `content` (its code cells marked trusted) at `path` through its folder's owner's contents
+   * manager, whose notary signs it.
    */
-  notebook(principal: IPrincipal, path: string): Promise<unknown>;
+  saveSigned(path: string, content: unknown): Promise<IContentsModel>;
+}
+
+/**
+ * What the owner of a room's notebook trusts in it (a room whose trust is each viewer's): the cells
+ * their notary trusted when the room first asked, and those their own connections marked trusted
+ * since, each with the outputs it had then. A cell whose outputs changed since is not trusted.
+ */
+export class OwnerTrust {
+  constructor(
+    private readonly _source: IViewerTrust,
+    private readonly _path: () => string | undefined
+  ) {}
+
+  /** The cells the owner trusts: id to outputs (none when their notebook cannot be read). */
+  trusted(): Promise<Map<string, string>> {
+    this._loading ??= (async () => {
+      const path = this._path();
+      const content =
+        path === undefined ? undefined : await this._source.ownerNotebook(path);
+      const trusted = content ? trustedOutputs(content) : new Map();
+      for (const [id, outputs] of this._recorded) {
+        trusted.set(id, outputs);
+      }
+      this._map = trusted;
+      return trusted;
+    })().catch(() => (this._map = new Map<string, string>()));
+    return this._loading;
+  }
+
+  /** The owner marked cells of `doc` trusted: their outputs as they are now are theirs. */
+  record(doc: Y.Doc): void {
+    for (const cell of cellsOf(doc)) {
+      const metadata = cell.get('metadata');
+      const id = cell.get('id');
+      if (
+        typeof id === 'string' &&
+        metadata instanceof Y.Map &&
+        metadata.get('trusted') === true
+      ) {
+        const outputs = outputsOf(cell);
+        this._recorded.set(id, outputs);
+        this._map?.set(id, outputs);
+      }
+    }
+  }
+
+  /**
+   * Whether the owner trusts every code cell of `doc` with outputs, as they are: a save then signs
+   * the file with the owner's notary, so that it opens trusted for them again.
+   */
+  covers(doc: Y.Doc): boolean {
+    const trusted = this._map;
+    return (
+      trusted !== undefined &&
+      cellsOf(doc).every(cell => {
+        const outputs = outputsOf(cell);
+        return (
+          cell.get('cell_type') !== 'code' ||
+          outputs === '[]' ||
+          trusted.get(cell.get('id') as string) === outputs
+        );
+      })
+    );
+  }
+
+  private _loading: Promise<Map<string, string>> | undefined;
+  private _map: Map<string, string> | undefined;
+  private readonly _recorded = new Map<string, string>();
+}
+
+/** A notebook's content with every code cell marked trusted (a copy). */
+export function markedTrusted(content: unknown): unknown {
+  const nb = content as { cells?: { cell_type?: string; metadata?: object }[] };
+  return {
+    ...nb,
+    cells: (nb.cells ?? []).map(cell =>
+      cell.cell_type === 'code'
+        ? { ...cell, metadata: { ...cell.metadata, trusted: true } }
+        : cell
+    )
+  };
 }
 
 /** The trusted code cells of `content` (a notebook as a viewer reads it): id to outputs. */
