@@ -316,7 +316,6 @@ export class Gateway {
         templates: resolved.environments ?? []
       }),
       logger: options.logger,
-      store: this.state,
       maxTerminals: resolved.limits.maxTerminals,
       replayChars: Private.TERMINAL_REPLAY_CHARS,
       slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000,
@@ -806,7 +805,6 @@ namespace Private {
         ? { terminal: allocation.holder.id }
         : { kernel_id: allocation.key }),
       user: allocation.user,
-      ...(state.group !== undefined ? { group: state.group } : {}),
       level: state.level,
       class: state.class,
       ...(state.model !== undefined ? { model: state.model } : {}),
