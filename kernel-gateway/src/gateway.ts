@@ -806,6 +806,7 @@ namespace Private {
         : { kernel_id: allocation.key }),
       user: allocation.user,
       level: state.level,
+      ...(state.group !== undefined ? { group: state.group } : {}),
       class: state.class,
       ...(state.model !== undefined ? { model: state.model } : {}),
       usedSeconds: state.usedSeconds,

@@ -253,4 +253,128 @@ describe('quotas', () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it("pools a group's members: one uses it up, the other is refused, the period renews", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-pools-'));
+    const store = new StateStore(dir);
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('w1', 'H100', 4));
+    // Noon on a Monday, UTC.
+    let now = Date.UTC(2026, 10, 23, 12);
+    const groups: Record<string, string[]> = {
+      ann: ['students', 'lab'],
+      ben: ['students'],
+      cat: []
+    };
+    const owners: Record<string, string> = {};
+    const ledger = new UsageLedger({
+      store,
+      scheduler,
+      weights: new ModelWeights(),
+      flushIntervalMs: 0,
+      now: () => now,
+      describe: key => ({
+        user: owners[key],
+        group: groups[owners[key]][0] ?? '',
+        holder: { kind: 'kernel', id: key }
+      })
+    });
+    const returned: [string, string][] = [];
+    const quotas = new Quotas({
+      table: {
+        default: { gpu: '100h' },
+        groups: {
+          students: {
+            gpu: '50h',
+            pool: { period: 'calendar-week', gpu: '10h', 'gpu:H100': '6h' }
+          },
+          lab: { pool: { gpu: '1000h' } }
+        }
+      },
+      store,
+      ledger,
+      groupsOf: id => groups[id],
+      returnDevices: (key, reason) => {
+        returned.push([key, reason]);
+        return Promise.resolve();
+      },
+      now: () => now,
+      checkIntervalMs: 0
+    });
+    const levels: string[] = [];
+    quotas.on('level', ({ allocation, state }) =>
+      levels.push(`${allocation.user} ${state.group} ${state.level}`)
+    );
+    // The pool is not a member's own row: each member keeps 50 h of their own.
+    expect(quotas.of('ben').quotas.map(q => [q.key, q.seconds])).toEqual([
+      ['gpu', 50 * 3600]
+    ]);
+    expect(quotas.poolsOf('ann').map(p => p.group)).toEqual([
+      'students',
+      'lab'
+    ]);
+    expect(quotas.poolsOf('cat')).toEqual([]);
+    const request = { kind: 'gpu', model: 'H100', count: 2 } as const;
+    const used = () =>
+      quotas.poolUsed(
+        'students',
+        { kind: 'gpu', model: 'H100' },
+        quotas.poolWindow(quotas.poolsOf('ben')[0])
+      ).heldSeconds / 3600;
+
+    // Ann holds 2 H100s: in 2 h she has held 4 device-hours of the students' 6 h of H100.
+    owners.a1 = 'ann';
+    quotas.admit('ann', request);
+    scheduler.request('a1', request);
+    now += 2 * HOUR;
+    expect(used()).toBe(4);
+    quotas.check();
+    expect(levels).toEqual([]);
+    // Ben's start counts against the same pool; at 5.2 h (87 %) both holders are warned.
+    owners.b1 = 'ben';
+    quotas.admit('ben', { ...request, count: 1 });
+    scheduler.request('b1', { ...request, count: 1 });
+    now += 24 * 60_000;
+    quotas.check();
+    expect(levels.sort()).toEqual([
+      'ann students warning',
+      'ben students warning'
+    ]);
+    expect(quotas.stateOfHolder('b1')).toMatchObject({
+      group: 'students',
+      class: 'gpu',
+      model: 'H100',
+      quotaSeconds: 6 * 3600
+    });
+    // At 6 h the pool is used up: both holders' devices go back, with the group in the words.
+    now += 16 * 60_000;
+    quotas.check();
+    expect(returned.map(r => r[0]).sort()).toEqual(['a1', 'b1']);
+    expect(returned[0][1]).toMatch(
+      /^because the pool of group students was used up by its members \(6 h of 6 h of GPU · H100/
+    );
+    scheduler.release('a1');
+    scheduler.release('b1');
+    // Ben's next start is refused: what remains of the group's pool and when it renews.
+    expect(() => quotas.admit('ben', request)).toThrow(
+      /^The pool of your group students of 6 h of GPU · H100 device time this week is used up by its members \(6 h used, 0 s remain\): it renews at 2026-11-30T00:00:00.000Z/
+    );
+    // Cat is in no pooled group, and a TPU is in no pool: neither is refused.
+    expect(() => quotas.admit('cat', request)).not.toThrow();
+    expect(() => quotas.admit('ben', { kind: 'tpu', count: 1 })).not.toThrow();
+    // Ann is charged to each of her pools: the lab's too.
+    const lab = quotas.poolsOf('ann')[1];
+    expect(
+      quotas.poolUsed('lab', lab.quotas[0], quotas.poolWindow(lab))
+        .heldSeconds / 3600
+    ).toBeCloseTo((2 * 160) / 60, 6);
+    // Next Monday the calendar week renews: Ben starts again.
+    now = Date.UTC(2026, 10, 30, 0, 1);
+    expect(used()).toBe(0);
+    expect(() => quotas.admit('ben', request)).not.toThrow();
+    quotas.dispose();
+    await ledger.dispose();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

@@ -221,6 +221,11 @@ export class UsageLedger
     return { ...sums, ...(oldestStart !== undefined ? { oldestStart } : {}) };
   }
 
+  /** The users with allocations in memory (open ones, or closed within the keep). */
+  users(): string[] {
+    return [...new Set([...this._recent.keys(), ...this._openByUser.keys()])];
+  }
+
   /** A user's allocations (from memory) that overlap `[from, to)`, open ones as of now. */
   allocationsOf(userId: string, from: number, to: number): IAllocation[] {
     const now = this._now();

@@ -17,12 +17,22 @@
  * Which row applies, field by field: the user's override if it names the field; else the most
  * generous of the rows of their groups that name it; else the `default` row. The period likewise
  * (`rolling-7d` when no row names one).
+ *
+ * A group's row may also name a `pool` (as Slurm's GrpTRESMins): device time all its members
+ * together may hold in the pool's period. A pool is enforced as a user's quota is (the same
+ * refusals, warnings and returns, naming the group), beside it; a user in several pooled groups is
+ * charged to each (all that apply must have time left), as Slurm charges every association up
+ * the tree. Members are the group's members now (`groupsOf`).
  */
 import { EventEmitter } from 'node:events';
 import type { Database } from 'lmdb';
 import type { Logger } from 'pino';
 import { LimitError } from '../auth/limits';
-import type { IQuotaRow, IQuotasProfile } from '../engines/types';
+import type {
+  IQuotaGroupRow,
+  IQuotaRow,
+  IQuotasProfile
+} from '../engines/types';
 import type { IAcceleratorRequest } from '../scheduler';
 import type { StateStore } from '../store';
 import {
@@ -50,8 +60,18 @@ export interface IQuota {
   from: string;
 }
 
+/** A group's pooled quotas: what its members together may hold in its period. */
+export interface IQuotaPool {
+  group: string;
+  period: QuotaPeriod;
+  /** Each with `from` the group's name. */
+  quotas: IQuota[];
+}
+
 /** A holder's standing against the quota closest to running out. */
 export interface IQuotaState {
+  /** Set when it is a group's pool: all its members' held time counts. */
+  group?: string;
   class: string;
   model?: string;
   usedSeconds: number;
@@ -90,7 +110,10 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
   /** The longest window any row names (ms): the ledger keeps that much in memory. */
   static longestWindowMs(table: IQuotasProfile | undefined): number {
     let longest = 7 * 86_400_000;
-    for (const row of Quotas.rows(table ?? {})) {
+    for (const row of [
+      ...Quotas.rows(table ?? {}),
+      ...Object.values(table?.groups ?? {}).map(g => g.pool ?? {})
+    ]) {
       if (row.period !== undefined) {
         const period = parsePeriod(row.period);
         longest = Math.max(
@@ -102,10 +125,11 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     return longest;
   }
 
-  /** Whether any quota is set (the table, or an override). */
+  /** Whether any quota is set (the table, a group's pool, or an override). */
   get any(): boolean {
     return (
       Quotas.rows(this._table).some(row => Object.keys(row).length > 0) ||
+      Object.values(this._table.groups ?? {}).some(row => row.pool) ||
       this._overrides.getCount() > 0
     );
   }
@@ -118,7 +142,7 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     for (const group of groups) {
       const row = this._table.groups?.[group];
       if (row && Object.hasOwn(this._table.groups!, group)) {
-        rows.push([group, row]);
+        rows.push([group, Quotas.ownRow(row)]);
       }
     }
     const fields = new Set<string>();
@@ -173,6 +197,76 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     return { period: parsePeriod(periodText), quotas };
   }
 
+  /** The pools of a user's groups (those whose row names one). */
+  poolsOf(userId: string): IQuotaPool[] {
+    const pools: IQuotaPool[] = [];
+    for (const group of new Set(this._groupsOf(userId) ?? [])) {
+      const pool = Object.hasOwn(this._table.groups ?? {}, group)
+        ? this._table.groups![group].pool
+        : undefined;
+      if (!pool) {
+        continue;
+      }
+      const quotas: IQuota[] = [];
+      for (const [field, value] of Object.entries(pool)) {
+        if (field === 'period' || value === undefined) {
+          continue;
+        }
+        const [kind, model] = Quotas.splitKey(field);
+        quotas.push({
+          key: field,
+          kind,
+          ...(model !== undefined ? { model } : {}),
+          seconds: parseDuration(value) / 1000,
+          from: group
+        });
+      }
+      pools.push({
+        group,
+        period: parsePeriod(pool.period ?? 'rolling-7d'),
+        quotas
+      });
+    }
+    return pools;
+  }
+
+  /** The window of a pool's period now. */
+  poolWindow(pool: IQuotaPool): IPeriodWindow {
+    return periodWindow(pool.period, this._now());
+  }
+
+  /**
+   * Device-seconds all members of `group` (now) held under one quota in `window`, and when what
+   * was used starts to free (as {@link Quotas.used}).
+   */
+  poolUsed(
+    group: string,
+    quota: Pick<IQuota, 'kind' | 'model'>,
+    window: IPeriodWindow
+  ): { heldSeconds: number; busySeconds: number; renewsAt: number } {
+    let heldSeconds = 0;
+    let busySeconds = 0;
+    let oldest: number | undefined;
+    for (const user of this._ledger.users()) {
+      if (!(this._groupsOf(user) ?? []).includes(group)) {
+        continue;
+      }
+      const sums = this._ledger.heldBy(user, window.start, window.end, a =>
+        Quotas.applies(quota, a.deviceKind, a.model)
+      );
+      heldSeconds += sums.heldSeconds;
+      busySeconds += sums.busySeconds;
+      if (sums.oldestStart !== undefined) {
+        oldest = Math.min(oldest ?? sums.oldestStart, sums.oldestStart);
+      }
+    }
+    const renewsAt =
+      window.kind === 'rolling'
+        ? (oldest ?? window.start) + (window.end - window.start)
+        : window.renewsAt;
+    return { heldSeconds, busySeconds, renewsAt };
+  }
+
   /** The window of a user's period now, with when their quota renews. */
   window(userId: string): IPeriodWindow {
     return periodWindow(this.of(userId).period, this._now());
@@ -215,17 +309,31 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
       return;
     }
     const { quotas } = this.of(userId);
-    if (quotas.length === 0) {
-      return;
-    }
-    const window = this.window(userId);
-    for (const quota of quotas) {
-      if (!Quotas.applies(quota, request.kind, request.model)) {
-        continue;
+    if (quotas.length > 0) {
+      const window = this.window(userId);
+      for (const quota of quotas) {
+        if (!Quotas.applies(quota, request.kind, request.model)) {
+          continue;
+        }
+        const used = this.used(userId, quota, window);
+        if (used.heldSeconds >= quota.seconds) {
+          throw new LimitError(403, Quotas.refusal(quota, used, window));
+        }
       }
-      const used = this.used(userId, quota, window);
-      if (used.heldSeconds >= quota.seconds) {
-        throw new LimitError(403, Quotas.refusal(quota, used, window));
+    }
+    for (const pool of this.poolsOf(userId)) {
+      const window = this.poolWindow(pool);
+      for (const quota of pool.quotas) {
+        if (!Quotas.applies(quota, request.kind, request.model)) {
+          continue;
+        }
+        const used = this.poolUsed(pool.group, quota, window);
+        if (used.heldSeconds >= quota.seconds) {
+          throw new LimitError(
+            403,
+            Quotas.refusal(quota, used, window, pool.group)
+          );
+        }
       }
     }
   }
@@ -249,6 +357,26 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
       };
       if (!worst || Quotas.fraction(state) > Quotas.fraction(worst)) {
         worst = state;
+      }
+    }
+    for (const pool of this.poolsOf(allocation.user)) {
+      const poolWindow = this.poolWindow(pool);
+      for (const quota of pool.quotas) {
+        if (!Quotas.applies(quota, allocation.deviceKind, allocation.model)) {
+          continue;
+        }
+        const used = this.poolUsed(pool.group, quota, poolWindow).heldSeconds;
+        const state: IQuotaState = {
+          group: pool.group,
+          class: quota.kind,
+          ...(quota.model !== undefined ? { model: quota.model } : {}),
+          usedSeconds: used,
+          quotaSeconds: quota.seconds,
+          level: Quotas.level(used, quota.seconds)
+        };
+        if (!worst || Quotas.fraction(state) > Quotas.fraction(worst)) {
+          worst = state;
+        }
       }
     }
     return worst;
@@ -401,9 +529,21 @@ export namespace Quotas {
     logger?: Logger;
   }
 
-  /** Every row of the table: the default, then the groups'. */
+  /** Every row of the table: the default, then the groups' (without their pools). */
   export function rows(table: IQuotasProfile): IQuotaRow[] {
-    return [table.default ?? {}, ...Object.values(table.groups ?? {})];
+    return [
+      table.default ?? {},
+      ...Object.values(table.groups ?? {}).map(ownRow)
+    ];
+  }
+
+  /** A group's row without its `pool`: what each member gets. */
+  export function ownRow(row: IQuotaGroupRow): IQuotaRow {
+    if (row?.pool === undefined) {
+      return row as IQuotaRow;
+    }
+    const { pool: _pool, ...rest } = row;
+    return rest as IQuotaRow;
   }
 
   /**
@@ -414,7 +554,10 @@ export namespace Quotas {
   export function validate(table: IQuotasProfile): void {
     validateRow(table.default ?? {}, 'quotas.default');
     for (const [group, row] of Object.entries(table.groups ?? {})) {
-      validateRow(row, `quotas.groups.${group}`);
+      validateRow(ownRow(row), `quotas.groups.${group}`);
+      if (row?.pool !== undefined) {
+        validateRow(row.pool, `quotas.groups.${group}.pool`);
+      }
     }
   }
 
@@ -500,18 +643,21 @@ export namespace Quotas {
     return `${quota.kind.toUpperCase()}${quota.model !== undefined ? ` · ${quota.model}` : ''}`;
   }
 
-  /** The refusal of a request: which quota, what remains, when it renews. */
+  /** The refusal of a request: which quota (or `group`'s pool), what remains, when it renews. */
   export function refusal(
     quota: IQuota,
     used: { heldSeconds: number; renewsAt: number },
-    window: IPeriodWindow
+    window: IPeriodWindow,
+    group?: string
   ): string {
     const whose =
-      quota.from === 'override'
-        ? 'Your quota'
-        : quota.from === 'default'
-          ? 'The quota'
-          : `The quota of your group ${quota.from}`;
+      group !== undefined
+        ? `The pool of your group ${group}`
+        : quota.from === 'override'
+          ? 'Your quota'
+          : quota.from === 'default'
+            ? 'The quota'
+            : `The quota of your group ${quota.from}`;
     const period =
       window.kind === 'calendar-week'
         ? 'this week'
@@ -520,11 +666,15 @@ export namespace Quotas {
       window.kind === 'calendar-week'
         ? `it renews at ${new Date(used.renewsAt).toISOString()}`
         : `use starts to free up at ${new Date(used.renewsAt).toISOString()}`;
-    return `${whose} of ${formatDuration(quota.seconds * 1000)} of ${label(quota)} device time ${period} is used up (${formatDuration(used.heldSeconds * 1000)} used, 0 s remain): ${renews}. Start a CPU kernel meanwhile, or ask an admin for more.`;
+    const by = group !== undefined ? ' by its members' : '';
+    return `${whose} of ${formatDuration(quota.seconds * 1000)} of ${label(quota)} device time ${period} is used up${by} (${formatDuration(used.heldSeconds * 1000)} used, 0 s remain): ${renews}. Start a CPU kernel meanwhile, or ask an admin for more.`;
   }
 
   /** Why the holder's devices went back at 100 %, as its next cell says it ("went back ... <why>"). */
   export function exhausted(state: IQuotaState): string {
+    if (state.group !== undefined) {
+      return `because the pool of group ${state.group} was used up by its members (${formatDuration(state.usedSeconds * 1000)} of ${formatDuration(state.quotaSeconds * 1000)} of ${label({ kind: state.class, model: state.model })} device time in this period)`;
+    }
     return `because its quota was used up (${formatDuration(state.usedSeconds * 1000)} of ${formatDuration(state.quotaSeconds * 1000)} of ${label({ kind: state.class, model: state.model })} device time in this period)`;
   }
 }

@@ -112,7 +112,17 @@ export interface IAccountingProfile {
 /** The `quotas` section of a profiles file: a `default` row and a row per group. */
 export interface IQuotasProfile {
   default?: IQuotaRow;
-  groups?: Record<string, IQuotaRow>;
+  groups?: Record<string, IQuotaGroupRow>;
+}
+
+/**
+ * A group's row: what each member gets, and optionally a `pool`: device time all its members
+ * together may hold in the pool's period (as Slurm's GrpTRESMins).
+ */
+export interface IQuotaGroupRow {
+  period?: string;
+  pool?: IQuotaRow;
+  [field: string]: string | IQuotaRow | undefined;
 }
 
 /**

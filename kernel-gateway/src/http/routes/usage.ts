@@ -368,8 +368,38 @@ namespace Private {
         renewsAt: new Date(renewsAt).toISOString()
       },
       classes: [...classes.values()],
+      groups: pools(userId, quotas),
       weightedUsage: ledger.weightedUsage(userId, now)
     };
+  }
+
+  /** The pools of a user's groups: what all each group's members held of each pooled class. */
+  export function pools(
+    userId: string,
+    quotas: Quotas
+  ): RestSchemas['UsagePool'][] {
+    const rows: RestSchemas['UsagePool'][] = [];
+    for (const pool of quotas.poolsOf(userId)) {
+      const window = quotas.poolWindow(pool);
+      for (const quota of pool.quotas) {
+        const used = quotas.poolUsed(pool.group, quota, window);
+        rows.push({
+          group: pool.group,
+          class: quota.kind,
+          ...(quota.model !== undefined ? { model: quota.model } : {}),
+          heldSeconds: used.heldSeconds,
+          quotaSeconds: quota.seconds,
+          remainingSeconds: Math.max(0, quota.seconds - used.heldSeconds),
+          period: {
+            kind: window.kind,
+            start: new Date(window.start).toISOString(),
+            end: new Date(window.end).toISOString(),
+            renewsAt: new Date(used.renewsAt).toISOString()
+          }
+        });
+      }
+    }
+    return rows;
   }
 
   export function userQuotas(
