@@ -316,6 +316,7 @@ export class Gateway {
         templates: resolved.environments ?? []
       }),
       logger: options.logger,
+      store: this.state,
       maxTerminals: resolved.limits.maxTerminals,
       replayChars: Private.TERMINAL_REPLAY_CHARS,
       slowClientTimeoutMs: resolved.slowClientTimeoutMs ?? 60_000,

@@ -2,7 +2,8 @@
 /**
  * Terminal tabs that say where they run, in Debian's Chromium against `ferry gateway` from the CLI
  * (a simulated H100): a tab is titled with its accelerator and host; a terminal beside a kernel that
- * moves is not closed in silence (the page says so and reopens one beside the moved kernel).
+ * moves is not closed in silence (the page says so and reopens one beside the moved kernel); after a
+ * gateway restart a restored tab is reopened where it ran, or the page says it could not be.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -134,5 +135,66 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
     const again = (await terminals()).find(t => t.kernel === kernel)!;
     expect(again.accelerator).toBe('cpu');
     await tab(`CPU on ${again.worker} · ${again.name}`).waitFor();
+  });
+
+  it('reopens a restored tab where it ran after a gateway restart, or says it could not', async () => {
+    // From the test above: a terminal beside a kernel (on the embedded worker, which a restart ends).
+    const beside = (await terminals()).find(t => t.kernel)!;
+    expect(beside).toBeTruthy();
+    const own = await api('POST', '/api/terminals', {
+      accelerator: 'gpu:H100:1'
+    });
+    expect(own.status).toBe(200);
+    const gpu = own.body as ITerminal;
+    expect(gpu.accelerator).toBe('gpu:H100:1');
+    await openTab(gpu.name);
+    await tab(`H100 ×1 on ${gpu.worker} · ${gpu.name}`).waitFor();
+
+    await stopFerry(ferry);
+    await start();
+    await page.goto(link);
+    await appRestored(page);
+    // JupyterLab restores a tab by opening its terminal by name (terminal:create-new with `name`,
+    // a POST of the name alone when none runs): what the layout restorer does, done here for a tab
+    // it did not bring back.
+    for (const name of [gpu.name, beside.name]) {
+      await page.evaluate(
+        n =>
+          (
+            window as unknown as { jupyterapp: { commands: ICommands } }
+          ).jupyterapp.commands
+            .execute('terminal:create-new', { name: n })
+            .then(
+              () => undefined,
+              () => undefined
+            ),
+        name
+      );
+    }
+    // On the same accelerator, under the same name: not a CPU shell.
+    await tab(`H100 ×1 on ${gpu.worker} · ${gpu.name}`).waitFor();
+    const after = await terminals();
+    expect(after.find(t => t.name === gpu.name)?.accelerator).toBe(
+      'gpu:H100:1'
+    );
+    // Its kernel did not outlive the restart: said, and no CPU shell opened in its place.
+    await page
+      .locator('.Toastify__toast', {
+        hasText: `Terminal ${beside.name} (CPU on ${beside.worker}) could not be restored: its kernel is gone`
+      })
+      .waitFor();
+    expect(after.find(t => t.name === beside.name)).toBeUndefined();
+    // The notice has slid in whole (for the screenshot).
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll('.Toastify__toast')).some(
+        t => t.getBoundingClientRect().right <= window.innerWidth
+      )
+    );
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'terminal-restored.png')
+    });
+    // Asked again, the name is an ordinary new terminal.
+    const again = await api('POST', '/api/terminals', { name: beside.name });
+    expect(again.status).toBe(200);
   });
 });

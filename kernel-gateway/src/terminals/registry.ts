@@ -1,3 +1,4 @@
+// One file: opening, placing, restoring and ending a terminal all work on its one registry entry.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
@@ -8,6 +9,7 @@ import {
   type KernelRegistry
 } from '../kernels';
 import type { WorkerPool } from '../pool';
+import type { StateStore } from '../store';
 import type { IRunAs, IWorkerConnection, RestSchemas } from '../protocol';
 import {
   formatAcceleratorSpec,
@@ -18,6 +20,7 @@ import {
   type Scheduler
 } from '../scheduler';
 import { TerminalError } from './errors';
+import { TerminalPlaces, type ITerminalPlace } from './places';
 import { ManagedTerminal } from './terminal';
 
 /** What a terminal is opened with. */
@@ -46,7 +49,9 @@ export interface ITerminalRequest {
  * #### Notes
  * A terminal holding devices asks the scheduler for them as a holder of its own (`holderKey`), so
  * it counts against the devices like a kernel and waits in the same queue. Terminals are not adopted
- * across a gateway restart: they close with it, their processes killed.
+ * across a gateway restart: they close with it, their processes killed. Where each ran is kept in
+ * the store (`terminal-places`): the restarted gateway reopens one there when a page restores its
+ * tab (a POST of its name alone), or answers `410` saying why it cannot.
  */
 export class TerminalRegistry {
   constructor(options: TerminalRegistry.IOptions) {
@@ -60,6 +65,7 @@ export class TerminalRegistry {
       this._entries.get(id)?.terminal.writable()
     );
     pool.on('terminalExit', (id, reason) => this._ended(id, reason));
+    this._places = new TerminalPlaces(options.store);
     scheduler.on('assigned', (id, placement) => {
       const holder = holderOf(id);
       const entry =
@@ -118,7 +124,8 @@ export class TerminalRegistry {
    * NoSuchEnvironmentError for an environment nothing knows, UnsatisfiableRequestError for one no
    * connected worker has.
    */
-  async create(request: ITerminalRequest): Promise<ManagedTerminal> {
+  async create(asked: ITerminalRequest): Promise<ManagedTerminal> {
+    const request = this._restoring(asked);
     const max = this._options.maxTerminals;
     if (max > 0 && this._entries.size >= max) {
       throw new LimitError(
@@ -295,9 +302,66 @@ export class TerminalRegistry {
 
   /** Close every terminal (the gateway shuts down), remote ones too. */
   async closeAll(reason: string): Promise<void> {
+    // Their places stay in the store: the next run reopens a terminal there when its tab comes back.
+    this._shuttingDown = true;
     await Promise.all(
       [...this._entries.keys()].map(name => this.close(name, reason))
     );
+  }
+
+  /**
+   * A page restoring a tab asks for the terminal by name alone (JupyterLab's restore): a terminal
+   * of the last run by that name is reopened where it ran (beside the same kernel, adopted again, or
+   * on the same accelerator); when that cannot be, a `410` says why, not a CPU shell in its place.
+   */
+  private _restoring(request: ITerminalRequest): ITerminalRequest {
+    if (
+      request.name === undefined ||
+      request.kernel !== undefined ||
+      request.accelerator !== undefined ||
+      request.environment !== undefined
+    ) {
+      return request;
+    }
+    const name = this._nameFor(request.owner, request.name);
+    const before = this._places.peek(name);
+    if (!before || before.owner !== request.owner || this._entries.has(name)) {
+      return request;
+    }
+    this._places.take(name);
+    if (before.kernel !== undefined) {
+      if (!this._options.kernels.get(before.kernel)?.running) {
+        throw new TerminalError(
+          410,
+          `Terminal ${name} (${before.where}) could not be restored: its kernel is gone since the gateway restarted`
+        );
+      }
+      return { ...request, kernel: before.kernel };
+    }
+    return {
+      ...request,
+      ...(before.accelerator ? { accelerator: before.accelerator } : {}),
+      ...(before.environment !== undefined
+        ? { environment: before.environment }
+        : {})
+    };
+  }
+
+  /** Keep where a running terminal is, for the next run of the gateway. */
+  private _remember(entry: Private.IEntry, worker: IWorkerConnection): void {
+    const { terminal, request, environment } = entry;
+    const place: ITerminalPlace = {
+      where: `${TerminalPlaces.words(terminal.accelerator)} on ${worker.name}`,
+      ...(request.owner !== undefined ? { owner: request.owner } : {}),
+      ...(terminal.kernelId !== undefined ? { kernel: terminal.kernelId } : {}),
+      ...(!terminal.kernelId &&
+      request.accelerator &&
+      request.accelerator.kind !== 'cpu'
+        ? { accelerator: request.accelerator }
+        : {}),
+      ...(environment !== undefined ? { environment } : {})
+    };
+    this._places.remember(terminal.name, place);
   }
 
   /** Its devices were handed out (at once, or from the queue): open it there. */
@@ -342,6 +406,7 @@ export class TerminalRegistry {
       return;
     }
     terminal.running();
+    this._remember(entry, worker);
     if (entry.size !== size) {
       worker.resizeTerminal(terminal.name, entry.size.rows, entry.size.cols);
     }
@@ -364,6 +429,10 @@ export class TerminalRegistry {
     }
     this._entries.delete(name);
     this._options.scheduler.release(Private.key(name));
+    if (!this._shuttingDown) {
+      // Closed for good: nothing to restore.
+      this._places.forget(name);
+    }
     entry.terminal.closed(entry.closing ?? reason);
     this._log.info(
       { terminal: name, reason: entry.closing ?? reason },
@@ -431,6 +500,8 @@ export class TerminalRegistry {
   private _options: TerminalRegistry.IOptions;
   private _log: Logger;
   private _entries = new Map<string, Private.IEntry>();
+  private _places: TerminalPlaces;
+  private _shuttingDown = false;
 }
 
 export namespace TerminalRegistry {
@@ -441,6 +512,8 @@ export namespace TerminalRegistry {
     /** The environments a terminal may ask for, and which workers have them. */
     environments: KernelEnvironments;
     logger: Logger;
+    /** Where terminals run is kept here across a restart (none: a restored tab gets a CPU shell). */
+    store?: StateStore;
     /** At most this many open terminals (0: no limit). */
     maxTerminals: number;
     /** Characters of recent output kept per terminal for reconnecting browsers. */

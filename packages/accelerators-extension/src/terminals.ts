@@ -2,7 +2,8 @@
  * Terminals that say where they run: each terminal tab is titled with its accelerator and host
  * ("H100 ×1 on node-a · 2", not "Terminal 2"); a terminal beside a kernel that moved to other
  * devices is not closed in silence: the user is told, and offered a new one beside the kernel where
- * it runs now.
+ * it runs now. A tab restored after a gateway restart is reopened where it ran (the gateway does
+ * that); when it cannot be, the page says why.
  */
 import type {
   JupyterFrontEnd,
@@ -361,7 +362,18 @@ export const terminalsPlugin: JupyterFrontEndPlugin<void> = {
     // A tab opened by name (from a link, a notice, the layout restorer) is titled at once.
     const execute = app.commands.execute.bind(app.commands);
     app.commands.execute = async (id, args) => {
-      const result = await execute(id, args);
+      let result: unknown;
+      try {
+        result = await execute(id, args);
+      } catch (error) {
+        // A restored tab whose terminal the restarted gateway could not reopen where it ran (410):
+        // say so, rather than a tab that vanishes.
+        const status = (error as { response?: Response }).response?.status;
+        if ((id === OPEN || id === CREATE) && status === 410) {
+          Notification.warning((error as Error).message, { autoClose: false });
+        }
+        throw error;
+      }
       if (id === OPEN || id === CREATE) {
         void refresh();
       }
