@@ -98,6 +98,8 @@ export type IUsageClass = RestSchemas['UsageClass'];
 
 /** The body of `GET /api/usage`, the user's own use in the current quota period: schema `Usage`. */
 export type IUsage = RestSchemas['Usage'];
+/** A group's pool in `GET /api/usage`: what all its members held of a class or model. */
+export type IUsagePool = RestSchemas['UsagePool'];
 
 /** A kernel's hold on its devices, and where its waiting cell stands: schema `KernelHold`. */
 export type IKernelHoldEntry = RestSchemas['KernelHold'];

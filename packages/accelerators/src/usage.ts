@@ -1,7 +1,8 @@
 /**
  * The user's own device use, as `GET /api/usage` answers it, and the meter the sidebar shows: one
  * line per device class, like Kaggle's ("GPU 12.5 h of 30 h this week · 42 % of held time busy"),
- * with a warning at 80 % and 95 % of a quota.
+ * with a warning at 80 % and 95 % of a quota; and one line per pool of the user's groups ("Group
+ * students: GPU 120 h of 500 h this week").
  */
 
 import {
@@ -13,7 +14,7 @@ import type { ISignal } from '@lumino/signaling';
 import { Signal } from '@lumino/signaling';
 import type { VirtualElement } from '@lumino/virtualdom';
 import { h } from '@lumino/virtualdom';
-import type { IAccelerators, IUsage, IUsageClass } from './models';
+import type { IAccelerators, IUsage, IUsageClass, IUsagePool } from './models';
 import { Overview } from './overview';
 import type { IAcceleratorManager } from './tokens';
 
@@ -279,6 +280,51 @@ export namespace UsageMeter {
     }
   }
 
+  /** A group's pool in words: `Group students: GPU 120 h of 500 h this week`. */
+  export function poolWords(
+    pool: IUsagePool,
+    trans: TranslationBundle
+  ): string {
+    return trans.__(
+      'Group %1: %2 %3 of %4 %5',
+      pool.group,
+      className({ ...pool, busySeconds: 0 }),
+      hours(pool.heldSeconds, trans),
+      hours(pool.quotaSeconds, trans),
+      periodWords(pool.period, trans)
+    );
+  }
+
+  /** The warning for a group's pool at 80 %, 95 % or used up, or null below 80 %. */
+  export function poolWarning(
+    pool: IUsagePool,
+    trans: TranslationBundle
+  ): string | null {
+    const renews = new Date(pool.period.renewsAt).toLocaleString();
+    const name = className({ ...pool, busySeconds: 0 });
+    switch (level({ ...pool, busySeconds: 0 })) {
+      case 100:
+        return trans.__(
+          'The %1 pool of your group %2 is used up by its members: devices of this class go back to the pool, and new requests are refused until %3.',
+          name,
+          pool.group,
+          renews
+        );
+      case 95:
+      case 80:
+        return trans.__(
+          '%1 % of the %2 pool of your group %3 is used (%4 left): at 100 % its members’ devices go back to the pool until %5.',
+          level({ ...pool, busySeconds: 0 }),
+          name,
+          pool.group,
+          hours(pool.remainingSeconds, trans),
+          renews
+        );
+      default:
+        return null;
+    }
+  }
+
   /**
    * The lines worth a line: a model's own line says nothing more than its class's when it has no
    * quota of its own and is the only model of its class.
@@ -316,42 +362,63 @@ export namespace UsageMeter {
             { className: 'jp-FerryAccelerators-empty' },
             trans.__('No device held %1.', periodWords(usage.period, trans))
           )
+        : null,
+      usage.classes.length === 0 && (usage.groups ?? []).length === 0
+        ? null
         : h.ul(
             { className: 'jp-FerryAccelerators-usageList' },
-            shown(usage.classes).map(entry => {
-              const text = words(entry, usage.period, trans);
-              const level_ = level(entry);
-              const warn = warning(entry, usage, trans);
-              return h.li(
-                {
-                  key: `${entry.class}/${entry.model ?? ''}`,
-                  className: `jp-FerryAccelerators-usageItem${level_ ? ' jp-mod-warn' : ''}`,
-                  dataset: { level: String(level_) }
-                },
-                h.span({ className: 'jp-FerryAccelerators-usageWords' }, text),
-                entry.quotaSeconds
-                  ? Overview.meter(
-                      text,
-                      (100 * entry.heldSeconds) / entry.quotaSeconds
-                    )
-                  : null,
-                warn
-                  ? h.div(
-                      {
-                        className: 'jp-FerryAccelerators-usageWarning',
-                        role: 'note'
-                      },
-                      warn
-                    )
-                  : null
-              );
-            })
+            shown(usage.classes)
+              .map(entry =>
+                Private.line(
+                  `${entry.class}/${entry.model ?? ''}`,
+                  words(entry, usage.period, trans),
+                  entry,
+                  warning(entry, usage, trans)
+                )
+              )
+              .concat(
+                (usage.groups ?? []).map(pool =>
+                  Private.line(
+                    `group/${pool.group}/${pool.class}/${pool.model ?? ''}`,
+                    poolWords(pool, trans),
+                    { ...pool, busySeconds: 0 },
+                    poolWarning(pool, trans)
+                  )
+                )
+              )
           )
     );
   }
 }
 
 namespace Private {
+  /** One line of the meter: its words, a bar where there is a quota, and any warning. */
+  export function line(
+    key: string,
+    text: string,
+    entry: IUsageClass,
+    warn: string | null
+  ): VirtualElement {
+    const level_ = UsageMeter.level(entry);
+    return h.li(
+      {
+        key,
+        className: `jp-FerryAccelerators-usageItem${level_ ? ' jp-mod-warn' : ''}`,
+        dataset: { level: String(level_) }
+      },
+      h.span({ className: 'jp-FerryAccelerators-usageWords' }, text),
+      entry.quotaSeconds
+        ? Overview.meter(text, (100 * entry.heldSeconds) / entry.quotaSeconds)
+        : null,
+      warn
+        ? h.div(
+            { className: 'jp-FerryAccelerators-usageWarning', role: 'note' },
+            warn
+          )
+        : null
+    );
+  }
+
   /** Who holds which device and who waits: changes only when an allocation starts or ends. */
   export function holdingKey(model: IAccelerators): string {
     const held: string[] = [];

@@ -7,6 +7,7 @@ import { HoldWords, kernelStandings } from '../src/holds';
 import type { IAccelerators, IUsage } from '../src/models';
 import { HoldNotices } from '../src/notices';
 import { UsageMeter } from '../src/usage';
+import { VirtualDOM } from '@lumino/virtualdom';
 
 const trans = nullTranslator.load('ferry');
 
@@ -72,6 +73,66 @@ describe('the usage meter', () => {
     const near = usage(0.96 * 3600, 3600);
     expect(UsageMeter.warning(near.classes[0], near, trans)).toMatch(
       /^95 % of your GPU quota is used \(2 min left\): at 100 % your devices go back to the pool until /
+    );
+  });
+});
+
+describe('the pools of the user’s groups', () => {
+  const pool = (heldSeconds: number) => ({
+    group: 'students',
+    class: 'gpu',
+    heldSeconds,
+    quotaSeconds: 500 * 3600,
+    remainingSeconds: Math.max(0, 500 * 3600 - heldSeconds),
+    period: WEEK
+  });
+
+  it('reads one line per pool, naming the group, and warns as a quota does', () => {
+    expect(UsageMeter.poolWords(pool(120 * 3600), trans)).toBe(
+      'Group students: GPU 120 h of 500 h this week'
+    );
+    expect(UsageMeter.poolWords({ ...pool(90), model: 'H100' }, trans)).toBe(
+      'Group students: GPU H100 90 s of 500 h this week'
+    );
+    expect(UsageMeter.poolWarning(pool(100 * 3600), trans)).toBeNull();
+    expect(UsageMeter.poolWarning(pool(400 * 3600), trans)).toMatch(
+      /^80 % of the GPU pool of your group students is used \(100 h left\)/
+    );
+    expect(UsageMeter.poolWarning(pool(500 * 3600), trans)).toMatch(
+      /^The GPU pool of your group students is used up by its members/
+    );
+  });
+
+  it('renders a line and a meter per pool under the classes', () => {
+    const both: IUsage = {
+      ...usage(12.5 * 3600, 30 * 3600),
+      groups: [pool(120 * 3600), { ...pool(0), group: 'lab' }]
+    };
+    const host = document.createElement('div');
+    VirtualDOM.render(UsageMeter.render(both, trans), host);
+    const lines = [
+      ...host.querySelectorAll('.jp-FerryAccelerators-usageWords')
+    ].map(e => e.textContent);
+    expect(lines).toEqual([
+      'GPU 12.5 h of 30 h this week · 42 % of held time busy',
+      'Group students: GPU 120 h of 500 h this week',
+      'Group lab: GPU 0 s of 500 h this week'
+    ]);
+    expect(
+      [...host.querySelectorAll('[role="meter"]')].map(m => [
+        m.getAttribute('aria-label'),
+        m.getAttribute('aria-valuenow')
+      ])
+    ).toEqual([
+      ['GPU 12.5 h of 30 h this week · 42 % of held time busy', '42'],
+      ['Group students: GPU 120 h of 500 h this week', '24'],
+      ['Group lab: GPU 0 s of 500 h this week', '0']
+    ]);
+    // A user who held nothing still sees their groups' pools.
+    VirtualDOM.render(UsageMeter.render({ ...both, classes: [] }, trans), host);
+    expect(host.textContent).toContain('No device held this week.');
+    expect(host.textContent).toContain(
+      'Group students: GPU 120 h of 500 h this week'
     );
   });
 });
