@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
-import { KernelSocket } from './helpers';
+import { expectSchema, KernelSocket } from './helpers';
 import {
   callAs as call,
   signIn,
@@ -101,6 +101,7 @@ describe("a group's pooled quota (a gateway process, two members)", () => {
     // Before any use, each member sees the group's pool whole.
     const before = await call(url, ben, 'GET', '/api/usage');
     expect(before.status).toBe(200);
+    expectSchema('Usage', before.body);
     expect(before.body.groups).toEqual([
       expect.objectContaining({
         group: 'students',
@@ -165,6 +166,7 @@ describe("a group's pooled quota (a gateway process, two members)", () => {
     expect(cpu.status).toBe(201);
     // His usage: nothing of his own, the pool used up by the group.
     const after = (await call(url, ben, 'GET', '/api/usage')).body;
+    expectSchema('Usage', after);
     expect(after.groups[0]).toMatchObject({
       group: 'students',
       quotaSeconds: 8,
