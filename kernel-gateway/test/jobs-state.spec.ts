@@ -26,6 +26,7 @@ import { pollUntil, startGateway, type ITestGateway } from './helpers';
 import { codeCell, notebook } from './notebooks';
 
 const PHASES: JobPhase[] = [
+  'scheduled',
   'queued',
   'starting',
   'running',
@@ -74,7 +75,9 @@ async function jobIn(
   const job =
     phase === 'recovered'
       ? Job.recovered(record('running'))
-      : Job.submitted(record(), '{"cells": []}');
+      : phase === 'scheduled'
+        ? Job.scheduled(record('scheduled'), '{"cells": []}')
+        : Job.submitted(record(), '{"cells": []}');
   switch (phase) {
     case 'starting':
       job.placed();
@@ -109,6 +112,9 @@ async function jobIn(
 async function attempt(job: Job, to: JobPhase): Promise<JobPhase | Error> {
   try {
     switch (to) {
+      case 'queued':
+        job.due();
+        break;
       case 'starting':
         job.placed();
         break;
@@ -153,7 +159,7 @@ describe('a job as a state machine', () => {
   });
 
   const illegal = PHASES.flatMap(from =>
-    (['starting', 'running', 'stopping', 'finishing'] as const)
+    (['queued', 'starting', 'running', 'stopping', 'finishing'] as const)
       .filter(to => !Job.TRANSITIONS[from].includes(to))
       // A second end is no change: it waits for the first (below).
       .filter(
@@ -175,9 +181,12 @@ describe('a job as a state machine', () => {
     expect(job.record).toEqual(before);
   });
 
-  it('has no way back: nothing goes to queued or recovered, and only finishing goes to over', () => {
+  it('has no way back: only a scheduled job goes to queued, nothing to scheduled or recovered, and only finishing goes to over', () => {
     for (const from of PHASES) {
-      expect(Job.TRANSITIONS[from]).not.toContain('queued');
+      expect(Job.TRANSITIONS[from].includes('queued')).toBe(
+        from === 'scheduled'
+      );
+      expect(Job.TRANSITIONS[from]).not.toContain('scheduled');
       expect(Job.TRANSITIONS[from]).not.toContain('recovered');
       expect(Job.TRANSITIONS[from].includes('over')).toBe(from === 'finishing');
     }

@@ -3,7 +3,8 @@
  * "Run as Job…" in a real browser: `ferry gateway` serving the hosted JupyterLab, driven in Debian's
  * Chromium. A notebook with a `parameters` cell is run as a job from its toolbar: the accelerator
  * picker, the parameters form read from that cell, then the Jobs panel follows the job to its end,
- * and the executed notebook (with the value typed in) lies beside the source. The GPU is simulated.
+ * and the executed notebook (with the value typed in) lies beside the source; a job given a start
+ * time waits, scheduled, listed with its time, until cancelled. The GPU is simulated.
  */
 import type { ChildProcess } from 'node:child_process';
 import {
@@ -27,7 +28,7 @@ import {
   stopFerry,
   type ICommands
 } from './lab-pages';
-import { pollUntil } from './helpers';
+import { apiFor, pollUntil } from './helpers';
 import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -41,6 +42,7 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
   let page: Page;
   let rootDir: string;
   let labDir: string;
+  let api: ReturnType<typeof apiFor>;
 
   beforeAll(async () => {
     rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-jobs-root-'));
@@ -69,6 +71,8 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
       '--state-dir',
       path.join(labDir, 'state')
     ]));
+    const url = new URL(link);
+    api = apiFor(url.origin, url.searchParams.get('token')!);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     page.setDefaultTimeout(30_000);
@@ -208,5 +212,79 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
       .locator('.lm-TabBar-tab', { hasText: written! })
       .first()
       .waitFor();
+  });
+
+  it('schedules a job for later from the dialog: listed with its time, and cancelled', async () => {
+    await page.goto(link);
+    await appRestored(page);
+    await page.evaluate(
+      () =>
+        (
+          window as unknown as { jupyterapp: { commands: ICommands } }
+        ).jupyterapp.commands.execute('docmanager:open', {
+          path: 'sweep.ipynb'
+        }) as Promise<unknown>
+    );
+    const panel = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
+    await panel.locator('.jp-Cell').first().waitFor();
+    await panel.locator('.jp-FerryJobs-toolbarButton').click();
+    const picker = page.getByRole('dialog');
+    const h100 = picker.getByRole('radio', { name: /H100/ });
+    await h100.waitFor();
+    await h100.check();
+    await picker
+      .getByRole('button', { name: 'Run on GPU · H100 × 1…' })
+      .click();
+    const form = page
+      .getByRole('dialog')
+      .filter({ hasText: 'as a Job: Parameters' });
+    const start = form.getByLabel('Start at');
+    await start.waitFor();
+    // An hour from now, in the page's local time (what a datetime-local field holds).
+    const local = await page.evaluate(() => {
+      const at = new Date(Date.now() + 3600_000);
+      at.setSeconds(0, 0);
+      const pad = (n: number) => String(n).padStart(2, '0');
+      return {
+        value: `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}`,
+        iso: at.toISOString()
+      };
+    });
+    await start.fill(local.value);
+    await form.screenshot({
+      path: path.join(SCREENSHOTS, 'run-as-job-scheduled.png')
+    });
+    await form.getByRole('button', { name: 'Run' }).click();
+
+    // Listed as scheduled, with its time; it holds no kernel meanwhile.
+    const row = page.locator('.jp-FerryJobs-job[data-state="scheduled"]');
+    await row.waitFor();
+    expect(await row.textContent()).toMatch(/scheduled for /);
+    const jobs = (await api('GET', '/api/jobs')).body as {
+      id: string;
+      state: string;
+      start_at?: string;
+      kernel_id?: string;
+    }[];
+    const scheduled = jobs.find(j => j.state === 'scheduled')!;
+    expect(scheduled.start_at).toBe(local.iso);
+    expect(scheduled.kernel_id).toBeUndefined();
+    await page
+      .locator('#jp-ferry-jobs')
+      .screenshot({ path: path.join(SCREENSHOTS, 'jobs-panel-scheduled.png') });
+
+    // Cancelled from the panel: it never runs.
+    await row.locator('.jp-FerryJobs-cancel').click();
+    await page
+      .locator('.jp-FerryJobs-job[data-state="cancelled"]')
+      .first()
+      .waitFor();
+    expect(
+      (
+        (await api('GET', `/api/jobs/${scheduled.id}`)).body as {
+          state: string;
+        }
+      ).state
+    ).toBe('cancelled');
   });
 });

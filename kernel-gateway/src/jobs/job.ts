@@ -1,6 +1,6 @@
 /**
  * A job the gateway has not finished with, and its life as a state machine: the phases it goes
- * through (queued for its devices, starting, running on its worker, recovered from the store after
+ * through (scheduled for a later time, queued for its devices, starting, running on its worker, recovered from the store after
  * a restart, stopping when cancelled or past its time limit, finishing while its end is written
  * down, over), the transitions allowed between them (one table, {@link Job.TRANSITIONS}), and a
  * method for each change. The service and its parts change a job only through these methods; a
@@ -17,6 +17,7 @@ import type { IJobRecord } from './records';
 /**
  * Where a job is in its life.
  *
+ * - `scheduled`: it waits for its start time (`start_at`), holding nothing; it survives a restart.
  * - `queued`: its kernel is asked for, or waits in the scheduler's queue for its devices.
  * - `starting`: its kernel is placed and starts on its worker.
  * - `running`: its worker runs its cells (the worker has its notebook).
@@ -27,6 +28,7 @@ import type { IJobRecord } from './records';
  * - `over`: its record is final and its followers were told; the service forgets it.
  */
 export type JobPhase =
+  | 'scheduled'
   | 'queued'
   | 'starting'
   | 'running'
@@ -57,6 +59,11 @@ export class Job {
   /** A job just submitted: queued, with the notebook its worker will run. */
   static submitted(record: IJobRecord, notebook: string): Job {
     return new Job(record, 'queued', notebook);
+  }
+
+  /** A job to run at its `start_at`: scheduled, with the notebook its worker will run then. */
+  static scheduled(record: IJobRecord, notebook: string): Job {
+    return new Job(record, 'scheduled', notebook);
   }
 
   /** A job the store held when the gateway started, not over then. */
@@ -127,6 +134,27 @@ export class Job {
   /** Its kernel once the start asked for settled: undefined when it failed or none was asked. */
   settledKernel(): Promise<ManagedKernel | undefined> {
     return this._kernelStart;
+  }
+
+  /**
+   * `due` runs at its start time (at once when that is past), while it is scheduled. A timer
+   * cannot wait past ~24.8 days: a later time is waited for in steps.
+   */
+  awaitStart(due: () => void): void {
+    this._check('scheduled');
+    const left = Date.parse(this.record.start_at ?? '') - Date.now();
+    const step = Math.min(Math.max(0, left || 0), Job.LONGEST_TIMER_MS);
+    this._startTimer = setTimeout(
+      () => (step < Job.LONGEST_TIMER_MS ? due() : this.awaitStart(due)),
+      step
+    );
+    this._startTimer.unref();
+  }
+
+  /** Its start time came: its kernel is asked for now (scheduled -> queued). */
+  due(): void {
+    this._go('queued');
+    this.record.state = 'queued';
   }
 
   /** Its kernel was placed (queued -> starting). */
@@ -219,6 +247,7 @@ export class Job {
   dispose(): void {
     clearTimeout(this._timeLimit);
     clearTimeout(this._graceTimer);
+    clearTimeout(this._startTimer);
     this.followers.clear();
   }
 
@@ -230,6 +259,9 @@ export class Job {
     if (this._phase === 'recovered') {
       clearTimeout(this._graceTimer);
       this._graceTimer = undefined;
+    }
+    if (this._phase === 'scheduled') {
+      clearTimeout(this._startTimer);
     }
     if (to === 'finishing') {
       clearTimeout(this._timeLimit);
@@ -257,6 +289,8 @@ export class Job {
   private _timeLimit: NodeJS.Timeout | undefined;
   /** While recovered: how long its worker has to report it. */
   private _graceTimer: NodeJS.Timeout | undefined;
+  /** While scheduled: until its start time. */
+  private _startTimer: NodeJS.Timeout | undefined;
 }
 
 /** The transition table of {@link Job}. */
@@ -265,6 +299,8 @@ export namespace Job {
   export const TRANSITIONS: {
     readonly [from in JobPhase]: readonly JobPhase[];
   } = {
+    // Its time came; cancelled; its time came and its kernel could not be asked for.
+    scheduled: ['queued', 'stopping', 'finishing'],
     // Placed, or its kernel runs at once; cancelled; its kernel could not start.
     queued: ['starting', 'running', 'stopping', 'finishing'],
     // Its kernel runs; cancelled; its kernel could not start.
@@ -278,4 +314,7 @@ export namespace Job {
     finishing: ['over'],
     over: []
   };
+
+  /** The longest a Node timer waits (2^31 - 1 ms). */
+  export const LONGEST_TIMER_MS = 2 ** 31 - 1;
 }

@@ -19,6 +19,16 @@ export interface IJobRecord extends IJobModel {
   remote?: boolean;
   /** Order of submission, oldest first. */
   seq: number;
+  /** A scheduled job's kernel start, as asked for at submission (until it runs). */
+  launch?: IJobLaunch;
+}
+
+/** What a scheduled job's kernel is started with when its time comes. */
+export interface IJobLaunch {
+  env: Record<string, string>;
+  cwd?: string;
+  /** The accelerator asked for (`requestedAccelerator`'s answer: a request or an offer). */
+  target: Record<string, unknown>;
 }
 
 /** The states a job ends in. */
@@ -73,6 +83,21 @@ export class JobRecords {
     await this._notebooks.put(id, notebook);
   }
 
+  /** The notebook a scheduled job will run (its parameters injected); resolves once on disk. */
+  async putInput(id: string, notebook: string): Promise<void> {
+    await this._notebooks.put(Private.input(id), notebook);
+  }
+
+  /** The notebook a scheduled job will run. */
+  input(id: string): string | undefined {
+    return this._notebooks.get(Private.input(id));
+  }
+
+  /** A scheduled job's notebook is its worker's now, or never will be. */
+  dropInput(id: string): void {
+    void this._notebooks.remove(Private.input(id)).catch(() => undefined);
+  }
+
   /** A job's executed notebook, once it is on disk. */
   notebook(id: string): string | undefined {
     return this._notebooks.get(id);
@@ -85,7 +110,13 @@ export class JobRecords {
 
   /** The REST model of a record: its duration as of now, and whether it has a notebook. */
   model(record: IJobRecord): IJobModel {
-    const { user: _user, remote: _remote, seq: _seq, ...model } = record;
+    const {
+      user: _user,
+      remote: _remote,
+      seq: _seq,
+      launch: _launch,
+      ...model
+    } = record;
     if (record.started) {
       const end = record.finished ? Date.parse(record.finished) : Date.now();
       model.duration = Math.max(0, (end - Date.parse(record.started)) / 1000);
@@ -100,6 +131,7 @@ export class JobRecords {
     this._withNotebook.delete(id);
     void this._records.remove(id);
     void this._notebooks.remove(id);
+    this.dropInput(id);
   }
 
   /** Forget the oldest jobs that are over, past the newest {@link JobRecords.KEEP}. */
@@ -122,6 +154,13 @@ export class JobRecords {
   private _seq = 0;
   private _records: Database<IJobRecord, StateStore.Key>;
   private _notebooks: Database<string, StateStore.Key>;
+}
+
+namespace Private {
+  /** The key of a scheduled job's notebook in the notebooks' table. */
+  export function input(id: string): string {
+    return `input:${id}`;
+  }
 }
 
 export namespace JobRecords {

@@ -1,6 +1,6 @@
 /**
- * Jobs across restarts and worker drops. After a gateway restart, jobs the store holds that had not
- * begun, or ran on the embedded worker, are lost; one on a remote worker waits for that worker to
+ * Jobs across restarts and worker drops. After a gateway restart, a scheduled job waits for its time
+ * again; jobs the store holds that had begun to start, or ran on the embedded worker, are lost; one on a remote worker waits for that worker to
  * report it, for its grace period. A worker that registers (again) reports the jobs it runs: those
  * the gateway follows are adopted, the others forgotten. A worker lost for good loses its jobs.
  *
@@ -19,6 +19,7 @@ export class JobRecovery {
     this._host = options.host;
     this._finishing = options.finishing;
     this._runs = options.runs;
+    this._schedule = options.schedule;
   }
 
   /** After a restart: every job the store holds that is not over is recovered, or lost at once. */
@@ -27,6 +28,16 @@ export class JobRecovery {
     for (const record of records.all()) {
       if (FINAL_STATES.has(record.state)) {
         continue;
+      }
+      if (record.state === 'scheduled') {
+        const notebook = records.input(record.id);
+        if (notebook !== undefined && record.launch) {
+          // Not begun: it runs at its time, as it would have.
+          const job = Job.scheduled(record, notebook);
+          active.add(job);
+          this._schedule(job);
+          continue;
+        }
       }
       const job = Job.recovered(record);
       active.add(job);
@@ -91,6 +102,7 @@ export class JobRecovery {
   private _host: IJobHost;
   private _finishing: JobFinishing;
   private _runs: JobRuns;
+  private _schedule: (job: Job) => void;
 }
 
 /** The options of {@link JobRecovery}. */
@@ -99,5 +111,7 @@ export namespace JobRecovery {
     host: IJobHost;
     finishing: JobFinishing;
     runs: JobRuns;
+    /** A scheduled job found in the store: it runs at its time. */
+    schedule: (job: Job) => void;
   }
 }

@@ -57,7 +57,6 @@ export class JobService {
     const runs = new JobRuns({ host, finishing });
     this._finishing = finishing;
     this._runs = runs;
-    this._recovery = new JobRecovery({ host, finishing, runs });
     this._submission = new JobSubmission({
       host,
       runs,
@@ -67,6 +66,12 @@ export class JobService {
       envAllow: options.envAllow,
       maxJobsPerUser: options.maxJobsPerUser,
       users: options.users
+    });
+    this._recovery = new JobRecovery({
+      host,
+      finishing,
+      runs,
+      schedule: job => this._submission.schedule(job)
     });
     options.registry.on('placed', this._onPlaced);
     options.registry.on('started', this._onStarted);

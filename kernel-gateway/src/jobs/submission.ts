@@ -1,7 +1,9 @@
 /**
  * Submitting a job: its request checked (the notebook, its kernelspec, parameters, output path and
  * accelerator) before anything is queued, within the per-user limit; then its kernel asked of the
- * registry (started at once, or queued for its devices), which its run follows.
+ * registry (started at once, or queued for its devices), which its run follows. A job with a
+ * `start_at` ahead waits for it, scheduled (kept in the store with its notebook, so a restarted
+ * gateway schedules it again); its kernel is asked for when the time comes.
  *
  * @packageDocumentation
  */
@@ -13,8 +15,7 @@ import {
   filterKernelEnv,
   kernelWorkingDir,
   NoSuchKernelspecError,
-  requestedWorkingDir,
-  type ManagedKernel
+  requestedWorkingDir
 } from '../kernels';
 import { targetSpec } from '../kernels/target';
 import type { RestSchemas } from '../protocol';
@@ -30,7 +31,7 @@ import {
   type INotebook
 } from './notebook';
 import { injectParameters, parameterSyntax } from './parameters';
-import type { IJobModel, IJobRecord } from './records';
+import type { IJobLaunch, IJobModel, IJobRecord } from './records';
 import type { JobRuns } from './running';
 
 /** The submissions of jobs. */
@@ -98,6 +99,7 @@ export class JobSubmission {
         ? parameterSyntax(kernelName, spec.spec.language, spec.spec.metadata)
         : Private.NO_SYNTAX
     );
+    const startAt = Private.startAt(request.start_at);
     const env = filterKernelEnv(request.env, this._envAllow);
     const target = this._target(request, notebook, env);
     const id = randomUUID();
@@ -110,47 +112,95 @@ export class JobSubmission {
         : request.path !== undefined
           ? Private.besideSource(Private.checkPath(request.path, 'path'), id)
           : undefined;
+    const launch: IJobLaunch = {
+      env,
+      ...(request.path
+        ? { cwd: kernelWorkingDir(this._rootDir, request.path) }
+        : {
+            cwd: requestedWorkingDir(this._rootDir, env.KERNEL_WORKING_DIR)
+          }),
+      target: target as unknown as Record<string, unknown>
+    };
     const record: IJobRecord = {
       id,
       name,
-      state: 'queued',
+      state: startAt ? 'scheduled' : 'queued',
       kernel_name: kernelName,
       accelerator: targetSpec(target),
       parameters,
       created: new Date().toISOString(),
       user,
       seq: records.nextSeq(),
+      ...(startAt ? { start_at: startAt, launch } : {}),
       ...(request.path !== undefined ? { path: request.path } : {}),
       ...(outputPath !== undefined ? { output_path: outputPath } : {}),
       ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
       cell: 0,
       cells: Private.codeCells(notebook)
     };
-    const job = Job.submitted(record, JSON.stringify(notebook));
+    const text = JSON.stringify(notebook);
+    if (startAt) {
+      const job = Job.scheduled(record, text);
+      active.add(job);
+      slot.release();
+      await Promise.all([records.put(record), records.putInput(id, text)]);
+      records.prune();
+      this._host.log.info({ job: id, at: startAt }, 'job scheduled');
+      this.schedule(job);
+      return records.model(record);
+    }
+    const job = Job.submitted(record, text);
     active.add(job);
     slot.release();
-    const start = registry.start({
-      name: kernelName,
-      job: { id, name },
-      owner: user,
-      env,
-      cwd: request.path
-        ? kernelWorkingDir(this._rootDir, request.path)
-        : requestedWorkingDir(this._rootDir, env.KERNEL_WORKING_DIR),
-      ...target
-    });
-    job.requestKernel(start);
-    let kernel: ManagedKernel;
     try {
-      kernel = await start;
+      await this._launch(job, launch);
     } catch (error) {
       active.delete(id);
       throw error;
     }
+    return records.model(record);
+  }
+
+  /**
+   * A scheduled job (just submitted, or from the store after a restart) runs at its `start_at`:
+   * its kernel is asked for then; one that cannot start then ends `failed`, saying why.
+   */
+  schedule(job: Job): void {
+    job.awaitStart(() => {
+      const { record } = job;
+      job.due();
+      const launch = record.launch!;
+      delete record.launch;
+      this._host.records.dropInput(job.id);
+      this._host.changed(job);
+      this._launch(job, launch).catch((error: Error) => {
+        void this._finishing.finish(job, undefined, {
+          state: 'failed',
+          reason: `it could not start at its time: ${error.message}`
+        });
+      });
+    });
+  }
+
+  /** Ask for a queued job's kernel, and follow it as it starts or waits for its devices. */
+  private async _launch(job: Job, launch: IJobLaunch): Promise<void> {
+    const { registry, records } = this._host;
+    const { record } = job;
+    const { id, name } = record;
+    const start = registry.start({
+      name: record.kernel_name,
+      job: { id, name },
+      owner: record.user,
+      env: launch.env,
+      cwd: launch.cwd,
+      ...(launch.target as ReturnType<typeof requestedAccelerator>)
+    });
+    job.requestKernel(start);
+    const kernel = await start;
     if (job.phase !== 'queued') {
       // Cancelled while its kernel was asked for: its end shuts that kernel down.
       await this._finishing.finish(job, undefined);
-      return records.model(record);
+      return;
     }
     void records.put(record);
     records.prune();
@@ -167,7 +217,6 @@ export class JobSubmission {
       this._runs.updatePosition(job);
       this._host.changed(job);
     }
-    return records.model(record);
   }
 
   /**
@@ -312,6 +361,40 @@ export namespace JobSubmission {
 }
 
 namespace Private {
+  /** The longest a job may be scheduled ahead. */
+  const YEAR_MS = 365 * 24 * 3600 * 1000;
+
+  /**
+   * A job's start time as a Timestamp, when it is ahead; undefined for none, or one past (it runs
+   * now).
+   *
+   * @throws JobRequestError 400 for a time that is not one, or more than a year ahead.
+   */
+  export function startAt(value: string | undefined): string | undefined {
+    if (value === undefined) {
+      return undefined;
+    }
+    const at = Date.parse(value);
+    if (
+      Number.isNaN(at) ||
+      !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(
+        value
+      )
+    ) {
+      throw new JobRequestError(
+        400,
+        `start_at is not a time: ${JSON.stringify(value.slice(0, 64))} (ISO 8601 with its zone, e.g. 2026-11-28T22:00:00Z)`
+      );
+    }
+    if (at - Date.now() > YEAR_MS) {
+      throw new JobRequestError(
+        400,
+        'start_at is more than a year ahead: schedule it closer'
+      );
+    }
+    return at > Date.now() ? new Date(at).toISOString() : undefined;
+  }
+
   /** For a job without parameters: any language runs. */
   export const NO_SYNTAX = {
     comment: '',

@@ -315,7 +315,8 @@ namespace Private {
     });
     const form = new ParametersForm(
       readParameters(cell?.model.sharedModel.getSource() ?? ''),
-      translator
+      translator,
+      { schedule: true }
     );
     const result = await showDialog({
       title: trans.__('Run %1 as a Job: Parameters', notebook.context.path),
@@ -346,7 +347,8 @@ namespace Private {
       const job = await client.submit({
         path: notebook.context.path,
         accelerator: choice.request,
-        parameters: result.value ?? {}
+        parameters: result.value ?? {},
+        ...(form.startAt ? { start_at: form.startAt } : {})
       });
       Notification.success(submittedNotice(job, translator), {
         autoClose: 5000

@@ -107,6 +107,9 @@ export class JobsPanel extends Widget {
     const state =
       Private.stateLabel(trans, job.state) +
       (job.position ? ' ' + trans.__('(#%1 in the queue)', job.position) : '') +
+      (job.state === 'scheduled' && job.start_at
+        ? ' ' + trans.__('for %1', Private.when(job.start_at))
+        : '') +
       (job.state === 'running'
         ? ' · ' + trans.__('cell %1 of %2', job.cell ?? 0, cells)
         : '');
@@ -230,7 +233,11 @@ export function submittedNotice(
   translator: ITranslator = nullTranslator
 ): string {
   const trans = translator.load('ferry');
-  const state = Private.stateLabel(trans, job.state);
+  const state =
+    Private.stateLabel(trans, job.state) +
+    (job.state === 'scheduled' && job.start_at
+      ? ' ' + trans.__('for %1', Private.when(job.start_at))
+      : '');
   const where =
     job.output_path ??
     trans.__('the gateway (Download it from the Jobs panel)');
@@ -266,12 +273,28 @@ export namespace JobsPanel {
 }
 
 namespace Private {
+  /** A start time as the page's clock reads it: "28 Nov, 22:00" (the year when not this one). */
+  export function when(iso: string): string {
+    const at = new Date(iso);
+    return at.toLocaleString(undefined, {
+      ...(at.getFullYear() !== new Date().getFullYear()
+        ? { year: 'numeric' }
+        : {}),
+      day: 'numeric',
+      month: 'short',
+      hour: '2-digit',
+      minute: '2-digit'
+    });
+  }
+
   /** A job's state in words (the same word in English). */
   export function stateLabel(
     trans: TranslationBundle,
     state: IJob['state']
   ): string {
     switch (state) {
+      case 'scheduled':
+        return trans.__('scheduled');
       case 'queued':
         return trans.__('queued');
       case 'starting':

@@ -2,7 +2,11 @@
  * The parameters form of "Run as Job…": one field per assignment of the notebook's cell tagged
  * `parameters` (papermill's convention), its current value as the default.
  */
-import { nullTranslator, type ITranslator } from '@jupyterlab/translation';
+import {
+  nullTranslator,
+  type ITranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 /** One parameter of the `parameters` cell. */
@@ -86,12 +90,16 @@ export function typedField(source: string): {
 export class ParametersForm extends Widget {
   constructor(
     parameters: IParameter[],
-    translator: ITranslator = nullTranslator
+    translator: ITranslator = nullTranslator,
+    options: { schedule?: boolean } = {}
   ) {
     super();
     const trans = translator.load('ferry');
     this.addClass('jp-FerryJobParameters');
     this._parameters = parameters;
+    if (options.schedule) {
+      this._start = Private.startField(this.node, trans);
+    }
     this._fieldsNode = document.createElement('div');
     this._fieldsNode.className = 'jp-FerryJobParameters-fields';
     if (parameters.length === 0) {
@@ -115,6 +123,13 @@ export class ParametersForm extends Widget {
     );
     this.node.append(this._fieldsNode, advanced);
     this._draw(false);
+  }
+
+  /** When to run the job (an ISO time), or undefined for now. */
+  get startAt(): string | undefined {
+    const value = this._start?.value;
+    // A datetime-local field's value is the page's local time, without its zone.
+    return value ? new Date(value).toISOString() : undefined;
   }
 
   /** Whether the values are edited as Python literals. */
@@ -208,6 +223,7 @@ export class ParametersForm extends Widget {
   private readonly _fieldsNode: HTMLElement;
   private _fields: Private.IField[] = [];
   private _literal = false;
+  private _start: HTMLInputElement | undefined;
 }
 
 /** A JSON value written as Python source (`True`, `None`, `"text"`, `[1, 2]`). */
@@ -216,6 +232,31 @@ export function pythonLiteral(value: unknown): string {
 }
 
 namespace Private {
+  /** "Start: now, or at [time]": the job waits, scheduled, until the time given. */
+  export function startField(
+    node: HTMLElement,
+    trans: TranslationBundle
+  ): HTMLInputElement {
+    const label = document.createElement('label');
+    label.className = 'jp-FerryJobParameters-start';
+    const name = document.createElement('span');
+    name.className = 'jp-FerryJobParameters-name';
+    name.textContent = trans.__('Start at');
+    const input = document.createElement('input');
+    input.type = 'datetime-local';
+    input.className = 'jp-mod-styled jp-FerryJobStartAt';
+    input.setAttribute('aria-label', trans.__('Start at'));
+    input.title = trans.__(
+      'Leave empty to run now; else the job waits, scheduled, until then (your local time)'
+    );
+    const hint = document.createElement('span');
+    hint.className = 'jp-FerryJobParameters-hint';
+    hint.textContent = trans.__('empty: now');
+    label.append(name, input, hint);
+    node.append(label);
+    return input;
+  }
+
   export interface IField {
     parameter: IParameter;
     input: HTMLInputElement;
