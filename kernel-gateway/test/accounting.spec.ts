@@ -314,6 +314,9 @@ describe('quotas', () => {
       'lab'
     ]);
     expect(quotas.poolsOf('cat')).toEqual([]);
+    expect(() =>
+      Quotas.validate({ groups: { x: { pool: { gpu: 'lots' } } } })
+    ).toThrow(/^quotas\.groups\.x\.pool\.gpu: /);
     const request = { kind: 'gpu', model: 'H100', count: 2 } as const;
     const used = () =>
       quotas.poolUsed(

@@ -365,7 +365,13 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
         if (!Quotas.applies(quota, allocation.deviceKind, allocation.model)) {
           continue;
         }
-        const used = this.poolUsed(pool.group, quota, poolWindow).heldSeconds;
+        // Within one check, a pool is summed once however many of its members hold devices.
+        const cacheKey = `${pool.group}\n${quota.key}`;
+        let used = this._poolSums?.get(cacheKey);
+        if (used === undefined) {
+          used = this.poolUsed(pool.group, quota, poolWindow).heldSeconds;
+          this._poolSums?.set(cacheKey, used);
+        }
         const state: IQuotaState = {
           group: pool.group,
           class: quota.kind,
@@ -393,6 +399,15 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
    * of a holder (a kernel, a terminal with devices of its own) that reached 100 %.
    */
   check(): void {
+    this._poolSums = new Map();
+    try {
+      this._check();
+    } finally {
+      this._poolSums = undefined;
+    }
+  }
+
+  private _check(): void {
     const seen = new Set<string>();
     for (const allocation of this._ledger.openAllocations()) {
       seen.add(allocation.key);
@@ -486,6 +501,8 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
   private _timer: NodeJS.Timeout | undefined;
   /** The level each open holder was last seen at. */
   private _levels = new Map<string, QuotaLevel>();
+  /** During a check: each pool's held seconds by group and key, summed once. */
+  private _poolSums: Map<string, number> | undefined;
 }
 
 export namespace Quotas {
