@@ -297,6 +297,18 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/me\/tokens(?:\/.*)?$/
   },
   {
+    what: "the owner's notices (why an admin stopped their things)",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/me\/notices(?:\/.*)?$/
+  },
+  {
+    what: "device use and quotas (the owner's; a link holds no devices of its own)",
+    grant: 'refuse',
+    methods: ANY,
+    path: /^\/api\/usage\/?$/
+  },
+  {
     what: "the admin's users, their things and the audit log",
     grant: 'refuse',
     methods: ANY,
