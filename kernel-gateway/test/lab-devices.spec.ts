@@ -18,6 +18,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { apiFor } from './helpers';
 import {
   SCREENSHOTS,
+  docsImage,
   appRestored,
   browserMissing,
   currentKernelId,
@@ -639,7 +640,23 @@ async function expectNoSidewaysScroll(sidebar: Locator): Promise<void> {
 /** A screenshot of the page (or one part of it) under test-artifacts/screenshots/. */
 async function shoot(lab: ILab, name: string, part?: Locator): Promise<void> {
   const file = path.join(SCREENSHOTS, `${name}.png`);
-  await (part ?? lab.page).screenshot({ path: file });
+  // A theme change shows JupyterLab's splash for a moment: the picture is of the lab after it.
+  await lab.page.locator('#jupyterlab-splash').waitFor({ state: 'detached' });
+  const docs = Private.DOCS_IMAGES[name];
+  await (docs
+    ? docsImage(part ?? lab.page, file, docs)
+    : (part ?? lab.page).screenshot({ path: file }));
+}
+
+namespace Private {
+  /** The screenshots the README and docs/jupyterlab.md show, by their name in docs/images. */
+  export const DOCS_IMAGES: Record<string, string> = {
+    'devices-2-lab-1440-light': 'jupyterlab-gpu.png',
+    'devices-2-lab-1440-dark': 'device-ui-dark.png',
+    'devices-8-lab-1440-light': 'device-ui-8-devices.png',
+    'devices-8-picker-1440-light': 'device-ui-picker.png',
+    'devices-64-lab-1440-light': 'device-ui-64-chips.png'
+  };
 }
 
 /** Text with its whitespace runs made single spaces. */

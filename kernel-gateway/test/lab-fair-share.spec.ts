@@ -24,6 +24,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { apiFor } from './helpers';
 import {
   SCREENSHOTS,
+  docsImage,
   appRestored,
   browserMissing,
   currentKernelId,
@@ -247,9 +248,11 @@ describeInBrowser(
           hasText: `${secondName} Waiting for GPU · H100 × 1 · #1`
         })
         .waitFor();
-      await page.screenshot({
-        path: path.join(SCREENSHOTS, 'fair-share-waiting.png')
-      });
+      await docsImage(
+        page,
+        path.join(SCREENSHOTS, 'fair-share-waiting.png'),
+        'fair-share-waiting.png'
+      );
 
       // The admin page lists who holds the GPU; Return devices asks why.
       await runCommand(page, 'ferry:admin');

@@ -5,7 +5,7 @@
  * notebook, type and run a cell, save).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -36,6 +36,25 @@ export const SCREENSHOTS = path.join(
   'test-artifacts',
   'screenshots'
 );
+
+/** The pictures the README and docs/*.md show: the browser suites take them again. */
+export const DOCS_IMAGES = path.join(__dirname, '..', '..', 'docs', 'images');
+
+/**
+ * A screenshot of `target` at `file` (under {@link SCREENSHOTS}); with `FERRY_UPDATE_DOCS_IMAGES=1`
+ * in the environment, copied to docs/images/`docsName` too, so the docs show today's UI
+ * (`FERRY_UPDATE_DOCS_IMAGES=1 npx jest kernel-gateway/test/lab-devices.spec.ts`).
+ */
+export async function docsImage(
+  target: Page | Locator,
+  file: string,
+  docsName: string
+): Promise<void> {
+  await target.screenshot({ path: file });
+  if (process.env.FERRY_UPDATE_DOCS_IMAGES === '1') {
+    copyFileSync(file, path.join(DOCS_IMAGES, docsName));
+  }
+}
 
 /** Why the browser suites cannot run here, if they cannot. */
 export const browserMissing = !existsSync(CHROMIUM)

@@ -6,7 +6,7 @@
  * dialog; visitors open them as a person does (the link page, their name, the notebook).
  *
  * The picture of two people in one notebook goes to test-artifacts/screenshots/co-editing.png
- * (docs/images/co-editing.png, shown in docs/sharing.md, is a copy of one).
+ * (and to docs/images/co-editing.png, shown in docs/sharing.md, with FERRY_UPDATE_DOCS_IMAGES=1).
  */
 import type { ChildProcess } from 'node:child_process';
 import {
@@ -24,6 +24,7 @@ import * as Y from 'yjs';
 import { apiFor } from './helpers';
 import {
   SCREENSHOTS,
+  docsImage,
   appRestored,
   browserMissing,
   kernelIdle,
@@ -158,7 +159,11 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
       .locator('.jp-remote-userFlag-name', { hasText: 'Ada' })
       .first()
       .waitFor({ state: 'attached' });
-    await owner.screenshot({ path: path.join(SCREENSHOTS, 'co-editing.png') });
+    await docsImage(
+      owner,
+      path.join(SCREENSHOTS, 'co-editing.png'),
+      'co-editing.png'
+    );
   });
 
   it('the owner sees who is connected through each link', async () => {
