@@ -320,6 +320,7 @@ describe('the option tables', () => {
       },
       workerGraceMs: 30_000,
       usageFlushIntervalMs: 5_000,
+      usageRetentionMs: 400 * 24 * 3600 * 1000,
       sessions: { idleMs: 24 * 3600_000, maxMs: 14 * 24 * 3600_000 },
       kernelspecAccelerators: 'auto',
       scheduling: { policy: 'pack', maxKernelsPerDevice: 1 },
