@@ -27,7 +27,8 @@ describe('plugins', () => {
       '@ferry/accelerators-extension:manager',
       '@ferry/accelerators-extension:picker',
       '@ferry/accelerators-extension:sidebar',
-      '@ferry/accelerators-extension:status-bar'
+      '@ferry/accelerators-extension:status-bar',
+      '@ferry/accelerators-extension:terminals'
     ]);
     for (const p of plugins) {
       expect(p.description).toBeTruthy();
