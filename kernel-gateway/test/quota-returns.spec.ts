@@ -236,5 +236,22 @@ describe('a kernel adopted on its devices after a gateway restart (a remote work
     expect(await returned).toMatchObject({ kernelId: id, cause: 'idle' });
     expect(gw.gateway.registry.holdOf(id)!.hold.state).toBe('returned');
     expect(gw.gateway.registry.get(id)!.placement!.deviceIds).toEqual([]);
-  }, 90000);
+
+    // Restarted again while it holds nothing: adopted still asking for its GPU, which its next
+    // cell takes (before, it came back a CPU kernel for good).
+    const again = host.registered();
+    await gw.close();
+    gw = await gateway(workerPort);
+    await again;
+    const adopted = gw.gateway.registry.get(id)!;
+    expect(adopted.accelerator).toMatchObject({ kind: 'gpu', count: 1 });
+    expect(gw.gateway.registry.holdOf(id)!.hold.state).toBe('returned');
+    const next = await KernelSocket.connect(gw, id);
+    const cell = await next.execute(
+      'import os\nprint(os.environ.get("CUDA_VISIBLE_DEVICES"))'
+    );
+    expect(cell.stdout).toBe('0\n');
+    expect(gw.gateway.registry.holdOf(id)!.hold.state).toBe('held');
+    await next.close();
+  }, 120000);
 });

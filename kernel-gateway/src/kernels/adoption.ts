@@ -95,6 +95,10 @@ export class KernelAdoption {
         worker.devices.find(d => d.id === id)
       );
       const first = devices[0];
+      // Without devices, it may still ask for some: it held none when the gateway restarted.
+      const asked = first
+        ? undefined
+        : this._host.requestOf?.(running.kernelId);
       const accelerator: IAcceleratorRequest = first
         ? {
             kind: first.kind,
@@ -102,7 +106,7 @@ export class KernelAdoption {
             count: devices.length,
             ...(first.profile ? { profile: first.profile } : {})
           }
-        : { kind: 'cpu', count: 0 };
+        : (asked ?? { kind: 'cpu', count: 0 });
       // Its environment stays in its model, and in its launch should it move.
       const kernel = this._host.create(
         running.kernelId,
@@ -125,6 +129,8 @@ export class KernelAdoption {
       if (!owner && placement.deviceIds.length > 0) {
         // Held as any kernel's devices are: returned when idle, at a quota, by an admin.
         this._host.adopted?.(kernel);
+      } else if (!owner && asked !== undefined && asked.kind !== 'cpu') {
+        this._host.adoptedHoldingNothing?.(kernel);
       }
       log.info(
         { kernel: kernel.id, worker: worker.id },

@@ -50,4 +50,11 @@ export interface IKernelHost {
    * them, and its idle clock starts now (kernels/holds.ts).
    */
   adopted?(kernel: ManagedKernel): void;
+  /** The devices a kernel asked for, as recorded when it was created (kernels/owners.ts). */
+  requestOf?(kernelId: string): IAcceleratorRequest | undefined;
+  /**
+   * A kernel adopted without devices though it asks for some (it held none when the gateway
+   * restarted, `--hold-devices when-used`): its next cell takes them.
+   */
+  adoptedHoldingNothing?(kernel: ManagedKernel): void;
 }

@@ -91,7 +91,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
       placed: (kernel, placement) => this._placed(kernel, placement),
       markDead: (kernel, reason) => this._markDead(kernel, reason),
       forget: id => this._adoption.forget(id),
-      adopted: kernel => this._holds.adopt(kernel)
+      adopted: kernel => this._holds.adopt(kernel),
+      requestOf: id => this._options.owners?.requestOf(id),
+      adoptedHoldingNothing: kernel => this._holds.track(kernel, false)
     };
     this._provisioned = new ProvisionedKernels({
       host,
@@ -603,6 +605,9 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     this._kernels.set(id, kernel);
     if (options.owner !== undefined) {
       this._options.owners?.set(id, options.owner);
+    }
+    if (accelerator.kind !== 'cpu') {
+      this._options.owners?.setRequest(id, accelerator);
     }
     return kernel;
   }
