@@ -438,6 +438,13 @@ describe('jobs', () => {
       ename: 'ZeroDivisionError',
       evalue: 'division by zero'
     });
+    // A follower who comes after the end gets the cells that ran, each marked, as the log shows.
+    const late = await eventsOf(client, job.id);
+    expect(
+      late.flatMap(e =>
+        e.type === 'cell' ? [`cell ${e.data.cell} of ${e.data.cells}`] : []
+      )
+    ).toEqual(['cell 1 of 3', 'cell 2 of 3']);
     expect(done.reason).toMatch(/cell 2 raised ZeroDivisionError/);
     const written = JSON.parse(
       readFileSync(path.join(root, 'out/fails-executed.ipynb'), 'utf8')

@@ -90,7 +90,11 @@ export function replayEnded(
 }
 
 namespace Private {
-  /** The outputs of an executed notebook (nbformat JSON), as a stream's events, cell by cell. */
+  /**
+   * The code cells of an executed notebook (nbformat JSON) and their outputs, as a stream's events,
+   * cell by cell: each code cell that ran gets its marker (`cell`, without `elapsed`: the file does
+   * not say when it ran), then its outputs, as a follower of the running job saw them.
+   */
   export function outputEvents(text: string | undefined): JobStreamEvent[] {
     if (text === undefined) {
       return [];
@@ -101,15 +105,35 @@ namespace Private {
     } catch {
       return [];
     }
-    return notebook.cells.flatMap((cell, index) =>
-      (Array.isArray(cell.outputs) ? cell.outputs : []).map(
-        (output: Record<string, unknown>) =>
-          ({
-            type: 'output',
-            data: { index, output: joined(output) }
-          }) as JobStreamEvent
-      )
-    );
+    if (!Array.isArray(notebook.cells)) {
+      return [];
+    }
+    const code = notebook.cells.filter(cell => cell?.cell_type === 'code');
+    let position = 0;
+    return notebook.cells.flatMap((cell, index) => {
+      if (cell?.cell_type !== 'code') {
+        return [];
+      }
+      position += 1;
+      const outputs = Array.isArray(cell.outputs) ? cell.outputs : [];
+      if (cell.execution_count == null && outputs.length === 0) {
+        // It never ran (the job failed or stopped before it): no marker.
+        return [];
+      }
+      return [
+        {
+          type: 'cell',
+          data: { index, cell: position, cells: code.length }
+        } as JobStreamEvent,
+        ...outputs.map(
+          (output: Record<string, unknown>) =>
+            ({
+              type: 'output',
+              data: { index, output: joined(output) }
+            }) as JobStreamEvent
+        )
+      ];
+    });
   }
 
   /** An output as it was streamed: its multi-line strings joined (the file splits them). */
