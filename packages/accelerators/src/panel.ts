@@ -515,7 +515,8 @@ export class AcceleratorPanel extends Widget {
       rows.length
         ? h.ul(
             { className: 'jp-FerryAccelerators-devices' },
-            rows.map(device => {
+            // Spread, as the usage list's: `rows` may come from a parsed response.
+            ...rows.map(device => {
               const key = `${worker.id}/${device.id}`;
               const expanded = this._expanded.has(key);
               return DeviceCard.render(device, {

@@ -367,7 +367,9 @@ export namespace UsageMeter {
         ? null
         : h.ul(
             { className: 'jp-FerryAccelerators-usageList' },
-            shown(usage.classes)
+            // Spread: an array parsed from a response may be of another realm (jsdom), which
+            // Lumino's `instanceof Array` would take for the attributes.
+            ...shown(usage.classes)
               .map(entry =>
                 Private.line(
                   `${entry.class}/${entry.model ?? ''}`,
