@@ -99,6 +99,34 @@ export namespace adminRouter {
   }
 }
 
+/**
+ * The admin a request acts as (its name for the audit log); 403 with `refusal` for anyone else.
+ * The admin API and the admin forms of `/api/usage` both ask it.
+ */
+export function adminActor(
+  auth: IIdentityResolver,
+  request: Request,
+  ownerName: string,
+  refusal: string,
+  nameOf: (id: string) => string = id => id
+): IActor {
+  const principal = auth.resolve(request);
+  if (!can(principal, 'admin')) {
+    throw new HttpError(
+      403,
+      principal?.token?.scope === 'read-only'
+        ? 'A read-only API token cannot use the admin API'
+        : refusal
+    );
+  }
+  return {
+    id: principal!.id,
+    name:
+      principal!.user?.name ??
+      (principal!.id === OWNER ? ownerName : nameOf(principal!.id))
+  };
+}
+
 namespace Private {
   /** The admin a request acts as; 403 for anyone else. */
   export function actor(
@@ -106,20 +134,11 @@ namespace Private {
     request: Request,
     ownerName: string
   ): IActor {
-    const principal = auth.resolve(request);
-    if (!can(principal, 'admin')) {
-      throw new HttpError(
-        403,
-        principal?.token?.scope === 'read-only'
-          ? 'A read-only API token cannot use the admin API'
-          : 'Only an admin may use the admin API'
-      );
-    }
-    return {
-      id: principal!.id,
-      name:
-        principal!.user?.name ??
-        (principal!.id === OWNER ? ownerName : principal!.id)
-    };
+    return adminActor(
+      auth,
+      request,
+      ownerName,
+      'Only an admin may use the admin API'
+    );
   }
 }

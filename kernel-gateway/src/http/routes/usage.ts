@@ -12,12 +12,13 @@ import {
   type UsageGrouping,
   type UsageLedger
 } from '../../accounting';
-import { can, OWNER, type IIdentityResolver } from '../../auth';
+import { OWNER, type IIdentityResolver } from '../../auth';
 import type { KernelRegistry } from '../../kernels';
 import type { RestSchemas } from '../../protocol';
 import type { IGatewayContext } from '../context';
 import { HttpError } from '../errors';
 import { validateBody } from '../validation';
+import { adminActor } from './admin';
 
 type IUsage = RestSchemas['Usage'];
 type IUsageClass = RestSchemas['UsageClass'];
@@ -30,7 +31,13 @@ export function usageRouter(
   const { ledger, quotas, auth, admin, registry } = options;
   const router = Router();
   const adminOnly = (request: Request): IActor =>
-    Private.actor(auth, request, admin.ownerName, options.nameOf);
+    adminActor(
+      auth,
+      request,
+      admin.ownerName,
+      "Only an admin may see everyone's usage or act on holders and quotas",
+      options.nameOf
+    );
 
   router.get('/api/usage', (request, response) => {
     const principal = auth.resolve(request);
@@ -460,29 +467,5 @@ namespace Private {
       )
     ];
     return `${lines.join('\r\n')}\r\n`;
-  }
-
-  /** The admin a request acts as; 403 for anyone else. */
-  export function actor(
-    auth: IIdentityResolver,
-    request: Request,
-    ownerName: string,
-    nameOf: (id: string) => string
-  ): IActor {
-    const principal = auth.resolve(request);
-    if (!can(principal, 'admin')) {
-      throw new HttpError(
-        403,
-        principal?.token?.scope === 'read-only'
-          ? 'A read-only API token cannot use the admin API'
-          : "Only an admin may see everyone's usage or act on holders and quotas"
-      );
-    }
-    return {
-      id: principal!.id,
-      name:
-        principal!.user?.name ??
-        (principal!.id === OWNER ? ownerName : nameOf(principal!.id))
-    };
   }
 }
