@@ -180,14 +180,7 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
       if (value === undefined) {
         continue;
       }
-      const [kind, model] = Quotas.splitKey(field);
-      quotas.push({
-        key: field,
-        kind,
-        ...(model !== undefined ? { model } : {}),
-        seconds: parseDuration(value) / 1000,
-        from: from!
-      });
+      quotas.push(Quotas.parseQuota(field, value, from!));
     }
     const periodText =
       override?.period ??
@@ -212,14 +205,7 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
         if (field === 'period' || value === undefined) {
           continue;
         }
-        const [kind, model] = Quotas.splitKey(field);
-        quotas.push({
-          key: field,
-          kind,
-          ...(model !== undefined ? { model } : {}),
-          seconds: parseDuration(value) / 1000,
-          from: group
-        });
+        quotas.push(Quotas.parseQuota(field, value, group));
       }
       pools.push({
         group,
@@ -611,6 +597,26 @@ export namespace Quotas {
   export function splitKey(key: string): [string, string | undefined] {
     const at = key.indexOf(':');
     return at < 0 ? [key, undefined] : [key.slice(0, at), key.slice(at + 1)];
+  }
+
+  /**
+   * One quota from a table's field (`gpu:H100`) and duration text (`40h`).
+   *
+   * @param from - `override`, `default` or the group's name.
+   */
+  export function parseQuota(
+    key: string,
+    duration: string,
+    from: string
+  ): IQuota {
+    const [kind, model] = splitKey(key);
+    return {
+      key,
+      kind,
+      ...(model !== undefined ? { model } : {}),
+      seconds: parseDuration(duration) / 1000,
+      from
+    };
   }
 
   /** Whether a quota counts devices of `kind` and `model` (a model quota: that model, any case). */
