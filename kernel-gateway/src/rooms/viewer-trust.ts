@@ -60,18 +60,9 @@ export class OwnerTrust {
 
   /** The owner marked cells of `doc` trusted: their outputs as they are now are theirs. */
   record(doc: Y.Doc): void {
-    for (const cell of cellsOf(doc)) {
-      const metadata = cell.get('metadata');
-      const id = cell.get('id');
-      if (
-        typeof id === 'string' &&
-        metadata instanceof Y.Map &&
-        metadata.get('trusted') === true
-      ) {
-        const outputs = outputsOf(cell);
-        this._recorded.set(id, outputs);
-        this._map?.set(id, outputs);
-      }
+    for (const [id, outputs] of markedOutputs(doc)) {
+      this._recorded.set(id, outputs);
+      this._map?.set(id, outputs);
     }
   }
 
@@ -117,19 +108,7 @@ export function trustedOutputs(content: unknown): Map<string, string> {
   const doc = new Y.Doc();
   try {
     NOTEBOOK.fill(doc, content);
-    const trusted = new Map<string, string>();
-    for (const cell of cellsOf(doc)) {
-      const metadata = cell.get('metadata');
-      const id = cell.get('id');
-      if (
-        typeof id === 'string' &&
-        metadata instanceof Y.Map &&
-        metadata.get('trusted') === true
-      ) {
-        trusted.set(id, outputsOf(cell));
-      }
-    }
-    return trusted;
+    return markedOutputs(doc);
   } finally {
     doc.destroy();
   }
@@ -175,6 +154,23 @@ function cellsOf(doc: Y.Doc): Y.Map<unknown>[] {
     .getArray<unknown>('cells')
     .toArray()
     .filter((cell): cell is Y.Map<unknown> => cell instanceof Y.Map);
+}
+
+/** The cells of `doc` marked trusted (with an id): id to outputs as they are now. */
+function markedOutputs(doc: Y.Doc): Map<string, string> {
+  const marked = new Map<string, string>();
+  for (const cell of cellsOf(doc)) {
+    const metadata = cell.get('metadata');
+    const id = cell.get('id');
+    if (
+      typeof id === 'string' &&
+      metadata instanceof Y.Map &&
+      metadata.get('trusted') === true
+    ) {
+      marked.set(id, outputsOf(cell));
+    }
+  }
+  return marked;
 }
 
 function outputsOf(cell: Y.Map<unknown>): string {
