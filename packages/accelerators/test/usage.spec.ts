@@ -7,6 +7,7 @@ import { HoldWords, kernelStandings } from '../src/holds';
 import type { IAccelerators, IUsage } from '../src/models';
 import { HoldNotices } from '../src/notices';
 import { UsageMeter } from '../src/usage';
+import { Signal } from '@lumino/signaling';
 import { VirtualDOM } from '@lumino/virtualdom';
 
 const trans = nullTranslator.load('ferry');
@@ -236,5 +237,141 @@ describe('a kernel’s hold in words, and its notices', () => {
       /^train\.ipynb: Went back to the pool at .*: idle for 30 min; variables lost\. The next cell asks for devices again\.$/
     );
     notices.dispose();
+  });
+});
+
+describe('the quota and pool notifications', () => {
+  /** The user's usage as the tracker would follow it, pushed by hand. */
+  class Usage {
+    usage: IUsage | null = null;
+    readonly changed = new Signal<this, IUsage | null>(this);
+    push(usage: IUsage): void {
+      this.usage = usage;
+      this.changed.emit(usage);
+    }
+  }
+
+  const pool = (heldSeconds: number, period = WEEK) => ({
+    group: 'students',
+    class: 'gpu',
+    heldSeconds,
+    quotaSeconds: 100,
+    remainingSeconds: Math.max(0, 100 - heldSeconds),
+    period
+  });
+
+  function notices(tracker: Usage, storage: Storage, told: string[]) {
+    return new HoldNotices({
+      manager: new TestManager(),
+      usage: tracker,
+      own: () => null,
+      trans,
+      notify: (type, message) => told.push(`${type}: ${message}`),
+      storage
+    });
+  }
+
+  beforeEach(() => localStorage.clear());
+
+  it('tells each threshold crossed once, and a reload tells nothing again', () => {
+    const tracker = new Usage();
+    const told: string[] = [];
+    const page = notices(tracker, localStorage, told);
+    tracker.push(usage(60, 100));
+    expect(told).toEqual([]);
+    tracker.push(usage(85, 100));
+    tracker.push(usage(86, 100));
+    tracker.push(usage(87, 100));
+    expect(told).toEqual([
+      expect.stringMatching(
+        /^warning: 80 % of your GPU quota is used \(15 s left\): at 100 % your devices go back to the pool until /
+      )
+    ]);
+    tracker.push(usage(96, 100));
+    expect(told).toHaveLength(2);
+    expect(told[1]).toMatch(/^warning: 95 % of your GPU quota is used \(4 s/);
+    page.dispose();
+    // A reload: a new page with the same storage and the same use tells nothing.
+    const reloaded = new Usage();
+    reloaded.usage = usage(97, 100);
+    const again = notices(reloaded, localStorage, told);
+    reloaded.push(usage(98, 100));
+    expect(told).toHaveLength(2);
+    tracker.push(usage(100, 100));
+    reloaded.push(usage(100, 100));
+    expect(told).toHaveLength(3);
+    expect(told[2]).toMatch(/^error: Your GPU quota is used up/);
+    again.dispose();
+  });
+
+  it('tells a crossing again after use fell below it, or in a new week', () => {
+    const tracker = new Usage();
+    const told: string[] = [];
+    notices(tracker, localStorage, told);
+    tracker.push(usage(85, 100));
+    // An admin's larger quota: under 80 % again; crossing it once more is news.
+    tracker.push(usage(85, 200));
+    tracker.push(usage(170, 200));
+    expect(told).toHaveLength(2);
+    expect(told[1]).toMatch(/^warning: 80 % of your GPU quota is used \(30 s/);
+    const nextWeek = {
+      ...usage(170, 200),
+      period: { ...WEEK, start: '2026-01-12T00:00:00.000Z' }
+    };
+    tracker.push(nextWeek);
+    expect(told).toHaveLength(3);
+  });
+
+  it("tells a group's pool by name, with what is left and when it renews", () => {
+    const tracker = new Usage();
+    const told: string[] = [];
+    notices(tracker, localStorage, told);
+    tracker.push({ ...usage(0, null), groups: [pool(50)] });
+    tracker.push({ ...usage(0, null), groups: [pool(81)] });
+    tracker.push({ ...usage(0, null), groups: [pool(82)] });
+    expect(told).toEqual([
+      expect.stringMatching(
+        /^warning: 80 % of the GPU pool of your group students is used \(19 s left\): at 100 % its members’ devices go back to the pool until /
+      )
+    ]);
+    // Its own line in storage, per user: another user of this browser is told for themselves.
+    expect(
+      Object.keys(
+        JSON.parse(localStorage.getItem(`${HoldNotices.STORAGE_PREFIX}owner`)!)
+      )
+    ).toEqual(['pool/students/gpu/']);
+    tracker.push({ ...usage(0, null), user: 'ben', groups: [pool(82)] });
+    expect(told).toHaveLength(2);
+  });
+
+  it('tells a rolling window once, though its start moves with every answer', () => {
+    const tracker = new Usage();
+    const told: string[] = [];
+    notices(tracker, localStorage, told);
+    for (const start of [
+      '2026-01-05T00:00:00.000Z',
+      '2026-01-05T00:01:00.000Z'
+    ]) {
+      tracker.push({
+        ...usage(85, 100),
+        period: { ...WEEK, kind: 'rolling', start }
+      });
+    }
+    expect(told).toHaveLength(1);
+  });
+
+  it('tells once per page where storage is barred', () => {
+    const tracker = new Usage();
+    const told: string[] = [];
+    const barred = {
+      getItem: () => null,
+      setItem: () => {
+        throw new Error('QuotaExceededError');
+      }
+    } as unknown as Storage;
+    notices(tracker, barred, told);
+    tracker.push(usage(85, 100));
+    tracker.push(usage(86, 100));
+    expect(told).toHaveLength(1);
   });
 });
