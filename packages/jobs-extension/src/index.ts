@@ -26,7 +26,7 @@ import {
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
-import { JobsClient, type IJob } from './client';
+import { JobsClient, type IJob, type IJobSubmitRequest } from './client';
 import { JobLog } from './log';
 import { JobsPanel, submittedNotice } from './panel';
 import {
@@ -260,24 +260,15 @@ namespace Private {
     if (!result.button.accept || !job.path) {
       return undefined;
     }
-    try {
-      const again = await client.submit({
+    return submit(
+      client,
+      {
         path: job.path,
         accelerator: job.accelerator,
         parameters: { ...before, ...(result.value ?? {}) }
-      });
-      Notification.success(submittedNotice(again, translator), {
-        autoClose: 5000
-      });
-      return again;
-    } catch (error) {
-      await showDialog({
-        title: trans.__('The job was not started'),
-        body: (error as Error).message,
-        buttons: [Dialog.okButton()]
-      });
-      return undefined;
-    }
+      },
+      translator
+    );
   }
 
   /**
@@ -333,34 +324,57 @@ namespace Private {
       // The job runs the file: what is on screen is saved first.
       await save();
     } catch (error) {
-      await showDialog({
-        title: trans.__('The job was not started'),
-        body: trans.__(
+      await notStarted(
+        trans.__(
           'The notebook could not be saved first: %1',
           error instanceof Error ? error.message : String(error)
         ),
-        buttons: [Dialog.okButton()]
-      });
+        translator
+      );
       return undefined;
     }
-    try {
-      const job = await client.submit({
+    return submit(
+      client,
+      {
         path: notebook.context.path,
         accelerator: choice.request,
         parameters: result.value ?? {},
         ...(form.startAt ? { start_at: form.startAt } : {})
-      });
+      },
+      translator
+    );
+  }
+
+  /**
+   * Submit a job and say that it started, or in a dialog why not; resolves with the job, or
+   * undefined when the gateway refused it.
+   */
+  async function submit(
+    client: JobsClient,
+    request: IJobSubmitRequest,
+    translator: ITranslator
+  ): Promise<IJob | undefined> {
+    try {
+      const job = await client.submit(request);
       Notification.success(submittedNotice(job, translator), {
         autoClose: 5000
       });
       return job;
     } catch (error) {
-      await showDialog({
-        title: trans.__('The job was not started'),
-        body: (error as Error).message,
-        buttons: [Dialog.okButton()]
-      });
+      await notStarted((error as Error).message, translator);
       return undefined;
     }
+  }
+
+  /** Say in a dialog why a job was not started. */
+  async function notStarted(
+    why: string,
+    translator: ITranslator
+  ): Promise<void> {
+    await showDialog({
+      title: translator.load('ferry').__('The job was not started'),
+      body: why,
+      buttons: [Dialog.okButton()]
+    });
   }
 }
