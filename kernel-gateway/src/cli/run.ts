@@ -2,12 +2,14 @@
  * `ferry run notebook.ipynb`: run a notebook headless on an accelerator, on a gateway (`--gateway`)
  * or on one started in this process, with a progress line and the notebook's output on the
  * terminal; the executed notebook is written locally. Exits non-zero when the job does not succeed
- * (for CI); Ctrl-C cancels it. `ferry jobs` lists a gateway's jobs, `ferry jobs logs ID` follows one.
+ * (for CI); Ctrl-C cancels it. `--at` schedules it for later instead. `ferry jobs` lists a gateway's
+ * jobs, `ferry jobs logs ID` follows one, `ferry jobs cancel ID` cancels one.
  */
 import { mkdtempSync, promises as fs, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
+import { formatDuration } from '../accounting/durations';
 import { createHostWorker } from '../agent';
 import { TokenIdentityResolver } from '../auth';
 import { createGateway } from '../gateway';
@@ -21,6 +23,12 @@ import {
 } from './jobs-client';
 import { number } from '../options';
 import { refusedSecret } from './options';
+import {
+  formatStartTime,
+  parseStartTime,
+  START_TIME_FORMS,
+  StartTimeError
+} from './start-time';
 import { VERSION } from './version';
 
 /** The exit status of a job that did not succeed, and of a request the gateway refused. */
@@ -70,6 +78,10 @@ export function runCommand(): Command {
     .option(
       '--detach',
       'submit, print the job id and exit (follow it with `ferry jobs logs ID`)'
+    )
+    .option(
+      '--at <time>',
+      `schedule it to start later, and exit (needs --gateway): ${START_TIME_FORMS}`
     )
     .option(
       '--simulate <spec>',
@@ -182,6 +194,7 @@ namespace Private {
     output?: string;
     timeout?: number;
     detach?: boolean;
+    at?: string;
     simulate?: string;
     discover: boolean;
   }
@@ -226,11 +239,25 @@ namespace Private {
         parameter.slice(equals + 1)
       );
     }
-    if (flags.detach && !flags.gateway) {
-      process.stderr.write(
-        'ferry run: --detach needs --gateway: a job on the gateway this command starts ends with it\n'
-      );
-      return EXIT_REFUSED;
+    let startAt: Date | undefined;
+    if (flags.at !== undefined) {
+      try {
+        startAt = parseStartTime(flags.at);
+      } catch (error) {
+        if (!(error instanceof StartTimeError)) {
+          throw error;
+        }
+        process.stderr.write(`ferry run: --at: ${error.message}\n`);
+        return EXIT_REFUSED;
+      }
+    }
+    for (const flag of ['detach', 'at'] as const) {
+      if (flags[flag] !== undefined && !flags.gateway) {
+        process.stderr.write(
+          `ferry run: --${flag} needs --gateway: a job on the gateway this command starts ends with it\n`
+        );
+        return EXIT_REFUSED;
+      }
     }
     const embedded = flags.gateway ? undefined : await startEmbedded(flags);
     try {
@@ -243,11 +270,16 @@ namespace Private {
           ...(flags.accelerator ? { accelerator: flags.accelerator } : {}),
           ...(flags.kernel ? { kernel_name: flags.kernel } : {}),
           ...(flags.timeout !== undefined ? { timeout: flags.timeout } : {}),
+          ...(startAt ? { start_at: startAt.toISOString() } : {}),
           parameters
         });
       } catch (error) {
         process.stderr.write(`ferry run: ${(error as Error).message}\n`);
         return error instanceof JobClientError ? EXIT_REFUSED : EXIT_FAILED;
+      }
+      if (startAt) {
+        scheduled(job, flags.gateway!);
+        return 0;
       }
       if (flags.detach) {
         process.stdout.write(`${job.id}\n`);
@@ -289,6 +321,26 @@ namespace Private {
     } finally {
       await embedded?.close();
     }
+  }
+
+  /**
+   * Say when a job submitted with `--at` starts and how to reach it: its id alone on stdout (for
+   * scripts), the rest on stderr. Its log is not followed: nothing runs before its time.
+   */
+  function scheduled(job: IJob, gateway: string): void {
+    const short = job.id.slice(0, 8);
+    const where = ` --gateway ${gateway}`;
+    const at = Date.parse(job.start_at ?? '');
+    process.stdout.write(`${job.id}\n`);
+    process.stderr.write(
+      (job.state === 'scheduled' && !Number.isNaN(at)
+        ? `job ${short} scheduled for ${formatStartTime(new Date(at))} (in ${formatDuration(at - Date.now())}), on ${job.accelerator}\n` +
+          'Not following its log: a scheduled job shows nothing until it starts. It holds no device until then, and waits through a gateway restart.\n'
+        : `job ${short} is ${job.state} already (its time came)\n`) +
+        `  follow it:  ferry jobs logs ${short}${where}\n` +
+        `  cancel it:  ferry jobs cancel ${short}${where}\n` +
+        `  list jobs:  ferry jobs${where}   (or the Jobs panel of the lab)\n`
+    );
   }
 
   /** A gateway in this process, on a free loopback port, with a temporary root and store. */
@@ -403,13 +455,21 @@ namespace Private {
     }
   }
 
+  /** ` (Sat 28 Nov 2026, 18:00 UTC)` for a scheduled job, else nothing. */
+  function scheduledFor(job: IJob): string {
+    const at = Date.parse(job.start_at ?? '');
+    return job.state === 'scheduled' && !Number.isNaN(at)
+      ? ` (${formatStartTime(new Date(at))})`
+      : '';
+  }
+
   /** A table of jobs for a terminal. */
   export function table(jobs: IJob[]): string {
     const rows = [
       ['ID', 'STATE', 'NAME', 'ACCELERATOR', 'CELL', 'DURATION', 'CREATED'],
       ...jobs.map(j => [
         j.id.slice(0, 8),
-        j.state + (j.position ? ` (#${j.position})` : ''),
+        j.state + (j.position ? ` (#${j.position})` : '') + scheduledFor(j),
         j.name,
         j.accelerator,
         `${j.cell ?? 0}/${j.cells ?? 0}`,
@@ -441,7 +501,9 @@ namespace Private {
 
     state(job: IJob): void {
       this._state =
-        job.state + (job.position ? ` (queue position ${job.position})` : '');
+        job.state +
+        (job.position ? ` (queue position ${job.position})` : '') +
+        scheduledFor(job);
       this._cells = job.cells ?? this._cells;
       this._cell = job.cell ?? this._cell;
       if (!this._tty && job.state !== this._lastState) {
