@@ -6,20 +6,18 @@
  * time, replies to it; the guest resolves the thread they started; the owner reopens it and
  * deletes it; a guest is offered no Delete on the owner's reply.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import type { Locator } from 'playwright-core';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
-  launchChromium,
-  startFerry,
-  stopFerry
+  cell,
+  startLab,
+  stopLab,
+  type ILab
 } from './lab-pages';
+import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
@@ -28,66 +26,22 @@ jest.setTimeout(120_000);
 const NOTEBOOK = 'review.ipynb';
 
 describeInBrowser('Comments on cells, in Chromium', () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
-  let rootDir: string;
-  let stateDir: string;
+  let lab: ILab;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-comments-root-'));
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-comments-state-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(
-      path.join(rootDir, NOTEBOOK),
-      JSON.stringify({
-        cells: ['rate = 0.1', 'epochs = 3'].map((source, i) => ({
-          cell_type: 'code',
-          id: `cell-${i}`,
-          source,
-          metadata: {},
-          outputs: [],
-          execution_count: null
-        })),
-        metadata: {
-          kernelspec: {
-            name: 'python3',
-            display_name: 'Python 3',
-            language: 'python'
-          }
-        },
-        nbformat: 4,
-        nbformat_minor: 5
-      })
-    );
-    ({ child: ferry, link } = await startFerry([
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--state-dir',
-      stateDir,
-      '--lab-settings-dir',
-      path.join(stateDir, 'lab')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
+    lab = await startLab('comments', {
+      [NOTEBOOK]: notebook([codeCell('rate = 0.1'), codeCell('epochs = 3')])
+    });
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('opens on demand, counts, times, replies, resolves and deletes', async () => {
-    const owner = await (await browser.newContext()).newPage();
+    const owner = await (await lab.browser.newContext()).newPage();
     owner.setDefaultTimeout(30_000);
-    await owner.goto(link);
+    await owner.goto(lab.link);
     await appRestored(owner);
-    await owner.goto(`${new URL(link).origin}/lab/tree/${NOTEBOOK}`);
+    await owner.goto(`${lab.origin}/lab/tree/${NOTEBOOK}`);
     await appRestored(owner);
     await cell(owner, 0).locator('.cm-content', { hasText: 'rate' }).waitFor();
     await cell(owner, 0).locator('.jp-InputPrompt').click();
@@ -98,11 +52,11 @@ describeInBrowser('Comments on cells, in Chromium', () => {
       false
     );
 
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'comment'
     });
-    const guest = await (await browser.newContext()).newPage();
+    const guest = await (await lab.browser.newContext()).newPage();
     guest.setDefaultTimeout(30_000);
     await guest.goto((created.body as { url: string }).url);
     await guest.getByLabel(/Your name/).fill('Cy');
@@ -190,13 +144,6 @@ describeInBrowser('Comments on cells, in Chromium', () => {
     await owner.context().close();
   });
 });
-
-/** Cell `index` of the notebook in front. */
-function cell(page: Page, index: number): Locator {
-  return page
-    .locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')
-    .nth(index);
-}
 
 /** Whether an element is drawn. */
 function visible(locator: Locator): Promise<boolean> {

@@ -5,116 +5,50 @@
  * its output as the job runs, and the executed notebook opens beside it; "Run again…" runs a job's
  * notebook again with other parameters.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor, pollUntil } from './helpers';
+import type { Page } from 'playwright-core';
+import { pollUntil } from './helpers';
 import {
   SCREENSHOTS,
-  appRestored,
   browserMissing,
-  launchChromium,
-  startFerry,
-  stopFerry,
-  type ICommands
+  openLabPage,
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
+import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
 jest.setTimeout(120_000);
 
 describeInBrowser("a job's log in the lab, in Chromium", () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
-  let rootDir: string;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-job-log-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(
-      path.join(rootDir, 'train.ipynb'),
-      JSON.stringify({
-        cells: [
-          'print("loading data")',
+    lab = await startLab('job-log', {
+      'train.ipynb': notebook([
+        codeCell('print("loading data")'),
+        codeCell(
           'for epoch in range(3):\n    print("epoch", epoch, "loss", 1.0 / (epoch + 1))'
-        ].map((source, i) => ({
-          cell_type: 'code',
-          id: `c${i}`,
-          source,
-          metadata: {},
-          outputs: [],
-          execution_count: null
-        })),
-        metadata: {
-          kernelspec: {
-            name: 'python3',
-            display_name: 'Python 3',
-            language: 'python'
-          }
-        },
-        nbformat: 4,
-        nbformat_minor: 5
-      })
-    );
-    writeFileSync(
-      path.join(rootDir, 'sweep.ipynb'),
-      JSON.stringify({
-        cells: [
-          {
-            cell_type: 'code',
-            id: 'p',
-            source: 'lr = 0.01\nname = "baseline"',
-            metadata: { tags: ['parameters'] },
-            outputs: [],
-            execution_count: null
-          },
-          {
-            cell_type: 'code',
-            id: 'r',
-            source: 'print(name, lr)',
-            metadata: {},
-            outputs: [],
-            execution_count: null
-          }
-        ],
-        metadata: {
-          kernelspec: {
-            name: 'python3',
-            display_name: 'Python 3',
-            language: 'python'
-          }
-        },
-        nbformat: 4,
-        nbformat_minor: 5
-      })
-    );
-    ({ child: ferry, link } = await startFerry([
-      '--no-discover',
-      '--root-dir',
-      rootDir
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    page.setDefaultTimeout(30_000);
-    await page.goto(link);
-    await appRestored(page);
+        )
+      ]),
+      'sweep.ipynb': notebook([
+        codeCell('lr = 0.01\nname = "baseline"', ['parameters']),
+        codeCell('print(name, lr)')
+      ])
+    });
+    page = await openLabPage(lab);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('opens the log in a tab with each cell and output, and the executed notebook beside it', async () => {
-    const submitted = await api('POST', '/api/jobs', { path: 'train.ipynb' });
+    const submitted = await lab.api('POST', '/api/jobs', {
+      path: 'train.ipynb'
+    });
     expect(submitted.status).toBe(201);
     const id = (submitted.body as { id: string }).id;
     await page.evaluate(
@@ -133,7 +67,7 @@ describeInBrowser("a job's log in the lab, in Chromium", () => {
     await lines.getByText('— cell 2 of 2 —').waitFor();
     await log.getByRole('status').filter({ hasText: 'succeeded' }).waitFor();
     // The executed notebook, beside the log.
-    const job = (await api('GET', `/api/jobs/${id}`)).body as {
+    const job = (await lab.api('GET', `/api/jobs/${id}`)).body as {
       output_path: string;
     };
     const notebook = page.locator('.jp-NotebookPanel', {
@@ -153,12 +87,12 @@ describeInBrowser("a job's log in the lab, in Chromium", () => {
         .count()
     ).toBeGreaterThan(0);
     // No browser tab of raw events was opened.
-    expect(browser.contexts().flatMap(c => c.pages())).toHaveLength(1);
+    expect(lab.browser.contexts().flatMap(c => c.pages())).toHaveLength(1);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'job-log.png') });
   });
 
   it('runs a job again with other parameters from the Jobs panel', async () => {
-    const first = await api('POST', '/api/jobs', {
+    const first = await lab.api('POST', '/api/jobs', {
       path: 'sweep.ipynb',
       parameters: { lr: 0.1 }
     });
@@ -187,7 +121,7 @@ describeInBrowser("a job's log in the lab, in Chromium", () => {
       parameters?: Record<string, unknown>;
     }[];
     const listed = await pollUntil(
-      async () => (await api('GET', '/api/jobs')).body as Listed,
+      async () => (await lab.api('GET', '/api/jobs')).body as Listed,
       jobs => jobs.some(j => j.id !== id && j.path === 'sweep.ipynb')
     );
     expect(

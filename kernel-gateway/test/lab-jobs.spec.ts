@@ -6,29 +6,20 @@
  * and the executed notebook (with the value typed in) lies beside the source; a job given a start
  * time waits, scheduled, listed with its time, until cancelled. The GPU is simulated.
  */
-import type { ChildProcess } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
-  launchChromium,
   screenshotStep,
-  startFerry,
-  stopFerry,
-  type ICommands
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
-import { apiFor, pollUntil } from './helpers';
+import { pollUntil } from './helpers';
 import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -36,45 +27,25 @@ const describeInBrowser = browserMissing ? describe.skip : describe;
 jest.setTimeout(120_000);
 
 describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
-  let rootDir: string;
-  let labDir: string;
-  let api: ReturnType<typeof apiFor>;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-jobs-root-'));
-    labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-jobs-settings-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(
-      path.join(rootDir, 'sweep.ipynb'),
-      JSON.stringify(
-        notebook([
+    lab = await startLab(
+      'lab-jobs',
+      {
+        'sweep.ipynb': notebook([
           codeCell('lr = 0.01  # learning rate\nepochs = 1', ['parameters']),
           codeCell(
             'import os\nprint("lr", lr, "epochs", epochs, "on", os.environ.get("CUDA_VISIBLE_DEVICES"))'
           )
         ])
-      )
+      },
+      ['--simulate', 'gpu:H100:1']
     );
-    ({ child: ferry, link } = await startFerry([
-      '--simulate',
-      'gpu:H100:1',
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--lab-settings-dir',
-      path.join(labDir, 'user-settings'),
-      // Jobs are remembered in the state store: this test's own, not the user's.
-      '--state-dir',
-      path.join(labDir, 'state')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page = await lab.browser.newPage({
+      viewport: { width: 1400, height: 900 }
+    });
     page.setDefaultTimeout(30_000);
   });
 
@@ -82,15 +53,10 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
     await screenshotStep(page);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(labDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('runs a notebook as a job on the GPU picked, with a parameter typed in, and shows it succeed', async () => {
-    await page.goto(link);
+    await page.goto(lab.link);
     await appRestored(page);
     await page.evaluate(
       () =>
@@ -143,7 +109,7 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
       shell.currentWidget.content.model.setMetadata('edited_by', 'a peer');
     });
     await pollUntil(
-      async () => readFileSync(path.join(rootDir, 'sweep.ipynb'), 'utf8'),
+      async () => readFileSync(path.join(lab.rootDir, 'sweep.ipynb'), 'utf8'),
       text => text.includes('a peer')
     );
     // The room's news of that save has reached the page, which is now reading the file.
@@ -194,12 +160,12 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
       .screenshot({ path: path.join(SCREENSHOTS, 'jobs-panel.png') });
 
     // Beside the source: the executed notebook, with the value typed in.
-    const written = readdirSync(rootDir).find(name =>
+    const written = readdirSync(lab.rootDir).find(name =>
       /^sweep\.job-[0-9a-f]{8}\.ipynb$/.test(name)
     );
     expect(written).toBeDefined();
     const executed = JSON.parse(
-      readFileSync(path.join(rootDir, written!), 'utf8')
+      readFileSync(path.join(lab.rootDir, written!), 'utf8')
     );
     expect(executed.cells[1].source.join('')).toBe('# Parameters\nlr = 0.5\n');
     expect(executed.cells[2].outputs[0].text.join('')).toBe(
@@ -215,7 +181,7 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
   });
 
   it('schedules a job for later from the dialog: listed with its time, and cancelled', async () => {
-    await page.goto(link);
+    await page.goto(lab.link);
     await appRestored(page);
     await page.evaluate(
       () =>
@@ -260,7 +226,7 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
     const row = page.locator('.jp-FerryJobs-job[data-state="scheduled"]');
     await row.waitFor();
     expect(await row.textContent()).toMatch(/scheduled for /);
-    const jobs = (await api('GET', '/api/jobs')).body as {
+    const jobs = (await lab.api('GET', '/api/jobs')).body as {
       id: string;
       state: string;
       start_at?: string;
@@ -281,7 +247,7 @@ describeInBrowser('Run as Job in JupyterLab, in Chromium', () => {
       .waitFor();
     expect(
       (
-        (await api('GET', `/api/jobs/${scheduled.id}`)).body as {
+        (await lab.api('GET', `/api/jobs/${scheduled.id}`)).body as {
           state: string;
         }
       ).state

@@ -5,7 +5,14 @@
  * notebook, type and run a cell, save).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,6 +22,7 @@ import {
   type Locator,
   type Page
 } from 'playwright-core';
+import { apiFor, type ITestGateway } from './helpers';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 const CHROMIUM = '/usr/bin/chromium';
@@ -137,6 +145,109 @@ export async function startFerry(
   return { child, link };
 }
 
+/** A gateway a browser suite started: its process, link and API. */
+export interface ILabGateway {
+  ferry: ChildProcess;
+  /** The token link the gateway printed. */
+  link: string;
+  /** `http://host:port` of the gateway. */
+  origin: string;
+  /** The owner's token, from the link. */
+  token: string;
+  /** The REST API as the owner. */
+  api: ITestGateway['api'];
+}
+
+/** A gateway and a browser for a browser suite (see {@link startLab}). */
+export interface ILab extends ILabGateway {
+  browser: Browser;
+  /** The gateway's `--root-dir`: a temporary directory of its own. */
+  rootDir: string;
+  /** The gateway's `--state-dir` (its lab settings in `lab/`): a temporary directory of its own. */
+  stateDir: string;
+  /** The gateway's options, for {@link restartLabGateway}. */
+  args: string[];
+}
+
+/**
+ * Start `ferry gateway --no-discover` on a temporary root directory holding `files` (an object is
+ * written as JSON, a string as it is) and a state directory of its own, and launch Chromium.
+ *
+ * @param name - in the temporary directories' names, to tell a leftover's suite.
+ * @param args - more of the gateway's options.
+ */
+export async function startLab(
+  name: string,
+  files: Record<string, unknown> = {},
+  args: string[] = []
+): Promise<ILab> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const rootDir = mkdtempSync(path.join(tmpdir(), `ferry-${name}-root-`));
+  const stateDir = mkdtempSync(path.join(tmpdir(), `ferry-${name}-state-`));
+  const all = [
+    '--no-discover',
+    '--root-dir',
+    rootDir,
+    '--state-dir',
+    stateDir,
+    '--lab-settings-dir',
+    path.join(stateDir, 'lab'),
+    ...args
+  ];
+  let gateway: ILabGateway | undefined;
+  try {
+    for (const [file, content] of Object.entries(files)) {
+      writeFileSync(
+        path.join(rootDir, file),
+        typeof content === 'string' ? content : JSON.stringify(content)
+      );
+    }
+    gateway = await Private.startGateway(all);
+    return {
+      ...gateway,
+      browser: await launchChromium(),
+      rootDir,
+      stateDir,
+      args: all
+    };
+  } catch (error) {
+    await stopFerry(gateway?.ferry);
+    rmSync(rootDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Stop a lab's gateway and start it again on the same directories (its link and API change). */
+export async function restartLabGateway(lab: ILab): Promise<void> {
+  await stopFerry(lab.ferry);
+  Object.assign(lab, await Private.startGateway(lab.args));
+}
+
+/** Close what {@link startLab} started: the browser, the gateway, and its directories. */
+export async function stopLab(lab: ILab | undefined): Promise<void> {
+  if (lab) {
+    await lab.browser.close();
+    await stopFerry(lab.ferry);
+    rmSync(lab.rootDir, { recursive: true, force: true });
+    rmSync(lab.stateDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A page of the lab as its owner (1400 × 900, each step failing after 30 s), signed in with the
+ * token link and restored.
+ */
+export async function openLabPage(lab: ILab): Promise<Page> {
+  const page = await lab.browser.newPage({
+    viewport: { width: 1400, height: 900 }
+  });
+  page.setDefaultTimeout(30_000);
+  await page.goto(lab.link);
+  await appRestored(page);
+  return page;
+}
+
 /** Stop a gateway `startFerry` started (SIGTERM), and wait until it has exited. */
 export async function stopFerry(
   child: ChildProcess | undefined
@@ -179,6 +290,11 @@ export async function appRestored(page: Page): Promise<void> {
 /** The notebook panel in front. */
 export function currentNotebook(page: Page): Locator {
   return page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)');
+}
+
+/** Cell `index` of the notebook in front. */
+export function cell(page: Page, index: number): Locator {
+  return currentNotebook(page).locator('.jp-Notebook .jp-Cell').nth(index);
 }
 
 /** The current notebook's kernel id, as JupyterLab knows it. */
@@ -299,4 +415,20 @@ export async function save(page: Page): Promise<void> {
     .locator('.lm-TabBar-tab.jp-mod-current:not(.jp-mod-dirty)')
     .first()
     .waitFor();
+}
+
+namespace Private {
+  /** Start `ferry gateway` with `args` and read its link. */
+  export async function startGateway(args: string[]): Promise<ILabGateway> {
+    const { child, link } = await startFerry(args);
+    const url = new URL(link);
+    const token = url.searchParams.get('token')!;
+    return {
+      ferry: child,
+      link,
+      origin: url.origin,
+      token,
+      api: apiFor(url.origin, token)
+    };
+  }
 }

@@ -5,20 +5,18 @@
  * own; the Collaboration panel's "Online collaborators" of every page lists the others with their
  * colour, their name, owner or guest, and the cell they are on.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import type { Locator, Page } from 'playwright-core';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
-  launchChromium,
-  startFerry,
-  stopFerry
+  cell,
+  startLab,
+  stopLab,
+  type ILab
 } from './lab-pages';
+import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
@@ -27,71 +25,29 @@ jest.setTimeout(120_000);
 const NOTEBOOK = 'together.ipynb';
 
 describeInBrowser('Online collaborators, in Chromium', () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
-  let rootDir: string;
-  let stateDir: string;
+  let lab: ILab;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-presence-root-'));
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-presence-state-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(
-      path.join(rootDir, NOTEBOOK),
-      JSON.stringify({
-        cells: ['first = 1', 'second = 2', 'third = 3'].map((source, i) => ({
-          cell_type: 'code',
-          id: `cell-${i}`,
-          source,
-          metadata: {},
-          outputs: [],
-          execution_count: null
-        })),
-        metadata: {
-          kernelspec: {
-            name: 'python3',
-            display_name: 'Python 3',
-            language: 'python'
-          }
-        },
-        nbformat: 4,
-        nbformat_minor: 5
-      })
-    );
-    ({ child: ferry, link } = await startFerry([
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--state-dir',
-      stateDir,
-      '--lab-settings-dir',
-      path.join(stateDir, 'lab')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
+    lab = await startLab('presence', {
+      [NOTEBOOK]: notebook(
+        ['first = 1', 'second = 2', 'third = 3'].map(source => codeCell(source))
+      )
+    });
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('every page lists the others: name, colour, owner or guest, and their cell', async () => {
     const ownerName = (
-      (await api('GET', '/api/me')).body as {
+      (await lab.api('GET', '/api/me')).body as {
         identity: { display_name: string };
       }
     ).identity.display_name;
-    const owner = await (await browser.newContext()).newPage();
+    const owner = await (await lab.browser.newContext()).newPage();
     owner.setDefaultTimeout(30_000);
-    await owner.goto(link);
+    await owner.goto(lab.link);
     await appRestored(owner);
-    await owner.goto(`${new URL(link).origin}/lab/tree/${NOTEBOOK}`);
+    await owner.goto(`${lab.origin}/lab/tree/${NOTEBOOK}`);
     await appRestored(owner);
     await cell(owner, 0).locator('.cm-content', { hasText: 'first' }).waitFor();
     await cell(owner, 0).locator('.jp-InputPrompt').click();
@@ -101,12 +57,12 @@ describeInBrowser('Online collaborators, in Chromium', () => {
       ['view', 'Vera', 1],
       ['comment', 'Colm', 2]
     ] as const) {
-      const created = await api('POST', '/api/shares', {
+      const created = await lab.api('POST', '/api/shares', {
         path: NOTEBOOK,
         scope
       });
       expect(created.status).toBe(201);
-      const guest = await (await browser.newContext()).newPage();
+      const guest = await (await lab.browser.newContext()).newPage();
       guest.setDefaultTimeout(30_000);
       await guest.goto((created.body as { url: string }).url);
       await guest.getByLabel(/Your name/).fill(name);
@@ -172,13 +128,6 @@ describeInBrowser('Online collaborators, in Chromium', () => {
     await owner.context().close();
   });
 });
-
-/** Cell `index` of the notebook in front. */
-function cell(page: Page, index: number): Locator {
-  return page
-    .locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')
-    .nth(index);
-}
 
 /** Open the Collaboration panel of the left sidebar and return its list of who is here. */
 async function openPresence(page: Page): Promise<Locator> {

@@ -5,21 +5,17 @@
  * says why (HTML, with a way back), and a revoked link says it was revoked (not that the kernel
  * died).
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import type { Page } from 'playwright-core';
 import {
   appRestored,
   browserMissing,
   currentKernelId,
-  launchChromium,
   screenshotStep,
-  startFerry,
-  stopFerry
+  startLab,
+  stopLab,
+  type ILab
 } from './lab-pages';
+import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
@@ -28,52 +24,17 @@ jest.setTimeout(120_000);
 const NOTEBOOK = 'guest.ipynb';
 
 describeInBrowser("A share link's visitor, in Chromium", () => {
-  let ferry: ChildProcess;
-  let base: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
-  let rootDir: string;
-  let stateDir: string;
+  let lab: ILab;
   let page: Page | undefined;
   let kernelId: string;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-guest-root-'));
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-guest-state-'));
-    writeFileSync(
-      path.join(rootDir, NOTEBOOK),
-      JSON.stringify({
-        cells: [
-          {
-            cell_type: 'code',
-            id: 'c1',
-            source: 'shared = 1',
-            metadata: {},
-            outputs: [],
-            execution_count: null
-          }
-        ],
-        metadata: {},
-        nbformat: 4,
-        nbformat_minor: 5
-      })
-    );
-    writeFileSync(path.join(rootDir, 'private.txt'), 'not for guests');
-    let link: string;
-    ({ child: ferry, link } = await startFerry([
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--state-dir',
-      stateDir,
-      '--lab-settings-dir',
-      path.join(stateDir, 'lab')
-    ]));
-    const url = new URL(link);
-    base = url.origin;
-    api = apiFor(base, url.searchParams.get('token')!);
+    lab = await startLab('guest', {
+      [NOTEBOOK]: { ...notebook([codeCell('shared = 1')]), metadata: {} },
+      'private.txt': 'not for guests'
+    });
     // The owner has the notebook open on a kernel: the visitor's page connects to it.
-    const session = await api('POST', '/api/sessions', {
+    const session = await lab.api('POST', '/api/sessions', {
       path: NOTEBOOK,
       type: 'notebook',
       name: NOTEBOOK,
@@ -81,27 +42,21 @@ describeInBrowser("A share link's visitor, in Chromium", () => {
     });
     expect(session.status).toBe(201);
     kernelId = (session.body as { kernel: { id: string } }).kernel.id;
-    browser = await launchChromium();
   });
 
   afterEach(async () => {
     await screenshotStep(page, 'share-guest', 50);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('reloads its notebook, is told why another page does not open, and is told the link was revoked', async () => {
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'view'
     });
     const { id, url } = created.body as { id: string; url: string };
-    const context = await browser.newContext();
+    const context = await lab.browser.newContext();
     page = await context.newPage();
     page.setDefaultTimeout(30_000);
     await page.goto(url);
@@ -114,14 +69,14 @@ describeInBrowser("A share link's visitor, in Chromium", () => {
 
     // The lab's single-document mode puts /doc/tree/<path> in the address bar: a reload opens the
     // notebook again.
-    await page.waitForURL(`${base}/doc/tree/${NOTEBOOK}`);
+    await page.waitForURL(`${lab.origin}/doc/tree/${NOTEBOOK}`);
     const reloaded = await page.reload();
     expect(reloaded?.status()).toBe(200);
     await appRestored(page);
     await notebookShows(page, 'shared = 1');
 
     // A page the link does not reach: a page saying why, with the way back to the notebook.
-    const refused = await page.goto(`${base}/files/private.txt`);
+    const refused = await page.goto(`${lab.origin}/files/private.txt`);
     expect(refused?.status()).toBe(403);
     await page
       .getByText(
@@ -135,7 +90,7 @@ describeInBrowser("A share link's visitor, in Chromium", () => {
     expect(await currentKernelId(page)).toBe(kernelId);
 
     // Revoked: the page says so, over everything.
-    expect((await api('DELETE', `/api/shares/${id}`)).status).toBe(204);
+    expect((await lab.api('DELETE', `/api/shares/${id}`)).status).toBe(204);
     const cover = page.getByRole('alertdialog', {
       name: 'This link no longer works'
     });

@@ -5,20 +5,17 @@
  * reader's lab says "View only · shared by <owner>" and shows a reader's toolbar (nothing that
  * edits, runs or restarts).
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import type { Page } from 'playwright-core';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
-  launchChromium,
-  startFerry,
-  stopFerry
+  startLab,
+  stopLab,
+  type ILab
 } from './lab-pages';
+import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
@@ -28,49 +25,16 @@ const NOTEBOOK = 'reading.ipynb';
 const LABEL = 'viewer: Bob from accounting';
 
 describeInBrowser('A view link, in Chromium', () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
-  let rootDir: string;
-  let stateDir: string;
+  let lab: ILab;
   let shareUrl: string;
   let ownerName: string;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-reader-root-'));
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-reader-state-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(
-      path.join(rootDir, NOTEBOOK),
-      JSON.stringify({
-        cells: [
-          {
-            cell_type: 'code',
-            id: 'c1',
-            source: 'answer = 42',
-            metadata: {},
-            outputs: [],
-            execution_count: null
-          }
-        ],
-        metadata: {},
-        nbformat: 4,
-        nbformat_minor: 5
-      })
-    );
-    ({ child: ferry, link } = await startFerry([
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--state-dir',
-      stateDir,
-      '--lab-settings-dir',
-      path.join(stateDir, 'lab')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    const created = await api('POST', '/api/shares', {
+    // No kernelspec: the notebook names no kernel.
+    lab = await startLab('reader', {
+      [NOTEBOOK]: { ...notebook([codeCell('answer = 42')]), metadata: {} }
+    });
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'view',
       label: LABEL
@@ -78,22 +42,16 @@ describeInBrowser('A view link, in Chromium', () => {
     expect(created.status).toBe(201);
     shareUrl = (created.body as { url: string }).url;
     ownerName = (
-      (await api('GET', '/api/me')).body as {
+      (await lab.api('GET', '/api/me')).body as {
         identity: { display_name: string };
       }
     ).identity.display_name;
-    browser = await launchChromium();
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it("the link's page looks like the lab, and keeps the owner's label from the reader", async () => {
-    const context = await browser.newContext();
+    const context = await lab.browser.newContext();
     const page = await context.newPage();
     await page.goto(shareUrl);
     await page.getByLabel(/Your name/).waitFor();
@@ -115,9 +73,9 @@ describeInBrowser('A view link, in Chromium', () => {
   });
 
   it('the owner, opening their own link, sees its label', async () => {
-    const context = await browser.newContext();
+    const context = await lab.browser.newContext();
     const page = await context.newPage();
-    await page.goto(link);
+    await page.goto(lab.link);
     await appRestored(page);
     await page.goto(shareUrl);
     await page.getByText(`Your note: ${LABEL}`).waitFor();
@@ -128,7 +86,7 @@ describeInBrowser('A view link, in Chromium', () => {
   });
 
   it('the reader gets a "View only · shared by" banner and a reader’s toolbar', async () => {
-    const context = await browser.newContext();
+    const context = await lab.browser.newContext();
     const page = await context.newPage();
     page.setDefaultTimeout(30_000);
     await page.goto(shareUrl);

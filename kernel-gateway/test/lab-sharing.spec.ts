@@ -8,31 +8,22 @@
  * The picture of two people in one notebook goes to test-artifacts/screenshots/co-editing.png
  * (and to docs/images/co-editing.png, shown in docs/sharing.md, with FERRY_UPDATE_DOCS_IMAGES=1).
  */
-import type { ChildProcess } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  watch,
-  writeFileSync
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, watch } from 'node:fs';
 import * as path from 'node:path';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import * as Y from 'yjs';
-import { apiFor } from './helpers';
 import {
   SCREENSHOTS,
   docsImage,
   appRestored,
   browserMissing,
   kernelIdle,
-  launchChromium,
   screenshotStep,
-  startFerry,
-  stopFerry
+  startLab,
+  stopLab,
+  type ILab
 } from './lab-pages';
+import { codeCell, notebook } from './notebooks';
 import { RawRoomClient } from './yjs-clients';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -45,44 +36,22 @@ const NOTEBOOK = 'shared.ipynb';
 jest.setTimeout(120_000);
 
 describeInBrowser('Two people in one notebook, in Chromium', () => {
-  let ferry: ChildProcess;
-  let base: string;
-  let token: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
-  let rootDir: string;
-  let stateDir: string;
+  let lab: ILab;
   let owner: Page;
   let visitor: Page;
   let editLink: string;
   const contexts: BrowserContext[] = [];
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-share-root-'));
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-share-state-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(path.join(rootDir, NOTEBOOK), notebook(['a = 1', '']));
-    let link: string;
-    ({ child: ferry, link } = await startFerry([
-      '--simulate',
-      'gpu:H100:1',
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--state-dir',
-      stateDir,
-      '--lab-settings-dir',
-      path.join(stateDir, 'lab')
-    ]));
-    const url = new URL(link);
-    token = url.searchParams.get('token')!;
-    base = url.origin;
-    api = apiFor(base, token);
-    browser = await launchChromium();
+    lab = await startLab(
+      'share',
+      { [NOTEBOOK]: notebook([codeCell('a = 1'), codeCell('')]) },
+      ['--simulate', 'gpu:H100:1']
+    );
     owner = await newPage();
-    await owner.goto(link);
+    await owner.goto(lab.link);
     await appRestored(owner);
-    await owner.goto(`${base}/lab/tree/${NOTEBOOK}`);
+    await owner.goto(`${lab.origin}/lab/tree/${NOTEBOOK}`);
     await appRestored(owner);
     await cellText(owner, 0, 'a = 1');
   });
@@ -92,12 +61,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     await screenshotStep(visitor, 'share-visitor', 50);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('the owner makes an edit link with the Share button and sees it listed', async () => {
     const panel = notebookPanel(owner);
@@ -109,7 +73,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     const url = dialog.getByLabel('Link');
     await url.waitFor();
     editLink = await url.inputValue();
-    expect(editLink).toMatch(new RegExp(`^${base}/share#.{20,}$`));
+    expect(editLink).toMatch(new RegExp(`^${lab.origin}/share#.{20,}$`));
     await dialog
       .locator('.jp-FerryShare-link', { hasText: 'for Ada · edit' })
       .waitFor();
@@ -192,7 +156,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     await visitor.context().close();
     // ...and the rest still arrives, in the owner's page and in the file.
     await outputs.filter({ hasText: 'tick 5' }).first().waitFor();
-    await fileMatches(path.join(rootDir, NOTEBOOK), text => {
+    await fileMatches(path.join(lab.rootDir, NOTEBOOK), text => {
       const cells = (
         JSON.parse(text) as {
           cells: { outputs?: { text?: string | string[] }[] }[];
@@ -205,7 +169,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   });
 
   it('a view link’s page cannot change the notebook', async () => {
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'view',
       label: 'for Bob'
@@ -242,7 +206,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   });
 
   it('a comment link’s visitor comments on a cell, and the owner reads it under the cell', async () => {
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'comment',
       label: 'for Cy'
@@ -269,7 +233,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   });
 
   it('a run link’s page runs cells on the owner’s kernel, and edits none', async () => {
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'run',
       label: 'for Eve'
@@ -326,7 +290,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   });
 
   it('revoking a link in the Share dialog cuts its visitor off', async () => {
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'edit',
       label: 'for Dee'
@@ -364,7 +328,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
 
   /** A page in a browser context of its own (its own cookies and storage: another person). */
   async function newPage(): Promise<Page> {
-    const context = await browser.newContext({
+    const context = await lab.browser.newContext({
       viewport: { width: 1280, height: 800 }
     });
     contexts.push(context);
@@ -395,20 +359,28 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   }
 
   it('an edit link’s HTML output, in a cell it marks trusted, does not run in the owner’s page', async () => {
-    const created = await api('POST', '/api/shares', {
+    const created = await lab.api('POST', '/api/shares', {
       path: NOTEBOOK,
       scope: 'edit'
     });
     expect(created.status).toBe(201);
-    const session = await api('PUT', `/api/collaboration/session/${NOTEBOOK}`, {
-      format: 'json',
-      type: 'notebook'
-    });
+    const session = await lab.api(
+      'PUT',
+      `/api/collaboration/session/${NOTEBOOK}`,
+      {
+        format: 'json',
+        type: 'notebook'
+      }
+    );
     const { fileId } = session.body as { fileId: string };
     // A client of its own making, as the link's holder can write: no page stands in its way.
-    const guest = await RawRoomClient.connect(base, `json:notebook:${fileId}`, {
-      token: (created.body as { token: string }).token
-    });
+    const guest = await RawRoomClient.connect(
+      lab.origin,
+      `json:notebook:${fileId}`,
+      {
+        token: (created.body as { token: string }).token
+      }
+    );
     await guest.sync();
     guest.change(doc => {
       const outputs = new Y.Array<Y.Map<unknown>>();
@@ -463,34 +435,11 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
 
   /** The owner's name as the gateway reports it. */
   async function ownerName(): Promise<string> {
-    const me = await api('GET', '/api/me');
+    const me = await lab.api('GET', '/api/me');
     return (me.body as { identity: { display_name: string } }).identity
       .display_name;
   }
 });
-
-/** A notebook file with code cells of these sources. */
-function notebook(sources: string[]): string {
-  return JSON.stringify({
-    nbformat: 4,
-    nbformat_minor: 5,
-    metadata: {
-      kernelspec: {
-        name: 'python3',
-        display_name: 'Python 3',
-        language: 'python'
-      }
-    },
-    cells: sources.map((source, index) => ({
-      id: `cell-${index}`,
-      cell_type: 'code',
-      source,
-      metadata: {},
-      outputs: [],
-      execution_count: null
-    }))
-  });
-}
 
 /** The notebook panel of a page. */
 function notebookPanel(page: Page): Locator {

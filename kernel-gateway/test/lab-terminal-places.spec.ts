@@ -5,20 +5,19 @@
  * moves is not closed in silence (the page says so and reopens one beside the moved kernel); after a
  * gateway restart a restored tab is reopened where it ran, or the page says it could not be.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor, startKernel } from './helpers';
+import type { Page } from 'playwright-core';
+import { startKernel } from './helpers';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
-  launchChromium,
-  startFerry,
-  stopFerry,
-  type ICommands
+  openLabPage,
+  restartLabGateway,
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
 import { useOwnHome } from './terminal-clients';
 
@@ -35,48 +34,15 @@ interface ITerminal {
 
 useOwnHome();
 describeInBrowser('terminal tabs and where they run, in Chromium', () => {
-  let ferry: ChildProcess | undefined;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
-  let rootDir: string;
-  let stateDir: string;
-
-  const start = async () => {
-    ({ child: ferry, link } = await startFerry([
-      '--simulate',
-      'gpu:H100:1',
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--state-dir',
-      stateDir,
-      '--lab-settings-dir',
-      path.join(stateDir, 'lab')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-  };
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-term-places-root-'));
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-term-places-state-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    await start();
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    page.setDefaultTimeout(30_000);
-    await page.goto(link);
-    await appRestored(page);
+    lab = await startLab('term-places', {}, ['--simulate', 'gpu:H100:1']);
+    page = await openLabPage(lab);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   /** Open the terminal `name` in the page, as JupyterLab does from a link. */
   const openTab = (name: string) =>
@@ -91,7 +57,7 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
     );
 
   const terminals = async (): Promise<ITerminal[]> =>
-    (await api('GET', '/api/terminals')).body as ITerminal[];
+    (await lab.api('GET', '/api/terminals')).body as ITerminal[];
 
   /** The tab whose title is exactly `title`. */
   const tab = (title: string) =>
@@ -101,10 +67,10 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
 
   it('titles a tab with its accelerator and host; a moved kernel’s terminal is offered again', async () => {
     const kernel = await startKernel(
-      { api },
+      { api: lab.api },
       { name: 'python3', accelerator: { kind: 'gpu', model: 'H100', count: 1 } }
     );
-    const opened = await api('POST', '/api/terminals', { kernel });
+    const opened = await lab.api('POST', '/api/terminals', { kernel });
     expect(opened.status).toBe(200);
     const beside = opened.body as ITerminal;
     expect(beside.worker).toBeTruthy();
@@ -115,7 +81,7 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
     });
 
     // The kernel moves to the CPU: its terminal cannot follow; the page says so and offers one.
-    const moved = await api('POST', `/api/kernels/${kernel}/restart`, {
+    const moved = await lab.api('POST', `/api/kernels/${kernel}/restart`, {
       accelerator: { kind: 'cpu' }
     });
     expect(moved.status).toBe(200);
@@ -141,7 +107,7 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
     // From the test above: a terminal beside a kernel (on the embedded worker, which a restart ends).
     const beside = (await terminals()).find(t => t.kernel)!;
     expect(beside).toBeTruthy();
-    const own = await api('POST', '/api/terminals', {
+    const own = await lab.api('POST', '/api/terminals', {
       accelerator: 'gpu:H100:1'
     });
     expect(own.status).toBe(200);
@@ -150,9 +116,8 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
     await openTab(gpu.name);
     await tab(`H100 ×1 on ${gpu.worker} · ${gpu.name}`).waitFor();
 
-    await stopFerry(ferry);
-    await start();
-    await page.goto(link);
+    await restartLabGateway(lab);
+    await page.goto(lab.link);
     await appRestored(page);
     // JupyterLab restores a tab by opening its terminal by name (terminal:create-new with `name`,
     // a POST of the name alone when none runs): what the layout restorer does, done here for a tab
@@ -194,7 +159,9 @@ describeInBrowser('terminal tabs and where they run, in Chromium', () => {
       path: path.join(SCREENSHOTS, 'terminal-restored.png')
     });
     // Asked again, the name is an ordinary new terminal.
-    const again = await api('POST', '/api/terminals', { name: beside.name });
+    const again = await lab.api('POST', '/api/terminals', {
+      name: beside.name
+    });
     expect(again.status).toBe(200);
   });
 });

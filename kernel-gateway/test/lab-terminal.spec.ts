@@ -4,23 +4,21 @@
  * simulated GPU (no GPU here), a real pty running bash, JupyterLab 4.6.4's own terminal extension
  * (xterm.js) typed into as a user types. What the terminal shows is read from xterm's screen buffer.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor, startKernel } from './helpers';
+import type { Page } from 'playwright-core';
+import { startKernel } from './helpers';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
   currentKernelId,
-  launchChromium,
   newNotebook,
+  openLabPage,
   screenshotStep,
-  startFerry,
-  stopFerry,
-  type ICommands
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
 import { useOwnHome } from './terminal-clients';
 
@@ -30,45 +28,19 @@ jest.setTimeout(120_000);
 
 useOwnHome();
 describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
-  let rootDir: string;
-  let labDir: string;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-term-'));
-    labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-term-settings-'));
-    ({ child: ferry, link } = await startFerry([
-      '--simulate',
-      'gpu:H100:1',
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--lab-settings-dir',
-      path.join(labDir, 'user-settings')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    page.setDefaultTimeout(30_000);
-    await page.goto(link);
-    await appRestored(page);
+    lab = await startLab('lab-term', {}, ['--simulate', 'gpu:H100:1']);
+    page = await openLabPage(lab);
   });
 
   afterEach(async () => {
     await screenshotStep(page);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(labDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   /** The lines xterm shows in the terminal in front, trailing blanks dropped. */
   function screen(): Promise<string> {
@@ -186,14 +158,14 @@ describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
     await page.locator('.jp-Terminal:visible').waitFor();
     await typeLine('echo "hello-$((6*7))"');
     await shows(/^hello-42$/m);
-    const listed = await api('GET', '/api/terminals');
+    const listed = await lab.api('GET', '/api/terminals');
     expect(listed.body).toHaveLength(1);
   });
 
   it("opens beside a notebook's kernel from the Kernel menu's command", async () => {
     await newNotebook(page);
     const kernelId = await currentKernelId(page);
-    const before = (await api('GET', '/api/terminals')).body.length;
+    const before = (await lab.api('GET', '/api/terminals')).body.length;
     await page.locator('.lm-MenuBar-item', { hasText: 'Kernel' }).click();
     await page
       .locator('.lm-Menu-item', {
@@ -201,7 +173,7 @@ describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
       })
       .click();
     await page.locator('.jp-Terminal:visible').waitFor();
-    const terminals = (await api('GET', '/api/terminals')).body as {
+    const terminals = (await lab.api('GET', '/api/terminals')).body as {
       kernel?: string;
     }[];
     expect(terminals).toHaveLength(before + 1);
@@ -212,20 +184,22 @@ describeInBrowser('a terminal in the hosted JupyterLab, in Chromium', () => {
 
   it('beside a kernel: sees its device; resizes; Ctrl-C; reattaches after a reload', async () => {
     const kernelId = await startKernel(
-      { api },
+      { api: lab.api },
       {
         name: 'python3',
         accelerator: { kind: 'gpu', count: 1 }
       }
     );
-    const opened = await api('POST', '/api/terminals', { kernel: kernelId });
+    const opened = await lab.api('POST', '/api/terminals', {
+      kernel: kernelId
+    });
     expect(opened.status).toBe(200);
     // Read after the terminal opened: a kernel holds its devices only while used, and a terminal
     // beside it makes it take them.
-    const kernel = (await api('GET', `/api/kernels/${kernelId}`)).body;
+    const kernel = (await lab.api('GET', `/api/kernels/${kernelId}`)).body;
     expect(kernel.accelerator.held).toBe(true);
     const visible = (
-      await api('GET', '/api/accelerators')
+      await lab.api('GET', '/api/accelerators')
     ).body.workers[0].devices.find(
       (d: { id: string }) => d.id === kernel.accelerator.devices[0].id
     ).visibleId;
