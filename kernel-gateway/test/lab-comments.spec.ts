@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { Locator } from 'playwright-core';
 import {
   SCREENSHOTS,
+  SLOW_BROWSER_TIMEOUT,
   appRestored,
   browserMissing,
   cell,
@@ -21,7 +22,7 @@ import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
-jest.setTimeout(120_000);
+jest.setTimeout(SLOW_BROWSER_TIMEOUT);
 
 const NOTEBOOK = 'review.ipynb';
 

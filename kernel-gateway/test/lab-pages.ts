@@ -145,6 +145,13 @@ export async function startFerry(
   return { child, link };
 }
 
+/**
+ * jest's budget for a browser spec whose tests drive two browser contexts at once (an owner and a
+ * guest), restart a gateway or wait on a queue: each step may wait 30 s, and a loaded CI machine
+ * runs two Chromium contexts slowly (one such test took 13 s alone and over 120 s in CI).
+ */
+export const SLOW_BROWSER_TIMEOUT = 180_000;
+
 /** A gateway a browser suite started: its process, link and API. */
 export interface ILabGateway {
   ferry: ChildProcess;

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import {
   SCREENSHOTS,
+  SLOW_BROWSER_TIMEOUT,
   appRestored,
   browserMissing,
   cell,
@@ -20,7 +21,7 @@ import { codeCell, notebook } from './notebooks';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
-jest.setTimeout(120_000);
+jest.setTimeout(SLOW_BROWSER_TIMEOUT);
 
 const NOTEBOOK = 'together.ipynb';
 

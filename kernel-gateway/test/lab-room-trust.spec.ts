@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   SCREENSHOTS,
+  SLOW_BROWSER_TIMEOUT,
   appRestored,
   browserMissing,
   currentNotebook,
@@ -23,7 +24,7 @@ if (browserMissing) {
   console.warn(`Browser tests skipped: ${browserMissing}`);
 }
 
-jest.setTimeout(120_000);
+jest.setTimeout(SLOW_BROWSER_TIMEOUT);
 
 /** A notebook whose one output says, once its script ran, that it was rendered trusted. */
 const NOTEBOOK = {

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   SCREENSHOTS,
+  SLOW_BROWSER_TIMEOUT,
   appRestored,
   browserMissing,
   launchChromium,
@@ -22,7 +23,7 @@ import { NOTEBOOK } from './share-clients';
 const describeInBrowser =
   browserMissing || process.getuid?.() !== 0 ? describe.skip : describe;
 
-jest.setTimeout(180_000);
+jest.setTimeout(SLOW_BROWSER_TIMEOUT);
 
 describeInBrowser('a notebook shared with a person, in Chromium', () => {
   let env: IOidcGateway;

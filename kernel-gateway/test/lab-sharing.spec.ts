@@ -14,6 +14,7 @@ import type { BrowserContext, Locator, Page } from 'playwright-core';
 import * as Y from 'yjs';
 import {
   SCREENSHOTS,
+  SLOW_BROWSER_TIMEOUT,
   docsImage,
   appRestored,
   browserMissing,
@@ -33,7 +34,7 @@ if (browserMissing) {
 
 const NOTEBOOK = 'shared.ipynb';
 
-jest.setTimeout(120_000);
+jest.setTimeout(SLOW_BROWSER_TIMEOUT);
 
 describeInBrowser('Two people in one notebook, in Chromium', () => {
   let lab: ILab;

@@ -10,6 +10,7 @@ import type { Page } from 'playwright-core';
 import { startKernel } from './helpers';
 import {
   SCREENSHOTS,
+  SLOW_BROWSER_TIMEOUT,
   appRestored,
   browserMissing,
   openLabPage,
@@ -23,7 +24,7 @@ import { useOwnHome } from './terminal-clients';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 
-jest.setTimeout(180_000);
+jest.setTimeout(SLOW_BROWSER_TIMEOUT);
 
 interface ITerminal {
   name: string;
