@@ -9,6 +9,7 @@
  */
 import { DecayedUsage, FairShare } from './fair-share';
 import { Scheduler } from './scheduler';
+import { gaussian, mulberry32, percentile } from './seeded';
 import type { IDevice } from '../protocol/devices';
 
 /** The day to replay. */
@@ -59,7 +60,7 @@ export interface IInteractiveReplayResult {
 export function runInteractiveReplay(
   options: IInteractiveReplayOptions
 ): IInteractiveReplayResult {
-  const random = Private.mulberry32(options.seed);
+  const random = mulberry32(options.seed);
   const sessions = Private.workload(options.users, random);
   const clock = { now: sessions[0]?.openAt ?? 0 };
   const usage = new DecayedUsage();
@@ -234,8 +235,8 @@ export function runInteractiveReplay(
   waits.sort((a, b) => a - b);
   result.heldDeviceHours = heldMs / 3600_000;
   result.busyDeviceHours = busyMs / 3600_000;
-  result.medianWaitSeconds = Private.percentile(waits, 0.5) / 1000;
-  result.p90WaitSeconds = Private.percentile(waits, 0.9) / 1000;
+  result.medianWaitSeconds = percentile(waits, 0.5) / 1000;
+  result.p90WaitSeconds = percentile(waits, 0.9) / 1000;
   result.cellDelayHours = delayMs / 3600_000;
   return result;
 }
@@ -380,30 +381,5 @@ namespace Private {
     b: { at: number; seq: number }
   ): boolean {
     return a.at < b.at || (a.at === b.at && a.seq < b.seq);
-  }
-
-  /** The value at fraction `p` of sorted `values` (0 for none). */
-  export function percentile(values: readonly number[], p: number): number {
-    return values.length === 0
-      ? 0
-      : values[Math.min(values.length - 1, Math.floor(p * values.length))];
-  }
-
-  /** Standard normal numbers from a uniform generator (Box-Muller). */
-  export function gaussian(random: () => number): () => number {
-    return () =>
-      Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
-  }
-
-  /** A small seeded generator (mulberry32): the same seed, the same numbers. */
-  export function mulberry32(seed: number): () => number {
-    let state = seed >>> 0;
-    return () => {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
   }
 }

@@ -8,6 +8,7 @@
 import type { IDevice } from '../protocol/devices';
 import { DecayedUsage, FairShare } from './fair-share';
 import { Scheduler } from './scheduler';
+import { mulberry32, percentile } from './seeded';
 import type { IAcceleratorRequest, IPlacement } from './types';
 
 /** The shape of a simulated cluster and workload. */
@@ -75,7 +76,7 @@ export function runSchedulerSimulation(
   options: ISchedulerSimulationOptions
 ): ISchedulerSimulationResult {
   const start = process.hrtime.bigint();
-  const random = Private.mulberry32(options.seed);
+  const random = mulberry32(options.seed);
   const maxHolders = options.maxKernelsPerDevice ?? 1;
   const clock = { now: Date.UTC(2026, 0, 5, 9) };
   const usage = new DecayedUsage();
@@ -265,8 +266,8 @@ export function runSchedulerSimulation(
   }
   result.queuedPeak = scheduler.queuedPeak;
   decisions.sort((a, b) => a - b);
-  result.decisionP50Ms = Private.percentile(decisions, 0.5);
-  result.decisionP99Ms = Private.percentile(decisions, 0.99);
+  result.decisionP50Ms = percentile(decisions, 0.5);
+  result.decisionP99Ms = percentile(decisions, 0.99);
   const end = process.hrtime.bigint();
   result.totalMs = Number(end - start) / 1e6;
   result.schedulerMs = Number(schedulerNs) / 1e6;
@@ -275,26 +276,6 @@ export function runSchedulerSimulation(
 
 /** Module-private helpers. */
 namespace Private {
-  /** A small seeded generator (mulberry32): the same seed, the same numbers. */
-  export function mulberry32(seed: number): () => number {
-    let state = seed >>> 0;
-    return () => {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-
-  /** The value at fraction `p` of sorted `values` (0 for none). */
-  export function percentile(values: readonly number[], p: number): number {
-    if (values.length === 0) {
-      return 0;
-    }
-    return values[Math.min(values.length - 1, Math.floor(p * values.length))];
-  }
-
   export function deviceKey(workerId: string, deviceId: string): string {
     return `${workerId}/${deviceId}`;
   }
