@@ -5,36 +5,28 @@
 import { Command } from 'commander';
 import { formatAccelerator } from '@ferry/accelerator-vocabulary';
 import type { RestSchemas } from '../protocol';
-import { refusedSecret } from './options';
-import { gatewayClient } from './run';
+import {
+  gatewayClient,
+  gatewayOptions,
+  type IGatewayFlags
+} from './gateway-client';
+import { textTable } from './table';
 
 /** The `ferry kernels` command. */
 export function kernelsCommand(): Command {
-  const kernels = new Command('kernels')
-    .description(
+  return gatewayOptions(
+    new Command('kernels').description(
       "List a gateway's kernels and where their devices stand (held only while used: none held until a cell runs)"
     )
-    .option(
-      '--gateway <url>',
-      'the gateway (default: FERRY_GATEWAY_URL, else http://127.0.0.1:8888)'
-    )
-    .option(
-      '--token-file <file>',
-      'a file holding the gateway token; else FERRY_TOKEN'
-    )
-    .action(async (flags: { gateway?: string; tokenFile?: string }) => {
-      const client = await gatewayClient(flags);
-      process.stdout.write(kernelsTable(await client.kernels()));
-    });
-  kernels.addOption(
-    refusedSecret(kernels, '--token', 'FERRY_TOKEN', '--token-file')
-  );
-  return kernels;
+  ).action(async (flags: IGatewayFlags) => {
+    const client = await gatewayClient(flags);
+    process.stdout.write(kernelsTable(await client.kernels()));
+  });
 }
 
 /** A table of kernels for a terminal: id, name, state, accelerator, devices. */
 export function kernelsTable(models: RestSchemas['Kernel'][]): string {
-  const rows = [
+  return textTable([
     ['ID', 'NAME', 'STATE', 'ACCELERATOR', 'DEVICES'],
     ...models.map(k => [
       k.id.slice(0, 8),
@@ -45,18 +37,7 @@ export function kernelsTable(models: RestSchemas['Kernel'][]): string {
         : 'CPU',
       Private.devices(k.accelerator)
     ])
-  ];
-  const widths = rows[0].map((_, i) => Math.max(...rows.map(r => r[i].length)));
-  return (
-    rows
-      .map(r =>
-        r
-          .map((c, i) => c.padEnd(widths[i]))
-          .join('  ')
-          .trimEnd()
-      )
-      .join('\n') + '\n'
-  );
+  ]);
 }
 
 namespace Private {

@@ -14,7 +14,6 @@ import { createHostWorker } from '../agent';
 import { TokenIdentityResolver } from '../auth';
 import { createGateway } from '../gateway';
 import { createLogger } from '../log';
-import { readTokenFile, takeSecretEnv } from '../secrets';
 import {
   JobClientError,
   JobsClient,
@@ -22,6 +21,11 @@ import {
   type JobClientEvent
 } from './jobs-client';
 import { number } from '../options';
+import {
+  gatewayClient,
+  gatewayOptions,
+  type IGatewayFlags
+} from './gateway-client';
 import { refusedSecret } from './options';
 import {
   formatStartTime,
@@ -29,6 +33,7 @@ import {
   START_TIME_FORMS,
   StartTimeError
 } from './start-time';
+import { textTable } from './table';
 import { VERSION } from './version';
 
 /** The exit status of a job that did not succeed, and of a request the gateway refused. */
@@ -98,31 +103,15 @@ export function runCommand(): Command {
   return run;
 }
 
-/** A client of the gateway that `--gateway` and `--token-file` (or FERRY_TOKEN) name. */
-export function gatewayClient(flags: {
-  gateway?: string;
-  tokenFile?: string;
-}): Promise<JobsClient> {
-  return Private.client(flags);
-}
-
 /** The `ferry jobs` command: list, follow (`logs`) and cancel a gateway's jobs. */
 export function jobsCommand(): Command {
-  const jobs = new Command('jobs')
-    .description("List a gateway's jobs")
-    .option(
-      '--gateway <url>',
-      'the gateway (default: FERRY_GATEWAY_URL, else http://127.0.0.1:8888)'
-    )
-    .option(
-      '--token-file <file>',
-      'a file holding the gateway token; else FERRY_TOKEN'
-    )
-    .action(async (flags: Private.IGatewayFlags) => {
-      const client = await Private.client(flags);
-      const list = await client.list();
-      process.stdout.write(Private.table(list));
-    });
+  const jobs = gatewayOptions(
+    new Command('jobs').description("List a gateway's jobs")
+  ).action(async (flags: IGatewayFlags) => {
+    const client = await gatewayClient(flags);
+    const list = await client.list();
+    process.stdout.write(Private.table(list));
+  });
   jobs
     .command('logs')
     .description(
@@ -130,7 +119,7 @@ export function jobsCommand(): Command {
     )
     .argument('<id>', 'the job id (or its first characters)')
     .action(async (id: string, _options: unknown, command: Command) => {
-      const client = await Private.client(command.parent!.opts());
+      const client = await gatewayClient(command.parent!.opts());
       const job = await Private.resolve(client, id);
       const end = await Private.follow(
         client,
@@ -144,11 +133,10 @@ export function jobsCommand(): Command {
     .description('Cancel a job (or forget one that is over)')
     .argument('<id>', 'the job id (or its first characters)')
     .action(async (id: string, _options: unknown, command: Command) => {
-      const client = await Private.client(command.parent!.opts());
+      const client = await gatewayClient(command.parent!.opts());
       const job = await client.cancel((await Private.resolve(client, id)).id);
       process.stdout.write(`${job.id} ${job.state}\n`);
     });
-  jobs.addOption(refusedSecret(jobs, '--token', 'FERRY_TOKEN', '--token-file'));
   return jobs;
 }
 
@@ -182,11 +170,6 @@ export function parseParameterValue(text: string): unknown {
 }
 
 namespace Private {
-  export interface IGatewayFlags {
-    gateway?: string;
-    tokenFile?: string;
-  }
-
   export interface IRunFlags extends IGatewayFlags {
     accelerator?: string;
     parameter: string[];
@@ -197,23 +180,6 @@ namespace Private {
     at?: string;
     simulate?: string;
     discover: boolean;
-  }
-
-  /** The client of the gateway the flags name, with its token. */
-  export async function client(flags: IGatewayFlags): Promise<JobsClient> {
-    const secrets = takeSecretEnv();
-    const token = flags.tokenFile
-      ? await readTokenFile(flags.tokenFile, '--token-file', message =>
-          process.stderr.write(`${message}\n`)
-        )
-      : secrets.FERRY_TOKEN;
-    return new JobsClient({
-      url:
-        flags.gateway ??
-        process.env.FERRY_GATEWAY_URL ??
-        'http://127.0.0.1:8888',
-      token
-    });
   }
 
   export async function run(file: string, flags: IRunFlags): Promise<number> {
@@ -261,7 +227,7 @@ namespace Private {
     }
     const embedded = flags.gateway ? undefined : await startEmbedded(flags);
     try {
-      const client = embedded?.client ?? (await Private.client(flags));
+      const client = embedded?.client ?? (await gatewayClient(flags));
       let job: IJob;
       try {
         job = await client.submit({
@@ -477,19 +443,7 @@ namespace Private {
         j.created
       ])
     ];
-    const widths = rows[0].map((_, i) =>
-      Math.max(...rows.map(r => r[i].length))
-    );
-    return (
-      rows
-        .map(r =>
-          r
-            .map((c, i) => c.padEnd(widths[i]))
-            .join('  ')
-            .trimEnd()
-        )
-        .join('\n') + '\n'
-    );
+    return textTable(rows);
   }
 
   /** The progress line: state, a bar of cells done, the current cell. */
