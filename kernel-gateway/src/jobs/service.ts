@@ -14,7 +14,6 @@
  * @packageDocumentation
  */
 import type { Logger } from 'pino';
-import type { FileContentsManager } from '../contents';
 import type { KernelRegistry, ManagedKernel } from '../kernels';
 import type { WorkerPool } from '../pool';
 import type { IWorkerConnection, JobEvent, RestSchemas } from '../protocol';
@@ -279,26 +278,15 @@ export class JobService {
 
 /** The options of {@link JobService}. */
 export namespace JobService {
-  export interface IOptions {
+  /** With what a submission checks (the contents, its root, the variables and limits it allows). */
+  export interface IOptions extends Pick<
+    JobSubmission.IOptions,
+    'contents' | 'rootDir' | 'envAllow' | 'maxJobsPerUser' | 'users'
+  > {
     registry: KernelRegistry;
     pool: WorkerPool;
     scheduler: Scheduler;
     store: StateStore;
-    contents: FileContentsManager;
     logger: Logger;
-    /** The contents root (kernels of notebooks under it start in their folder). */
-    rootDir: string;
-    /** Variables beyond `KERNEL_*` a job's `env` may set. */
-    envAllow: readonly string[];
-    /** Jobs one user may have queued or running at once; 0 for no limit. */
-    maxJobsPerUser: number;
-    /**
-     * Limits per user and group (auth/user-limits.ts): a user it covers gets their group's jobs at
-     * once instead of `maxJobsPerUser`.
-     */
-    users?: {
-      of(id: string): object | undefined;
-      check(id: string, field: 'jobs', held: number): void;
-    };
   }
 }
