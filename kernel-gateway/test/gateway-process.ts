@@ -42,7 +42,8 @@ export interface IGatewayProcess extends Pick<
  */
 export async function startGatewayProcess(
   args: string[] = [],
-  env: NodeJS.ProcessEnv = {}
+  env: NodeJS.ProcessEnv = {},
+  options: { openFiles?: number } = {}
 ): Promise<IGatewayProcess> {
   const home = mkdtempSync(path.join(tmpdir(), 'ferry-process-'));
   // Kernels start in the root directory, as another user (nobody) when the tests run as root.
@@ -58,9 +59,16 @@ export async function startGatewayProcess(
   const lastLine = args.includes('--worker-port')
     ? /ferry worker --gateway \S+:(\d+)$/
     : /jupyter_server --gateway-url/;
+  // Under an open-files limit of its own (soft and hard: it cannot raise it), where one is asked.
+  const limit = options.openFiles;
+  const command =
+    limit === undefined
+      ? [process.execPath]
+      : ['prlimit', `--nofile=${limit}:${limit}`, process.execPath];
   const child = spawn(
-    process.execPath,
+    command[0],
     [
+      ...command.slice(1),
       FERRY,
       'gateway',
       '--port',

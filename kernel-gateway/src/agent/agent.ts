@@ -20,6 +20,7 @@ import {
   sampleToProto,
   terminalStreamMetadata,
   workerAuthMetadata,
+  WorkerFullError,
   workerProtocol,
   type Command__Output,
   type GatewayMessage__Output,
@@ -290,6 +291,7 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
     const requestId = command.request_id;
     let data: Buffer | undefined;
     let error = '';
+    let full = false;
     try {
       if (command.start_kernel) {
         const start = command.start_kernel;
@@ -371,8 +373,9 @@ export class WorkerAgent extends EventEmitter<WorkerAgent.IEvents> {
       }
     } catch (caught) {
       error = (caught as Error).message || String(caught);
+      full = caught instanceof WorkerFullError;
     }
-    this._send({ result: { request_id: requestId, error, data } });
+    this._send({ result: { request_id: requestId, error, full, data } });
     if (command.shutdown_kernel) {
       this.emit('kernelEnded', command.shutdown_kernel.kernel_id);
     }

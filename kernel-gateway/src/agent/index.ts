@@ -28,4 +28,5 @@ export {
   writeConnectionFile,
   zmqUrl
 } from './kernels';
+export { openFileLimit, raiseOpenFileLimit } from './open-files';
 export { Worker } from './worker';

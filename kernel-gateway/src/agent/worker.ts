@@ -19,6 +19,7 @@ import type {
   IWorkerConnection,
   IWorkerEvents
 } from '../protocol';
+import { WorkerFullError } from '../protocol';
 import type { ClientChannel, MessageParts } from '../protocol/wire';
 import { findFreePorts } from './kernels/connection';
 import type { DeviceInventory } from './devices/inventory';
@@ -35,6 +36,7 @@ import { isolationEnv } from './kernels/isolation';
 import { KernelProcess } from './kernels/kernel-process';
 import type { KernelUser } from './kernels/kernel-user';
 import { KernelspecStore } from './kernels/kernelspecs';
+import { openFilesBudget, type IOpenFilesBudget } from './open-files';
 import { ProcessLimits } from './kernels/process-limits';
 import { RunAsError, runAsUser } from './kernels/run-as';
 import { TerminalProcess } from './terminals';
@@ -73,6 +75,7 @@ export class Worker
         logger: this._log
       });
     this.processLimits.log();
+    this.openFiles = openFilesBudget(this._log);
   }
 
   readonly id: string;
@@ -87,6 +90,9 @@ export class Worker
 
   /** What holds each kernel's and terminal's processes (a cgroup each, where the host allows). */
   readonly processLimits: ProcessLimits;
+
+  /** How many kernels this process's open-files limit lets it hold. */
+  readonly openFiles: IOpenFilesBudget;
 
   /** The environments this worker has, as last checked by {@link declareEnvironments}. */
   get environments(): readonly IEnvironmentInfo[] {
@@ -165,6 +171,9 @@ export class Worker
   }
 
   async startKernel(launch: IKernelLaunch): Promise<void> {
+    if (this._kernels.size >= this.openFiles.kernelCapacity) {
+      throw new WorkerFullError(this.openFiles.explain(this._kernels.size));
+    }
     const environment =
       launch.environment !== undefined
         ? this.environmentFor(launch.environment)

@@ -5,7 +5,11 @@
 import * as path from 'node:path';
 import { Command } from 'commander';
 import type { Logger } from 'pino';
-import { createHostWorker, type KernelUser } from '../agent';
+import {
+  createHostWorker,
+  raiseOpenFileLimit,
+  type KernelUser
+} from '../agent';
 import { TokenIdentityResolver } from '../auth';
 import {
   environmentTemplate,
@@ -13,7 +17,6 @@ import {
   loadProfilesFile
 } from '../engines';
 import { createGateway } from '../gateway';
-import { raiseOpenFileLimit } from '../http';
 import { createLogger } from '../log';
 import {
   GATEWAY_OPTIONS,

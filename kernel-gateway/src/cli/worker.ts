@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { Command, InvalidArgumentError } from 'commander';
-import { createHostWorker, WorkerAgent } from '../agent';
+import { createHostWorker, raiseOpenFileLimit, WorkerAgent } from '../agent';
 import { createLogger } from '../log';
 import {
   kernelHostSettings,
@@ -34,6 +34,8 @@ async function runWorker(flags: WorkerFlags): Promise<void> {
   // First of all, before anything starts a child that would inherit them.
   const secrets = takeSecretEnv();
   const logger = createLogger(flags.logLevel, flags.logFormat);
+  // Before the worker sizes its kernel capacity by it.
+  raiseOpenFileLimit(logger);
   const token = flags.tokenFile
     ? await readTokenFile(flags.tokenFile, '--token-file', message =>
         logger.warn(message)

@@ -1,11 +1,8 @@
 /**
  * Connections that have not shown who they are: counted per client address and in all, so that
  * thousands of idle or unauthenticated connections cannot take every file descriptor (kernel starts,
- * terminals and files need them too). Also the process's limit on open files, read and raised at
- * start-up.
+ * terminals and files need them too).
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -122,54 +119,6 @@ export namespace PendingConnections {
     authenticated: (request: IncomingMessage) => boolean;
     logger: Logger;
   }
-}
-
-/** The process's limit on open files (soft and hard), where the system says (Linux: /proc). */
-export function openFileLimit(): { soft: number; hard: number } | undefined {
-  try {
-    const line = readFileSync('/proc/self/limits', 'utf8')
-      .split('\n')
-      .find(l => l.startsWith('Max open files'));
-    const [soft, hard] = (line ?? '').split(/\s+/).slice(3, 5).map(Number);
-    return Number.isFinite(soft) && Number.isFinite(hard)
-      ? { soft, hard }
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Raise the soft limit on open files to the hard one, where it is lower (Node raises it itself at
- * start-up on most systems; `prlimit` from util-linux where it did not), and log the limit in force.
- *
- * @returns the soft limit now, if known.
- */
-export function raiseOpenFileLimit(logger: Logger): number | undefined {
-  let limit = openFileLimit();
-  if (limit && limit.soft < limit.hard) {
-    try {
-      execFileSync(
-        'prlimit',
-        ['--pid', String(process.pid), `--nofile=${limit.hard}:${limit.hard}`],
-        { stdio: 'ignore' }
-      );
-      limit = openFileLimit() ?? limit;
-    } catch {
-      // No prlimit: the soft limit stays, and the log says what it is.
-    }
-  }
-  if (limit) {
-    logger.info(
-      { soft: limit.soft, hard: limit.hard },
-      limit.soft < limit.hard
-        ? `open files: at most ${limit.soft} (could not raise it to the hard limit, ${limit.hard})`
-        : `open files: at most ${limit.soft}`
-    );
-  } else {
-    logger.info('open files: the limit is not known on this system');
-  }
-  return limit?.soft;
 }
 
 /**

@@ -22,6 +22,7 @@ import { TerminalError } from '../terminals';
 import { descriptorsExhausted } from './connections';
 import { ContentsError } from '../contents';
 import { StateStoreError } from '../store';
+import { WorkerFullError } from '../protocol';
 
 /** An error with an HTTP status; its message is shown to the client. */
 export class HttpError extends Error {
@@ -73,6 +74,9 @@ function statusOf(error: unknown): number | undefined {
     error instanceof KernelStateError
   ) {
     return 409;
+  }
+  if (error instanceof WorkerFullError) {
+    return 503; // The worker holds all the kernels it can: not a fault, and it passes.
   }
   if (error instanceof KernelStartError) {
     return 500;

@@ -14,7 +14,8 @@ import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import type { ILimits } from '../auth';
-import { openFileLimit, PendingConnections } from './connections';
+import { openFileLimit } from '../agent/open-files';
+import { PendingConnections } from './connections';
 import { errorBody } from './errors';
 import type { UpgradeRouter } from './upgrade';
 

@@ -24,7 +24,12 @@ import type {
   IProvisioner
 } from '../engines';
 import type { WorkerPool } from '../pool';
-import type { IRunAs, IRunningKernel, IWorkerConnection } from '../protocol';
+import {
+  WorkerFullError,
+  type IRunAs,
+  type IRunningKernel,
+  type IWorkerConnection
+} from '../protocol';
 import type { ClientChannel, MessageParts } from '../protocol/wire';
 import type { IAcceleratorRequest, IPlacement, Scheduler } from '../scheduler';
 import type { AcceleratorKernelspecs } from './accelerator-kernelspecs';
@@ -469,9 +474,10 @@ export class KernelRegistry extends EventEmitter<KernelRegistry.IEvents> {
     } catch (error) {
       // Dead and its devices back; a start that failed leaves no kernel behind.
       this._drop(id);
-      throw new KernelStartError(
-        `Kernel ${name} failed to start: ${(error as Error).message}`
-      );
+      const message = `Kernel ${name} failed to start: ${(error as Error).message}`;
+      throw error instanceof WorkerFullError
+        ? new WorkerFullError(message)
+        : new KernelStartError(message);
     }
     return kernel;
   }

@@ -43,6 +43,7 @@ import type {
   IWorkerEvents,
   KernelLifecycleEvent
 } from '../protocol/worker';
+import { WorkerFullError } from '../protocol/worker';
 
 /** How long a command may take before the gateway gives up on it. */
 const COMMAND_TIMEOUT_MS = 120_000;
@@ -480,7 +481,11 @@ export class RemoteWorkerConnection
       }
       this._commands.delete(Number(message.result.request_id));
       if (message.result.error) {
-        pending.reject(new Error(message.result.error));
+        pending.reject(
+          message.result.full
+            ? new WorkerFullError(message.result.error)
+            : new Error(message.result.error)
+        );
       } else {
         pending.resolve(
           (message.result.data as Buffer | null | undefined) ?? undefined

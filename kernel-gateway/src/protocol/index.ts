@@ -90,4 +90,4 @@ export type {
   IWorkerEvents,
   KernelLifecycleEvent
 } from './worker';
-export { RUN_AS_IDS } from './worker';
+export { RUN_AS_IDS, WorkerFullError } from './worker';

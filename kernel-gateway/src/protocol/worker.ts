@@ -69,6 +69,13 @@ export interface IRunAs {
 /** The uids and gids a worker runs a user's code as: ordinary accounts, never root or `nobody`. */
 export const RUN_AS_IDS = { first: 1000, last: 65533 } as const;
 
+/**
+ * A worker that holds all the kernels it can (its open-files limit): the start is refused, nothing
+ * is wrong with the request or the gateway. Carried over gRPC as a command result marked `full`,
+ * and answered `503` by the gateway.
+ */
+export class WorkerFullError extends Error {}
+
 /** What the gateway asks a worker to launch. */
 export interface IKernelLaunch {
   kernelId: string;

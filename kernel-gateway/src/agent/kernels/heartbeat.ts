@@ -34,19 +34,28 @@ export function watchHeartbeat(
   let timer: NodeJS.Timeout | undefined;
   // One beat at a time: the next is scheduled when this one is over.
   const beat = async () => {
-    const socket = (current ??= Private.heartbeatSocket(
-      zmqUrl(info, info.hb_port),
-      intervalMs
-    ));
+    let socket: zmq.Request | undefined;
     try {
+      // Opening the socket can fail too (no file descriptor or ZeroMQ socket left): a missed beat,
+      // never an exception out of this timer.
+      socket = current ??= Private.heartbeatSocket(
+        zmqUrl(info, info.hb_port),
+        intervalMs
+      );
       await socket.send('ping');
       await socket.receive();
       misses = 0;
-    } catch {
+    } catch (error) {
       // A REQ socket that missed a reply cannot send again: start a new one.
-      socket.close();
+      socket?.close();
       if (current === socket) {
         current = undefined;
+      }
+      if (!socket) {
+        options.log.warn(
+          { err: (error as Error).message },
+          'could not open the heartbeat socket'
+        );
       }
       if (stopped) {
         return;

@@ -61,8 +61,16 @@ export class KernelSockets {
     this.session = session;
     this._signer = new MessageSigner(info.key, info.signature_scheme);
     this._maxBytes = options.maxOutputBytes ?? MAX_OUTPUT_BYTES;
-    for (const channel of Private.CHANNELS) {
-      this._open(channel, false);
+    try {
+      for (const channel of Private.CHANNELS) {
+        this._open(channel, false);
+      }
+    } catch (error) {
+      // No descriptor or ZeroMQ socket left: close what opened, and say so.
+      this.close();
+      throw new Error(
+        `could not open the kernel's sockets: ${(error as Error).message}`
+      );
     }
   }
 
