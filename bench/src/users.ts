@@ -82,7 +82,13 @@ export async function runUsersBench(
     await fs.chmod(dir, 0o711);
     return await measure(dir, log);
   } finally {
-    await fs.rm(dir, { recursive: true, force: true });
+    // A kernel still exiting may write into its user's folder while it is removed (ENOTEMPTY):
+    // retry, and never let the clean-up throw the measurements away.
+    await fs
+      .rm(dir, { recursive: true, force: true, maxRetries: 10 })
+      .catch((error: Error) =>
+        log(`users: could not remove ${dir}: ${error.message}`)
+      );
   }
 }
 
@@ -155,22 +161,37 @@ async function measure(
       Array.from({ length: Private.START_CONCURRENCY }, async () => {
         while (next < starts.length) {
           const headers = starts[next++];
-          const response = await fetch(`${gatewayUrl}/api/kernels`, {
-            method: 'POST',
-            headers: { ...headers, 'Content-Type': 'application/json' },
-            body: JSON.stringify({
-              name: 'python3',
-              accelerator: { kind: 'gpu', count: 1 }
-            })
-          });
-          answers.push({
-            status: response.status,
-            text: await response.text()
-          });
+          try {
+            const response = await fetch(`${gatewayUrl}/api/kernels`, {
+              method: 'POST',
+              headers: { ...headers, 'Content-Type': 'application/json' },
+              body: JSON.stringify({
+                name: 'python3',
+                accelerator: { kind: 'gpu', count: 1 }
+              })
+            });
+            answers.push({
+              status: response.status,
+              text: await response.text()
+            });
+          } catch (error) {
+            // A refused or reset connection is an answer too: count it, with its cause and the
+            // gateway's last words if it is gone.
+            const cause = (error as Error & { cause?: Error }).cause;
+            answers.push({
+              status: 0,
+              text: `${(error as Error).message}: ${cause?.message ?? ''}${gateway.exited() ? `; the gateway exited: ${gateway.output()}` : ''}`
+            });
+          }
         }
       })
     );
     const startsMs = performance.now() - startsStarted;
+    if (gateway.exited()) {
+      throw new Error(
+        `the gateway exited during the starts: ${gateway.output()}`
+      );
+    }
     const after = readMemory(gateway.pid).rssMb;
     const failed = answers.filter(answer => answer.status !== 201);
     const states = answers
@@ -386,7 +407,12 @@ namespace Private {
     port: number,
     token: string,
     authArgs: string[]
-  ): Promise<{ pid: number; stop(): Promise<void> }> {
+  ): Promise<{
+    pid: number;
+    exited(): boolean;
+    output(): string;
+    stop(): Promise<void>;
+  }> {
     const root = path.join(dir, 'root');
     const users = path.join(dir, 'users');
     await fs.mkdir(root, { recursive: true });
@@ -422,6 +448,10 @@ namespace Private {
         '0',
         '--max-kernel-starts',
         '0',
+        // What this measures is placement and the queue: 400 starts on 8 devices, processes for the
+        // placed only. Under when-used every start would run a process (400 kernels, ~18 GiB here).
+        '--hold-devices',
+        'always',
         '--log-level',
         'warn',
         ...authArgs
@@ -446,6 +476,8 @@ namespace Private {
     });
     return {
       pid: child.pid!,
+      exited: () => child.exitCode !== null || child.signalCode !== null,
+      output: () => output.text,
       stop: () => stopProcess(child, 'SIGTERM', 15000)
     };
   }
