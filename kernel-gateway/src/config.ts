@@ -21,7 +21,8 @@ import type {
   IEnvironmentProfile,
   IQuotasProfile,
   IFairShareProfile,
-  IGroupLimitsProfile
+  IGroupLimitsProfile,
+  PodSecurityLevel
 } from './engines';
 
 /** How the gateway runs Slurm jobs for the offers that name Slurm. */
@@ -62,6 +63,11 @@ export interface IKubernetesSettings {
   workerCommand?: string[];
   /** The host pods dial for the worker port (default: the worker port's address). */
   workerHost?: string;
+  /**
+   * The Pod Security Standard worker pods pass: `restricted` (default), or `baseline` where an
+   * image runs as root or a kernel needs what the runtime's default seccomp profile blocks.
+   */
+  podSecurity?: PodSecurityLevel;
 }
 
 /** Everything `ferry gateway` can be told; `resolveGatewayOptions` (options/) fills in the defaults. */

@@ -1027,7 +1027,8 @@ namespace Private {
         kubeconfig: kubernetes.kubeconfig,
         namespace: kubernetes.namespace,
         image: kubernetes.image,
-        workerCommand: kubernetes.workerCommand
+        workerCommand: kubernetes.workerCommand,
+        podSecurity: kubernetes.podSecurity
       });
     }
     if (offers.some(o => o.slurm)) {

@@ -3,13 +3,14 @@ import { promises as fs, realpathSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { V1EnvVar, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { Job } from 'kubernetes-models/batch/v1/Job';
 import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { Pod } from 'kubernetes-models/v1/Pod';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
+import { Command } from 'commander';
 import { parse, parseAllDocuments } from 'yaml';
 import {
   checkProfiles,
@@ -30,6 +31,7 @@ import {
   type ITestGateway
 } from './helpers';
 import { KubernetesStandIn, type IObject } from './kubernetes-stand-in';
+import { podSecurityViolations } from './pod-security-standards';
 import {
   callAs as call,
   signIn,
@@ -37,6 +39,13 @@ import {
   type IOidcGateway,
   type ISignedIn
 } from './oidc-harness';
+import { declareOptions } from '../src/cli/options';
+import {
+  GATEWAY_OPTIONS,
+  gatewaySettings,
+  type GatewayFlags
+} from '../src/options';
+import type { IRunAs } from '../src/protocol';
 import { jobWorkerToken } from '../src/protocol/job-token';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
@@ -91,7 +100,11 @@ const TPU_SLICE: IAcceleratorOffer = {
 };
 
 /** The manifests of `offer` for a kernel, as the gateway would build them. */
-function manifestsFor(offer: IAcceleratorOffer, kernelId = 'k-1') {
+function manifestsFor(
+  offer: IAcceleratorOffer,
+  kernelId = 'k-1',
+  more: Partial<IWorkerManifestOptions> = {}
+) {
   const options: IWorkerManifestOptions = {
     kernelId,
     offer,
@@ -99,9 +112,17 @@ function manifestsFor(offer: IAcceleratorOffer, kernelId = 'k-1') {
     image: 'ghcr.io/example/ferry-worker:1',
     workerCommand: ['ferry'],
     gateway: 'ferry-gateway.notebooks.svc:8889',
-    secretName: 'ferry-worker-token'
+    secretName: 'ferry-worker-token',
+    ...more
   };
   return workerManifests(options);
+}
+
+/** The pod specs of a kernel's manifests: its pod's, or its Job's pod template's. */
+function podSpecsOf(manifests: ReturnType<typeof workerManifests>) {
+  return manifests.kind === 'Pod'
+    ? [manifests.pod.spec!]
+    : [manifests.job.spec!.template.spec!];
 }
 
 /** The pod of a single-host offer. */
@@ -270,6 +291,147 @@ describe('Kubernetes manifests, validated against the Kubernetes schema (kuberne
       spec: { ...pod.spec, containers: [{ image: 'x' }] }
     };
     expect(() => new Pod(broken as never).validate()).toThrow(/name/);
+  });
+});
+
+describe('Pod Security Standards: every pod Ferry builds passes restricted (no API server here: pod-security-standards.ts applies the profiles’ rules as Pod Security Admission would)', () => {
+  const ANN: IRunAs = {
+    uid: 61001,
+    gid: 61001,
+    user: 'ann',
+    home: '/home/ann'
+  };
+  const OFFERS = [GPU, MIG, TPU, TPU_SLICE];
+
+  it('passes restricted for every offer: the token owner’s pods and a person’s, their containers and init containers', () => {
+    for (const offer of OFFERS) {
+      for (const runAs of [undefined, ANN]) {
+        for (const spec of podSpecsOf(manifestsFor(offer, 'k', { runAs }))) {
+          expect([
+            offer.name,
+            runAs?.user,
+            podSecurityViolations(spec, 'restricted')
+          ]).toEqual([offer.name, runAs?.user, []]);
+          expect(spec.securityContext).toMatchObject({
+            runAsNonRoot: true,
+            seccompProfile: { type: 'RuntimeDefault' }
+          });
+          for (const container of [
+            ...spec.containers,
+            ...(spec.initContainers ?? [])
+          ]) {
+            expect(container.securityContext).toEqual({
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'] }
+            });
+          }
+        }
+      }
+    }
+    // The token owner's pod runs as the image's (numeric, non-root) user; a person's as them.
+    expect(podFor(GPU).spec!.securityContext).toEqual({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' }
+    });
+  });
+
+  it('is checked by rules that refuse what restricted refuses, in init containers too', () => {
+    const spec = podFor(GPU).spec!;
+    const broken: V1PodSpec = {
+      ...spec,
+      hostNetwork: true,
+      securityContext: { runAsUser: 0 },
+      initContainers: [
+        {
+          name: 'setup',
+          image: 'busybox',
+          securityContext: {
+            privileged: true,
+            capabilities: { add: ['SYS_ADMIN'] }
+          }
+        }
+      ]
+    };
+    expect(podSecurityViolations(broken, 'baseline')).toEqual([
+      'spec.hostNetwork',
+      'spec.initContainers[0].securityContext.privileged',
+      'spec.initContainers[0].securityContext.capabilities.add (SYS_ADMIN)'
+    ]);
+    expect(podSecurityViolations(broken, 'restricted')).toEqual([
+      'spec.hostNetwork',
+      'spec.initContainers[0].securityContext.privileged',
+      'spec.initContainers[0].securityContext.capabilities.add (SYS_ADMIN)',
+      'spec.securityContext.runAsUser (0)',
+      // The worker's container keeps its own context; only the pod's seccomp and non-root went.
+      'spec.containers[0].securityContext.runAsNonRoot must be true',
+      'spec.containers[0].securityContext.seccompProfile.type must be RuntimeDefault or Localhost',
+      'spec.initContainers[0].securityContext.allowPrivilegeEscalation must be false',
+      'spec.initContainers[0].securityContext.runAsNonRoot must be true',
+      'spec.initContainers[0].securityContext.seccompProfile.type must be RuntimeDefault or Localhost',
+      'spec.initContainers[0].securityContext.capabilities.drop must include ALL',
+      'spec.initContainers[0].securityContext.capabilities.add (SYS_ADMIN)'
+    ]);
+  });
+
+  it('relaxed to baseline (--kube-pod-security baseline), passes baseline; a person’s pod still runs as them, never root, without privilege escalation', () => {
+    for (const offer of OFFERS) {
+      for (const runAs of [undefined, ANN]) {
+        const manifests = manifestsFor(offer, 'k', {
+          runAs,
+          podSecurity: 'baseline'
+        });
+        for (const spec of podSpecsOf(manifests)) {
+          expect(podSecurityViolations(spec, 'baseline')).toEqual([]);
+          expect(podSecurityViolations(spec, 'restricted')).not.toEqual([]);
+        }
+      }
+    }
+    const owners = podFor(GPU, 'k');
+    const relaxed = manifestsFor(GPU, 'k', { podSecurity: 'baseline' });
+    expect(relaxed.kind === 'Pod' && relaxed.pod.spec).toEqual({
+      ...owners.spec,
+      securityContext: undefined,
+      containers: [
+        { ...owners.spec!.containers[0], securityContext: undefined }
+      ]
+    });
+    const [persons] = podSpecsOf(
+      manifestsFor(GPU, 'k', { runAs: ANN, podSecurity: 'baseline' })
+    );
+    expect(persons.securityContext).toEqual({
+      runAsUser: ANN.uid,
+      runAsGroup: ANN.gid,
+      runAsNonRoot: true,
+      fsGroup: ANN.gid
+    });
+    expect(persons.containers[0].securityContext).toEqual({
+      allowPrivilegeEscalation: false
+    });
+  });
+});
+
+describe('--kube-pod-security', () => {
+  /** The gateway's Kubernetes settings from `ferry gateway` arguments. */
+  function kubernetesSettings(args: string[]) {
+    let flags: GatewayFlags | undefined;
+    declareOptions(new Command('gateway'), GATEWAY_OPTIONS)
+      .exitOverride()
+      .configureOutput({ writeErr: () => undefined })
+      .action((parsed: GatewayFlags) => {
+        flags = parsed;
+      })
+      .parse(args, { from: 'user' });
+    return gatewaySettings(flags!, {}).kubernetes;
+  }
+
+  it('takes restricted (the default when left out) or baseline, and nothing looser', () => {
+    expect(kubernetesSettings([])?.podSecurity).toBeUndefined();
+    expect(
+      kubernetesSettings(['--kube-pod-security', 'baseline'])?.podSecurity
+    ).toBe('baseline');
+    expect(() =>
+      kubernetesSettings(['--kube-pod-security', 'privileged'])
+    ).toThrow(/Allowed choices are restricted, baseline/);
   });
 });
 
@@ -669,6 +831,23 @@ describe('kernels on Kubernetes offers, against a loopback stand-in for the Kube
         ?.query.get('labelSelector')
     ).toBe('app.kubernetes.io/managed-by=ferry');
   });
+
+  it('posted only pods and Jobs that pass the restricted Pod Security Standard (the rules applied here: the API server is a stand-in)', () => {
+    const posted = standIn.calls.filter(
+      c =>
+        c.method === 'POST' &&
+        (c.path.endsWith('/pods') || c.path.endsWith('/jobs'))
+    );
+    expect(posted.length).toBeGreaterThanOrEqual(4);
+    for (const call of posted) {
+      // A pod's spec, or a Job's pod template's.
+      const object = call.body as unknown as {
+        spec: V1PodSpec & { template?: { spec: V1PodSpec } };
+      };
+      const spec = object.spec.template?.spec ?? object.spec;
+      expect(podSecurityViolations(spec, 'restricted')).toEqual([]);
+    }
+  });
 });
 
 describe('a signed-in person’s kernel on Kubernetes runs as them (a gateway process signing people in, against the stand-in)', () => {
@@ -715,7 +894,7 @@ describe('a signed-in person’s kernel on Kubernetes runs as them (a gateway pr
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('posts her pod with her uid and gid, her worker --owner-uid, and a token of that job alone; the token owner’s pod as before', async () => {
+  it('posts her pod with her uid and gid, her worker --owner-uid, and a token of that job alone; the token owner’s pod as the image’s user', async () => {
     const url = env.gateway.url;
     const started = await call(url, ann, 'POST', '/api/kernels', {
       name: 'python3',
@@ -732,12 +911,16 @@ describe('a signed-in person’s kernel on Kubernetes runs as them (a gateway pr
       runAsUser: folder.uid,
       runAsGroup: folder.gid,
       runAsNonRoot: true,
-      fsGroup: folder.gid
+      fsGroup: folder.gid,
+      seccompProfile: { type: 'RuntimeDefault' }
     });
     const container = pod.spec!.containers[0];
     expect(container.securityContext).toEqual({
-      allowPrivilegeEscalation: false
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] }
     });
+    // A namespace enforcing `restricted` admits it (the rules applied here: no API server runs).
+    expect(podSecurityViolations(pod.spec!, 'restricted')).toEqual([]);
     const argv = container.command!;
     expect(argv.slice(argv.indexOf('--owner-uid'))).toEqual([
       '--owner-uid',
@@ -819,15 +1002,22 @@ describe('a signed-in person’s kernel on Kubernetes runs as them (a gateway pr
       worker.kill();
     }
 
-    // The token's owner's pod is as before: the image's user, the namespace's worker token.
+    // The token's owner's pod: the image's (non-root) user, the namespace's worker token.
     const owners = await env.gateway.api('POST', '/api/kernels', {
       name: 'python3',
       accelerator: { offer: 'a100' }
     });
     expect(owners.status).toBe(201);
     const ownersPod = await postedPod(owners.body.id);
-    expect(ownersPod.spec!.securityContext).toBeUndefined();
-    expect(ownersPod.spec!.containers[0].securityContext).toBeUndefined();
+    expect(ownersPod.spec!.securityContext).toEqual({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' }
+    });
+    expect(ownersPod.spec!.containers[0].securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] }
+    });
+    expect(podSecurityViolations(ownersPod.spec!, 'restricted')).toEqual([]);
     expect(ownersPod.spec!.containers[0].command).not.toContain('--owner-uid');
     expect(envOf(ownersPod, 'FERRY_WORKER_TOKEN').valueFrom).toEqual({
       secretKeyRef: { name: 'ferry-worker-token', key: 'token' }

@@ -7,6 +7,7 @@
 export {
   type IWorkerManifestOptions,
   KubernetesProvisioner,
+  type PodSecurityLevel,
   workerManifests,
   workerTokenSecret
 } from './kubernetes';

@@ -770,6 +770,14 @@ export const GATEWAY_OPTION_SECTIONS = [
         help: 'the worker image of Kubernetes offers that name none (with ferry on its PATH)',
         defaultText: 'none',
         sets: 'kubernetes.image'
+      },
+      kubePodSecurity: {
+        flag: '--kube-pod-security <level>',
+        help: 'the Pod Security Standard worker pods pass; baseline relaxes it, only where truly needed (GPUs and TPUs need no privileges)',
+        choices: ['restricted', 'baseline'],
+        defaultText: '`restricted`',
+        notes: 'see [Kubernetes](kubernetes.md#pod-security)',
+        sets: 'kubernetes.podSecurity'
       }
     } as const satisfies Readonly<Record<string, Spec>>
   }

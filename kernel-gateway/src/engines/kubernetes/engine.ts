@@ -21,7 +21,8 @@ import {
   KUBERNETES_LABELS,
   workerManifests,
   workerObjectName,
-  workerTokenSecret
+  workerTokenSecret,
+  type PodSecurityLevel
 } from './manifests';
 import { NamespaceWatches } from './watch';
 import {
@@ -108,7 +109,8 @@ export class KubernetesProvisioner implements IProvisioner {
       workerCommand: this._options.workerCommand ?? ['ferry'],
       gateway: this._options.gateway(),
       secretName: runAs ? jobTokenSecretName(kernelId) : this._secretName,
-      runAs
+      runAs,
+      podSecurity: this._options.podSecurity
     });
     const name = workerObjectName(kernelId);
     const job: KubernetesJob = new KubernetesJob(
@@ -336,6 +338,8 @@ export namespace KubernetesProvisioner {
     secretName?: string;
     /** How long to wait before restarting a failed watch (default 2000 ms). */
     watchRetryMs?: number;
+    /** The Pod Security Standard worker pods pass (default `restricted`). */
+    podSecurity?: PodSecurityLevel;
   }
 }
 

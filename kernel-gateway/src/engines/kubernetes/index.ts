@@ -6,6 +6,7 @@
 export { KubernetesProvisioner } from './engine';
 export {
   type IWorkerManifestOptions,
+  type PodSecurityLevel,
   workerManifests,
   workerTokenSecret
 } from './manifests';

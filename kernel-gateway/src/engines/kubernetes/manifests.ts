@@ -1,6 +1,7 @@
 import type {
   V1EnvVar,
   V1Job,
+  V1SecurityContext,
   V1ObjectMeta,
   V1Pod,
   V1PodSecurityContext,
@@ -21,6 +22,12 @@ export const KUBERNETES_LABELS = {
 /** The node label GKE puts the TPU slice topology in. */
 export const GKE_TPU_TOPOLOGY = 'cloud.google.com/gke-tpu-topology';
 
+/**
+ * The Pod Security Standard a worker pod is built to pass: `restricted` (the default) or, where an
+ * operator must relax it, `baseline`.
+ */
+export type PodSecurityLevel = 'restricted' | 'baseline';
+
 /** What a kernel's worker objects are built from: the kernel, its offer and the gateway's settings. */
 export interface IWorkerManifestOptions {
   kernelId: string;
@@ -39,6 +46,12 @@ export interface IWorkerManifestOptions {
    * uid and gid, and its worker (`--owner-uid`) takes their kernels only.
    */
   runAs?: IRunAs;
+  /**
+   * The Pod Security Standard its pods pass (default `restricted`). `baseline` leaves the token
+   * owner's pod to the image's user and drops the seccomp profile and the capability drop; a
+   * person's pod still runs as them, never root, without privilege escalation.
+   */
+  podSecurity?: PodSecurityLevel;
 }
 
 /** A kernel's worker as Kubernetes objects: one pod, or an Indexed Job with its headless Service. */
@@ -61,8 +74,10 @@ export function jobTokenSecretName(kernelId: string): string {
  * several hosts (a multi-host TPU slice), an Indexed Job of that many pods and the headless Service
  * that gives them stable host names (GKE sets `TPU_WORKER_ID` and `TPU_WORKER_HOSTNAMES` from it).
  *
- * A signed-in person's pod runs as them (`securityContext`: their uid and gid, `fsGroup` their gid,
- * never root, no privilege escalation) and its worker runs `--owner-uid <uid>`.
+ * Every pod passes the Pod Security Standard `restricted` unless `podSecurity` says `baseline`:
+ * never root (the token owner's pod: the image's numeric non-root user), the runtime's default
+ * seccomp profile, no privilege escalation and every capability dropped. A signed-in person's pod
+ * runs as them (their uid and gid, `fsGroup` their gid) and its worker runs `--owner-uid <uid>`.
  *
  * #### Notes
  * The worker token never appears in a manifest: the pod reads it from a Secret (a person's pod,
@@ -182,14 +197,41 @@ namespace Private {
     ];
   }
 
-  /** A person's pod: their uid and gid (files it makes, volumes it mounts), never root. */
-  export function securityContext(runAs: IRunAs): V1PodSecurityContext {
+  /**
+   * The pod's security context: a person's uid and gid (files it makes, volumes it mounts); never
+   * root; under `restricted` the container runtime's default seccomp profile.
+   */
+  export function podSecurityContext(
+    options: IWorkerManifestOptions
+  ): V1PodSecurityContext | undefined {
+    const { runAs } = options;
+    const restricted = (options.podSecurity ?? 'restricted') === 'restricted';
+    if (!runAs && !restricted) {
+      return undefined;
+    }
     return {
-      runAsUser: runAs.uid,
-      runAsGroup: runAs.gid,
+      ...(runAs ? { runAsUser: runAs.uid, runAsGroup: runAs.gid } : {}),
       runAsNonRoot: true,
-      fsGroup: runAs.gid
+      ...(runAs ? { fsGroup: runAs.gid } : {}),
+      ...(restricted ? { seccompProfile: { type: 'RuntimeDefault' } } : {})
     };
+  }
+
+  /**
+   * Each container's security context: no privilege escalation (setuid files, file capabilities)
+   * and, under `restricted`, no capabilities at all. Ferry's containers need none: device plugins
+   * hand a pod its GPUs or TPUs through the container runtime, not through privileges.
+   */
+  export function containerSecurityContext(
+    options: IWorkerManifestOptions
+  ): V1SecurityContext | undefined {
+    if ((options.podSecurity ?? 'restricted') === 'restricted') {
+      return {
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] }
+      };
+    }
+    return options.runAs ? { allowPrivilegeEscalation: false } : undefined;
   }
 
   /**
@@ -244,6 +286,8 @@ namespace Private {
     const limits = Object.fromEntries(
       Object.entries(kubernetes.limits ?? {}).map(([k, v]) => [k, String(v)])
     );
+    const pod = podSecurityContext(options);
+    const container = containerSecurityContext(options);
     return {
       restartPolicy: 'Never',
       // The worker needs no access to the Kubernetes API.
@@ -256,14 +300,10 @@ namespace Private {
           command: argv,
           env,
           resources: Object.keys(limits).length ? { limits } : undefined,
-          ...(options.runAs
-            ? { securityContext: { allowPrivilegeEscalation: false } }
-            : {})
+          ...(container ? { securityContext: container } : {})
         }
       ],
-      ...(options.runAs
-        ? { securityContext: securityContext(options.runAs) }
-        : {}),
+      ...(pod ? { securityContext: pod } : {}),
       ...(Object.keys(nodeSelector).length ? { nodeSelector } : {}),
       ...(kubernetes.tolerations?.length
         ? { tolerations: kubernetes.tolerations }
