@@ -365,6 +365,7 @@ export class Gateway {
       store: this.state,
       ledger: this.ledger,
       groupsOf: id => this.accounts?.get(id)?.groups,
+      groups: () => this.accounts?.list().flatMap(a => a.groups) ?? [],
       // A kernel goes on without its devices; a terminal's shell runs on them, so it closes.
       returnDevices: (key, reason) => {
         const holder = holderOf(key);

@@ -380,4 +380,102 @@ describe('quotas', () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it("overrides a group's pool field by field, and gives a pool to a group without one", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-pool-overrides-'));
+    const open = () => new StateStore(dir);
+    let store = open();
+    const groups: Record<string, string[]> = { ann: ['students', 'staff'] };
+    const make = (store: StateStore) => {
+      const ledger = new UsageLedger({
+        store,
+        scheduler: new Scheduler(),
+        weights: new ModelWeights(),
+        flushIntervalMs: 0,
+        describe: () => undefined
+      });
+      const quotas = new Quotas({
+        table: {
+          groups: {
+            students: {
+              pool: { period: 'calendar-week', gpu: '10h', tpu: '5h' }
+            }
+          }
+        },
+        store,
+        ledger,
+        groupsOf: id => groups[id],
+        groups: () => Object.values(groups).flat(),
+        returnDevices: () => Promise.resolve(),
+        checkIntervalMs: 0
+      });
+      return { ledger, quotas };
+    };
+    let { ledger, quotas } = make(store);
+    const pools = () =>
+      quotas.poolsOf('ann').map(p => ({
+        group: p.group,
+        periodFrom: p.periodFrom,
+        quotas: Object.fromEntries(
+          p.quotas.map(q => [q.key, [q.seconds / 3600, q.from]])
+        )
+      }));
+    expect(quotas.knownGroups()).toEqual(['staff', 'students']);
+    expect(pools()).toEqual([
+      {
+        group: 'students',
+        periodFrom: 'config',
+        quotas: { gpu: [10, 'students'], tpu: [5, 'students'] }
+      }
+    ]);
+    await quotas.setPoolOverride('students', { gpu: '40h', 'gpu:H100': '8h' });
+    await quotas.setPoolOverride('staff', { period: 'rolling-2d', gpu: '1h' });
+    expect(pools()).toEqual([
+      {
+        group: 'students',
+        periodFrom: 'config',
+        quotas: {
+          gpu: [40, 'override'],
+          tpu: [5, 'students'],
+          'gpu:H100': [8, 'override']
+        }
+      },
+      {
+        group: 'staff',
+        periodFrom: 'override',
+        quotas: { gpu: [1, 'override'] }
+      }
+    ]);
+    expect(quotas.poolOf('staff')?.period).toEqual({
+      kind: 'rolling',
+      ms: 2 * DAY
+    });
+    // Kept in the store: a gateway started again on it has them.
+    quotas.dispose();
+    await ledger.dispose();
+    await store.close();
+    store = open();
+    ({ ledger, quotas } = make(store));
+    expect(quotas.poolOverrideOf('staff')).toEqual({
+      period: 'rolling-2d',
+      gpu: '1h'
+    });
+    expect(await quotas.removePoolOverride('staff')).toBe(true);
+    expect(await quotas.removePoolOverride('staff')).toBe(false);
+    expect(quotas.poolOf('staff')).toBeUndefined();
+    await expect(
+      quotas.setPoolOverride('students', { gpu: 'lots' })
+    ).rejects.toThrow(DurationError);
+    // A rolling window longer than the ledger keeps at hand would count only part of its use.
+    expect(() => quotas.validateOverride({ period: 'rolling-30d' })).toThrow(
+      /longer than the 8 d of use the gateway keeps at hand/
+    );
+    expect(() =>
+      quotas.validateOverride({ period: 'rolling-8d' })
+    ).not.toThrow();
+    quotas.dispose();
+    await ledger.dispose();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

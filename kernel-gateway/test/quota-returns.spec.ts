@@ -8,13 +8,20 @@
  * kernels` lists a kernel holding none as "no devices held (taken at the next cell)".
  */
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import WebSocket from 'ws';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
-import { KernelSocket, startKernel } from './helpers';
-import { profilesFile, QuotaEvents } from './quota-clients';
+import { createLogger, Worker } from '../src';
+import {
+  KernelSocket,
+  startGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
 import { TerminalClient, useOwnHome } from './terminal-clients';
-import { AdoptionRig } from './workers';
+import { startWorker, type IWorkerProcess } from './workers';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 
@@ -24,20 +31,34 @@ useOwnHome();
 describe('a quota used up (--hold-devices always, --auth token)', () => {
   let dir: string;
   let gw: IGatewayProcess;
-  let quotaEvents: QuotaEvents;
+  const events: Record<string, unknown>[] = [];
+  const waiters: {
+    test: (e: Record<string, unknown>) => boolean;
+    resolve: () => void;
+  }[] = [];
+  let stream: WebSocket;
+  const event = (test: (e: Record<string, unknown>) => boolean) =>
+    events.some(test)
+      ? Promise.resolve()
+      : new Promise<void>(resolve => waiters.push({ test, resolve }));
 
   beforeAll(async () => {
-    const quotas = profilesFile('quota-returns', [
-      'quotas:',
-      '  default:',
-      '    period: rolling-1h',
-      "    'gpu:H100': 3s",
-      "    'gpu:A100': 3s"
-    ]);
-    dir = quotas.dir;
+    dir = mkdtempSync(path.join(tmpdir(), 'ferry-quota-returns-'));
+    const profiles = path.join(dir, 'profiles.yaml');
+    writeFileSync(
+      profiles,
+      [
+        'quotas:',
+        '  default:',
+        '    period: rolling-1h',
+        "    'gpu:H100': 3s",
+        "    'gpu:A100': 3s",
+        ''
+      ].join('\n')
+    );
     gw = await startGatewayProcess([
       '--profiles',
-      quotas.profiles,
+      profiles,
       '--simulate',
       'gpu:H100:1,gpu:A100:1',
       '--hold-devices',
@@ -45,11 +66,25 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
       '--usage-flush-interval',
       '1'
     ]);
-    quotaEvents = await QuotaEvents.open(gw.url, { token: gw.token });
+    stream = new WebSocket(
+      `${gw.url.replace(/^http/, 'ws')}/api/events/subscribe?token=${gw.token}`
+    );
+    stream.on('message', data => {
+      const e = JSON.parse(String(data)) as Record<string, unknown>;
+      if (e.schema_id !== 'https://ferry.dev/events/quota/v1') {
+        return;
+      }
+      events.push(e);
+      for (const waiter of waiters.filter(w => w.test(e))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
+    await new Promise(resolve => stream.once('open', resolve));
   });
 
   afterAll(async () => {
-    quotaEvents?.close();
+    stream?.close();
     await gw?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -63,7 +98,7 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
     expect((await socket.execute('x = 1')).reply.content).toMatchObject({
       status: 'ok'
     });
-    await quotaEvents.until(e => e.action === 'returned' && e.kernel_id === id);
+    await event(e => e.action === 'returned' && e.kernel_id === id);
     // It goes on without devices: nothing holds any, and its model says so.
     expect((await gw.api('GET', '/api/admin/holders')).body.holders).toEqual(
       []
@@ -119,9 +154,7 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
     expect(term.output).toMatch(
       /terminal closed: its devices went back to the pool because its quota was used up \(.* of GPU · A100 device time/
     );
-    await quotaEvents.until(
-      e => e.action === 'returned' && e.terminal === name
-    );
+    await event(e => e.action === 'returned' && e.terminal === name);
     expect((await gw.api('GET', `/api/terminals/${name}`)).status).toBe(404);
     expect((await gw.api('GET', '/api/admin/holders')).body.holders).toEqual(
       []
@@ -130,21 +163,48 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
 });
 
 describe('a kernel adopted on its devices after a gateway restart (a remote worker)', () => {
-  const rig = AdoptionRig.use('holds-adoption', {
-    holds: {
-      mode: 'when-used',
-      idleReturnMs: { gpu: 3000 },
-      when: 'always',
-      warningMs: 500
-    }
+  const WORKER_TOKEN = 'holds-adoption-worker-token';
+  let stateDir: string;
+  let gw: ITestGateway | undefined;
+  let host: IWorkerProcess | undefined;
+
+  const gateway = (workerPort = 0) =>
+    startGateway({
+      worker: new Worker({
+        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+        kernelTimings: { shutdownWaitMs: 2000 }
+      }),
+      workerPort,
+      workerToken: WORKER_TOKEN,
+      workerGraceMs: 10000,
+      stateDir,
+      holds: {
+        mode: 'when-used',
+        idleReturnMs: { gpu: 3000 },
+        when: 'always',
+        warningMs: 500
+      }
+    });
+
+  beforeAll(() => {
+    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-holds-adoption-'));
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await host?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   });
 
   it('is held, its idle clock running from its adoption, and gives its devices back when idle', async () => {
-    let gw = await rig.start('holds-host', [
-      '--simulate',
-      'gpu:H100:1',
-      '--no-cpu'
-    ]);
+    gw = await gateway();
+    host = startWorker(
+      `127.0.0.1:${gw.gateway.workerPort}`,
+      WORKER_TOKEN,
+      'holds-host',
+      ['--simulate', 'gpu:H100:1', '--no-cpu']
+    );
+    await host.registered();
     const id = await startKernel(gw, {
       name: 'python3',
       accelerator: { kind: 'gpu', count: 1 }
@@ -155,13 +215,15 @@ describe('a kernel adopted on its devices after a gateway restart (a remote work
     await socket.close();
     expect(gw.gateway.registry.get(id)!.placement!.deviceIds).toHaveLength(1);
 
-    const restarted = await rig.restart();
-    gw = restarted.gw;
+    const workerPort = gw.gateway.workerPort!;
+    const back = host.registered();
+    await gw.close();
+    gw = await gateway(workerPort);
     const returned = new Promise<{ kernelId: string; cause: string }>(resolve =>
-      gw.gateway.registry.once('devices-returned', resolve)
+      gw!.gateway.registry.once('devices-returned', resolve)
     );
     const adoptedAt = Date.now();
-    await restarted.adopted;
+    await back;
     const kernel = gw.gateway.registry.get(id)!;
     expect(kernel.placement!.deviceIds).toHaveLength(1);
     const hold = gw.gateway.registry.holdOf(id)!.hold;
@@ -177,9 +239,10 @@ describe('a kernel adopted on its devices after a gateway restart (a remote work
 
     // Restarted again while it holds nothing: adopted still asking for its GPU, which its next
     // cell takes (before, it came back a CPU kernel for good).
-    const again = await rig.restart();
-    gw = again.gw;
-    await again.adopted;
+    const again = host.registered();
+    await gw.close();
+    gw = await gateway(workerPort);
+    await again;
     const adopted = gw.gateway.registry.get(id)!;
     expect(adopted.accelerator).toMatchObject({ kind: 'gpu', count: 1 });
     expect(gw.gateway.registry.holdOf(id)!.hold.state).toBe('returned');

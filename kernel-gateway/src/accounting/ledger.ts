@@ -131,6 +131,11 @@ export class UsageLedger
     return this._halfLifeMs;
   }
 
+  /** How far back closed allocations are kept in memory (ms): the longest window a quota may read. */
+  get keepMs(): number {
+    return this._keepMs;
+  }
+
   /** The weight of a device of `model`. */
   weightOf(model: string): number {
     return this._weights.of(model);

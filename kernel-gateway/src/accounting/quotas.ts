@@ -4,7 +4,8 @@
  *
  * Quotas: device-hours per user and per group per period (a rolling window or the calendar week),
  * per device class (`gpu`, `tpu`) or model (`gpu:H100`), from the profiles file's `quotas` table,
- * with per-user overrides an admin sets (kept in the store's `quota-overrides` table).
+ * with overrides an admin sets per user and per group's pool (kept in the store's
+ * `quota-overrides` and `quota-pool-overrides` tables).
  *
  * Held time is charged (device-seconds, from the ledger). A request is refused when a quota that
  * applies to it has nothing left (403, with what remains and when it renews), at kernel start and at
@@ -22,7 +23,8 @@
  * together may hold in the pool's period. A pool is enforced as a user's quota is (the same
  * refusals, warnings and returns, naming the group), beside it; a user in several pooled groups is
  * charged to each (all that apply must have time left), as Slurm charges every association up
- * the tree. Members are the group's members now (`groupsOf`).
+ * the tree. Members are the group's members now (`groupsOf`). An admin's pool override wins field
+ * by field over the profiles file's pool (and gives a group without one a pool).
  */
 import { EventEmitter } from 'node:events';
 import type { Database } from 'lmdb';
@@ -64,7 +66,9 @@ export interface IQuota {
 export interface IQuotaPool {
   group: string;
   period: QuotaPeriod;
-  /** Each with `from` the group's name. */
+  /** Where the period is from: the profiles file, an admin's override, or neither (`rolling-7d`). */
+  periodFrom: 'config' | 'override' | 'default';
+  /** Each with `from` the group's name (the profiles file) or `override`. */
   quotas: IQuota[];
 }
 
@@ -93,8 +97,14 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
       'msgpack',
       { cache: true }
     );
+    this._poolOverrides = options.store.table<IQuotaOverride>(
+      Quotas.POOL_OVERRIDES_TABLE,
+      'msgpack',
+      { cache: true }
+    );
     this._ledger = options.ledger;
     this._groupsOf = options.groupsOf;
+    this._groups = options.groups ?? (() => []);
     this._now = options.now ?? Date.now;
     this._log = options.logger;
     this._returnDevices = options.returnDevices;
@@ -130,7 +140,8 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     return (
       Quotas.rows(this._table).some(row => Object.keys(row).length > 0) ||
       Object.values(this._table.groups ?? {}).some(row => row.pool) ||
-      this._overrides.getCount() > 0
+      this._overrides.getCount() > 0 ||
+      this._poolOverrides.getCount() > 0
     );
   }
 
@@ -190,30 +201,74 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     return { period: parsePeriod(periodText), quotas };
   }
 
-  /** The pools of a user's groups (those whose row names one). */
+  /** The pools of a user's groups (those with one). */
   poolsOf(userId: string): IQuotaPool[] {
     const pools: IQuotaPool[] = [];
     for (const group of new Set(this._groupsOf(userId) ?? [])) {
-      const pool = Object.hasOwn(this._table.groups ?? {}, group)
-        ? this._table.groups![group].pool
-        : undefined;
-      if (!pool) {
-        continue;
+      const pool = this.poolOf(group);
+      if (pool) {
+        pools.push(pool);
       }
-      const quotas: IQuota[] = [];
-      for (const [field, value] of Object.entries(pool)) {
-        if (field === 'period' || value === undefined) {
-          continue;
-        }
-        quotas.push(Quotas.parseQuota(field, value, group));
-      }
-      pools.push({
-        group,
-        period: parsePeriod(pool.period ?? 'rolling-7d'),
-        quotas
-      });
     }
     return pools;
+  }
+
+  /**
+   * A group's pool: the profiles file's `pool` of its row, each field its admin's override names
+   * replaced (or added); undefined when neither names a device time.
+   */
+  poolOf(group: string): IQuotaPool | undefined {
+    const config = Object.hasOwn(this._table.groups ?? {}, group)
+      ? this._table.groups![group].pool
+      : undefined;
+    const override = this._poolOverrides.get(group);
+    if (!config && !override) {
+      return undefined;
+    }
+    const quotas: IQuota[] = [];
+    for (const field of new Set([
+      ...Object.keys(config ?? {}),
+      ...Object.keys(override ?? {})
+    ])) {
+      const mine = override?.[field];
+      const value = mine ?? config?.[field];
+      if (field === 'period' || value === undefined) {
+        continue;
+      }
+      quotas.push(
+        Quotas.parseQuota(field, value, mine !== undefined ? 'override' : group)
+      );
+    }
+    if (quotas.length === 0) {
+      return undefined;
+    }
+    return {
+      group,
+      period: parsePeriod(override?.period ?? config?.period ?? 'rolling-7d'),
+      periodFrom:
+        override?.period !== undefined
+          ? 'override'
+          : config?.period !== undefined
+            ? 'config'
+            : 'default',
+      quotas
+    };
+  }
+
+  /**
+   * The groups the gateway knows, sorted: those the profiles file's quotas name, those any
+   * account is in, and those with a pool override.
+   */
+  knownGroups(): string[] {
+    return [
+      ...new Set([
+        ...Object.keys(this._table.groups ?? {}),
+        ...this._groups(),
+        ...this._poolOverrides.getKeys()
+      ])
+    ]
+      .filter((group): group is string => typeof group === 'string')
+      .sort();
   }
 
   /** The window of a pool's period now. */
@@ -450,9 +505,27 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     }
   }
 
+  /**
+   * Check an admin's override: its fields, and a period no longer than the ledger remembers (the
+   * profiles file's longest, at least 8 days: a longer window would count only part of its use).
+   *
+   * @throws DurationError saying which field and why.
+   */
+  validateOverride(row: IQuotaOverride): void {
+    Quotas.validateRow(row, 'the override');
+    if (row.period !== undefined) {
+      const period = parsePeriod(row.period);
+      if (period.kind === 'rolling' && period.ms > this._ledger.keepMs) {
+        throw new DurationError(
+          `the override.period: ${row.period} is longer than the ${formatDuration(this._ledger.keepMs)} of use the gateway keeps at hand (the profiles file's longest quota period, at least 8 d)`
+        );
+      }
+    }
+  }
+
   /** An admin's override for a user (replacing any before), kept in the store. */
   async setOverride(userId: string, row: IQuotaOverride): Promise<void> {
-    Quotas.validateRow(row, 'the override');
+    this.validateOverride(row);
     await this._overrides.put(userId, { ...row });
   }
 
@@ -470,6 +543,26 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     return this._overrides.get(userId);
   }
 
+  /** An admin's override of a group's pool (replacing any before), kept in the store. */
+  async setPoolOverride(group: string, row: IQuotaOverride): Promise<void> {
+    this.validateOverride(row);
+    await this._poolOverrides.put(group, { ...row });
+  }
+
+  /** Drop a group's pool override; false when it had none. */
+  async removePoolOverride(group: string): Promise<boolean> {
+    if (this._poolOverrides.get(group) === undefined) {
+      return false;
+    }
+    await this._poolOverrides.remove(group);
+    return true;
+  }
+
+  /** A group's pool override, if an admin set one. */
+  poolOverrideOf(group: string): IQuotaOverride | undefined {
+    return this._poolOverrides.get(group);
+  }
+
   dispose(): void {
     if (this._timer) {
       clearInterval(this._timer);
@@ -479,6 +572,8 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
 
   private readonly _table: IQuotasProfile;
   private readonly _overrides: Database<IQuotaOverride, StateStore.Key>;
+  private readonly _poolOverrides: Database<IQuotaOverride, StateStore.Key>;
+  private readonly _groups: () => Iterable<string>;
   private readonly _ledger: UsageLedger;
   private readonly _groupsOf: Quotas.IOptions['groupsOf'];
   private readonly _now: () => number;
@@ -494,6 +589,9 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
 export namespace Quotas {
   /** The store table of per-user overrides, keyed by user id. */
   export const OVERRIDES_TABLE = 'quota-overrides';
+
+  /** The store table of groups' pool overrides, keyed by group name. */
+  export const POOL_OVERRIDES_TABLE = 'quota-pool-overrides';
 
   /** How often open allocations are checked against quotas (ms). */
   export const CHECK_INTERVAL_MS = 1_000;
@@ -521,6 +619,8 @@ export namespace Quotas {
     ledger: UsageLedger;
     /** A user's groups (undefined: none). */
     groupsOf: (userId: string) => readonly string[] | undefined;
+    /** Every group an account is in (those an admin may give a pool override). */
+    groups?: () => Iterable<string>;
     /**
      * Give a holder's devices back, by its scheduler key: a kernel's as for idleness
      * (KernelRegistry.returnDevices with cause `quota`), a terminal's by closing it.

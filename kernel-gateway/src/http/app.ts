@@ -40,6 +40,7 @@ import {
 } from './middleware';
 import { acceleratorsRouter } from './routes/accelerators';
 import { adminRouter } from './routes/admin';
+import { quotasRouter } from './routes/quotas';
 import { usageRouter } from './routes/usage';
 import { apiRouter } from './routes/api';
 import { collaborationRouter, roomSocket } from './routes/collaboration';
@@ -107,7 +108,7 @@ export interface IAppServices {
   apiTokens: ApiTokens;
   /** What admins see and do (`/api/admin`), and its audit log. */
   admin: AdminService;
-  /** Usage and quotas (`/api/usage`, `/api/admin/holders`, `/api/admin/quotas`). */
+  /** Usage and quotas (`/api/usage`, `/api/admin/holders`, `/api/admin/quotas/...`). */
   usage?: usageRouter.IOptions;
   /** Signing people in through a provider (`--auth oidc`): its routes, before the token's. */
   oidcSignIn?: Router;
@@ -242,6 +243,7 @@ export function createApp(services: IAppServices): Express {
   app.use(tokensRouter(context, { tokens: services.apiTokens, auth }));
   if (services.usage) {
     app.use(usageRouter(context, services.usage));
+    app.use(quotasRouter(context, services.usage));
   }
   app.use(adminRouter(context, { admin: services.admin, auth }));
   app.use(noticesRouter(context, services.admin.notices));

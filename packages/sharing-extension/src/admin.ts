@@ -262,7 +262,11 @@ export class AdminPanel extends Widget {
       'sign-out': trans.__('signed out'),
       'remove-user': trans.__('removed'),
       'restore-user': trans.__('restored'),
-      'return-devices': trans.__('returned devices')
+      'return-devices': trans.__('returned devices'),
+      'set-quota': trans.__('set a quota'),
+      'remove-quota': trans.__('removed a quota override'),
+      'set-pool-quota': trans.__("set a group's pool"),
+      'remove-pool-quota': trans.__("removed a group's pool override")
     };
     for (const entry of entries) {
       const item = tableRow([

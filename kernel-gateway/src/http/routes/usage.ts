@@ -1,17 +1,12 @@
 /**
  * Usage and quotas over REST (accounting/): `GET /api/usage` (one's own; admins also by user, group,
  * model or day, as JSON or CSV), and the admin routes `GET /api/admin/holders`,
- * `POST /api/admin/holders/kernel/{id}/return` and `GET|PUT|DELETE /api/admin/quotas/users/{id}`.
+ * and `POST /api/admin/holders/kernel/{id}/return` (admins' overrides of quotas: `quotas.ts`).
  * Admin routes answer 403 to anyone else before anything is parsed; admin actions are audited.
  */
 import { Router, type Request } from 'express';
 import type { AdminService, IActor } from '../../admin';
-import {
-  Quotas,
-  type IQuotaOverride,
-  type UsageGrouping,
-  type UsageLedger
-} from '../../accounting';
+import type { Quotas, UsageGrouping, UsageLedger } from '../../accounting';
 import { OWNER, type IIdentityResolver } from '../../auth';
 import type { KernelRegistry } from '../../kernels';
 import type { RestSchemas } from '../../protocol';
@@ -150,65 +145,6 @@ export function usageRouter(
     }
   );
 
-  router.get('/api/admin/quotas/users/:user', (request, response) => {
-    adminOnly(request);
-    response.json(Private.userQuotas(String(request.params.user), quotas));
-  });
-
-  router.put(
-    '/api/admin/quotas/users/:user',
-    (request, _response, next) => {
-      adminOnly(request);
-      next();
-    },
-    validateBody(context.schemas, 'QuotaOverride'),
-    async (request, response) => {
-      const actor = adminOnly(request);
-      const user = String(request.params.user);
-      const { reason, ...row } = request.body as IQuotaOverride & {
-        reason?: string;
-      };
-      try {
-        Quotas.validateRow(row, 'the override');
-      } catch (error) {
-        throw new HttpError(400, (error as Error).message);
-      }
-      await admin.audit.record({
-        actor,
-        action: 'set-quota',
-        user: { id: user, name: options.nameOf(user) },
-        resource: null,
-        reason: `${reason?.trim() || 'quota override'}: ${JSON.stringify(row)}`
-      });
-      await quotas.setOverride(user, row);
-      quotas.check();
-      response.json(Private.userQuotas(user, quotas));
-    }
-  );
-
-  router.delete('/api/admin/quotas/users/:user', async (request, response) => {
-    const actor = adminOnly(request);
-    const user = String(request.params.user);
-    const reason = request.query.reason;
-    if (
-      reason !== undefined &&
-      (typeof reason !== 'string' || reason.length > 500)
-    ) {
-      throw new HttpError(400, 'reason is one text of at most 500 characters');
-    }
-    if (quotas.overrideOf(user) === undefined) {
-      throw new HttpError(404, `${options.nameOf(user)} has no quota override`);
-    }
-    await admin.audit.record({
-      actor,
-      action: 'remove-quota',
-      user: { id: user, name: options.nameOf(user) },
-      resource: null,
-      reason: reason?.trim() || 'quota override removed'
-    });
-    await quotas.removeOverride(user);
-    response.status(204).end();
-  });
   return router;
 }
 
@@ -407,41 +343,6 @@ namespace Private {
       }
     }
     return rows;
-  }
-
-  export function userQuotas(
-    user: string,
-    quotas: Quotas
-  ): RestSchemas['UserQuotas'] {
-    let applying;
-    try {
-      applying = quotas.of(user);
-    } catch (error) {
-      throw new HttpError(400, (error as Error).message);
-    }
-    const override = quotas.overrideOf(user);
-    const period = applying.period;
-    return {
-      user,
-      period:
-        period.kind === 'calendar-week'
-          ? 'calendar-week'
-          : `rolling-${period.ms / 1000}s`,
-      ...(override
-        ? {
-            override: Object.fromEntries(
-              Object.entries(override).filter(
-                (e): e is [string, string] => e[1] !== undefined
-              )
-            )
-          }
-        : {}),
-      quotas: applying.quotas.map(q => ({
-        key: q.key,
-        seconds: q.seconds,
-        from: q.from
-      }))
-    };
   }
 
   /** The rows as CSV (RFC 4180): a header, then one line per row; keys quoted, formulas defused. */
