@@ -6,10 +6,7 @@
  * with what remains of the group's pool and when it renews; `/api/usage` shows each member the pool.
  * Each step waits for an event or an answer, never for time.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import WebSocket from 'ws';
+import { rmSync } from 'node:fs';
 import { expectSchema, KernelSocket } from './helpers';
 import {
   callAs as call,
@@ -18,6 +15,7 @@ import {
   type IOidcGateway,
   type ISignedIn
 } from './oidc-harness';
+import { profilesFile, QuotaEvents } from './quota-clients';
 
 jest.setTimeout(180_000);
 
@@ -29,36 +27,22 @@ describe("a group's pooled quota (a gateway process, two members)", () => {
   let dir: string;
   let ann: ISignedIn;
   let ben: ISignedIn;
-  let stream: WebSocket;
-  const events: Record<string, unknown>[] = [];
-  const waiters: {
-    test: (e: Record<string, unknown>) => boolean;
-    resolve: () => void;
-  }[] = [];
-  const event = (test: (e: Record<string, unknown>) => boolean) =>
-    events.some(test)
-      ? Promise.resolve()
-      : new Promise<void>(resolve => waiters.push({ test, resolve }));
+  let quotaEvents: QuotaEvents;
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'ferry-quota-pools-'));
-    const profiles = path.join(dir, 'profiles.yaml');
-    writeFileSync(
-      profiles,
-      [
-        'quotas:',
-        '  groups:',
-        '    students:',
-        '      gpu: 1h',
-        '      pool: { period: rolling-1h, gpu: 8s }',
-        ''
-      ].join('\n')
-    );
+    const quotas = profilesFile('quota-pools', [
+      'quotas:',
+      '  groups:',
+      '    students:',
+      '      gpu: 1h',
+      '      pool: { period: rolling-1h, gpu: 8s }'
+    ]);
+    dir = quotas.dir;
     env = await startOidcGateway({
       groups: { ann: ['students'], ben: ['students'] },
       args: [
         '--profiles',
-        profiles,
+        quotas.profiles,
         '--simulate',
         'gpu:H100:2',
         '--hold-devices',
@@ -73,26 +57,11 @@ describe("a group's pooled quota (a gateway process, two members)", () => {
     ann = await signIn(url, 'ann');
     ben = await signIn(url, 'ben');
     // Ann's quota events (her kernels' only: the stream is hers).
-    stream = new WebSocket(
-      `${url.replace(/^http/, 'ws')}/api/events/subscribe`,
-      { headers: { Cookie: ann.cookie } }
-    );
-    stream.on('message', data => {
-      const e = JSON.parse(String(data)) as Record<string, unknown>;
-      if (e.schema_id !== 'https://ferry.dev/events/quota/v1') {
-        return;
-      }
-      events.push(e);
-      for (const waiter of waiters.filter(w => w.test(e))) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve();
-      }
-    });
-    await new Promise(resolve => stream.once('open', resolve));
+    quotaEvents = await QuotaEvents.open(url, { cookie: ann.cookie });
   });
 
   afterAll(async () => {
-    stream?.close();
+    quotaEvents?.close();
     await env?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -124,8 +93,8 @@ describe("a group's pooled quota (a gateway process, two members)", () => {
       token: null,
       headers: { Cookie: ann.cookie }
     });
-    await event(e => e.action === 'returned' && e.kernel_id === id);
-    const levels = events
+    await quotaEvents.until(e => e.action === 'returned' && e.kernel_id === id);
+    const levels = quotaEvents.events
       .filter(e => e.kernel_id === id)
       .map(e => [e.action, e.level, e.group]);
     expect(levels).toEqual([
@@ -134,7 +103,9 @@ describe("a group's pooled quota (a gateway process, two members)", () => {
       ['level', 'exceeded', 'students'],
       ['returned', 'exceeded', 'students']
     ]);
-    expect(events.find(e => e.action === 'returned')?.reason).toMatch(
+    expect(
+      quotaEvents.events.find(e => e.action === 'returned')?.reason
+    ).toMatch(
       /^because the pool of group students was used up by its members \([\d.]+ s of 8 s of GPU device time in this period\)$/
     );
     const model = (await call(url, ann, 'GET', '/api/accelerators')).body;

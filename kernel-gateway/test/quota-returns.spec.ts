@@ -8,20 +8,13 @@
  * kernels` lists a kernel holding none as "no devices held (taken at the next cell)".
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import * as path from 'node:path';
-import WebSocket from 'ws';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
-import { createLogger, Worker } from '../src';
-import {
-  KernelSocket,
-  startGateway,
-  startKernel,
-  type ITestGateway
-} from './helpers';
+import { KernelSocket, startKernel } from './helpers';
+import { profilesFile, QuotaEvents } from './quota-clients';
 import { TerminalClient, useOwnHome } from './terminal-clients';
-import { startWorker, type IWorkerProcess } from './workers';
+import { AdoptionRig } from './workers';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 
@@ -31,34 +24,20 @@ useOwnHome();
 describe('a quota used up (--hold-devices always, --auth token)', () => {
   let dir: string;
   let gw: IGatewayProcess;
-  const events: Record<string, unknown>[] = [];
-  const waiters: {
-    test: (e: Record<string, unknown>) => boolean;
-    resolve: () => void;
-  }[] = [];
-  let stream: WebSocket;
-  const event = (test: (e: Record<string, unknown>) => boolean) =>
-    events.some(test)
-      ? Promise.resolve()
-      : new Promise<void>(resolve => waiters.push({ test, resolve }));
+  let quotaEvents: QuotaEvents;
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'ferry-quota-returns-'));
-    const profiles = path.join(dir, 'profiles.yaml');
-    writeFileSync(
-      profiles,
-      [
-        'quotas:',
-        '  default:',
-        '    period: rolling-1h',
-        "    'gpu:H100': 3s",
-        "    'gpu:A100': 3s",
-        ''
-      ].join('\n')
-    );
+    const quotas = profilesFile('quota-returns', [
+      'quotas:',
+      '  default:',
+      '    period: rolling-1h',
+      "    'gpu:H100': 3s",
+      "    'gpu:A100': 3s"
+    ]);
+    dir = quotas.dir;
     gw = await startGatewayProcess([
       '--profiles',
-      profiles,
+      quotas.profiles,
       '--simulate',
       'gpu:H100:1,gpu:A100:1',
       '--hold-devices',
@@ -66,25 +45,11 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
       '--usage-flush-interval',
       '1'
     ]);
-    stream = new WebSocket(
-      `${gw.url.replace(/^http/, 'ws')}/api/events/subscribe?token=${gw.token}`
-    );
-    stream.on('message', data => {
-      const e = JSON.parse(String(data)) as Record<string, unknown>;
-      if (e.schema_id !== 'https://ferry.dev/events/quota/v1') {
-        return;
-      }
-      events.push(e);
-      for (const waiter of waiters.filter(w => w.test(e))) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve();
-      }
-    });
-    await new Promise(resolve => stream.once('open', resolve));
+    quotaEvents = await QuotaEvents.open(gw.url, { token: gw.token });
   });
 
   afterAll(async () => {
-    stream?.close();
+    quotaEvents?.close();
     await gw?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -98,7 +63,7 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
     expect((await socket.execute('x = 1')).reply.content).toMatchObject({
       status: 'ok'
     });
-    await event(e => e.action === 'returned' && e.kernel_id === id);
+    await quotaEvents.until(e => e.action === 'returned' && e.kernel_id === id);
     // It goes on without devices: nothing holds any, and its model says so.
     expect((await gw.api('GET', '/api/admin/holders')).body.holders).toEqual(
       []
@@ -154,7 +119,9 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
     expect(term.output).toMatch(
       /terminal closed: its devices went back to the pool because its quota was used up \(.* of GPU · A100 device time/
     );
-    await event(e => e.action === 'returned' && e.terminal === name);
+    await quotaEvents.until(
+      e => e.action === 'returned' && e.terminal === name
+    );
     expect((await gw.api('GET', `/api/terminals/${name}`)).status).toBe(404);
     expect((await gw.api('GET', '/api/admin/holders')).body.holders).toEqual(
       []
@@ -163,48 +130,21 @@ describe('a quota used up (--hold-devices always, --auth token)', () => {
 });
 
 describe('a kernel adopted on its devices after a gateway restart (a remote worker)', () => {
-  const WORKER_TOKEN = 'holds-adoption-worker-token';
-  let stateDir: string;
-  let gw: ITestGateway | undefined;
-  let host: IWorkerProcess | undefined;
-
-  const gateway = (workerPort = 0) =>
-    startGateway({
-      worker: new Worker({
-        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
-        kernelTimings: { shutdownWaitMs: 2000 }
-      }),
-      workerPort,
-      workerToken: WORKER_TOKEN,
-      workerGraceMs: 10000,
-      stateDir,
-      holds: {
-        mode: 'when-used',
-        idleReturnMs: { gpu: 3000 },
-        when: 'always',
-        warningMs: 500
-      }
-    });
-
-  beforeAll(() => {
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-holds-adoption-'));
-  });
-
-  afterAll(async () => {
-    await gw?.close();
-    await host?.stop();
-    rmSync(stateDir, { recursive: true, force: true });
+  const rig = AdoptionRig.use('holds-adoption', {
+    holds: {
+      mode: 'when-used',
+      idleReturnMs: { gpu: 3000 },
+      when: 'always',
+      warningMs: 500
+    }
   });
 
   it('is held, its idle clock running from its adoption, and gives its devices back when idle', async () => {
-    gw = await gateway();
-    host = startWorker(
-      `127.0.0.1:${gw.gateway.workerPort}`,
-      WORKER_TOKEN,
-      'holds-host',
-      ['--simulate', 'gpu:H100:1', '--no-cpu']
-    );
-    await host.registered();
+    let gw = await rig.start('holds-host', [
+      '--simulate',
+      'gpu:H100:1',
+      '--no-cpu'
+    ]);
     const id = await startKernel(gw, {
       name: 'python3',
       accelerator: { kind: 'gpu', count: 1 }
@@ -215,15 +155,13 @@ describe('a kernel adopted on its devices after a gateway restart (a remote work
     await socket.close();
     expect(gw.gateway.registry.get(id)!.placement!.deviceIds).toHaveLength(1);
 
-    const workerPort = gw.gateway.workerPort!;
-    const back = host.registered();
-    await gw.close();
-    gw = await gateway(workerPort);
+    const restarted = await rig.restart();
+    gw = restarted.gw;
     const returned = new Promise<{ kernelId: string; cause: string }>(resolve =>
-      gw!.gateway.registry.once('devices-returned', resolve)
+      gw.gateway.registry.once('devices-returned', resolve)
     );
     const adoptedAt = Date.now();
-    await back;
+    await restarted.adopted;
     const kernel = gw.gateway.registry.get(id)!;
     expect(kernel.placement!.deviceIds).toHaveLength(1);
     const hold = gw.gateway.registry.holdOf(id)!.hold;
@@ -239,10 +177,9 @@ describe('a kernel adopted on its devices after a gateway restart (a remote work
 
     // Restarted again while it holds nothing: adopted still asking for its GPU, which its next
     // cell takes (before, it came back a CPU kernel for good).
-    const again = host.registered();
-    await gw.close();
-    gw = await gateway(workerPort);
-    await again;
+    const again = await rig.restart();
+    gw = again.gw;
+    await again.adopted;
     const adopted = gw.gateway.registry.get(id)!;
     expect(adopted.accelerator).toMatchObject({ kind: 'gpu', count: 1 });
     expect(gw.gateway.registry.holdOf(id)!.hold.state).toBe('returned');

@@ -7,19 +7,11 @@
  * and 95 % on the event stream, the devices go back, the next cell and the next start are refused
  * with what remains and when it renews.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import WebSocket from 'ws';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
-import { createLogger, Worker } from '../src';
-import {
-  expectSchema,
-  KernelSocket,
-  startGateway,
-  startKernel,
-  type ITestGateway
-} from './helpers';
+import { expectSchema, KernelSocket, startKernel } from './helpers';
 import {
   callAs as call,
   signIn,
@@ -27,7 +19,8 @@ import {
   type IOidcGateway,
   type ISignedIn
 } from './oidc-harness';
-import { startWorker, type IWorkerProcess } from './workers';
+import { profilesFile, QuotaEvents } from './quota-clients';
+import { AdoptionRig } from './workers';
 
 jest.setTimeout(240_000);
 
@@ -267,23 +260,18 @@ describe('quotas and who sees what (--auth oidc)', () => {
   const quotaSeconds = 10;
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'ferry-quotas-'));
-    const profiles = path.join(dir, 'profiles.yaml');
-    writeFileSync(
-      profiles,
-      [
-        'accounting:',
-        '  halfLife: 1h',
-        'quotas:',
-        '  default:',
-        '    period: rolling-1h',
-        '    gpu: 1h',
-        '  groups:',
-        '    students:',
-        `      gpu:H100: ${quotaSeconds}s`,
-        ''
-      ].join('\n')
-    );
+    const quotas = profilesFile('quotas', [
+      'accounting:',
+      '  halfLife: 1h',
+      'quotas:',
+      '  default:',
+      '    period: rolling-1h',
+      '    gpu: 1h',
+      '  groups:',
+      '    students:',
+      `      gpu:H100: ${quotaSeconds}s`
+    ]);
+    dir = quotas.dir;
     env = await startOidcGateway({
       groups: {
         alice: ['students'],
@@ -292,7 +280,7 @@ describe('quotas and who sees what (--auth oidc)', () => {
       },
       args: [
         '--profiles',
-        profiles,
+        quotas.profiles,
         '--simulate',
         'gpu:H100:2',
         '--oidc-admin-group',
@@ -353,26 +341,10 @@ describe('quotas and who sees what (--auth oidc)', () => {
   });
 
   it('warns at 80 % and 95 %, returns the devices at 100 %, and refuses the next cell and start with what remains', async () => {
-    const events: Record<string, unknown>[] = [];
-    const stream = new WebSocket(
-      `${url.replace(/^http/, 'ws')}/api/events/subscribe`,
-      {
-        headers: { Cookie: alice.cookie }
-      }
+    const quotaEvents = await QuotaEvents.open(url, { cookie: alice.cookie });
+    const returned = quotaEvents.until(
+      e => e.action === 'returned' && e.level === 'exceeded'
     );
-    const waiters: { level: string; resolve: () => void }[] = [];
-    stream.on('message', data => {
-      const event = JSON.parse(String(data)) as Record<string, unknown>;
-      if (event.schema_id === 'https://ferry.dev/events/quota/v1') {
-        events.push(event);
-        const key = `${String(event.action)}:${String(event.level)}`;
-        waiters.filter(w => w.level === key).forEach(w => w.resolve());
-      }
-    });
-    await new Promise(resolve => stream.once('open', resolve));
-    const level = (name: string) =>
-      new Promise<void>(resolve => waiters.push({ level: name, resolve }));
-    const returned = level('returned:exceeded');
 
     const started = await call(url, alice, 'POST', '/api/kernels', {
       name: 'python3',
@@ -387,6 +359,7 @@ describe('quotas and who sees what (--auth oidc)', () => {
     // The first cell takes the devices; the quota runs while they are held.
     await socket.execute('x = 1');
     await returned;
+    const { events } = quotaEvents;
     expect(events.map(e => `${String(e.action)}:${String(e.level)}`)).toEqual([
       'level:warning',
       'level:critical',
@@ -460,7 +433,7 @@ describe('quotas and who sees what (--auth oidc)', () => {
       `/api/admin/quotas/users/${mine.body.user}`
     );
     expect(dropped.status).toBe(204);
-    stream.close();
+    quotaEvents.close();
   });
 
   it("lets an admin return a holder's devices with a reason the holder sees, audited", async () => {
@@ -531,42 +504,14 @@ describe('quotas and who sees what (--auth oidc)', () => {
 });
 
 describe('an allocation across a gateway restart that adopts its kernel (a remote worker)', () => {
-  const WORKER_TOKEN = 'usage-adoption-worker-token';
-  let stateDir: string;
-  let gw: ITestGateway | undefined;
-  let host: IWorkerProcess | undefined;
-
-  const gateway = (workerPort = 0) =>
-    startGateway({
-      worker: new Worker({
-        logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
-        kernelTimings: { shutdownWaitMs: 2000 }
-      }),
-      workerPort,
-      workerToken: WORKER_TOKEN,
-      workerGraceMs: 10000,
-      stateDir
-    });
-
-  beforeAll(() => {
-    stateDir = mkdtempSync(path.join(tmpdir(), 'ferry-usage-adoption-'));
-  });
-
-  afterAll(async () => {
-    await gw?.close();
-    await host?.stop();
-    rmSync(stateDir, { recursive: true, force: true });
-  });
+  const rig = AdoptionRig.use('usage-adoption');
 
   it('goes on, the restart counted as held, when the kernel is adopted on its devices', async () => {
-    gw = await gateway();
-    host = startWorker(
-      `127.0.0.1:${gw.gateway.workerPort}`,
-      WORKER_TOKEN,
-      'usage-host',
-      ['--simulate', 'gpu:H100:1', '--no-cpu']
-    );
-    await host.registered();
+    let gw = await rig.start('usage-host', [
+      '--simulate',
+      'gpu:H100:1',
+      '--no-cpu'
+    ]);
     const kernel = await gw.gateway.registry.start({
       name: 'python3',
       accelerator: { kind: 'gpu', count: 1 }
@@ -575,11 +520,9 @@ describe('an allocation across a gateway restart that adopts its kernel (a remot
     const [before] = gw.gateway.ledger.openAllocations();
     expect(before).toMatchObject({ key: kernel.id, model: 'H100' });
 
-    const workerPort = gw.gateway.workerPort!;
-    const back = host.registered();
-    await gw.close();
-    gw = await gateway(workerPort);
-    await back;
+    const restarted = await rig.restart();
+    gw = restarted.gw;
+    await restarted.adopted;
     const [after] = gw.gateway.ledger.openAllocations();
     expect(after).toMatchObject({ id: before.id, start: before.start });
     await gw.gateway.registry.shutdown(kernel.id);
