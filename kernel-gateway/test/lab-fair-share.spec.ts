@@ -467,3 +467,66 @@ describeInBrowser('a GPU quota running out mid-session, in Chromium', () => {
     expect(await at95.count()).toBe(1);
   });
 });
+
+describeInBrowser('a quota warning told once, in Chromium', () => {
+  let lab: ILab;
+
+  beforeAll(async () => {
+    lab = await startLab(browser, [], '40s');
+  });
+
+  afterEach(async () => {
+    await screenshotStep(lab?.page, 'fair-share-quota-once');
+  });
+
+  afterAll(async () => {
+    await lab?.close();
+  });
+
+  it('notifies crossing 80 % once, and a reload does not notify it again', async () => {
+    const { page, api } = lab;
+    const kernel = await openGpuNotebook(page, 'first.ipynb');
+    const cell = await startCell(page, "print('held')");
+    await cell.locator('.jp-OutputArea-output', { hasText: 'held' }).waitFor();
+    const warnings = page.locator('.Toastify__toast', {
+      hasText: /% of your GPU quota is used \(\d+ s left\)/
+    });
+    const at80 = warnings.filter({
+      hasText:
+        /^80 % of your GPU quota is used \(\d+ s left\): at 100 % your devices go back to the pool until /
+    });
+    await at80.waitFor({ timeout: 90_000 });
+    // The GPU goes back (an admin's return): the use stops growing, the meter settles on it.
+    const returned = await api(
+      'POST',
+      `/api/admin/holders/kernel/${kernel}/return`,
+      { reason: 'the test is done with it' }
+    );
+    expect(returned.status).toBe(202);
+    const mine = await myKernels(page);
+    await mine
+      .locator(`[data-kernel="${kernel}"][data-state="returned"]`)
+      .waitFor();
+    const usage = await api('GET', '/api/usage');
+    const held = Math.round(usage.body.classes[0].heldSeconds as number);
+    const level = held >= 38 ? 95 : 80;
+    const meter = page.locator(
+      `.jp-FerryAccelerators-usageItem[data-level="${level}"]`,
+      { hasText: new RegExp(`^GPU ${held} s of 40 s this week`) }
+    );
+    await meter.waitFor();
+    expect(await at80.count()).toBe(1);
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'fair-share-quota-once.png')
+    });
+    // A reload: the meter shows the same use, and no warning is told again.
+    await page.reload();
+    await appRestored(page);
+    await showLeftPanel(page, 'jp-ferry-accelerators');
+    await meter.waitFor();
+    expect(await warnings.count()).toBe(0);
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'fair-share-quota-once-reloaded.png')
+    });
+  });
+});
