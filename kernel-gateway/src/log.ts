@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 
 /** How log lines are written: readable lines, JSON lines, or readable only on a terminal. */
 export type LogFormat = 'auto' | 'pretty' | 'json';
@@ -41,6 +42,8 @@ function destination(format: string | undefined): DestinationStream {
   if (!readable) {
     return pino.destination(2);
   }
+  // Loaded only for readable lines: JSON lines (a service, a pipe) need none of its ~30 modules.
+  const pretty = createRequire(__filename)('pino-pretty') as typeof PinoPretty;
   return pretty({
     destination: 2,
     // Synchronous, as pino.destination(2) is: the last lines before an exit are not lost.

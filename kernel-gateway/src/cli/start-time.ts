@@ -2,7 +2,8 @@
  * `ferry run --at`: when a job should start, from what a person types (an ISO 8601 time, `+30m`,
  * `18:00`, `tomorrow 09:00`), read by chrono-node in the local time zone.
  */
-import * as chrono from 'chrono-node';
+import { createRequire } from 'node:module';
+import type * as Chrono from 'chrono-node';
 import { formatDuration } from '../accounting/durations';
 
 /** The forms `--at` takes, for its help and its errors. */
@@ -20,7 +21,7 @@ export class StartTimeError extends Error {}
  */
 export function parseStartTime(text: string, now = new Date()): Date {
   const wanted = text.trim();
-  const results = chrono.parse(wanted, now, { forwardDate: true });
+  const results = Private.chrono().parse(wanted, now, { forwardDate: true });
   const [result] = results;
   // chrono finds times inside any text: the whole value must be the one time.
   if (
@@ -66,4 +67,19 @@ export function formatStartTime(at: Date): string {
     minute: '2-digit',
     timeZoneName: 'short'
   }).format(at);
+}
+
+namespace Private {
+  let loaded: typeof Chrono | undefined;
+
+  /**
+   * chrono-node, loaded by the first `--at` it reads: with its locales it is ~270 modules and ~13 MiB
+   * of memory that every `ferry` process (the gateway's too: the CLI registers every command) would
+   * otherwise hold for good.
+   */
+  export function chrono(): typeof Chrono {
+    return (loaded ??= createRequire(__filename)(
+      'chrono-node'
+    ) as typeof Chrono);
+  }
 }
