@@ -35,6 +35,7 @@ import {
   KernelQuota,
   OWNER,
   OWNER_PRINCIPAL,
+  personOf,
   sessionHolder,
   ShareConnections,
   tokenHolder,
@@ -87,7 +88,8 @@ import {
   CellExecutions,
   FileIdStore,
   RoomManager,
-  type IRoomTimings
+  type IRoomTimings,
+  type IViewerTrustStore
 } from './rooms';
 import {
   FairShare,
@@ -492,7 +494,8 @@ export class Gateway {
               content
             })
           ).model;
-        }
+        },
+        storeOf: (principal, path) => Private.viewerStore(this, principal, path)
       }
     });
     this.executions = new CellExecutions({
@@ -792,6 +795,43 @@ namespace Private {
     return {
       contents: gateway.spaceContents.for(space.root),
       path: gateway.spaces.toUser(space, gatewayPath)
+    };
+  }
+
+  /**
+   * What a signed-in person trusts in a room's notebook in someone else's folder, kept in their own
+   * notary (their own notebooks' trust): only as themselves (an admin) or through a grant to them
+   * by name. A link's holder, signed in or not, is a guest, who never trusts; nor does the token's
+   * owner (no person) or a read-only token.
+   */
+  export function viewerStore(
+    gateway: Gateway,
+    principal: IPrincipal,
+    gatewayPath: string
+  ): IViewerTrustStore | undefined {
+    const home = principal.user?.home;
+    const person = personOf(principal);
+    const share = principal.share;
+    if (
+      home === undefined ||
+      !person ||
+      principal.token?.scope === 'read-only' ||
+      person.id === gateway.spaces.ownerOfPath(gatewayPath) ||
+      (share && !gateway.shares.get(share.shareId)?.recipient)
+    ) {
+      return undefined;
+    }
+    // Asked each time: the manager of their folder (and its notary) may have been made again.
+    const notary = () => {
+      const contents = gateway.spaceContents.for(home);
+      if (contents === gateway.contents || !contents.notary) {
+        throw new Error(`${person.id} keeps no notebook trust of their own`);
+      }
+      return contents.notary;
+    };
+    return {
+      sign: (fileId, cells) => notary().signOutputs(fileId, cells),
+      signed: (fileId, cells) => notary().signedOutputs(fileId, cells)
     };
   }
 

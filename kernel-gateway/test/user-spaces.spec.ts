@@ -179,6 +179,55 @@ describe('a space of one’s own', () => {
     }
   });
 
+  /**
+   * A room client of the notebook (a path to open a session of, or a room's name), synced, and
+   * the cells the room says its viewer trusts.
+   */
+  const join = async (
+    headers: Record<string, string>,
+    notebook: string,
+    query: Record<string, string> = {}
+  ) => {
+    let room = notebook;
+    if (!notebook.startsWith('json:notebook:')) {
+      const session = await call(
+        url,
+        headers,
+        'PUT',
+        `/api/collaboration/session/${encodeURIComponent(notebook)}${query.token ? `?token=${query.token}` : ''}`,
+        { format: 'json', type: 'notebook' }
+      );
+      // 201 the first time the file is indexed.
+      expect(session.body?.message).toBeUndefined();
+      expect([200, 201]).toContain(session.status);
+      room = `json:notebook:${session.body.fileId}`;
+    }
+    const client = await RawRoomClient.connect(
+      url,
+      room,
+      query,
+      headers.Cookie ? { Cookie: headers.Cookie } : {}
+    );
+    await client.sync();
+    const trust = () =>
+      client.replies.find(
+        reply => (reply as { type?: string }).type === 'trust'
+      ) as { cells: string[]; persists: boolean } | undefined;
+    while (!trust()) {
+      await once(client.ws, 'message');
+    }
+    return {
+      client,
+      room,
+      cells: trust()!.cells,
+      persists: trust()!.persists
+    };
+  };
+  const trustedInDoc = (client: RawRoomClient) =>
+    client.doc
+      .getArray<Y.Map<unknown>>('cells')
+      .map(cell => (cell.get('metadata') as Y.Map<unknown>).get('trusted'));
+
   it('keeps each person’s files in their own folder', async () => {
     expect(existsSync(path.join(root, 'alice', 'mine.ipynb'))).toBe(true);
     const own = await call(url, alice, 'GET', '/api/contents');
@@ -535,50 +584,6 @@ describe('a space of one’s own', () => {
         })
       ).status
     ).toBe(201);
-    /**
-     * A room client of the notebook (a path to open a session of, or a room's name), synced, and
-     * the cells the room says its viewer trusts.
-     */
-    const join = async (
-      headers: Record<string, string>,
-      notebook: string,
-      query: Record<string, string> = {}
-    ) => {
-      let room = notebook;
-      if (!notebook.startsWith('json:notebook:')) {
-        const session = await call(
-          url,
-          headers,
-          'PUT',
-          `/api/collaboration/session/${encodeURIComponent(notebook)}${query.token ? `?token=${query.token}` : ''}`,
-          { format: 'json', type: 'notebook' }
-        );
-        // 201 the first time the file is indexed.
-        expect(session.body?.message).toBeUndefined();
-        expect([200, 201]).toContain(session.status);
-        room = `json:notebook:${session.body.fileId}`;
-      }
-      const client = await RawRoomClient.connect(
-        url,
-        room,
-        query,
-        headers.Cookie ? { Cookie: headers.Cookie } : {}
-      );
-      await client.sync();
-      const trust = () =>
-        client.replies.find(
-          reply => (reply as { type?: string }).type === 'trust'
-        ) as { cells: string[] } | undefined;
-      while (!trust()) {
-        await once(client.ws, 'message');
-      }
-      return { client, room, cells: trust()!.cells };
-    };
-    const trustedInDoc = (client: RawRoomClient) =>
-      client.doc
-        .getArray<Y.Map<unknown>>('cells')
-        .map(cell => (cell.get('metadata') as Y.Map<unknown>).get('trusted'));
-
     // Alice, whose folder it is: her signed notebook's cells are trusted in her view.
     const hers = await join(alice.headers, 'room-trust.ipynb');
     expect(hers.cells).toEqual(['ran-by-alice', 'not-run']);
@@ -683,6 +688,128 @@ describe('a space of one’s own', () => {
       rootView.body.content.cells.map((cell: Json) => cell.metadata.trusted)
     ).toEqual([false, false]);
     for (const { client } of [hers, his, guest, admin, owner]) {
+      client.close();
+    }
+  });
+
+  it('keeps what another signed-in person trusts in a room as theirs alone: across reloads, never for the owner, a guest or an admin; gone from a cell whose outputs changed', async () => {
+    const html = (id: string, text: string) => ({
+      ...NOTEBOOK.cells[0],
+      id,
+      outputs: [
+        {
+          output_type: 'display_data',
+          data: { 'text/html': `<b>${text}</b>` },
+          metadata: {}
+        }
+      ]
+    });
+    // Alice's notebook, saved untrusted (she never trusted it): trusted for no one.
+    expect(
+      (
+        await call(url, alice, 'PUT', '/api/contents/shared-trust.ipynb', {
+          type: 'notebook',
+          format: 'json',
+          content: {
+            ...NOTEBOOK,
+            cells: [html('first', 'one'), html('second', 'two')]
+          }
+        })
+      ).status
+    ).toBe(201);
+    /** The outputs of a room client's cells, as its page shows them. */
+    const shown = (client: RawRoomClient) =>
+      client.doc.getArray<Y.Map<unknown>>('cells').map(cell => ({
+        id: cell.get('id') as string,
+        outputs: (cell.get('outputs') as Y.Array<unknown>).toJSON()
+      }));
+    // Bob, whom she grants it to by name, and a view link's guest.
+    const grant = await call(url, alice, 'POST', '/api/shares/people', {
+      path: 'shared-trust.ipynb',
+      scope: 'edit',
+      user: 'bob'
+    });
+    expect(grant.status).toBe(201);
+    const entered = await call(
+      url,
+      bob.headers,
+      'POST',
+      `/api/shares/${grant.body.id}/enter`
+    );
+    expect(entered.status).toBe(200);
+    const visitor = entered.setCookies
+      .map(cookie => cookie.split(';')[0])
+      .find(cookie => cookie.startsWith('ferry-share-'))!;
+    const asBob = { ...bob.headers, Cookie: `${bob.cookie}; ${visitor}` };
+    const link = await call(url, alice, 'POST', '/api/shares', {
+      path: 'shared-trust.ipynb',
+      scope: 'view'
+    });
+    expect(link.status).toBe(201);
+    const guestQuery = { token: link.body.token };
+
+    const hers = await join(alice.headers, 'shared-trust.ipynb');
+    expect([hers.cells, hers.persists]).toEqual([[], true]);
+    const his = await join(asBob, entered.body.share.path);
+    // His trust is kept for him; a guest's never.
+    expect([his.cells, his.persists]).toEqual([[], true]);
+    const guest = await join({}, 'alice/shared-trust.ipynb', guestQuery);
+    expect([guest.cells, guest.persists]).toEqual([[], false]);
+
+    // Bob trusts both cells ("Trust Notebook" in his page): kept, as he saw them.
+    expect(await his.client.trust(shown(his.client))).toEqual({
+      type: 'trust',
+      cells: ['first', 'second'],
+      persists: true
+    });
+    // Reloaded (or another tab): still trusted for him.
+    const again = await join(asBob, his.room);
+    expect(again.cells).toEqual(['first', 'second']);
+    // Never for alice, whose folder it is, nor the guest, nor the admin carol; nor in the doc.
+    expect((await join(alice.headers, his.room)).cells).toEqual([]);
+    expect((await join({}, his.room, guestQuery)).cells).toEqual([]);
+    const admin = await join(carol.headers, his.room);
+    expect([admin.cells, admin.persists]).toEqual([[], true]);
+    expect(trustedInDoc(hers.client)).toEqual([false, false]);
+    // A guest asking keeps nothing, for anyone.
+    expect(await guest.client.trust(shown(guest.client))).toEqual({
+      type: 'trust',
+      cells: [],
+      persists: false
+    });
+    expect((await join({}, his.room, guestQuery)).cells).toEqual([]);
+    // Outputs other than the room's (stale, or made up) are not kept: the admin trusts nothing.
+    expect(
+      await admin.client.trust([
+        { id: 'first', outputs: [] },
+        { id: 'second', outputs: ['<script>made up</script>'] },
+        { id: 'no-such-cell', outputs: [] }
+      ])
+    ).toEqual({ type: 'trust', cells: [], persists: true });
+
+    // Alice re-runs the first cell: new outputs, which Bob never saw. His trust of it is gone;
+    // of the other, kept.
+    hers.client.change(doc => {
+      const outputs = doc
+        .getArray<Y.Map<unknown>>('cells')
+        .get(0)
+        .get('outputs') as Y.Array<unknown>;
+      outputs.delete(0, outputs.length);
+      outputs.push([
+        {
+          output_type: 'display_data',
+          data: { 'text/html': '<script>alice ran this again</script>' },
+          metadata: {}
+        }
+      ]);
+    });
+    const changed = (client: RawRoomClient) =>
+      JSON.stringify(shown(client)[0].outputs).includes('again');
+    while (!changed(again.client)) {
+      await once(again.client.ws, 'message');
+    }
+    expect((await join(asBob, his.room)).cells).toEqual(['second']);
+    for (const { client } of [hers, his, again, guest, admin]) {
       client.close();
     }
   });

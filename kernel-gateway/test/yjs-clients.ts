@@ -220,6 +220,33 @@ export class RawRoomClient {
     });
   }
 
+  /**
+   * Ask the room to keep cells trusted for this viewer, as Ferry's lab does when they trust them
+   * (`[2, "trust", {"cells": [{id, outputs}]}]`); resolves with the trust message that answers.
+   */
+  trust(
+    cells: { id: string; outputs: unknown[] }[]
+  ): Promise<{ cells: string[]; persists: boolean }> {
+    const trustMessages = () =>
+      this.replies.filter(r => (r as { type?: string }).type === 'trust');
+    const seen = trustMessages().length;
+    const encoder = encoding.createEncoder();
+    encoding.writeVarUint(encoder, 2);
+    encoding.writeVarString(encoder, 'trust');
+    encoding.writeVarString(encoder, JSON.stringify({ cells }));
+    this.ws.send(encoding.toUint8Array(encoder));
+    return new Promise(resolve => {
+      const check = () => {
+        const answers = trustMessages();
+        if (answers.length > seen) {
+          this.ws.off('message', check);
+          resolve(answers[seen] as { cells: string[]; persists: boolean });
+        }
+      };
+      this.ws.on('message', check);
+    });
+  }
+
   /** Resolves with the next "permission denied" reason. */
   nextDenial(): Promise<string> {
     const seen = this.denied.length;

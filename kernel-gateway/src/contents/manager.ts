@@ -67,6 +67,7 @@ export class FileContentsManager {
     const notary = options.notaryDir
       ? new NotebookNotary(options.notaryDir)
       : undefined;
+    this.notary = notary;
     const untrusted = options.untrusted;
     this._notaryFor = notary
       ? apiPath => (untrusted?.(apiPath) ? undefined : notary)
@@ -93,6 +94,9 @@ export class FileContentsManager {
 
   /** Settles when the start-up sweep of stale temporaries is done, with how many it removed. */
   readonly swept: Promise<number>;
+
+  /** Its user's notebook trust (their notary), if it keeps any. */
+  readonly notary: NotebookNotary | undefined;
 
   /** The model of a file, notebook or directory (a directory's content lists its entries). */
   async get(

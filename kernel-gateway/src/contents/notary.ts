@@ -60,13 +60,56 @@ export class NotebookNotary {
 
   /** Sign the bytes of a trusted notebook as they are written, so that it opens trusted again. */
   async sign(bytes: Buffer): Promise<void> {
-    const digest = await this._digest(bytes);
+    await this._add([await this._digest(bytes)]);
+  }
+
+  /**
+   * Sign cells' outputs this notary's user trusts in a room's notebook that is not theirs (another
+   * person's folder), so that they show trusted to them again while those outputs stay the same.
+   *
+   * @param fileId - the notebook's file id (it follows renames).
+   * @param cells - cell id to its outputs (canonical JSON).
+   */
+  async signOutputs(fileId: string, cells: Map<string, string>): Promise<void> {
+    await this._add(
+      await Promise.all(
+        [...cells].map(([id, outputs]) =>
+          this._digest(Private.outputsText(fileId, id, outputs))
+        )
+      )
+    );
+  }
+
+  /** The cells of `cells` (id to canonical outputs) whose outputs this notary signed. */
+  async signedOutputs(
+    fileId: string,
+    cells: Map<string, string>
+  ): Promise<Set<string>> {
+    const signatures = await this._signatures();
+    const signed = new Set<string>();
+    for (const [id, outputs] of cells) {
+      const digest = await this._digest(
+        Private.outputsText(fileId, id, outputs)
+      );
+      if (signatures.has(digest)) {
+        signed.add(id);
+      }
+    }
+    return signed;
+  }
+
+  /** Keep `digests` among the signatures (the oldest go past {@link MAX_SIGNATURES}). */
+  private async _add(digests: string[]): Promise<void> {
     this._writing = this._writing.then(async () => {
       const signatures = await this._signatures();
-      if (signatures.has(digest)) {
+      if (digests.every(digest => signatures.has(digest))) {
         return;
       }
-      signatures.add(digest);
+      for (const digest of digests) {
+        // Signed again: it is the newest, the last to go.
+        signatures.delete(digest);
+        signatures.add(digest);
+      }
       const kept = [...signatures].slice(-NotebookNotary.MAX_SIGNATURES);
       this._loaded = Promise.resolve(new Set(kept));
       await fs.mkdir(this.dir, { recursive: true });
@@ -85,7 +128,7 @@ export class NotebookNotary {
     }
   }
 
-  private async _digest(bytes: Buffer): Promise<string> {
+  private async _digest(bytes: Buffer | string): Promise<string> {
     return createHmac('sha256', await this._secret())
       .update(bytes)
       .digest('hex');
@@ -133,6 +176,18 @@ export namespace NotebookNotary {
 }
 
 namespace Private {
+  /**
+   * What a cell's outputs signature is of: a prefix no notebook file starts with (files are JSON),
+   * so a cell's signature never passes for a notebook's, nor one notebook's cell for another's.
+   */
+  export function outputsText(
+    fileId: string,
+    cellId: string,
+    outputs: string
+  ): string {
+    return `ferry-cell-outputs ${JSON.stringify([fileId, cellId, outputs])}`;
+  }
+
   export function codeCells(nb: JsonObject): JsonObject[] {
     return ((nb.cells ?? []) as JsonObject[]).filter(
       cell => cell.cell_type === 'code'

@@ -32,7 +32,14 @@ import {
   type ChangeRule
 } from './scopes';
 import { canonicalJson } from './documents';
-import { trustedCells, untrustAll, type OwnerTrust } from './viewer-trust';
+import {
+  codeOutputs,
+  requestedOutputs,
+  trustedCells,
+  untrustAll,
+  type IViewerTrustStore,
+  type OwnerTrust
+} from './viewer-trust';
 
 /** A share link holder as awareness shows them. */
 interface IVisitorName {
@@ -303,25 +310,71 @@ export class RoomConnection implements Room.IPeer {
 
   /** Tell the viewer, once synced, the cells they trust (a room whose trust is each viewer's). */
   private _sendTrust(): void {
-    const trust = this._viewerTrust;
-    if (!trust || this._trustSent) {
+    if (!this._viewerTrust || this._trustSent) {
       return;
     }
     this._trustSent = true;
-    const send = (cells: string[]) =>
-      this.send(rawMessage({ type: 'trust', cells }));
-    if (!trust.owner) {
-      send([]);
+    void this._tellTrust();
+  }
+
+  /**
+   * Send the viewer the cells they trust now, and whether what they trust is kept (`persists`:
+   * theirs is kept for them, in their notary or as the owner's; a guest's never).
+   */
+  private async _tellTrust(): Promise<void> {
+    const trust = this._viewerTrust!;
+    const doc = this.room.doc;
+    let cells: string[] = [];
+    try {
+      if (trust.owner) {
+        cells = trustedCells(doc, await trust.trust.trusted());
+      } else if (trust.store) {
+        cells = [...(await trust.store.signed(trust.fileId, codeOutputs(doc)))];
+      }
+    } catch {
+      // Their notary cannot be read: nothing is trusted for them.
+    }
+    this.send(
+      rawMessage({
+        type: 'trust',
+        cells,
+        persists: trust.owner || trust.store !== undefined
+      })
+    );
+  }
+
+  /**
+   * The viewer trusts cells (JupyterLab's "Trust Notebook", in their page): those the doc holds
+   * with the outputs they saw are kept as theirs (the owner's trust, or their own notary), and
+   * they are told what they trust now. A guest's request keeps nothing.
+   */
+  private async _trust(
+    requested: { id: string; outputs: unknown[] }[]
+  ): Promise<void> {
+    const trust = this._viewerTrust;
+    if (!trust) {
       return;
     }
-    void trust.trust
-      .trusted()
-      .then(trusted => send(trustedCells(this.room.doc, trusted)));
+    const cells = requestedOutputs(this.room.doc, requested);
+    try {
+      if (trust.owner) {
+        trust.trust.recordOutputs(cells);
+      } else if (trust.store && cells.size > 0) {
+        await trust.store.sign(trust.fileId, cells);
+      }
+    } catch {
+      // Not kept (their notary cannot be written): they are told what they trust as it is.
+    }
+    await this._tellTrust();
   }
 
   private _raw(decoder: decoding.Decoder): void {
     const request = readRawRequest(decoder);
     if (!request) {
+      return;
+    }
+    if (request.action === 'trust') {
+      void this._trust(request.cells);
       return;
     }
     const reply = (status: string) =>
@@ -421,6 +474,10 @@ export namespace RoomConnection {
     trust: OwnerTrust;
     /** Whether the viewer is the notebook's folder's owner, acting as themselves. */
     owner: boolean;
+    /** Another signed-in person's own trust (an admin, a grant's recipient); none for a guest. */
+    store?: IViewerTrustStore;
+    /** The notebook's file id: what a person's trust in it is kept under. */
+    fileId: string;
   }
 
   /** Bytes a second, with a burst of two seconds' worth (a token bucket). */

@@ -27,7 +27,7 @@ export {
   type IRoomTimings
 } from './room-file';
 export { CellOutputs, DocDisplayIds, findCell } from './cell-outputs';
-export type { IViewerTrust } from './viewer-trust';
+export type { IViewerTrust, IViewerTrustStore } from './viewer-trust';
 export {
   CellExecutionError,
   CellExecutions,

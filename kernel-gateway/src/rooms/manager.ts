@@ -271,10 +271,15 @@ export class RoomManager {
     if (!trust || path === undefined) {
       return {};
     }
+    const viewerTrust = this._options.viewerTrust!;
+    const owner = viewerTrust.isOwner(principal, path);
+    const store = owner ? undefined : viewerTrust.storeOf(principal, path);
     return {
       viewerTrust: {
         trust,
-        owner: this._options.viewerTrust!.isOwner(principal, path)
+        owner,
+        fileId: file.fileId,
+        ...(store ? { store } : {})
       }
     };
   }

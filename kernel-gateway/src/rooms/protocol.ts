@@ -155,15 +155,53 @@ export function rawMessage(payload: object): Uint8Array {
 }
 
 /**
- * A raw message's request: Jupyter's provider sends `[2, "save", id]`. Undefined for anything
- * else (auth messages a y-websocket client might send, garbage).
+ * A raw message's request: Jupyter's provider sends `[2, "save", id]`; Ferry's lab `[2, "trust",
+ * json]` (`{"cells": [{"id", "outputs"}]}`: cells its viewer trusts, with the outputs they saw).
+ * Undefined for anything else (auth messages a y-websocket client might send, garbage).
  */
 export function readRawRequest(
   decoder: decoding.Decoder
-): { action: 'save'; id: number } | undefined {
+):
+  | { action: 'save'; id: number }
+  | { action: 'trust'; cells: ITrustedCellRequest[] }
+  | undefined {
   const action = decoding.readVarString(decoder);
-  if (action !== 'save') {
-    return undefined;
+  if (action === 'save') {
+    return { action, id: decoding.readVarUint(decoder) };
   }
-  return { action, id: decoding.readVarUint(decoder) };
+  if (action === 'trust') {
+    return {
+      action,
+      cells: Private.trustedCells(decoding.readVarString(decoder))
+    };
+  }
+  return undefined;
+}
+
+/** A cell a viewer asks to trust: its id, and its outputs as their page showed them. */
+export interface ITrustedCellRequest {
+  id: string;
+  outputs: unknown[];
+}
+
+namespace Private {
+  /** The well-formed cells of a trust request's JSON (none when it is not JSON). */
+  export function trustedCells(json: string): ITrustedCellRequest[] {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(json);
+    } catch {
+      return [];
+    }
+    const cells = (payload as { cells?: unknown } | null)?.cells;
+    return Array.isArray(cells)
+      ? cells.filter(
+          (cell): cell is ITrustedCellRequest =>
+            typeof cell === 'object' &&
+            cell !== null &&
+            typeof (cell as ITrustedCellRequest).id === 'string' &&
+            Array.isArray((cell as ITrustedCellRequest).outputs)
+        )
+      : [];
+  }
 }

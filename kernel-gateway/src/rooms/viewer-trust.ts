@@ -3,11 +3,14 @@
  * the doc everyone shares carries no trust (every cell untrusted, whoever marks one), and each
  * connection is told, in a raw message of its own (`{"type": "trust", "cells": [ids]}`), the cells
  * that its viewer trusts: the folder's owner, the cells their own notary trusts (or their own
- * connections marked trusted since) whose outputs are still those; anyone else (an admin, another
- * person, a link's holder), none. A save while the owner trusts every cell with outputs is signed
- * with the owner's notary, so the notebook opens trusted for them again.
- * The hosted lab marks those cells trusted in that viewer's view only (`sharing-extension`
- * `trust.ts`). With `--auth token` (no person's folder) trust stays in the doc, as before.
+ * connections marked trusted since) whose outputs are still those; another signed-in person (an
+ * admin, or one the notebook is granted to by name), the cells whose outputs they trusted there,
+ * kept in their own notary (the one their own notebooks' trust is in); a link's holder and the
+ * token's owner, none (a guest never trusts). A save while the owner trusts every cell with outputs
+ * is signed with the owner's notary, so the notebook opens trusted for them again.
+ * The hosted lab marks those cells trusted in that viewer's view only, and asks the room to keep
+ * what its viewer trusts (`sharing-extension` `trust.ts`). With `--auth token` (no person's folder)
+ * trust stays in the doc, as before.
  *
  * @packageDocumentation
  */
@@ -29,6 +32,23 @@ export interface IViewerTrust {
    * manager, whose notary signs it.
    */
   saveSigned(path: string, content: unknown): Promise<IContentsModel>;
+  /**
+   * The own trust store of `principal`, not the owner of the folder that holds `path`: a signed-in
+   * person acting as themselves (an admin) or through a grant to them by name. Undefined for a
+   * link's holder (a guest never trusts), the token's owner and a read-only API token.
+   */
+  storeOf(principal: IPrincipal, path: string): IViewerTrustStore | undefined;
+}
+
+/**
+ * What one person trusts in rooms' notebooks that are not theirs, kept in their own notary: a
+ * cell's outputs, in one notebook (by file id). Their trust never reaches anyone else's view.
+ */
+export interface IViewerTrustStore {
+  /** Keep `cells` (id to outputs as canonical JSON) of notebook `fileId` trusted. */
+  sign(fileId: string, cells: Map<string, string>): Promise<void>;
+  /** The cells of `cells` (id to outputs) whose outputs they trusted in notebook `fileId`. */
+  signed(fileId: string, cells: Map<string, string>): Promise<Set<string>>;
 }
 
 /**
@@ -60,7 +80,12 @@ export class OwnerTrust {
 
   /** The owner marked cells of `doc` trusted: their outputs as they are now are theirs. */
   record(doc: Y.Doc): void {
-    for (const [id, outputs] of markedOutputs(doc)) {
+    this.recordOutputs(markedOutputs(doc));
+  }
+
+  /** The owner trusts these cells (id to outputs) with these outputs. */
+  recordOutputs(cells: Map<string, string>): void {
+    for (const [id, outputs] of cells) {
       this._recorded.set(id, outputs);
       this._map?.set(id, outputs);
     }
@@ -112,6 +137,37 @@ export function trustedOutputs(content: unknown): Map<string, string> {
   } finally {
     doc.destroy();
   }
+}
+
+/** Every code cell of `doc` with an id: id to its outputs as they are now. */
+export function codeOutputs(doc: Y.Doc): Map<string, string> {
+  const cells = new Map<string, string>();
+  for (const cell of cellsOf(doc)) {
+    const id = cell.get('id');
+    if (typeof id === 'string' && cell.get('cell_type') === 'code') {
+      cells.set(id, outputsOf(cell));
+    }
+  }
+  return cells;
+}
+
+/**
+ * The cells of a viewer's trust request that `doc` holds with the very outputs the viewer saw:
+ * id to outputs. A cell whose outputs changed since they saw it is left out.
+ */
+export function requestedOutputs(
+  doc: Y.Doc,
+  requested: readonly { id: string; outputs: unknown[] }[]
+): Map<string, string> {
+  const now = codeOutputs(doc);
+  const cells = new Map<string, string>();
+  for (const { id, outputs } of requested) {
+    const current = now.get(id);
+    if (current !== undefined && current === canonicalJson(outputs)) {
+      cells.set(id, current);
+    }
+  }
+  return cells;
 }
 
 /** The cells of `doc` a viewer trusts: in `trusted`, with the outputs they had there. */
@@ -173,6 +229,7 @@ function markedOutputs(doc: Y.Doc): Map<string, string> {
   return marked;
 }
 
+/** A cell's outputs as canonical JSON: what trust in a cell is of. */
 function outputsOf(cell: Y.Map<unknown>): string {
   const outputs = cell.get('outputs');
   return canonicalJson(outputs instanceof Y.Array ? outputs.toJSON() : []);

@@ -12,6 +12,7 @@ import {
 } from '@jupyterlab/translation';
 import type { CommandRegistry } from '@lumino/commands';
 import { mayEdit, mayRun, type ShareScope } from './api';
+import { viewerTrusts } from './trust';
 
 /** Commands that run cells: refused below the run scope. */
 const RUN_COMMANDS = /^notebook:(run-|restart-run-all)/;
@@ -30,13 +31,15 @@ const EDIT_COMMANDS = new RegExp(
     ')'
 );
 
-/**
- * Commands that change the kernel (the owner's), or trust outputs (trust is the owner's: the
- * gateway marks what a guest trusts untrusted again and refuses the outputs JupyterLab rewrites
- * when trust changes): refused to every visitor.
- */
+/** Commands that change the kernel (the owner's): refused to every visitor. */
 const KERNEL_COMMANDS =
-  /^(notebook:(restart|interrupt|shutdown|change-kernel|reconnect|trust)|kernelmenu:|running:kernel)/;
+  /^(notebook:(restart|interrupt|shutdown|change-kernel|reconnect)|kernelmenu:|running:kernel)/;
+
+/**
+ * Trusting outputs: only for a visitor whose room keeps what they trust (a signed-in person the
+ * notebook is granted to); never a link's guest, whose trust the gateway never keeps.
+ */
+const TRUST_COMMAND = /^notebook:trust/;
 
 /** JupyterLab's Shift+Enter. */
 const RUN_AND_ADVANCE = 'notebook:run-cell-and-select-next';
@@ -47,8 +50,19 @@ function lastCellActive(tracker: INotebookTracker): boolean {
   return !!notebook && notebook.activeCellIndex === notebook.widgets.length - 1;
 }
 
-/** Whether a visitor with `scope` may execute the command `id`. */
-export function commandAllowed(scope: ShareScope, id: string): boolean {
+/**
+ * Whether a visitor with `scope` may execute the command `id`.
+ *
+ * @param trusts - whether the room of the notebook in front keeps what this visitor trusts.
+ */
+export function commandAllowed(
+  scope: ShareScope,
+  id: string,
+  trusts = false
+): boolean {
+  if (TRUST_COMMAND.test(id)) {
+    return trusts;
+  }
   if (KERNEL_COMMANDS.test(id)) {
     return false;
   }
@@ -77,7 +91,7 @@ export function guardCommands(
     if (id === RUN_AND_ADVANCE && !mayEdit(scope) && lastCellActive(tracker)) {
       return execute('notebook:run-cell', args);
     }
-    if (!commandAllowed(scope, id)) {
+    if (!commandAllowed(scope, id, viewerTrusts(tracker.currentWidget))) {
       Notification.warning(
         trans.__(
           'This link lets you %1 the notebook: "%2" is not part of it.',

@@ -209,6 +209,10 @@ describe("a link's rights in the page", () => {
     // Nobody but the owner restarts, interrupts or changes the owner's kernel.
     expect(commandAllowed(scope, 'notebook:restart-kernel')).toBe(false);
     expect(commandAllowed(scope, 'kernelmenu:interrupt')).toBe(false);
+    // A link's guest never trusts outputs; a visitor whose room keeps their trust (a signed-in
+    // person the notebook is granted to) trusts for themselves.
+    expect(commandAllowed(scope, 'notebook:trust')).toBe(false);
+    expect(commandAllowed(scope, 'notebook:trust', true)).toBe(true);
   });
 });
 
