@@ -11,8 +11,9 @@
  *
  * Before the clock starts, each kernel prints more than its replay buffer holds (`--replay-buffer-mb`,
  * 16 MiB), so the buffers are at their cap, as any kernel's is after a while: what grows after the
- * first minute is growth, not buffers filling to their bounds. The report says how long that set-up
- * took and the RSS after it. Loopback only; every loop ends with the soak.
+ * first minute is growth, not buffers filling to their bounds. Set-up ends once the gateway has
+ * relayed every kernel's flood (its idle status came). The report says how long that set-up took and
+ * the RSS after it. Loopback only; every loop ends with the soak.
  *
  * Usage: node bench/lib/soak.js [--minutes N] [--kernels N] [--max-growth-mb N] [--out DIR]
  */
@@ -310,8 +311,12 @@ namespace Private {
         framing
       );
       const kernel = new ExecutingKernel(gateway, id, n, client);
+      // Until its idle status, not only its reply: the reply comes on shell while the gateway may
+      // still have most of the flood's iopub messages queued in ZeroMQ, unread (hundreds of MiB for
+      // four kernels on two cores), and the RSS after set-up would measure how far behind it was.
       await kernel._execute(
-        `for i in range(40000):\n    print(i, ${n}, flush=True)`
+        `for i in range(40000):\n    print(i, ${n}, flush=True)`,
+        true
       );
       return kernel;
     }
@@ -342,22 +347,34 @@ namespace Private {
       );
     }
 
-    private _execute(code: string): Promise<void> {
+    /** Execute `code`; resolves on its reply, and also on its idle status with `untilIdle`. */
+    private _execute(code: string, untilIdle = false): Promise<void> {
       return new Promise<void>((resolve, reject) => {
         let msgId = '';
+        let replied = false;
+        let idle = !untilIdle;
         const stop = this._client.subscribe((message: IBenchMessage) => {
-          if (
-            message.msgType === 'execute_reply' &&
-            message.parentId === msgId
-          ) {
-            stop();
-            if (message.content.status === 'ok') {
-              resolve();
-            } else {
+          if (message.parentId !== msgId) {
+            return;
+          }
+          if (message.msgType === 'execute_reply') {
+            if (message.content.status !== 'ok') {
+              stop();
               reject(
                 new Error(`kernel ${this._n}: ${JSON.stringify(message)}`)
               );
+              return;
             }
+            replied = true;
+          } else if (
+            message.msgType === 'status' &&
+            message.content.execution_state === 'idle'
+          ) {
+            idle = true;
+          }
+          if (replied && idle) {
+            stop();
+            resolve();
           }
         });
         msgId = this._client.send('shell', 'execute_request', {
