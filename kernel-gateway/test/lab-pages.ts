@@ -242,13 +242,14 @@ export async function stopLab(lab: ILab | undefined): Promise<void> {
 }
 
 /**
- * A page of the lab as its owner (1400 × 900, each step failing after 30 s), signed in with the
- * token link and restored.
+ * A page of the lab as its owner (each step failing after 30 s), signed in with the token link and
+ * restored.
  */
-export async function openLabPage(lab: ILab): Promise<Page> {
-  const page = await lab.browser.newPage({
-    viewport: { width: 1400, height: 900 }
-  });
+export async function openLabPage(
+  lab: ILab,
+  viewport = { width: 1400, height: 900 }
+): Promise<Page> {
+  const page = await lab.browser.newPage({ viewport });
   page.setDefaultTimeout(30_000);
   await page.goto(lab.link);
   await appRestored(page);

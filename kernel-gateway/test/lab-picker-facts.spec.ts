@@ -6,24 +6,20 @@
  * result names the kernel's notebook as it is now (after a rename), the device it measured and
  * when, and says so once the kernel has moved. Screenshots: test-artifacts/screenshots/facts-*.png.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import type { Page } from 'playwright-core';
 import {
   SCREENSHOTS,
-  appRestored,
   browserMissing,
   currentKernelId,
   currentNotebook,
-  launchChromium,
   newNotebook,
+  openLabPage,
   screenshotStep,
-  startFerry,
-  stopFerry,
-  type ICommands
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -34,47 +30,23 @@ if (browserMissing) {
 jest.setTimeout(150_000);
 
 describeInBrowser('the picker and the speed check, in Chromium', () => {
-  let ferry: ChildProcess | undefined;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
-  let rootDir: string;
-  let labDir: string;
-  let api: ReturnType<typeof apiFor>;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-facts-'));
-    labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-facts-settings-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    const started = await startFerry([
+    lab = await startLab('lab-facts', {}, [
       '--simulate',
       'gpu:H100:2',
       // A kernel started over the API holds its device from its start, with no cell run.
       '--hold-devices',
-      'always',
-      '--no-discover',
-      '--root-dir',
-      rootDir,
-      '--lab-settings-dir',
-      path.join(labDir, 'user-settings')
+      'always'
     ]);
-    ferry = started.child;
-    const url = new URL(started.link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-    page.setDefaultTimeout(30_000);
-    await page.goto(started.link);
-    await appRestored(page);
+    page = await openLabPage(lab, { width: 1440, height: 900 });
   });
 
   afterEach(() => screenshotStep(page, 'facts'));
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-    rmSync(labDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   const commands = (id: string) =>
     page.evaluate(
@@ -106,11 +78,11 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
 
   it("shows each choice's memory, cores and host memory, and who holds a busy device", async () => {
     // Another kernel, started over the API (no notebook of this lab), holds one H100.
-    const other = await api('POST', '/api/kernels', {
+    const other = await lab.api('POST', '/api/kernels', {
       name: 'python3.gpu-h100-x1'
     });
     expect(other.status).toBe(201);
-    const holders = await api('GET', '/api/admin/holders');
+    const holders = await lab.api('GET', '/api/admin/holders');
     expect(holders.status).toBe(200);
     const user = (holders.body as { holders: { user: string }[] }).holders[0]
       .user;
@@ -153,7 +125,10 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
     await currentNotebook(page)
       .getByRole('button', { name: /^Accelerator: GPU · H100 × 1/ })
       .waitFor();
-    await api('DELETE', `/api/kernels/${(other.body as { id: string }).id}`);
+    await lab.api(
+      'DELETE',
+      `/api/kernels/${(other.body as { id: string }).id}`
+    );
   });
 
   it('ties a speed result to the kernel and the device it measured, with the time', async () => {
@@ -171,7 +146,7 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
       path: path.join(SCREENSHOTS, 'facts-3-speed.png')
     });
     // Renamed (moved into a folder, too): the result follows its kernel's notebook.
-    await api('PUT', '/api/contents/runs', { type: 'directory' });
+    await lab.api('PUT', '/api/contents/runs', { type: 'directory' });
     await page.evaluate(() =>
       (
         window as unknown as {
@@ -197,7 +172,7 @@ describeInBrowser('the picker and the speed check, in Chromium', () => {
       path: path.join(SCREENSHOTS, 'facts-4-speed-renamed.png')
     });
     // The kernel moves to the CPU: the result says it is not this kernel's device now.
-    const moved = await api('POST', `/api/kernels/${kernelId}/restart`, {
+    const moved = await lab.api('POST', `/api/kernels/${kernelId}/restart`, {
       accelerator: 'cpu'
     });
     expect(moved.status).toBe(200);

@@ -4,19 +4,16 @@
  * menu, it makes a read-only token (its secret shown once, with Copy), lists it, and revokes it;
  * the secret reads the gateway's API until then, and nothing after.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
-  launchChromium,
   screenshotStep,
-  startFerry,
-  stopFerry
+  startLab,
+  stopLab,
+  type ILab
 } from './lab-pages';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -27,38 +24,22 @@ if (browserMissing) {
 jest.setTimeout(120_000);
 
 describeInBrowser('API tokens in the lab, in Chromium', () => {
-  let ferry: ChildProcess;
-  let base: string;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
-  let rootDir: string;
 
   beforeAll(async () => {
-    rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-tokens-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    let link: string;
-    ({ child: ferry, link } = await startFerry([
-      '--no-discover',
-      '--root-dir',
-      rootDir
-    ]));
-    base = new URL(link).origin;
-    browser = await launchChromium();
-    const context = await browser.newContext({
+    lab = await startLab('lab-tokens');
+    const context = await lab.browser.newContext({
       permissions: ['clipboard-read', 'clipboard-write']
     });
     page = await context.newPage();
-    await page.goto(link);
+    await page.goto(lab.link);
     await appRestored(page);
   });
 
   afterEach(() => screenshotStep(page, 'tokens'));
 
-  afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
-    rmSync(rootDir, { recursive: true, force: true });
-  });
+  afterAll(() => stopLab(lab));
 
   it('makes a read-only token from the Settings menu, shows it once, and revokes it', async () => {
     await page
@@ -91,7 +72,7 @@ describeInBrowser('API tokens in the lab, in Chromium', () => {
     });
 
     const as = (method: string, p: string) =>
-      fetch(`${base}${p}`, {
+      fetch(`${lab.origin}${p}`, {
         method,
         headers: { Authorization: `token ${secret}` }
       });
