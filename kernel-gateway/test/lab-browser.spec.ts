@@ -7,29 +7,26 @@
  *
  * Screenshots of the picker dialog and the sidebar land in test-artifacts/screenshots/.
  */
-import type { ChildProcess } from 'node:child_process';
 import { get as httpGet, type IncomingMessage } from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor } from './helpers';
+import type { Page } from 'playwright-core';
 import {
   SCREENSHOTS,
   appRestored,
   browserMissing,
   currentKernelId,
   currentNotebook,
-  launchChromium,
   newNotebook,
   runCell,
   save,
   screenshotStep,
   showLeftPanel,
   startCell,
-  startFerry,
-  stopFerry,
-  type ICommands
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -42,38 +39,16 @@ jest.setTimeout(120_000);
 describeInBrowser(
   'JupyterLab served by Ferry, in Chromium (simulated GPU · H100 × 1)',
   () => {
-    let ferry: ChildProcess;
-    let link: string;
-    let base: string;
-    let token: string;
-    let api: ReturnType<typeof apiFor>;
-    let browser: Browser;
+    let lab: ILab;
     let page: Page;
-    let rootDir: string;
-    let labDir: string;
     const consoleErrors: string[] = [];
     const failedRequests: string[] = [];
 
     beforeAll(async () => {
-      rootDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-root-'));
-      labDir = mkdtempSync(path.join(tmpdir(), 'ferry-lab-settings-'));
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      ({ child: ferry, link } = await startFerry([
-        '--simulate',
-        'gpu:H100:1',
-        '--no-discover',
-        '--root-dir',
-        rootDir,
-        '--lab-settings-dir',
-        // Workspaces and notebook signatures go beside the settings, as under ~/.ferry/lab.
-        path.join(labDir, 'user-settings')
-      ]));
-      const url = new URL(link);
-      token = url.searchParams.get('token')!;
-      base = url.origin;
-      api = apiFor(base, token);
-      browser = await launchChromium();
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      lab = await startLab('lab', {}, ['--simulate', 'gpu:H100:1']);
+      page = await lab.browser.newPage({
+        viewport: { width: 1400, height: 900 }
+      });
       // Fail a step well before the test's own timeout, with a picture of the page.
       page.setDefaultTimeout(30_000);
       page.on('console', message => {
@@ -92,12 +67,7 @@ describeInBrowser(
       await screenshotStep(page);
     });
 
-    afterAll(async () => {
-      await browser?.close();
-      await stopFerry(ferry);
-      rmSync(rootDir, { recursive: true, force: true });
-      rmSync(labDir, { recursive: true, force: true });
-    });
+    afterAll(() => stopLab(lab));
 
     it('signs in with the printed token link and shows JupyterLab with the launcher', async () => {
       const scripts: { url: string; encoding: string | undefined }[] = [];
@@ -109,7 +79,7 @@ describeInBrowser(
           });
         }
       });
-      await page.goto(link);
+      await page.goto(lab.link);
       await appRestored(page);
       // The token left the address bar for a cookie.
       expect(new URL(page.url()).searchParams.get('token')).toBeNull();
@@ -289,7 +259,7 @@ describeInBrowser(
 
     it('brings the accelerator choice back from the notebook metadata when reopened', async () => {
       await save(page);
-      const saved = await api('GET', '/api/contents/Untitled1.ipynb');
+      const saved = await lab.api('GET', '/api/contents/Untitled1.ipynb');
       const content = (saved.body as { content: { metadata: unknown } })
         .content;
       expect(content.metadata).toMatchObject({
@@ -346,7 +316,7 @@ describeInBrowser(
     async function deviceOf(
       kernelId: string
     ): Promise<{ visibleId: string; simulated: boolean }> {
-      const response = await api('GET', '/api/accelerators');
+      const response = await lab.api('GET', '/api/accelerators');
       const body = response.body as {
         workers: {
           devices: {
