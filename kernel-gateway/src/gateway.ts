@@ -33,6 +33,7 @@ import {
   ApiTokens,
   FailedAuthLimit,
   KernelQuota,
+  LimitError,
   OWNER,
   OWNER_PRINCIPAL,
   personOf,
@@ -529,7 +530,37 @@ export class Gateway {
       finishedHolds: Private.finishedHolds(this.ledger),
       notebookOf: kernelId =>
         this.sessions.pathOf(kernelId) ?? this.jobs.notebookOf(kernelId),
-      quotaOf: kernelId => this.quotas.stateOfHolder(kernelId)
+      quotaOf: kernelId => this.quotas.stateOfHolder(kernelId),
+      // Each person's choices say what a start of theirs would be refused for, as a start does.
+      refusals: (owner, requests) => {
+        const refused = (check: () => void) => {
+          try {
+            check();
+          } catch (error) {
+            if (error instanceof LimitError) {
+              return error.message;
+            }
+            throw error;
+          }
+          return undefined;
+        };
+        // A quota asks what a model's use was, whatever the count: once per model.
+        const byModel = new Map<string, string | undefined>();
+        return requests.map(request => {
+          const model = `${request.kind}:${request.model ?? ''}`;
+          if (!byModel.has(model)) {
+            byModel.set(
+              model,
+              refused(() => this.quotas.admit(owner ?? OWNER, request))
+            );
+          }
+          return (
+            (owner !== undefined
+              ? refused(() => devices(owner, request))
+              : undefined) ?? byModel.get(model)
+          );
+        });
+      }
     });
     // A cell waiting for its kernel's devices says where it stands, as the queue explains it.
     this.registry.explainWait = id => this.accelerators.waitOf(id);

@@ -5,7 +5,11 @@
  * @packageDocumentation
  */
 export { createMetrics } from './metrics';
-export { AcceleratorService, type IAcceleratorsModel } from './service';
+export {
+  AcceleratorService,
+  type IAcceleratorsModel,
+  type IAcceleratorsPicture
+} from './service';
 export {
   QueueWaits,
   type IHolding,

@@ -1,3 +1,7 @@
+/**
+ * One file, though long: the `/api/accelerators` model, its pushed updates and each person's
+ * choices are all made from one picture of who holds what and one record of how long holds last.
+ */
 import { EventEmitter } from 'node:events';
 import { KernelEnvironments, type KernelRegistry } from '../kernels';
 import {
@@ -6,6 +10,7 @@ import {
   holderOf,
   poolKeyOf,
   type IAcceleratorChoice,
+  type IAcceleratorRequest,
   type IChoicesQuestion,
   type IDisconnectedType,
   type Scheduler
@@ -34,9 +39,25 @@ export type IAcceleratorsModel = RestSchemas['Accelerators'];
 type IAcceleratorsUpdate = RestSchemas['AcceleratorsUpdate'];
 
 /**
+ * An update as the service pushes it, before it is anyone's: everything but the picker's choices,
+ * which are each person's own ({@link AcceleratorService.updateFor}).
+ */
+export type IAcceleratorsPicture = Omit<IAcceleratorsUpdate, 'choices'>;
+
+/**
  * Keeps the latest device samples and a short history per device, composes the `/api/accelerators`
  * model, and pushes an update once a second to whoever listens (the SSE stream, metrics): no client
  * ever polls a worker.
+ *
+ * #### Notes
+ * The model's `choices` are each person's: what a start of theirs would get now (their place in a
+ * fair-share queue, their device limit, their quota and their groups' pools). Working them out
+ * costs milliseconds (a fork of the scheduler per choice, a pool's sum over its members), so they
+ * are kept per person until the scheduler changes or they are
+ * {@link AcceleratorService.IOptions.choicesMaxAgeMs} old (a quota renews, an admin's override
+ * changes, with no change of who holds what). A request (`GET`) always gets them up to date; the
+ * pushed updates of one second work out anew at most {@link Private.STREAM_BUDGET_MS} of them and
+ * send the others as they were kept, up to date on a later second.
  */
 export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents> {
   constructor(options: AcceleratorService.IOptions) {
@@ -56,7 +77,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     });
     // Every change of who holds what, for how long holds last.
     this._onChanged = () => {
-      this._choices = undefined;
+      this._generation++;
       this._waits.observe(this._picture().holdings);
     };
     options.scheduler.on('changed', this._onChanged);
@@ -78,7 +99,18 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     });
     this._timer = setInterval(() => {
       if (this.listenerCount('update') > 0) {
-        this.emit('update', { ...this.snapshot(), samples: this._fresh });
+        const { model, types } = this._shared();
+        const update = { ...model, samples: this._fresh };
+        // Each listener adds its person's choices to it ({@link updateFor}): from the same picture.
+        this._lastUpdate = { update, types, budget: { spentMs: 0 } };
+        this.emit('update', update);
+      }
+      // Forget the choices of people who stopped asking.
+      const old = Date.now() - Private.CHOICES_FORGOTTEN_MS;
+      for (const [key, kept] of this._choices) {
+        if (kept.at < old) {
+          this._choices.delete(key);
+        }
       }
       this._fresh = [];
     }, options.intervalMs ?? 1000);
@@ -91,12 +123,24 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
    *
    * @param kernelId - The kernel that would move, if any.
    * @param environment - The environment to run in (`undefined`: none).
-   * @param owner - Who asks (a moving kernel's owner wins), for their place in a fair-share queue.
+   * @param owner - Who asks (a moving kernel's owner wins), for their place in a fair-share queue,
+   * and, for a new kernel, their device limit and quotas (`undefined`: the token's owner).
    */
   choices(
     kernelId?: string,
     environment?: string,
     owner?: string
+  ): IAcceleratorChoice[] {
+    return this._choicesOf(kernelId, environment, owner);
+  }
+
+  /** {@link choices}, with the device types worked out already where the caller has them. */
+  private _choicesOf(
+    kernelId: string | undefined,
+    environment: string | undefined,
+    owner: string | undefined,
+    typesNow?: Map<string, ITypeState>,
+    budget?: { spentMs: number }
   ): IAcceleratorChoice[] {
     const { pool, scheduler, registry } = this._options;
     const disconnected = new Map<string, IDisconnectedType>();
@@ -139,29 +183,52 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       disconnected: [...disconnected.values()],
       engineOffers: this._engineOffers()
     };
-    // The scheduler's answers for a new kernel are kept until the scheduler changes; the waits
-    // (how long holders have held) are worked out anew each time.
+    // The answers for a new kernel are kept per person until the scheduler changes (or they are
+    // old); the waits (how long holders have held) are worked out anew each time.
     const plain = kernelId === undefined && environment === undefined;
-    const key = JSON.stringify([owner, ...disconnected.keys()]);
-    if (plain && this._choices?.key !== key) {
-      this._choices = { key, choices: acceleratorChoices(scheduler, question) };
+    const key = JSON.stringify([owner ?? null, ...disconnected.keys()]);
+    const now = Date.now();
+    let kept = plain ? this._choices.get(key) : undefined;
+    const outdated =
+      kept !== undefined &&
+      (kept.generation !== this._generation ||
+        now - kept.at >=
+          (this._options.choicesMaxAgeMs ?? Private.CHOICES_MAX_AGE_MS));
+    // An update whose second is spent sends what was kept; a request never does.
+    const spent =
+      budget !== undefined && budget.spentMs >= Private.STREAM_BUDGET_MS;
+    if (plain && (!kept || (outdated && !spent))) {
+      const started = performance.now();
+      kept = {
+        at: now,
+        generation: this._generation,
+        choices: this._admitted(question, owner)
+      };
+      this._choices.set(key, kept);
+      if (budget) {
+        budget.spentMs += performance.now() - started;
+      }
     }
-    const choices = plain
-      ? structuredClone(this._choices!.choices)
-      : acceleratorChoices(scheduler, question);
-    const { types } = this._picture();
+    const choices = kept
+      ? structuredClone(kept.choices)
+      : kernelId === undefined
+        ? this._admitted(question, owner)
+        : acceleratorChoices(scheduler, question);
+    const waiting = choices.filter(
+      choice =>
+        choice.availability === 'queued' &&
+        !choice.current &&
+        !choice.engine &&
+        choice.request.kind !== 'cpu'
+    );
+    if (waiting.length === 0) {
+      return choices;
+    }
+    const types = typesNow ?? this._picture().types;
     const queue = scheduler
       .queue()
       .filter(entry => entry.kernelId !== kernelId);
-    for (const choice of choices) {
-      if (
-        choice.availability !== 'queued' ||
-        choice.current ||
-        choice.engine ||
-        choice.request.kind === 'cpu'
-      ) {
-        continue;
-      }
+    for (const choice of waiting) {
       const type = Private.typeFor(choice.request, types);
       // The devices of the requests that would be ahead of it (in fair share's order, those of
       // people with less recent use, and those that waited longer).
@@ -185,11 +252,74 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
     return this._options.registry.get(kernelId) !== undefined;
   }
 
-  /** What `/api/accelerators` answers. */
-  snapshot(): IAcceleratorsModel {
+  /**
+   * What `/api/accelerators` answers to `owner` (`undefined`: the token's owner): the picture all
+   * share, with their own choices.
+   */
+  snapshot(owner?: string): IAcceleratorsModel {
+    const { model, types } = this._shared();
+    return {
+      ...model,
+      choices: this._choicesOf(undefined, undefined, owner, types)
+    };
+  }
+
+  /** A pushed update as `owner` sees it: the picture all share, with their own choices. */
+  updateFor(update: IAcceleratorsPicture, owner?: string): IAcceleratorsUpdate {
+    const last =
+      this._lastUpdate?.update === update ? this._lastUpdate : undefined;
+    return {
+      ...update,
+      choices: this._choicesOf(
+        undefined,
+        undefined,
+        owner,
+        last?.types,
+        last?.budget
+      )
+    };
+  }
+
+  /**
+   * The scheduler's answers for a new kernel of `owner`, each choice that would be refused before
+   * it is asked (their device limit, a quota or pool used up) marked unavailable, with the words
+   * of the refusal.
+   */
+  private _admitted(
+    question: IChoicesQuestion,
+    owner: string | undefined
+  ): IAcceleratorChoice[] {
+    const choices = acceleratorChoices(this._options.scheduler, question);
+    const refusals = this._options.refusals;
+    if (!refusals || question.refusal !== undefined) {
+      return choices;
+    }
+    const asked = choices.filter(choice => choice.request.kind !== 'cpu');
+    const reasons = refusals(
+      owner,
+      asked.map(choice => ({
+        ...choice.request,
+        count: choice.request.count ?? 1
+      }))
+    );
+    asked.forEach((choice, i) => {
+      if (reasons[i] !== undefined) {
+        choice.availability = 'unavailable';
+        choice.reason = reasons[i];
+        delete choice.queuePosition;
+      }
+    });
+    return choices;
+  }
+
+  /** `/api/accelerators` but the choices: the same for everyone; and the device types it saw. */
+  private _shared(): {
+    model: Omit<IAcceleratorsModel, 'choices'>;
+    types: Map<string, ITypeState>;
+  } {
     const { pool, registry } = this._options;
     const { holders, types } = this._picture();
-    return {
+    const model: Omit<IAcceleratorsModel, 'choices'> = {
       time: new Date().toISOString(),
       workers: pool.list().map(worker => ({
         id: worker.id,
@@ -217,7 +347,6 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
       })),
       queue: this._queueModel(types),
       offers: this._engineOffers(),
-      choices: this.choices(),
       environments: (this._options.environments ?? []).map(e => ({
         name: e.name,
         displayName: e.displayName ?? e.name
@@ -237,6 +366,7 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
         })
       )
     };
+    return { model, types };
   }
 
   /**
@@ -403,8 +533,27 @@ export class AcceleratorService extends EventEmitter<AcceleratorService.IEvents>
   /** Whether {@link waitOf} is working one out. */
   private _explaining = false;
   private _environments: KernelEnvironments;
-  /** The choices for a new kernel in no environment, until the scheduler changes. */
-  private _choices: { key: string; choices: IAcceleratorChoice[] } | undefined;
+  /**
+   * The choices for a new kernel in no environment, by person (and disconnected device types),
+   * until the scheduler changes or they are old.
+   */
+  private _choices = new Map<
+    string,
+    { at: number; generation: number; choices: IAcceleratorChoice[] }
+  >();
+  /** Counts the scheduler's changes: kept choices of an older one are out of date. */
+  private _generation = 0;
+  /**
+   * The last update pushed, the device types it was made from, and the time spent working out
+   * choices for it (for {@link updateFor}).
+   */
+  private _lastUpdate:
+    | {
+        update: IAcceleratorsPicture;
+        types: Map<string, ITypeState>;
+        budget: { spentMs: number };
+      }
+    | undefined;
   private _onChanged: () => void;
   private _latest = new Map<string, IAttributedSample>();
   private _hosts = new Map<string, IHostSample>();
@@ -435,17 +584,44 @@ export namespace AcceleratorService {
     notebookOf?: (kernelId: string) => string | undefined;
     /** A kernel's standing against its quota while it holds devices (accounting/quotas.ts). */
     quotaOf?: (kernelId: string) => RestSchemas['QuotaState'] | undefined;
+    /**
+     * Why a new kernel of `owner` (`undefined`: the token's owner) asking for each of `requests`
+     * would be refused before the scheduler is asked (their device limit, a quota or pool used
+     * up), in the words of that refusal; undefined for one that would not be.
+     */
+    refusals?: (
+      owner: string | undefined,
+      requests: IAcceleratorRequest[]
+    ) => (string | undefined)[];
+    /**
+     * How long a person's choices are kept at most (ms) when the scheduler does not change: what
+     * changes without it (a quota renewing, an admin's override) shows within this. Default 5 s.
+     */
+    choicesMaxAgeMs?: number;
     /** Samples kept per device (300 = five minutes at one a second). */
     historyLength?: number;
     intervalMs?: number;
   }
 
   export interface IEvents {
-    update: [update: IAcceleratorsUpdate];
+    /** Once a second: the picture all share ({@link AcceleratorService.updateFor} adds choices). */
+    update: [update: IAcceleratorsPicture];
   }
 }
 
 namespace Private {
+  /** How long a person's choices are kept at most without a change of the scheduler (ms). */
+  export const CHOICES_MAX_AGE_MS = 5000;
+
+  /** When kept choices nobody asked for again are dropped (ms). */
+  export const CHOICES_FORGOTTEN_MS = 60_000;
+
+  /**
+   * How long one second's pushed updates may spend working out people's choices anew (ms): the
+   * rest wait for a later second rather than hold up the event loop.
+   */
+  export const STREAM_BUDGET_MS = 50;
+
   /** Whether a worker is connected (the embedded one always is). */
   export function connected(worker: {
     remote: boolean;

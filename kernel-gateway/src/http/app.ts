@@ -202,7 +202,8 @@ export function createApp(services: IAppServices): Express {
       services.accelerators,
       services.metrics,
       Private.outbound(services),
-      request => principalOf(context, request).id
+      // The person whose kernels a start would make (a link's holder: the link's owner).
+      request => context.spaces.ownerOf(principalOf(context, request))
     )
   );
   app.use(terminalsRouter(context, services.terminals));

@@ -1,14 +1,18 @@
 import type { IncomingMessage } from 'node:http';
 import { Router } from 'express';
 import type { Registry } from 'prom-client';
-import type { AcceleratorService } from '../../accelerators';
+import type {
+  AcceleratorService,
+  IAcceleratorsPicture
+} from '../../accelerators';
 import { HttpError } from '../errors';
 import { OutboundStream, type IOutboundLimits } from '../outbound';
 
 /**
  * `/api/accelerators` (workers, devices, who holds what, the queue, the picker's choices), its pushed
  * stream `/api/accelerators/stream` (server-sent events, one update a second), the choices for a
- * kernel that moves or an environment `/api/accelerators/choices`, and Prometheus `/metrics`.
+ * kernel that moves or an environment `/api/accelerators/choices`, and Prometheus `/metrics`. The
+ * choices are those of the person who asks (`ownerOf`), in the model and the stream alike.
  */
 export function acceleratorsRouter(
   accelerators: AcceleratorService,
@@ -18,7 +22,7 @@ export function acceleratorsRouter(
 ): Router {
   const router = Router();
   router.get('/api/accelerators', (request, response) => {
-    const snapshot = accelerators.snapshot();
+    const snapshot = accelerators.snapshot(ownerOf(request));
     if (request.query.history === '1') {
       for (const worker of snapshot.workers) {
         for (const device of worker.devices) {
@@ -54,12 +58,14 @@ export function acceleratorsRouter(
     const stream = OutboundStream.response(response, outbound);
     const send = (event: string, data: unknown) =>
       stream.send(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    const onUpdate = (update: unknown) => {
-      if (!send('update', update)) {
+    // Asked once: the stream is one person's for as long as it is open.
+    const owner = ownerOf(request);
+    const onUpdate = (update: IAcceleratorsPicture) => {
+      if (!send('update', accelerators.updateFor(update, owner))) {
         accelerators.off('update', onUpdate);
       }
     };
-    if (send('snapshot', accelerators.snapshot())) {
+    if (send('snapshot', accelerators.snapshot(owner))) {
       accelerators.on('update', onUpdate);
     }
     request.on('close', () => accelerators.off('update', onUpdate));
