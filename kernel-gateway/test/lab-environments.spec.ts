@@ -5,29 +5,28 @@
  * simulated GPU (no GPU here), and the picker's environment menu used as a user uses it. The
  * notebook's kernel then prints its own interpreter: the virtualenv's.
  */
-import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { apiFor, pollUntil } from './helpers';
+import type { Page } from 'playwright-core';
+import { pollUntil } from './helpers';
 import {
   SCREENSHOTS,
-  appRestored,
   browserMissing,
   currentKernelId,
   currentNotebook,
   kernelIdle,
-  launchChromium,
   newNotebook,
   runCell,
   save,
   screenshotStep,
   showLeftPanel,
-  startFerry,
-  stopFerry,
-  type ICommands
+  openLabPage,
+  startLab,
+  stopLab,
+  type ICommands,
+  type ILab
 } from './lab-pages';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
@@ -35,10 +34,7 @@ const describeInBrowser = browserMissing ? describe.skip : describe;
 jest.setTimeout(120_000);
 
 describeInBrowser('an environment picked in the hosted JupyterLab', () => {
-  let ferry: ChildProcess;
-  let link: string;
-  let api: ReturnType<typeof apiFor>;
-  let browser: Browser;
+  let lab: ILab;
   let page: Page;
   let dir: string;
 
@@ -52,7 +48,6 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
       '--system-site-packages',
       path.join(dir, 'torch')
     ]);
-    mkdirSync(path.join(dir, 'root'));
     const profiles = path.join(dir, 'profiles.json');
     writeFileSync(
       profiles,
@@ -66,24 +61,13 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
         ]
       })
     );
-    ({ child: ferry, link } = await startFerry([
+    lab = await startLab('lab-env', {}, [
       '--simulate',
       'gpu:H100:1',
-      '--no-discover',
       '--profiles',
-      profiles,
-      '--root-dir',
-      path.join(dir, 'root'),
-      '--lab-settings-dir',
-      path.join(dir, 'lab', 'user-settings')
-    ]));
-    const url = new URL(link);
-    api = apiFor(url.origin, url.searchParams.get('token')!);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    page.setDefaultTimeout(30_000);
-    await page.goto(link);
-    await appRestored(page);
+      profiles
+    ]);
+    page = await openLabPage(lab);
   });
 
   afterEach(async () => {
@@ -91,8 +75,7 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await stopFerry(ferry);
+    await stopLab(lab);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -117,7 +100,7 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
     // The same kernel, moved: in the environment, on the device.
     const model = await pollUntil(
       async () =>
-        (await api('GET', `/api/kernels/${id}`)).body as {
+        (await lab.api('GET', `/api/kernels/${id}`)).body as {
           environment?: string;
           execution_state: string;
           accelerator?: { kind: string; state: string };
@@ -141,7 +124,7 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
       .locator('.lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel')
       .first()
       .textContent();
-    const saved = await api('GET', `/api/contents/${name}?content=1`);
+    const saved = await lab.api('GET', `/api/contents/${name}?content=1`);
     expect(
       (saved.body as { content: { metadata: { ferry: unknown } } }).content
         .metadata.ferry
@@ -176,7 +159,7 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
     const id = await currentKernelId(page);
     await pollUntil(
       async () =>
-        (await api('GET', `/api/kernels/${id}`)).body as {
+        (await lab.api('GET', `/api/kernels/${id}`)).body as {
           execution_state: string;
         },
       body => body.execution_state === 'idle'
