@@ -51,9 +51,16 @@ export const ROLE_CAPABILITIES: Readonly<Record<Role, readonly Capability[]>> =
  * own things only: another user's kernels, files and rooms are not there for them at all
  * (users/ownership.ts answers 404), so these name no notebook.
  */
-export const USER_CAPABILITIES: readonly Capability[] = CAPABILITIES.filter(
-  capability => capability !== 'admin'
-);
+export const USER_CAPABILITIES: readonly Capability[] = [
+  'kernels:manage-own',
+  'files:write',
+  'links:manage',
+  'write',
+  'notebook:view',
+  'notebook:comment',
+  'notebook:run',
+  'notebook:edit'
+];
 
 /**
  * What an API token's scope lets through of its user's capabilities: `read-only` reads, on the
