@@ -85,6 +85,9 @@ export async function startGateway(
 }
 
 /** A caller of the REST API of the server at `url` (Ferry, or jupyter_server in front of it). */
+/** The longest a test's REST request waits for its answer. */
+const API_TIMEOUT_MS = 120_000;
+
 export function apiFor(url: string, token: string): ITestGateway['api'] {
   return async (method, path, body, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -97,10 +100,15 @@ export function apiFor(url: string, token: string): ITestGateway['api'] {
       payload = JSON.stringify(body);
       headers['Content-Type'] = 'application/json';
     }
+    // Bounded, so a request the gateway never answers fails here with its name, not as a test's
+    // whole budget run out somewhere.
     const response = await fetch(url + path, {
       method,
       headers,
-      body: payload
+      body: payload,
+      signal: AbortSignal.timeout(API_TIMEOUT_MS)
+    }).catch((error: Error) => {
+      throw new Error(`${method} ${path}: ${error.message}`);
     });
     const text = await response.text();
     let parsed: unknown = text;

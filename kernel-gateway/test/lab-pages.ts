@@ -285,14 +285,30 @@ export async function screenshotStep(
   }
 }
 
-/** Wait until JupyterLab has started and restored its layout. */
+/**
+ * Wait until JupyterLab has started and restored its layout, within the page's timeout: awaiting
+ * `restored` in `page.evaluate` would wait without a bound, and a page that never restores would
+ * spend the whole test's budget there and say nothing of where it stopped.
+ */
 export async function appRestored(page: Page): Promise<void> {
   await page.waitForFunction(() => 'jupyterapp' in window);
-  await page.evaluate(
-    () =>
-      (window as unknown as { jupyterapp: { restored: Promise<void> } })
-        .jupyterapp.restored
-  );
+  await page.evaluate(() => {
+    const app = window as unknown as {
+      jupyterapp: { restored: Promise<void> };
+      ferryRestored?: boolean;
+    };
+    app.ferryRestored = false;
+    void app.jupyterapp.restored.then(() => (app.ferryRestored = true));
+  });
+  await page
+    .waitForFunction(
+      () => (window as unknown as { ferryRestored?: boolean }).ferryRestored
+    )
+    .catch((error: Error) => {
+      throw new Error(
+        `JupyterLab did not finish restoring its layout at ${page.url()}: ${error.message}`
+      );
+    });
 }
 
 /** The notebook panel in front. */

@@ -41,6 +41,8 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   let owner: Page;
   let visitor: Page;
   let editLink: string;
+  /** The page of the link opened last (its picture is taken after each test). */
+  let linkPage: Page | undefined;
   const contexts: BrowserContext[] = [];
 
   beforeAll(async () => {
@@ -60,6 +62,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   afterEach(async () => {
     await screenshotStep(owner, 'share-owner', 50);
     await screenshotStep(visitor, 'share-visitor', 50);
+    await screenshotStep(linkPage, 'share-link', 50);
   });
 
   afterAll(() => stopLab(lab));
@@ -341,6 +344,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
   /** Open a share link as a new person does: the link page, a name, then the notebook. */
   async function openLink(url: string, name: string): Promise<Page> {
     const page = await newPage();
+    linkPage = page;
     const failures: string[] = [];
     refused.set(page, failures);
     page.on('response', response => {
