@@ -9,6 +9,7 @@
 import * as path from 'node:path';
 import type { Locator } from 'playwright-core';
 import {
+  newWatchedPage,
   SCREENSHOTS,
   SLOW_BROWSER_TIMEOUT,
   appRestored,
@@ -38,7 +39,7 @@ describeInBrowser('Comments on cells, in Chromium', () => {
   afterAll(() => stopLab(lab));
 
   it('opens on demand, counts, times, replies, resolves and deletes', async () => {
-    const owner = await (await lab.browser.newContext()).newPage();
+    const owner = await newWatchedPage(lab.browser);
     owner.setDefaultTimeout(30_000);
     await owner.goto(lab.link);
     await appRestored(owner);
@@ -57,7 +58,7 @@ describeInBrowser('Comments on cells, in Chromium', () => {
       path: NOTEBOOK,
       scope: 'comment'
     });
-    const guest = await (await lab.browser.newContext()).newPage();
+    const guest = await newWatchedPage(lab.browser);
     guest.setDefaultTimeout(30_000);
     await guest.goto((created.body as { url: string }).url);
     await guest.getByLabel(/Your name/).fill('Cy');

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
   copyFileSync,
+  createWriteStream,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -20,7 +21,8 @@ import {
   chromium,
   type Browser,
   type Locator,
-  type Page
+  type Page,
+  type Request
 } from 'playwright-core';
 import { apiFor, type ITestGateway } from './helpers';
 
@@ -43,6 +45,15 @@ export const SCREENSHOTS = path.join(
   '..',
   'test-artifacts',
   'screenshots'
+);
+
+/** Where each browser suite's gateways write their logs (one file per spec, appended). */
+export const GATEWAY_LOGS = path.join(
+  __dirname,
+  '..',
+  '..',
+  'test-artifacts',
+  'gateway-logs'
 );
 
 /** The pictures the README and docs/*.md show: the browser suites take them again. */
@@ -130,6 +141,12 @@ export async function startFerry(
   });
   let stderr = '';
   child.stderr!.on('data', chunk => (stderr += chunk));
+  // Its log beside the screenshots: when a page hangs, what the gateway did meanwhile.
+  mkdirSync(GATEWAY_LOGS, { recursive: true });
+  const spec = path.basename(expect.getState().testPath ?? 'lab', '.spec.ts');
+  child.stderr!.pipe(
+    createWriteStream(path.join(GATEWAY_LOGS, `${spec}.log`), { flags: 'a' })
+  );
   const reader = createInterface({ input: child.stdout! });
   const link = await new Promise<string>((resolve, reject) => {
     child.once('exit', code =>
@@ -251,6 +268,7 @@ export async function openLabPage(
 ): Promise<Page> {
   const page = await lab.browser.newPage({ viewport });
   page.setDefaultTimeout(30_000);
+  watchPage(page);
   await page.goto(lab.link);
   await appRestored(page);
   return page;
@@ -285,6 +303,45 @@ export async function screenshotStep(
   }
 }
 
+/** A page of a context of its own (a person of their own), with a 30 s timeout, watched. */
+export async function newWatchedPage(browser: Browser): Promise<Page> {
+  const page = await (await browser.newContext()).newPage();
+  page.setDefaultTimeout(30_000);
+  watchPage(page);
+  return page;
+}
+
+/** What a watched page has under way and what went wrong in it, for a page that never restores. */
+const watched = new WeakMap<
+  Page,
+  { open: Map<Request | object, string>; errors: string[] }
+>();
+
+/**
+ * Keep track of `page`'s requests and websockets still open, and of its errors (uncaught exceptions,
+ * console errors): {@link appRestored} names them when the page does not restore.
+ */
+export function watchPage(page: Page): void {
+  const open = new Map<Request | object, string>();
+  const errors: string[] = [];
+  watched.set(page, { open, errors });
+  page.on('request', request =>
+    open.set(request, `${request.method()} ${request.url()}`)
+  );
+  page.on('requestfinished', request => open.delete(request));
+  page.on('requestfailed', request => open.delete(request));
+  page.on('websocket', socket => {
+    open.set(socket, `websocket ${socket.url()}`);
+    socket.on('close', () => open.delete(socket));
+  });
+  page.on('pageerror', error => errors.push(`uncaught: ${error.message}`));
+  page.on('console', message => {
+    if (message.type() === 'error') {
+      errors.push(`console: ${message.text().slice(0, 300)}`);
+    }
+  });
+}
+
 /**
  * Wait until JupyterLab has started and restored its layout, within the page's timeout: awaiting
  * `restored` in `page.evaluate` would wait without a bound, and a page that never restores would
@@ -305,8 +362,13 @@ export async function appRestored(page: Page): Promise<void> {
       () => (window as unknown as { ferryRestored?: boolean }).ferryRestored
     )
     .catch((error: Error) => {
+      const seen = watched.get(page);
+      const detail = seen
+        ? `\nstill open: ${[...seen.open.values()].join(', ') || 'nothing'}` +
+          `\nerrors: ${seen.errors.join(' | ') || 'none'}`
+        : '';
       throw new Error(
-        `JupyterLab did not finish restoring its layout at ${page.url()}: ${error.message}`
+        `JupyterLab did not finish restoring its layout at ${page.url()}: ${error.message}${detail}`
       );
     });
 }

@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import {
+  newWatchedPage,
   SCREENSHOTS,
   SLOW_BROWSER_TIMEOUT,
   appRestored,
@@ -44,7 +45,7 @@ describeInBrowser('Online collaborators, in Chromium', () => {
         identity: { display_name: string };
       }
     ).identity.display_name;
-    const owner = await (await lab.browser.newContext()).newPage();
+    const owner = await newWatchedPage(lab.browser);
     owner.setDefaultTimeout(30_000);
     await owner.goto(lab.link);
     await appRestored(owner);
@@ -63,7 +64,7 @@ describeInBrowser('Online collaborators, in Chromium', () => {
         scope
       });
       expect(created.status).toBe(201);
-      const guest = await (await lab.browser.newContext()).newPage();
+      const guest = await newWatchedPage(lab.browser);
       guest.setDefaultTimeout(30_000);
       await guest.goto((created.body as { url: string }).url);
       await guest.getByLabel(/Your name/).fill(name);

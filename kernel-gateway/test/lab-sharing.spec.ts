@@ -22,6 +22,7 @@ import {
   screenshotStep,
   startLab,
   stopLab,
+  watchPage,
   type ILab
 } from './lab-pages';
 import { codeCell, notebook } from './notebooks';
@@ -338,6 +339,7 @@ describeInBrowser('Two people in one notebook, in Chromium', () => {
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(30_000);
+    watchPage(page);
     return page;
   }
 
