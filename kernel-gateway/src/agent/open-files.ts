@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import * as zmq from 'zeromq';
 
 /** File descriptors one kernel uses, measured (10 kernels: 188 more than none) and rounded up. */
-export const FDS_PER_KERNEL = 20;
+const FDS_PER_KERNEL = 20;
 
 /** ZeroMQ sockets of one kernel: shell, control, stdin, iopub and heartbeat. */
 const SOCKETS_PER_KERNEL = 5;
