@@ -381,6 +381,73 @@ describe('quotas', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("acts at once on a holder when a user's override or a group's pool override goes", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-override-drop-'));
+    const store = new StateStore(dir);
+    const scheduler = new Scheduler();
+    scheduler.setWorker(worker('w1', 'H100', 2));
+    let now = Date.UTC(2026, 10, 23, 12);
+    const groups: Record<string, string[]> = { ann: [], ben: ['students'] };
+    const owners: Record<string, string> = { a1: 'ann', b1: 'ben' };
+    const ledger = new UsageLedger({
+      store,
+      scheduler,
+      weights: new ModelWeights(),
+      flushIntervalMs: 0,
+      now: () => now,
+      describe: key => ({
+        user: owners[key],
+        group: groups[owners[key]][0] ?? '',
+        holder: { kind: 'kernel', id: key }
+      })
+    });
+    const returned: string[] = [];
+    const quotas = new Quotas({
+      table: {
+        default: { period: 'rolling-7d', gpu: '1h' },
+        groups: { students: { pool: { period: 'rolling-7d', gpu: '1h' } } }
+      },
+      store,
+      ledger,
+      groupsOf: id => groups[id],
+      groups: () => Object.values(groups).flat(),
+      returnDevices: key => {
+        returned.push(key);
+        return Promise.resolve();
+      },
+      now: () => now,
+      // No ticker: only what the override's change does is seen.
+      checkIntervalMs: 0
+    });
+    const request = { kind: 'gpu', model: 'H100', count: 1 } as const;
+    // Ann's raised quota lets her hold a GPU for 2 h of her 10 h.
+    await quotas.setOverride('ann', { gpu: '10h' });
+    quotas.admit('ann', request);
+    scheduler.request('a1', request);
+    // Ben's group's raised pool likewise.
+    await quotas.setPoolOverride('students', { gpu: '10h' });
+    await quotas.setOverride('ben', { gpu: '10h' });
+    quotas.admit('ben', request);
+    scheduler.request('b1', request);
+    now += 2 * HOUR;
+    quotas.check();
+    expect(returned).toEqual([]);
+    // Dropping her override puts her back at the default 1 h, used up: her GPU goes back now.
+    expect(await quotas.removeOverride('ann')).toBe(true);
+    expect(returned).toEqual(['a1']);
+    expect(quotas.stateOfHolder('a1')).toMatchObject({
+      level: 'exceeded',
+      quotaSeconds: 3600
+    });
+    // Dropping the group's pool override does the same to Ben, by the same path.
+    expect(await quotas.removePoolOverride('students')).toBe(true);
+    expect(returned).toEqual(['a1', 'b1']);
+    quotas.dispose();
+    await ledger.dispose();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("overrides a group's pool field by field, and gives a pool to a group without one", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'ferry-pool-overrides-'));
     const open = () => new StateStore(dir);

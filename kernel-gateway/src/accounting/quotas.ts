@@ -523,19 +523,14 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     }
   }
 
-  /** An admin's override for a user (replacing any before), kept in the store. */
-  async setOverride(userId: string, row: IQuotaOverride): Promise<void> {
-    this.validateOverride(row);
-    await this._overrides.put(userId, { ...row });
+  /** An admin's override for a user (replacing any before), kept in the store; then a check. */
+  setOverride(userId: string, row: IQuotaOverride): Promise<void> {
+    return this._setRow(this._overrides, userId, row);
   }
 
-  /** Drop a user's override; false when they had none. */
-  async removeOverride(userId: string): Promise<boolean> {
-    if (this._overrides.get(userId) === undefined) {
-      return false;
-    }
-    await this._overrides.remove(userId);
-    return true;
+  /** Drop a user's override (then a check); false when they had none. */
+  removeOverride(userId: string): Promise<boolean> {
+    return this._removeRow(this._overrides, userId);
   }
 
   /** A user's override, if an admin set one. */
@@ -543,24 +538,46 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
     return this._overrides.get(userId);
   }
 
-  /** An admin's override of a group's pool (replacing any before), kept in the store. */
-  async setPoolOverride(group: string, row: IQuotaOverride): Promise<void> {
-    this.validateOverride(row);
-    await this._poolOverrides.put(group, { ...row });
+  /** An admin's override of a group's pool (replacing any before), kept in the store; then a check. */
+  setPoolOverride(group: string, row: IQuotaOverride): Promise<void> {
+    return this._setRow(this._poolOverrides, group, row);
   }
 
-  /** Drop a group's pool override; false when it had none. */
-  async removePoolOverride(group: string): Promise<boolean> {
-    if (this._poolOverrides.get(group) === undefined) {
-      return false;
-    }
-    await this._poolOverrides.remove(group);
-    return true;
+  /** Drop a group's pool override (then a check); false when it had none. */
+  removePoolOverride(group: string): Promise<boolean> {
+    return this._removeRow(this._poolOverrides, group);
   }
 
   /** A group's pool override, if an admin set one. */
   poolOverrideOf(group: string): IQuotaOverride | undefined {
     return this._poolOverrides.get(group);
+  }
+
+  /**
+   * Keep an override row, then check every holder at once: a lower quota or pool returns
+   * devices now rather than at the next tick, whichever override changed.
+   */
+  private async _setRow(
+    table: Database<IQuotaOverride, StateStore.Key>,
+    key: string,
+    row: IQuotaOverride
+  ): Promise<void> {
+    this.validateOverride(row);
+    await table.put(key, { ...row });
+    this.check();
+  }
+
+  /** Drop an override row (false when there was none), then check every holder at once. */
+  private async _removeRow(
+    table: Database<IQuotaOverride, StateStore.Key>,
+    key: string
+  ): Promise<boolean> {
+    if (table.get(key) === undefined) {
+      return false;
+    }
+    await table.remove(key);
+    this.check();
+    return true;
   }
 
   dispose(): void {

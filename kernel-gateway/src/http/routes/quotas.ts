@@ -60,7 +60,6 @@ export function quotasRouter(
         reason: `${reason || 'quota override'}: ${JSON.stringify(row)}`
       });
       await quotas.setOverride(user, row);
-      quotas.check();
       response.json(Private.userQuotas(user, quotas));
     }
   );
@@ -117,8 +116,6 @@ export function quotasRouter(
         reason: `${reason || 'pool override'}: ${JSON.stringify(row)}`
       });
       await quotas.setPoolOverride(group, row);
-      // A lower pool returns its members' devices now, as a user's lower quota does.
-      quotas.check();
       response.json(Private.groupPool(group, quotas));
     }
   );
@@ -140,7 +137,6 @@ export function quotasRouter(
         reason: reason || 'pool override removed'
       });
       await quotas.removePoolOverride(group);
-      quotas.check();
       response.status(204).end();
     }
   );
