@@ -23,8 +23,15 @@ export class FileIdStore {
   constructor(options: FileIdStore.IOptions) {
     this._paths = options.store.table<string>('file-ids');
     this._ids = options.store.table<string>('file-paths');
-    this._identities =
-      options.store.table<Private.IIdentities>('file-identities');
+    // Cached, so that a write is seen by the next read at once, before its commit: a share link
+    // asks which file its id stands for on every request, and one that came between a save's
+    // rename and the commit of the identity the save announced took the saved notebook for
+    // another file, and ended the link for good. Values are replaced, never changed in place.
+    this._identities = options.store.table<Private.IIdentities>(
+      'file-identities',
+      'msgpack',
+      { cache: true }
+    );
     this._root =
       options.rootDir === undefined
         ? undefined
