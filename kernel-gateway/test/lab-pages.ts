@@ -334,6 +334,21 @@ export function watchPage(page: Page): void {
     open.set(socket, `websocket ${socket.url()}`);
     socket.on('close', () => open.delete(socket));
   });
+  // A refusal says why in its body ({ reason, message }): keep that, not only the status.
+  page.on('response', response => {
+    if (response.status() >= 400) {
+      const request = response.request();
+      void response
+        .json()
+        .then((body: { message?: string }) => body.message ?? '')
+        .catch(() => '')
+        .then(message =>
+          errors.push(
+            `refused: ${response.status()} ${request.method()} ${response.url()}${message ? ` (${message})` : ''}`
+          )
+        );
+    }
+  });
   page.on('pageerror', error => errors.push(`uncaught: ${error.message}`));
   page.on('console', message => {
     if (message.type() === 'error') {
