@@ -1,6 +1,7 @@
 /**
  * The client of Ferry's admin API (`/api/admin`, schema/openapi.yaml): users with what they run,
- * stopping any of it with a reason, signing users out, removing and restoring them, the audit log.
+ * stopping any of it with a reason, signing users out, removing and restoring them, the audit log,
+ * and quota overrides of users and of groups' pools.
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
@@ -21,6 +22,18 @@ export type UsageGrouping = RestSchemas['UsageReport']['by'];
 
 /** One row of `GET /api/usage?by=...`: schema `UsageRow`. */
 export type IUsageRow = RestSchemas['UsageRow'];
+
+/** A user's quotas as they apply, each value with its source: schema `UserQuotas`. */
+export type IUserQuotas = RestSchemas['UserQuotas'];
+
+/** A group's pool as it applies, each value with its source and its use: schema `GroupPool`. */
+export type IGroupPool = RestSchemas['GroupPool'];
+
+/** An admin's override, a row as the profiles file's `quotas` has: schema `QuotaOverride`. */
+export type IQuotaOverride = RestSchemas['QuotaOverride'];
+
+/** Whose quotas an override is for: a user's own, or a group's pool. */
+export type QuotaSubject = 'users' | 'groups';
 
 /** The period asked about (ISO dates); the gateway's default period when absent. */
 export interface IUsagePeriod {
@@ -131,12 +144,52 @@ export class AdminClient {
     );
   }
 
+  /** A user's quotas as they apply, with their override if any. */
+  userQuotas(userId: string): Promise<IUserQuotas> {
+    return this._request(Private.quotaEndpoint('users', userId), {
+      method: 'GET'
+    });
+  }
+
+  /** Every group's pool as it applies, with what its members held of it. */
+  async pools(): Promise<IGroupPool[]> {
+    const body = await this._request<RestSchemas['GroupPools']>(
+      'api/admin/quotas/groups',
+      { method: 'GET' }
+    );
+    return body.pools;
+  }
+
+  /** Set a user's or a group's pool override (replacing any before); the gateway's 400 says why not. */
+  async setOverride(
+    subject: QuotaSubject,
+    id: string,
+    row: IQuotaOverride
+  ): Promise<void> {
+    await this._request<unknown>(Private.quotaEndpoint(subject, id), {
+      method: 'PUT',
+      body: JSON.stringify(row)
+    });
+  }
+
+  /** Drop a user's or a group's pool override; the gateway's 404 when there is none. */
+  async clearOverride(subject: QuotaSubject, id: string): Promise<void> {
+    await this._request<unknown>(Private.quotaEndpoint(subject, id), {
+      method: 'DELETE'
+    });
+  }
+
   private _request<T>(endpoint: string, init: RequestInit): Promise<T> {
     return requestJson<T>(this.serverSettings, endpoint, init);
   }
 }
 
 namespace Private {
+  /** `api/admin/quotas/users/<id>` or `api/admin/quotas/groups/<group>`. */
+  export function quotaEndpoint(subject: QuotaSubject, id: string): string {
+    return `api/admin/quotas/${subject}/${encodeURIComponent(id)}`;
+  }
+
   /**
    * `no-cache` (revalidated each time) rather than JupyterLab's `no-store`, whose cache-busting
    * query parameter `/api/usage` refuses as unknown.

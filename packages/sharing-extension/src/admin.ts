@@ -2,7 +2,8 @@
  * The admin page (`/api/admin`): every user with their kernels, terminals, jobs and devices, a
  * Stop beside each (asking why: the user is told), Sign out, Remove and Restore per user, who
  * holds devices now with "Return devices" and device use by user, group, model or day
- * (admin-devices.ts), and the audit log of what admins did. Opened by "Users and Audit Log…" (palette, Settings menu), which
+ * (admin-devices.ts), users' and groups' pools' quotas with their overrides (admin-quotas.ts), and
+ * the audit log of what admins did. Opened by "Users and Audit Log…" (palette, Settings menu), which
  * only admins see: the command asks the gateway once whether this user is one.
  */
 import type {
@@ -28,6 +29,7 @@ import {
   type UserAction
 } from './admin-client';
 import { HoldersSection, UsageSection } from './admin-devices';
+import { QuotasSection } from './admin-quotas';
 import { errorText } from './api';
 import { headerRow, itemList, tableRow } from './admin-table';
 
@@ -85,6 +87,7 @@ export class AdminPanel extends Widget {
       this.refresh()
     );
     this._usage = new UsageSection(this._client, trans);
+    this._quotas = new QuotasSection(this._client, trans, () => this.refresh());
     this.node.append(
       bar,
       this._error,
@@ -92,12 +95,13 @@ export class AdminPanel extends Widget {
       this._users,
       this._holders.node,
       this._usage.node,
+      this._quotas.node,
       auditHeading,
       this._audit
     );
   }
 
-  /** Reads users, device holders, device use and the audit log again and redraws them. */
+  /** Reads users, device holders, device use, quotas and the audit log again and redraws them. */
   async refresh(): Promise<void> {
     // The device parts say their own errors (a gateway without the usage ledger).
     void this._usage.refresh();
@@ -114,6 +118,11 @@ export class AdminPanel extends Widget {
         ),
       () => this._holders.refresh()
     );
+    // Each user's quotas are asked of the gateway by the users' list.
+    void users.then(
+      list => this._quotas.refresh(list),
+      () => this._quotas.refresh([])
+    );
     try {
       const [list, audit] = await Promise.all([users, this._client.audit()]);
       this._showError(undefined);
@@ -122,6 +131,11 @@ export class AdminPanel extends Widget {
     } catch (error) {
       this._showError(error);
     }
+  }
+
+  /** Scroll the page to its quotas. */
+  showQuotas(): void {
+    this._quotas.node.scrollIntoView({ block: 'start' });
   }
 
   protected onAfterAttach(): void {
@@ -353,6 +367,7 @@ export class AdminPanel extends Widget {
   private readonly _audit: HTMLTableElement;
   private readonly _holders: HoldersSection;
   private readonly _usage: UsageSection;
+  private readonly _quotas: QuotasSection;
 }
 
 export namespace AdminPanel {
@@ -369,13 +384,14 @@ export namespace AdminPanel {
 /** The command IDs of the admin page. */
 namespace CommandIDs {
   export const admin = 'ferry:admin';
+  export const quotas = 'ferry:admin-quotas';
 }
 
-/** "Users and Audit Log…": the admin page, for admins only. */
+/** "Users and Audit Log…" and "Quotas…" (the same page, at its quotas): for admins only. */
 export const adminPlugin: JupyterFrontEndPlugin<void> = {
   id: '@ferry/sharing-extension:admin',
   description:
-    'Adds "Users and Audit Log…" for admins: every user with what they run, stop it with a reason, sign out, remove; the audit log.',
+    'Adds "Users and Audit Log…" for admins: every user with what they run, stop it with a reason, sign out, remove; devices held and used; quotas and their overrides; the audit log.',
   autoStart: true,
   optional: [ICommandPalette, ITranslator],
   activate: (
@@ -390,11 +406,11 @@ export const adminPlugin: JupyterFrontEndPlugin<void> = {
     app.commands.addCommand(CommandIDs.admin, {
       label: trans.__('Users and Audit Log…'),
       caption: trans.__(
-        'Every user with what they run; stop it with a reason, sign users out, remove them; what admins did'
+        'Every user with what they run; stop it with a reason, sign users out, remove them; devices; quotas and their overrides; what admins did'
       ),
       isVisible: () => admin,
       isEnabled: () => admin,
-      execute: () => {
+      execute: (args?: { section?: string }) => {
         if (!page || page.isDisposed) {
           const panel = new AdminPanel({
             client,
@@ -412,17 +428,30 @@ export const adminPlugin: JupyterFrontEndPlugin<void> = {
           void page.content.refresh();
         }
         app.shell.activateById(page.id);
+        if (args?.section === 'quotas') {
+          page.content.showQuotas();
+        }
       }
+    });
+    app.commands.addCommand(CommandIDs.quotas, {
+      label: trans.__('Quotas…'),
+      caption: trans.__(
+        "Users' and groups' pools' quotas, where each value comes from; set or clear an override"
+      ),
+      isVisible: () => admin,
+      isEnabled: () => admin,
+      execute: () =>
+        app.commands.execute(CommandIDs.admin, { section: 'quotas' })
     });
     void client.isAdmin().then(is => {
       admin = is;
       if (is) {
-        palette?.addItem({
-          command: CommandIDs.admin,
-          category: trans.__('Settings')
-        });
+        for (const command of [CommandIDs.admin, CommandIDs.quotas]) {
+          palette?.addItem({ command, category: trans.__('Settings') });
+        }
       }
       app.commands.notifyCommandChanged(CommandIDs.admin);
+      app.commands.notifyCommandChanged(CommandIDs.quotas);
     });
   }
 };
