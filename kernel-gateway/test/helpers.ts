@@ -156,6 +156,30 @@ export async function pollUntil<T>(
   }
 }
 
+/**
+ * `promise`, or a failure that names `what` it waited for once `timeoutMs` pass: a wait for an event
+ * that never comes fails with its name, not as a test's whole budget run out somewhere.
+ */
+export async function awaitNamed<T>(
+  what: string,
+  promise: Promise<T>,
+  timeoutMs = 30_000
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`waited ${timeoutMs / 1000} s for ${what} in vain`)),
+      timeoutMs
+    );
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A kernel's model as a client reads it, checked against the REST contract. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function kernelModel(gw: ITestGateway, id: string): Promise<any> {

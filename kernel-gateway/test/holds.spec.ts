@@ -10,6 +10,17 @@ import {
   type Kernel,
   type KernelMessage
 } from '@jupyterlab/services';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import WebSocket from 'ws';
 import {
   createLogger,
@@ -18,7 +29,12 @@ import {
   type IAcceleratorsModel,
   type IDevicesReturned
 } from '../src';
-import { startGateway, startKernel, type ITestGateway } from './helpers';
+import {
+  awaitNamed,
+  startGateway,
+  startKernel,
+  type ITestGateway
+} from './helpers';
 import { startWorker, type IWorkerProcess } from './workers';
 
 const H100 = { kind: 'gpu', model: 'H100', count: 1 };
@@ -454,6 +470,69 @@ describe('devices held only while used', () => {
       expect(cell.stdout).toBe('');
     }
     expect(await holdersOfTheGpu()).toEqual([]);
+  }, 60000);
+
+  it('gives back the devices of a kernel whose quota ran out while it was still starting', async () => {
+    // A kernel whose first process waits, before it execs ipykernel, until the test opens its pipe
+    // (its restart, onto no device, starts at once).
+    const dir = mkdtempSync(path.join(tmpdir(), 'ferry-slow-start-'));
+    chmodSync(dir, 0o755);
+    const gate = path.join(dir, 'gate');
+    execFileSync('mkfifo', ['-m', '0666', gate]);
+    mkdirSync(path.join(dir, 'kernels', 'slow-start'), { recursive: true });
+    writeFileSync(
+      path.join(dir, 'kernels', 'slow-start', 'kernel.json'),
+      JSON.stringify({
+        argv: [
+          '/usr/bin/python3',
+          '-c',
+          [
+            'import os, sys',
+            'if os.path.exists(sys.argv[1]):',
+            '    open(sys.argv[1]).read()',
+            '    os.unlink(sys.argv[1])',
+            'os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", sys.argv[2]])'
+          ].join('\n'),
+          gate,
+          '{connection_file}'
+        ],
+        display_name: 'Starts once let',
+        language: 'python'
+      })
+    );
+    try {
+      await start({ mode: 'always' }, 'gpu:H100:1', {
+        worker: new Worker({
+          logger: createLogger(process.env.FERRY_TEST_LOG ?? 'silent'),
+          devices: parseSimulateSpec('gpu:H100:1'),
+          kernelspecPaths: [dir, '/usr/share/jupyter'],
+          kernelTimings: { shutdownWaitMs: 2000 }
+        }),
+        quotas: { default: { period: 'rolling-7d', gpu: '1s' } }
+      });
+      const exceeded = new Promise<void>(resolve =>
+        gw.gateway.quotas.on('level', ({ state }) => {
+          if (state.level === 'exceeded') {
+            resolve();
+          }
+        })
+      );
+      const returned = nextEvent<IDevicesReturned>('devices-returned');
+      const starting = startKernel(gw, {
+        name: 'slow-start',
+        accelerator: H100
+      });
+      // Its 1 s is used up while its process has not started: its devices cannot go back yet.
+      await awaitNamed('the quota to run out during the start', exceeded);
+      await writeFile(gate, 'go');
+      const id = await starting;
+      expect(
+        await awaitNamed("the kernel's devices to go back", returned)
+      ).toMatchObject({ kernelId: id, cause: 'quota' });
+      expect(await holdersOfTheGpu()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60000);
 
   it('interrupts a cell waiting for devices: it leaves the queue and ends, the kernel goes on without', async () => {

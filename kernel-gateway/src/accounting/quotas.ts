@@ -450,8 +450,10 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
 
   private _check(): void {
     const seen = new Set<string>();
+    const seenIds = new Set<string>();
     for (const allocation of this._ledger.openAllocations()) {
       seen.add(allocation.key);
+      seenIds.add(allocation.id);
       let state: IQuotaState | undefined;
       try {
         state = this.stateOf(allocation);
@@ -464,38 +466,24 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
       }
       const before = this._levels.get(allocation.key) ?? 'ok';
       const level = state?.level ?? 'ok';
-      if (level === before) {
-        continue;
+      if (level !== before) {
+        this._levels.set(allocation.key, level);
       }
-      this._levels.set(allocation.key, level);
-      if (!state || Quotas.rank(level) <= Quotas.rank(before)) {
-        continue;
+      if (state && Quotas.rank(level) > Quotas.rank(before)) {
+        // Each level passed since the last check is told, in order (a check may skip one).
+        for (
+          let rank = Quotas.rank(before) + 1;
+          rank <= Quotas.rank(level);
+          rank++
+        ) {
+          this.emit('level', {
+            allocation,
+            state: { ...state, level: Quotas.LEVELS[rank] }
+          });
+        }
       }
-      // Each level passed since the last check is told, in order (a check may skip one).
-      for (
-        let rank = Quotas.rank(before) + 1;
-        rank <= Quotas.rank(level);
-        rank++
-      ) {
-        this.emit('level', {
-          allocation,
-          state: { ...state, level: Quotas.LEVELS[rank] }
-        });
-      }
-      if (level === 'exceeded') {
-        const reason = Quotas.exhausted(state);
-        this._log?.info(
-          { holder: allocation.key, user: allocation.user, state },
-          'quota used up: the devices go back'
-        );
-        void this._returnDevices(allocation.key, reason).then(
-          () => this.emit('returned', { allocation, state, reason }),
-          (error: unknown) =>
-            this._log?.warn(
-              { holder: allocation.key, err: (error as Error).message },
-              'the devices of a holder past its quota could not be returned'
-            )
-        );
+      if (state && level === 'exceeded') {
+        this._return(allocation, state);
       }
     }
     for (const key of this._levels.keys()) {
@@ -503,6 +491,51 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
         this._levels.delete(key);
       }
     }
+    for (const id of this._returns.keys()) {
+      if (!seenIds.has(id)) {
+        this._returns.delete(id);
+      }
+    }
+  }
+
+  /**
+   * Give back the devices of an allocation past its quota, once: a return that fails (a kernel
+   * still starting, or restarting, holds its devices but cannot give them back yet) is tried
+   * again at each check until it goes through or the allocation ends.
+   */
+  private _return(allocation: IAllocation, state: IQuotaState): void {
+    const before = this._returns.get(allocation.id);
+    if (before === 'going' || before === 'gone') {
+      return;
+    }
+    this._returns.set(allocation.id, 'going');
+    const reason = Quotas.exhausted(state);
+    if (before === undefined) {
+      this._log?.info(
+        { holder: allocation.key, user: allocation.user, state },
+        'quota used up: the devices go back'
+      );
+    }
+    const settled = (outcome: 'gone' | 'failed') => {
+      if (this._returns.has(allocation.id)) {
+        this._returns.set(allocation.id, outcome);
+      }
+    };
+    void this._returnDevices(allocation.key, reason).then(
+      () => {
+        settled('gone');
+        this.emit('returned', { allocation, state, reason });
+      },
+      (error: unknown) => {
+        settled('failed');
+        if (before === undefined) {
+          this._log?.warn(
+            { holder: allocation.key, err: (error as Error).message },
+            'the devices of a holder past its quota could not be returned yet: tried again at each check'
+          );
+        }
+      }
+    );
   }
 
   /**
@@ -599,6 +632,8 @@ export class Quotas extends EventEmitter<Quotas.IEvents> {
   private _timer: NodeJS.Timeout | undefined;
   /** The level each open holder was last seen at. */
   private _levels = new Map<string, QuotaLevel>();
+  /** Open allocations past a quota, by id: their devices going back, gone, or not yet (failed). */
+  private _returns = new Map<string, 'going' | 'gone' | 'failed'>();
   /** During a check: each pool's held seconds by group and key, summed once. */
   private _poolSums: Map<string, number> | undefined;
 }
