@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createParser } from 'eventsource-parser';
 import WebSocket from 'ws';
-import { expectSchema } from './helpers';
+import { awaitNamed, expectSchema } from './helpers';
 import {
   callAs as call,
   signIn,
@@ -125,7 +125,10 @@ describe("each person's choices (a gateway process, two people)", () => {
         onReturned();
       }
     });
-    await new Promise(resolve => events.once('open', resolve));
+    await new Promise((resolve, reject) => {
+      events.once('open', resolve);
+      events.once('error', reject);
+    });
   });
 
   afterAll(async () => {
@@ -151,10 +154,14 @@ describe("each person's choices (a gateway process, two people)", () => {
     });
     expect(started.status).toBe(201);
     const id = started.body.id as string;
-    await new Promise<void>(resolve => {
-      onReturned = () => returned.has(id) && resolve();
-      onReturned();
-    });
+    await awaitNamed(
+      "the quota event that says Ann's kernel's devices went back",
+      new Promise<void>(resolve => {
+        onReturned = () => returned.has(id) && resolve();
+        onReturned();
+      }),
+      120_000
+    );
 
     // The snapshot: Ann's H100s are refused in the words her start would get; Ben's are free.
     const annModel = (await call(url, ann, 'GET', '/api/accelerators')).body;
@@ -181,10 +188,10 @@ describe("each person's choices (a gateway process, two people)", () => {
     ]);
 
     // The stream: its snapshot and the update after it, each person's own.
-    const [annStream, benStream] = await Promise.all([
-      streamed(url, ann, 2),
-      streamed(url, ben, 2)
-    ]);
+    const [annStream, benStream] = await awaitNamed(
+      "a snapshot and an update on Ann's and Ben's streams",
+      Promise.all([streamed(url, ann, 2), streamed(url, ben, 2)])
+    );
     expect(annStream.map(e => e.event)).toEqual(['snapshot', 'update']);
     expect(benStream.map(e => e.event)).toEqual(['snapshot', 'update']);
     for (const { data } of annStream) {

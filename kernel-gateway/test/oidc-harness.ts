@@ -210,10 +210,14 @@ export async function callAs(
   const headers = (who as ISignedIn).jar
     ? (who as ISignedIn).headers
     : (who as Record<string, string>);
+  // Bounded, so a request the gateway never answers fails here with its name.
   const response = await fetch(`${url}${route}`, {
     method,
     headers: { ...headers, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body)
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(120_000)
+  }).catch((error: Error) => {
+    throw new Error(`${method} ${route}: ${error.message}`);
   });
   const text = await response.text();
   const answer = {
