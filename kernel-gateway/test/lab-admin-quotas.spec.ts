@@ -202,7 +202,9 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     const gpu = row.locator('li[data-key="gpu"]');
     await gpu.waitFor();
     expect(await gpu.getAttribute('data-from')).toBe('config: default');
-    expect(await gpu.textContent()).toBe('GPU 0 sconfig: default');
+    expect(await gpu.textContent()).toBe(
+      'GPU 0 sconfig: default0 s used, 0 s left'
+    );
     // The pool of alice's group, with what its members held.
     const pool = section.locator(
       '.jp-FerryAdmin-groupsQuotas tr[data-id="students"]'
@@ -215,7 +217,7 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     await row.locator('.jp-FerryAdmin-override').fill('gpu: 2h');
     await row.locator('.jp-FerryAdmin-setQuota').click();
     await row.locator('li[data-key="gpu"][data-from="override"]').waitFor();
-    expect(await gpu.textContent()).toBe('GPU 2 hoverride');
+    expect(await gpu.textContent()).toBe('GPU 2 hoverride0 s used, 2 h left');
     const readBack = await callAs(
       url,
       carol,

@@ -419,6 +419,21 @@ describe('quotas and who sees what (--auth oidc)', () => {
     );
     expect(raised.status).toBe(200);
     expectSchema('UserQuotas', raised.body);
+    // With what she held of it, as her own usage says (her devices went back: it no longer grows).
+    const held = mine.body.classes.find(
+      (c: { model?: string }) => c.model === 'H100'
+    ).heldSeconds;
+    expect(held).toBeGreaterThanOrEqual(10);
+    expect(
+      raised.body.quotas.find((q: { key: string }) => q.key === 'gpu:H100')
+    ).toEqual({
+      key: 'gpu:H100',
+      seconds: 3600,
+      from: 'override',
+      heldSeconds: held,
+      remainingSeconds: 3600 - held,
+      renewsAt: expect.any(String)
+    });
     const audit = await call(url, carol, 'GET', '/api/admin/audit?limit=1');
     expect(audit.body[0]).toMatchObject({ action: 'set-quota' });
     const again = await call(url, alice, 'POST', '/api/kernels', {

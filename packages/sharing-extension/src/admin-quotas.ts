@@ -1,7 +1,7 @@
 /**
  * The admin page's quotas (`/api/admin/quotas`): every user's limits and every group's pool, each
- * value with its source (the profiles file's `config` or an admin's `override`) and, for pools,
- * what the members held of it; an admin sets or clears an override in place, and the gateway's
+ * value with its source (the profiles file's `config` or an admin's `override`) and what was held
+ * of it in its period (a pool's: all its members'); an admin sets or clears an override in place, and the gateway's
  * refusal (400, 404) is shown in its own words. Users and pools are one table mechanism
  * ({@link OverrideTable}) over two kinds of subject.
  */
@@ -33,7 +33,7 @@ export interface IQuotaRow {
     seconds: number;
     /** `override`, or `config` with where in the profiles file. */
     from: string;
-    /** Held in the period, where the gateway says (a pool's members together). */
+    /** Held in the period (a pool's: its members together). */
     heldSeconds?: number;
     remainingSeconds?: number;
   }[];
@@ -316,7 +316,9 @@ namespace Private {
             ? 'override'
             : quota.from === 'default'
               ? 'config: default'
-              : `config: group ${quota.from}`
+              : `config: group ${quota.from}`,
+        heldSeconds: quota.heldSeconds,
+        remainingSeconds: quota.remainingSeconds
       })),
       override: quotas.override
     };

@@ -1,7 +1,8 @@
 /**
  * Admins' quota overrides over REST (accounting/quotas.ts): a user's (`GET|PUT|DELETE
  * /api/admin/quotas/users/{id}`) and a group's pool's (`GET /api/admin/quotas/groups`, `GET|PUT|DELETE
- * /api/admin/quotas/groups/{group}`), each shown as it applies with where each value comes from.
+ * /api/admin/quotas/groups/{group}`), each shown as it applies with where each value comes from and
+ * what was held of it in its period.
  * Every route answers 403 to anyone but an admin before anything is parsed; changes are audited.
  */
 import { Router, type Request } from 'express';
@@ -273,15 +274,22 @@ namespace Private {
       throw new HttpError(400, (error as Error).message);
     }
     const override = row(quotas.overrideOf(user));
+    const window = quotas.window(user);
     return {
       user,
       period: periodText(applying.period),
       ...(override ? { override } : {}),
-      quotas: applying.quotas.map(q => ({
-        key: q.key,
-        seconds: q.seconds,
-        from: q.from
-      }))
+      quotas: applying.quotas.map(q => {
+        const used = quotas.used(user, q, window);
+        return {
+          key: q.key,
+          seconds: q.seconds,
+          from: q.from,
+          heldSeconds: used.heldSeconds,
+          remainingSeconds: Math.max(0, q.seconds - used.heldSeconds),
+          renewsAt: new Date(used.renewsAt).toISOString()
+        };
+      })
     };
   }
 }
