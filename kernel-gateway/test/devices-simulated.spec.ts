@@ -1,6 +1,7 @@
 import {
   GIB,
   parseSimulateSpec,
+  simulatedDeviceFiles,
   SimulatedDeviceSource,
   SimulateSpecError
 } from '../src/agent/devices';
@@ -57,6 +58,25 @@ describe('simulated devices', () => {
     ]);
   });
 
+  it('declares a device file for each device with node=, {n} its number', async () => {
+    const spec =
+      'gpu:H100:2:checkpoint:node=/tmp/sim/nvidia{n},tpu:v5e:1:node=/tmp/sim/accel';
+    expect(simulatedDeviceFiles(spec)).toEqual({
+      'sim-gpu-0': ['/tmp/sim/nvidia0'],
+      'sim-gpu-1': ['/tmp/sim/nvidia1'],
+      'sim-tpu-0': ['/tmp/sim/accel']
+    });
+    const devices = parseSimulateSpec(spec);
+    expect(devices.map(d => [d.id, d.simulated, d.checkpoint])).toEqual([
+      ['sim-gpu-0', true, true],
+      ['sim-gpu-1', true, true],
+      ['sim-tpu-0', true, undefined]
+    ]);
+    const source = new SimulatedDeviceSource({ spec });
+    expect(await source.files()).toEqual(simulatedDeviceFiles(spec));
+    expect(simulatedDeviceFiles('gpu:H100:2')).toEqual({});
+  });
+
   it.each([
     ['gpu:H100', /bad simulated devices 'gpu:H100': expected kind:model:count/],
     ['fpga:x:1', /kind must be gpu or tpu, not 'fpga'/],
@@ -67,7 +87,11 @@ describe('simulated devices', () => {
     ['gpu:H100:100000', /not '100000'/],
     ['gpu::1', /the model is missing/],
     ['gpu:H100:1,', /bad simulated devices '': expected kind:model:count/],
-    ['', /the simulated device spec is empty/]
+    ['', /the simulated device spec is empty/],
+    ['gpu:H100:2:node=/tmp/sim/nvidia', /with \{n\} for the device's number/],
+    ['gpu:H100:1:node=sim/nvidia0', /the node must be an absolute path/],
+    ['gpu:H100:1:nodes=/tmp/x', /then optionally :checkpoint and :node=<path>/],
+    ['gpu:H100:1:checkpoint:checkpoint', /then optionally :checkpoint/]
   ])('refuses %p with a clear message', (spec, message) => {
     expect(() => parseSimulateSpec(spec)).toThrow(SimulateSpecError);
     expect(() => parseSimulateSpec(spec)).toThrow(message);

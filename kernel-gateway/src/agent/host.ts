@@ -50,7 +50,29 @@ export async function createHostWorker(
     },
     devices.length ? 'devices found' : 'no accelerators found: CPU kernels only'
   );
-  const worker = new Worker({ ...options, devices: [...devices], inventory });
+  // A cluster engine's allocation keeps its devices apart; on a plain host, their device files do.
+  let deviceFiles: Record<string, string[]> | undefined;
+  if (!options.allocated && devices.length > 0) {
+    const found = await inventory.files();
+    deviceFiles = Object.fromEntries(
+      devices.map(d => [d.id, found[d.id] ?? []])
+    );
+    options.logger.info(
+      {
+        deviceFiles: devices.map(
+          d =>
+            `${d.id}: ${deviceFiles![d.id].join(' ') || 'none known'}${d.simulated ? ' (simulated)' : ''}`
+        )
+      },
+      'device files'
+    );
+  }
+  const worker = new Worker({
+    ...options,
+    devices: [...devices],
+    deviceFiles,
+    inventory
+  });
   if (simulated) {
     // A simulated device is as busy as the kernel holding it, and nothing more is known.
     simulated.busy = id => {

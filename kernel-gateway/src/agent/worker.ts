@@ -72,6 +72,7 @@ export class Worker
         maxProcesses: options.maxProcesses,
         memoryBytes: options.memoryBytes,
         sharedUser: this._kernelUser === undefined,
+        deviceFiles: options.deviceFiles,
         logger: this._log
       });
     this.processLimits.log();
@@ -218,7 +219,10 @@ export class Worker
     env.JPY_PARENT_PID = String(process.pid);
     let enclosure: ProcessLimits.IEnclosure;
     try {
-      enclosure = this.processLimits.enclose(`kernel-${launch.kernelId}`);
+      enclosure = this.processLimits.enclose(
+        `kernel-${launch.kernelId}`,
+        launch.deviceIds
+      );
     } catch (error) {
       await sandbox?.dispose();
       throw error;
@@ -389,6 +393,7 @@ export class Worker
     }
     entry.suspended = { model: devices[0]!.model, count: devices.length };
     entry.deviceIds = [];
+    this._holdDevices(kernelId, entry);
     return Promise.resolve();
   }
 
@@ -415,6 +420,7 @@ export class Worker
     }
     entry.suspended = undefined;
     entry.deviceIds = [...deviceIds];
+    this._holdDevices(kernelId, entry);
     return Promise.resolve();
   }
 
@@ -485,7 +491,10 @@ export class Worker
     let terminal: TerminalProcess;
     let enclosure: ProcessLimits.IEnclosure | undefined;
     try {
-      enclosure = this.processLimits.enclose(`terminal-${id}`);
+      enclosure = this.processLimits.enclose(
+        `terminal-${id}`,
+        beside ? beside.deviceIds : open.deviceIds
+      );
       terminal = new TerminalProcess({
         id,
         shell: this._options.terminalShell ?? TerminalProcess.defaultShell(),
@@ -502,7 +511,11 @@ export class Worker
       await sandbox?.dispose();
       throw error;
     }
-    this._terminals.set(id, { terminal, besideKernel: open.besideKernel });
+    this._terminals.set(id, {
+      terminal,
+      enclosure,
+      besideKernel: open.besideKernel
+    });
     terminal.on('data', data => this.emit('terminalOutput', id, data));
     terminal.on('writable', () => this.emit('terminalWritable', id));
     terminal.on('exit', reason => {
@@ -601,6 +614,19 @@ export class Worker
     });
   }
 
+  /**
+   * Let a kernel, and the terminals beside it, open the device files of the devices it now holds
+   * (none while suspended) and no others.
+   */
+  private _holdDevices(kernelId: string, entry: Private.IEntry): void {
+    entry.enclosure.holdDevices(entry.deviceIds);
+    for (const terminal of this._terminals.values()) {
+      if (terminal.besideKernel === kernelId) {
+        terminal.enclosure.holdDevices(entry.deviceIds);
+      }
+    }
+  }
+
   private async _closeTerminalsBeside(
     kernelId: string,
     reason: string
@@ -693,6 +719,12 @@ export namespace Worker {
     logger: Logger;
     /** Accelerators this worker hands out (discovered or simulated). */
     devices?: IDevice[];
+    /**
+     * The device files of `devices`, by device id, that kernels and terminals not holding them
+     * cannot open where the host has a devices cgroup (see {@link ProcessLimits}); absent where a
+     * cluster engine's allocation keeps them apart.
+     */
+    deviceFiles?: Readonly<Record<string, readonly string[]>>;
     /** Whether CPU-only kernels may run here (default true). */
     acceptsCpu?: boolean;
     /**
@@ -766,6 +798,8 @@ namespace Private {
 
   export interface ITerminalEntry {
     terminal: TerminalProcess;
+    /** Its cgroup (or session), whose device files follow the kernel it runs beside. */
+    enclosure: ProcessLimits.IEnclosure;
     /** The kernel it runs beside: it closes when that kernel is gone. */
     besideKernel?: string;
   }

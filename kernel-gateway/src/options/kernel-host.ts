@@ -65,7 +65,7 @@ export function kernelHostOptionTable(worker: string) {
     },
     simulate: {
       flag: '--simulate <spec>',
-      help: `simulated devices for ${worker}, e.g. gpu:H100:2,tpu:v5e:4`,
+      help: `simulated devices for ${worker}, e.g. gpu:H100:2,tpu:v5e:4; :node=/tmp/sim/nvidia{n} after a count gives each a device file`,
       sets: 'simulate'
     },
     discover: {

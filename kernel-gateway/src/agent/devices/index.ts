@@ -6,6 +6,12 @@
  * @packageDocumentation
  */
 export { AllocatedDeviceSource } from './allocated';
+export {
+  nvidiaDeviceFiles,
+  parseNvidiaInformation,
+  rocmDeviceFiles,
+  tpuDeviceFiles
+} from './files';
 export { attributeMemory, DeviceInventory } from './inventory';
 export {
   NVIDIA_APP_FIELDS,
@@ -29,6 +35,7 @@ export {
 } from './rocm';
 export {
   parseSimulateSpec,
+  simulatedDeviceFiles,
   SimulatedDeviceSource,
   SimulateSpecError
 } from './simulated';

@@ -132,6 +132,30 @@ export class DeviceInventory extends EventEmitter<DeviceInventory.IEvents> {
     );
   }
 
+  /**
+   * The device files of every discovered device, by device id, from each source that knows them;
+   * a source that fails to tell contributes none (logged as a warning).
+   */
+  async files(): Promise<Record<string, string[]>> {
+    const devices = await this.discover();
+    const found: Record<string, string[]> = {};
+    for (const source of this._sources) {
+      const own = devices.filter(d => this._owner.get(d.id) === source);
+      if (!source.files || own.length === 0) {
+        continue;
+      }
+      try {
+        Object.assign(found, await source.files(own));
+      } catch (error) {
+        this._log.warn(
+          { source: source.name, err: (error as Error).message },
+          'device files not found'
+        );
+      }
+    }
+    return found;
+  }
+
   private async _discover(): Promise<readonly IDevice[]> {
     const found = await Promise.all(
       this._sources.map(async source => {

@@ -1,3 +1,4 @@
+import { nvidiaDeviceFiles } from './files';
 import {
   isDeviceToolMissing,
   MIB,
@@ -340,6 +341,7 @@ export class NvidiaDeviceSource implements IDeviceSource {
   constructor(options: NvidiaDeviceSource.IOptions = {}) {
     this._command = options.command ?? 'nvidia-smi';
     this._timeoutMs = options.timeoutMs;
+    this._driverRoot = options.driverRoot ?? '/proc/driver/nvidia/gpus';
   }
 
   readonly name = 'nvidia';
@@ -357,6 +359,11 @@ export class NvidiaDeviceSource implements IDeviceSource {
       })
     ]);
     return nvidiaDevices(gpus, listed);
+  }
+
+  /** Each device's `/dev/nvidia<minor>`, the minors read from the driver's `/proc` files. */
+  files(devices: readonly IDevice[]): Promise<Record<string, string[]>> {
+    return nvidiaDeviceFiles(devices, this._driverRoot);
   }
 
   /** One sample per device; a failed process query leaves `processes` unknown. */
@@ -386,6 +393,7 @@ export class NvidiaDeviceSource implements IDeviceSource {
 
   private readonly _command: string;
   private readonly _timeoutMs: number | undefined;
+  private readonly _driverRoot: string;
 }
 
 /** The {@link NvidiaDeviceSource} options. */
@@ -393,6 +401,8 @@ export namespace NvidiaDeviceSource {
   export interface IOptions {
     /** The nvidia-smi executable (default `nvidia-smi` on `PATH`). */
     command?: string;
+    /** The driver's GPU folders (default `/proc/driver/nvidia/gpus`). */
+    driverRoot?: string;
     /** How long one nvidia-smi run may take. */
     timeoutMs?: number;
   }

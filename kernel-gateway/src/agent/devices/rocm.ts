@@ -1,3 +1,4 @@
+import { rocmDeviceFiles } from './files';
 import {
   DeviceToolError,
   omitUndefined,
@@ -176,6 +177,11 @@ export class RocmDeviceSource implements IDeviceSource {
   /** The GPUs rocm-smi lists. */
   async discover(): Promise<IDevice[]> {
     return rocmDevices(await this._query());
+  }
+
+  /** Each GPU's DRM files (`/dev/dri/card<n>`, `/dev/dri/renderD<m>`). */
+  files(devices: readonly IDevice[]): Promise<Record<string, string[]>> {
+    return rocmDeviceFiles(devices);
   }
 
   /** One sample per device. */

@@ -24,31 +24,54 @@ type DeviceBusyFunction = (deviceId: string) => boolean | undefined;
  * `gpu:H100:2,tpu:v5e:4`. Ids are `sim-<kind>-<n>` and `visibleId` is `<n>`, counted per kind across
  * entries. Memory comes from the model's datasheet where Ferry knows it.
  *
+ * #### Notes
+ * After the count an entry may add `:checkpoint` (the devices model a CUDA checkpoint) and
+ * `:node=<path>`, a device file standing for each of its devices (`{n}` in the path becomes the
+ * device's `<n>`; needed when the count is over 1): a kernel that does not hold the device cannot
+ * open it, where a devices cgroup can say so. The path may not hold `:` or `,`.
+ *
  * @throws {@link SimulateSpecError} for an empty spec, an entry that is not `kind:model:count`, a kind
- *   other than `gpu` or `tpu`, or a count that is not a whole number from 1 to 256.
+ *   other than `gpu` or `tpu`, a count that is not a whole number from 1 to 256, or a node path that
+ *   is not absolute or, for more than one device, lacks `{n}`.
  */
 export function parseSimulateSpec(spec: string): IDevice[] {
+  return parseSpec(spec).devices;
+}
+
+/** The device files a `--simulate` spec declares (`node=`), by device id. */
+export function simulatedDeviceFiles(spec: string): Record<string, string[]> {
+  return parseSpec(spec).files;
+}
+
+function parseSpec(spec: string): {
+  devices: IDevice[];
+  files: Record<string, string[]>;
+} {
   if (spec.trim() === '') {
     throw new SimulateSpecError(
       `the simulated device spec is empty: expected kind:model:count, ${Private.EXAMPLE}`
     );
   }
   const devices: IDevice[] = [];
+  const files: Record<string, string[]> = {};
   const counts: Record<DeviceKind, number> = { gpu: 0, tpu: 0 };
   for (const raw of spec.split(',')) {
     const entry = raw.trim();
     const bad = (why: string) =>
       new SimulateSpecError(`bad simulated devices '${entry}': ${why}`);
     const parts = entry.split(':').map(part => part.trim());
+    const [kind, typedModel, countText, ...extras] = parts;
+    const checkpoint = extras.includes('checkpoint');
+    const node = extras.find(extra => extra.startsWith('node='))?.slice(5);
     if (
-      parts.length !== 3 &&
-      !(parts.length === 4 && parts[3] === 'checkpoint')
+      parts.length < 3 ||
+      extras.some(e => e !== 'checkpoint' && !e.startsWith('node=')) ||
+      new Set(extras.map(e => e.split('=')[0])).size !== extras.length
     ) {
       throw bad(
-        `expected kind:model:count (or kind:model:count:checkpoint), ${Private.EXAMPLE}`
+        `expected kind:model:count, then optionally :checkpoint and :node=<path>, ${Private.EXAMPLE}`
       );
     }
-    const [kind, typedModel, countText] = parts;
     if (kind !== 'gpu' && kind !== 'tpu') {
       throw bad(`the kind must be gpu or tpu, not '${kind}'`);
     }
@@ -59,6 +82,14 @@ export function parseSimulateSpec(spec: string): IDevice[] {
     if (!(count >= 1 && count <= Private.MAX_COUNT)) {
       throw bad(
         `the count must be a whole number from 1 to ${Private.MAX_COUNT}, not '${countText}'`
+      );
+    }
+    if (
+      node !== undefined &&
+      (!node.startsWith('/') || (count > 1 && !node.includes('{n}')))
+    ) {
+      throw bad(
+        `the node must be an absolute path, with {n} for the device's number when the count is over 1 (node=/tmp/sim/nvidia{n}), not '${node}'`
       );
     }
     const sheet = Private.DATASHEETS[kind][typedModel.toLowerCase()];
@@ -75,15 +106,18 @@ export function parseSimulateSpec(spec: string): IDevice[] {
         labels: {},
         simulated: true,
         // It models a CUDA checkpoint: a kernel's state put aside while its devices go back.
-        ...(parts[3] === 'checkpoint' ? { checkpoint: true } : {})
+        ...(checkpoint ? { checkpoint: true } : {})
       };
       if (sheet) {
         device.memoryBytes = sheet.memoryGiB * GIB;
       }
       devices.push(device);
+      if (node !== undefined) {
+        files[device.id] = [node.replaceAll('{n}', String(n))];
+      }
     }
   }
-  return devices;
+  return { devices, files };
 }
 
 /**
@@ -116,7 +150,7 @@ export class SimulatedDeviceSource implements IDeviceSource {
    * @throws {@link SimulateSpecError} when `options.spec` cannot be read.
    */
   constructor(options: SimulatedDeviceSource.IOptions) {
-    this._devices = parseSimulateSpec(options.spec);
+    ({ devices: this._devices, files: this._files } = parseSpec(options.spec));
     this.busy = options.busy;
   }
 
@@ -133,12 +167,18 @@ export class SimulatedDeviceSource implements IDeviceSource {
     }));
   }
 
+  /** The device files the spec declares (`node=`): simulated, as the devices are. */
+  async files(): Promise<Record<string, string[]>> {
+    return { ...this._files };
+  }
+
   /** Samples with only the busy-derived utilisation. */
   async sample(devices: readonly IDevice[]): Promise<IDeviceSample[]> {
     return simulatedSamples(devices, this.busy, new Date().toISOString());
   }
 
   private readonly _devices: IDevice[];
+  private readonly _files: Record<string, string[]>;
 }
 
 /** The {@link SimulatedDeviceSource} options. */

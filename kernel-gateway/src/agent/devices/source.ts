@@ -18,6 +18,13 @@ export interface IDeviceSource {
   /** One sample of each of `devices` (devices this source discovered), in the same order. */
   sample(devices: readonly IDevice[]): Promise<IDeviceSample[]>;
 
+  /**
+   * The device files through which each of `devices` is reached (`/dev/nvidia1`), by device id: a
+   * kernel that does not hold a device is denied them where the host can (a devices cgroup). A
+   * device missing from the answer has none known. Absent: no device of this source has one.
+   */
+  files?(devices: readonly IDevice[]): Promise<Record<string, string[]>>;
+
   /** Release what the source holds open (channels, handles). */
   dispose?(): void;
 }

@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { PROTO_LOADER_OPTIONS } from '../../protocol/grpc';
 import { SCHEMA_DIR } from '../../protocol/schema';
+import { tpuDeviceFiles } from './files';
 import { GIB, omitUndefined, type IDeviceSource } from './source';
 import type { IDevice, IDeviceSample } from '../../protocol/devices';
 import type { ProtoGrpcType } from './generated/tpu-runtime-metrics';
@@ -296,6 +297,11 @@ export class TpuDeviceSource implements IDeviceSource {
     const chips = await scanTpuChips(this._options.sysfsRoot);
     this._devicesPerChip = chips[0]?.generation.devicesPerChip ?? 1;
     return tpuDevices(chips);
+  }
+
+  /** Each chip's `accel` node, or its `vfio` group's. */
+  files(devices: readonly IDevice[]): Promise<Record<string, string[]>> {
+    return tpuDeviceFiles(devices, this._options.sysfsRoot);
   }
 
   /** One sample per chip; without a workload only the note `no TPU workload yet`. */

@@ -1,7 +1,7 @@
 /**
  * The cgroup files behind {@link ProcessLimits}: finding this worker's own cgroup (v2, else the v1
- * `pids`, `memory` and `freezer` hierarchies), making a subtree for it, and killing and removing
- * cgroups, also those a Ferry killed earlier left behind.
+ * `pids`, `memory`, `freezer` and `devices` hierarchies), making a subtree for it, and killing and
+ * removing cgroups, also those a Ferry killed earlier left behind.
  */
 import {
   existsSync,
@@ -32,9 +32,12 @@ export interface IHost {
   description: string;
   /** The v2 directory, or the v1 `pids` one: where membership is read. */
   base: string;
-  /** v1 only: the memory and freezer hierarchies' directories for this worker. */
+  /** v1 only: the memory, freezer and devices hierarchies' directories for this worker. */
   memory?: string;
   freezer?: string;
+  devices?: string;
+  /** Why kernels get no devices cgroup, where device files were asked to be kept apart. */
+  noDevices?: string;
   /** v2: whether memory.max can be set. */
   v2memory?: boolean;
   setpriv?: string;
@@ -264,12 +267,24 @@ export function cgroup1(options: IOptions): IHost {
     } catch {
       // Without it the kill repeats until nothing is left (pids.max bounds what can appear).
     }
+    let devices: string | undefined;
+    let noDevices: string | undefined;
+    if (Object.keys(options.deviceFiles ?? {}).length > 0) {
+      try {
+        devices = make(dirFor('devices'));
+        noDevices = devices ? undefined : 'no cgroup v1 devices hierarchy';
+      } catch (error) {
+        noDevices = `cannot make a devices cgroup: ${(error as Error).message}`;
+      }
+    }
     return {
       mode: 'cgroup1',
       description: base,
       base,
       memory,
       freezer,
+      devices,
+      noDevices,
       setpriv: setprivPath
     };
   } catch (error) {
@@ -471,13 +486,10 @@ export async function removeTree(
   await killCgroup(dir, undefined, logger);
   await removeDir(dir, logger);
   if (dir === host.base) {
-    for (const other of [host.memory, host.freezer]) {
+    for (const other of [host.memory, host.freezer, host.devices]) {
       if (other) {
-        await removeTree(
-          { ...host, base: other, memory: undefined, freezer: undefined },
-          other,
-          logger
-        );
+        const tree = { mode: host.mode, description: other, base: other };
+        await removeTree(tree, other, logger);
       }
     }
   }

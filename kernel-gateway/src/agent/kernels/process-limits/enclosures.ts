@@ -15,6 +15,7 @@ import {
   writeIfThere,
   type IHost
 } from './cgroups';
+import { DeviceRules, type DeviceFiles } from './devices';
 import type { IEnclosure } from './types';
 
 /** One kernel's or terminal's cgroup (v2), or its cgroups in the v1 hierarchies. */
@@ -24,6 +25,7 @@ export class CgroupEnclosure implements IEnclosure {
     name: string,
     maxProcesses: number,
     memoryBytes: number | undefined,
+    devices: { files: DeviceFiles; held: readonly string[] } | undefined,
     private readonly _log: Logger
   ) {
     this._dir = path.join(_host.base, name);
@@ -34,6 +36,11 @@ export class CgroupEnclosure implements IEnclosure {
     if (_host.freezer) {
       this._freezer = path.join(_host.freezer, name);
       dirs.push(this._freezer);
+    }
+    if (_host.devices && devices) {
+      const dir = path.join(_host.devices, name);
+      dirs.push(dir);
+      this._devices = new DeviceRules(dir, devices.files);
     }
     this._dirs = dirs;
     for (const dir of dirs) {
@@ -57,6 +64,7 @@ export class CgroupEnclosure implements IEnclosure {
       for (const [file, value] of limits) {
         writeFileSync(file, value);
       }
+      this._devices?.hold(devices?.held ?? []);
       if (memoryBytes !== undefined) {
         // With swap, the limit holds for memory and swap together (where swap is accounted).
         writeIfThere(path.join(this._dir, 'memory.swap.max'), '0');
@@ -101,6 +109,10 @@ export class CgroupEnclosure implements IEnclosure {
     };
   }
 
+  holdDevices(held: readonly string[]): void {
+    this._devices?.hold(held);
+  }
+
   async signal(sig: NodeJS.Signals, leader?: number): Promise<void> {
     if (leader !== undefined) {
       signal(-leader, sig);
@@ -131,6 +143,7 @@ export class CgroupEnclosure implements IEnclosure {
   private _dir: string;
   private _dirs: string[];
   private _freezer: string | undefined;
+  private _devices: DeviceRules | undefined;
   private _disposed: Promise<void> | undefined;
 }
 
@@ -143,6 +156,10 @@ export class SessionEnclosure implements IEnclosure {
     runAs?: { uid: number; gid: number }
   ): { argv: string[]; runAs?: { uid: number; gid: number } } {
     return { argv: [...this._prefix, ...argv], runAs };
+  }
+
+  holdDevices(): void {
+    // No devices cgroup: the isolation variables alone say which devices it holds.
   }
 
   async signal(sig: NodeJS.Signals, leader?: number): Promise<void> {

@@ -15,6 +15,7 @@ import {
   removeTree,
   type IHost
 } from './cgroups';
+import { DeviceFiles } from './devices';
 import { CgroupEnclosure, SessionEnclosure } from './enclosures';
 import {
   DEFAULT_MAX_PROCESSES,
@@ -48,6 +49,9 @@ export class ProcessLimits {
   ) {
     this._log = options.logger;
     this._askedMemory = options.memoryBytes !== undefined;
+    if (options.deviceFiles && Object.keys(options.deviceFiles).length > 0) {
+      this._deviceFiles = new DeviceFiles(options.deviceFiles);
+    }
     this.maxProcesses =
       mode === 'none' ? 0 : (options.maxProcesses ?? DEFAULT_MAX_PROCESSES);
     this.memoryBytes =
@@ -132,19 +136,53 @@ export class ProcessLimits {
     switch (this.mode) {
       case 'cgroup2':
       case 'cgroup1':
-        return `each kernel and terminal runs in a cgroup of its own (${this.mode} under ${this._host!.base}): ${count}, ${memory}; all of its processes are killed when it ends`;
+        return `each kernel and terminal runs in a cgroup of its own (${this.mode} under ${this._host!.base}): ${count}, ${memory}; all of its processes are killed when it ends${this._devicesClause()}`;
       case 'rlimit':
-        return `no cgroup for kernels and terminals (${this.why}): RLIMIT_NPROC ${this.maxProcesses} per kernel user (all of that user's processes together), ${memory}; a kernel or terminal's end kills its process group and session, and what left them with setsid survives`;
+        return `no cgroup for kernels and terminals (${this.why}): RLIMIT_NPROC ${this.maxProcesses} per kernel user (all of that user's processes together), ${memory}; a kernel or terminal's end kills its process group and session, and what left them with setsid survives${this._devicesClause()}`;
       case 'none':
-        return `no limit on kernels' and terminals' processes (${this.why}): a kernel or terminal's end kills its process group and session, and what left them with setsid survives`;
+        return `no limit on kernels' and terminals' processes (${this.why}): a kernel or terminal's end kills its process group and session, and what left them with setsid survives${this._devicesClause()}`;
     }
   }
 
   /**
-   * Log at start-up what is in force: info with a cgroup, a warning without.
+   * Whether a kernel or terminal can open the device files of accelerators it does not hold, and
+   * why; undefined when the worker hands out no devices whose files it was told to keep apart.
+   */
+  get devicesApart(): { enforced: boolean; text: string } | undefined {
+    const files = this._deviceFiles;
+    if (!files) {
+      return undefined;
+    }
+    const byEnvironment =
+      'accelerators are kept apart by environment only (CUDA_VISIBLE_DEVICES and its like), which kernel code can change:';
+    const why = this._host?.devices
+      ? undefined
+      : this.mode === 'cgroup2'
+        ? 'cgroup v2 filters device files only with a BPF program, which Node cannot load without a native module'
+        : this.mode === 'cgroup1'
+          ? (this._host?.noDevices ?? 'no devices cgroup')
+          : 'no cgroup';
+    if (why !== undefined || files.size === 0) {
+      return {
+        enforced: false,
+        text: `${byEnvironment} ${why ?? files.unknown.join(', ')}`
+      };
+    }
+    const unknown = files.unknown.length
+      ? `; by environment only for ${files.unknown.join(', ')}`
+      : '';
+    return {
+      enforced: true,
+      text: `a kernel or terminal cannot open the device files of accelerators it does not hold (cgroup v1 devices, ${files.size} devices)${unknown}`
+    };
+  }
+
+  /**
+   * Log at start-up what is in force: info with a cgroup, a warning without one or where device
+   * files are not kept apart.
    */
   log(): void {
-    if (this._host) {
+    if (this._host && this.devicesApart?.enforced !== false) {
       this._log.info({ processLimits: this.info }, this.describe());
     } else {
       this._log.warn({ processLimits: this.info }, this.describe());
@@ -156,8 +194,10 @@ export class ProcessLimits {
    * rlimit and the sweep of its session.
    *
    * @param name - Says whose (`kernel-<id>`, `terminal-<name>`); made safe for a directory name.
+   * @param held - The ids of the devices it holds: those of others' it cannot open, where a devices
+   *   cgroup can say so.
    */
-  enclose(name: string): IEnclosure {
+  enclose(name: string, held: readonly string[] = []): IEnclosure {
     const safe = `${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}-${++this._count}`;
     if (this._host) {
       return new CgroupEnclosure(
@@ -165,6 +205,7 @@ export class ProcessLimits {
         safe,
         this.maxProcesses,
         this.memoryBytes,
+        this._deviceFiles ? { files: this._deviceFiles, held } : undefined,
         this._log
       );
     }
@@ -184,7 +225,14 @@ export class ProcessLimits {
     }
   }
 
+  /** `; ` and what {@link devicesApart} says, for the start-up line; empty without devices. */
+  private _devicesClause(): string {
+    const apart = this.devicesApart;
+    return apart ? `; ${apart.text}` : '';
+  }
+
   private _log: Logger;
+  private _deviceFiles: DeviceFiles | undefined;
   private _prlimit: string | undefined;
   private _askedMemory: boolean;
   private _count = 0;

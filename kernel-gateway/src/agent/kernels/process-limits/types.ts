@@ -25,6 +25,12 @@ export interface IOptions {
    * every process of that user (a desktop's browser too) and could keep kernels from starting.
    */
   sharedUser?: boolean;
+  /**
+   * The device files of each accelerator the worker hands out, by device id: with cgroup v1's
+   * `devices` controller, a kernel or terminal cannot open those of the devices it does not hold.
+   * Absent where something else keeps devices apart (a Slurm job's or a pod's allocation).
+   */
+  deviceFiles?: Readonly<Record<string, readonly string[]>>;
   /** Where cgroup hierarchies are looked for (default: this process's mounts). Tests only. */
   mountinfo?: string;
 }
@@ -52,6 +58,11 @@ export interface IEnclosure {
     argv: string[],
     runAs?: { uid: number; gid: number }
   ): { argv: string[]; runAs?: { uid: number; gid: number } };
+  /**
+   * Let it open the device files of `held` (device ids) and of no other accelerator of the worker,
+   * where a devices cgroup can say so; a file opened before stays open.
+   */
+  holdDevices(held: readonly string[]): void;
   /** Signal every process of the enclosure; `leader`'s process group and session too. */
   signal(signal: NodeJS.Signals, leader?: number): Promise<void>;
   /** Whether no process of the enclosure is left (without a cgroup: of `leader`'s session). */
