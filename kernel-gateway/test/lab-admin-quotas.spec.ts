@@ -263,10 +263,15 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
       .locator('li[data-key="gpu"][data-from="config: default"]')
       .waitFor();
     expect(await row.locator('.jp-FerryAdmin-clearQuota').count()).toBe(0);
-    expect(
-      (await callAs(url, carol, 'GET', `/api/admin/quotas/users/${aliceId}`))
-        .body.override
-    ).toBeUndefined();
+    const after = (
+      await callAs(url, carol, 'GET', `/api/admin/quotas/users/${aliceId}`)
+    ).body;
+    expect(after.override).toBeUndefined();
+    // What her GPU kernel held is counted, in the table as in the answer.
+    expect(after.quotas[0].heldSeconds).toBeGreaterThan(0);
+    expect(await gpu.textContent()).toMatch(
+      /^GPU 0 sconfig: default\d+ s used, 0 s left$/
+    );
     expect(await gpuStart(alice)).toBe(403);
   });
 
