@@ -391,9 +391,13 @@ export class Worker
         new Error(`kernel ${kernelId}'s devices cannot checkpoint its state`)
       );
     }
+    // Its devices go back to the pool only once it cannot open their files.
+    const refused = this._holdDevices(kernelId, entry, []);
+    if (refused) {
+      return Promise.reject(refused);
+    }
     entry.suspended = { model: devices[0]!.model, count: devices.length };
     entry.deviceIds = [];
-    this._holdDevices(kernelId, entry);
     return Promise.resolve();
   }
 
@@ -418,9 +422,12 @@ export class Worker
         )
       );
     }
+    const refused = this._holdDevices(kernelId, entry, deviceIds);
+    if (refused) {
+      return Promise.reject(refused);
+    }
     entry.suspended = undefined;
     entry.deviceIds = [...deviceIds];
-    this._holdDevices(kernelId, entry);
     return Promise.resolve();
   }
 
@@ -615,16 +622,33 @@ export class Worker
   }
 
   /**
-   * Let a kernel, and the terminals beside it, open the device files of the devices it now holds
-   * (none while suspended) and no others.
+   * Let a kernel, and the terminals beside it, open the device files of `held` (none while
+   * suspended) and of no other device. Returns the error when the kernel's cgroup refused; a
+   * terminal's refusal is logged.
    */
-  private _holdDevices(kernelId: string, entry: Private.IEntry): void {
-    entry.enclosure.holdDevices(entry.deviceIds);
-    for (const terminal of this._terminals.values()) {
+  private _holdDevices(
+    kernelId: string,
+    entry: Private.IEntry,
+    held: readonly string[]
+  ): Error | undefined {
+    try {
+      entry.enclosure.holdDevices(held);
+    } catch (error) {
+      return error as Error;
+    }
+    for (const [id, terminal] of this._terminals) {
       if (terminal.besideKernel === kernelId) {
-        terminal.enclosure.holdDevices(entry.deviceIds);
+        try {
+          terminal.enclosure.holdDevices(held);
+        } catch (error) {
+          this._log.warn(
+            { terminal: id, err: (error as Error).message },
+            "could not change a terminal's device files"
+          );
+        }
       }
     }
+    return undefined;
   }
 
   private async _closeTerminalsBeside(
