@@ -4,8 +4,9 @@
  * real OpenID Provider and a simulated H100 held from each kernel's start: an admin opens
  * "Quotas…" from the Settings menu, sets a user's GPU override in the table (the REST read-back
  * and the table say `override`, and the user's next GPU start is allowed), sees a bad value refused
- * in the gateway's own words, clears it (the user is refused again), and a pool's stale Clear
- * shows the gateway's 404. A user who is no admin has neither the page nor "Quotas…".
+ * in the gateway's own words, clears it (the user is refused again); a pool's stale Clear and an
+ * unknown group show the gateway's 404, and a group without a pool gets one from the table's last
+ * row. A user who is no admin has neither the page nor "Quotas…".
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -275,7 +276,7 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     expect(await gpuStart(alice)).toBe(403);
   });
 
-  it("shows the gateway's 404 for a pool override cleared behind the page", async () => {
+  it("shows the gateway's 404s for pools, and gives a pool to a group without one", async () => {
     const url = env.gateway.url;
     const carol = await signIn(url, 'carol');
     const page = await openLab(carol);
@@ -305,6 +306,31 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     expect(await alert.textContent()).toBe(
       'students: Group students has no pool override'
     );
+
+    // A group the table does not list: an unknown one is the gateway's 404, a known one gets a pool.
+    const another = table.locator('.jp-FerryAdmin-anotherRow');
+    await another.locator('.jp-FerryAdmin-another').fill('ghosts');
+    await another.locator('.jp-FerryAdmin-override').fill('gpu: 1h');
+    await another.locator('.jp-FerryAdmin-setQuota').click();
+    await alert.filter({ hasText: 'ghosts' }).waitFor();
+    const unknown = await callAs(
+      url,
+      carol,
+      'PUT',
+      '/api/admin/quotas/groups/ghosts',
+      { gpu: '1h' }
+    );
+    expect(unknown.status).toBe(404);
+    expect(await alert.textContent()).toBe(`ghosts: ${unknown.body.message}`);
+    await another.locator('.jp-FerryAdmin-another').fill('admins');
+    await another.locator('.jp-FerryAdmin-setQuota').click();
+    const admins = table.locator('tr[data-id="admins"]');
+    await admins.locator('li[data-key="gpu"][data-from="override"]').waitFor();
+    expect(await admins.textContent()).toMatch(/^adminsrolling 7 d defaultGPU 1 hoverride/);
+    expect(await alert.textContent()).toBe('');
+    await screenshotStep(page, 'admin-quotas-another-group');
+    await admins.locator('.jp-FerryAdmin-clearQuota').click();
+    await admins.waitFor({ state: 'detached' });
   });
 
   it('offers a user who is no admin neither the page nor "Quotas…"', async () => {

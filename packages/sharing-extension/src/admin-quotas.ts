@@ -69,6 +69,7 @@ export class QuotasSection {
       subject: 'groups',
       title: trans.__('Group pools'),
       empty: trans.__('No group has a pool.'),
+      another: trans.__('another group'),
       client,
       trans,
       changed
@@ -143,11 +144,34 @@ export class OverrideTable {
     );
     if (rows.length === 0) {
       this._table.append(tableRow([this._options.empty]));
-      return;
     }
     for (const row of rows) {
       this._table.append(this._row(row));
     }
+    if (this._options.another) {
+      this._table.append(this._anotherRow(this._options.another));
+    }
+  }
+
+  /** The last row: one the table does not list yet (a group without a pool), named by the admin. */
+  private _anotherRow(label: string): HTMLTableRowElement {
+    const name = document.createElement('input');
+    name.type = 'text';
+    name.className = 'jp-FerryAdmin-another';
+    name.setAttribute('aria-label', label);
+    name.placeholder = label;
+    const item = tableRow([
+      name,
+      '',
+      '',
+      '',
+      this._editor(() => {
+        const id = name.value.trim();
+        return { id, name: id || label };
+      })
+    ]);
+    item.className = 'jp-FerryAdmin-anotherRow';
+    return item;
   }
 
   private _row(row: IQuotaRow): HTMLTableRowElement {
@@ -181,25 +205,7 @@ export class OverrideTable {
               return item;
             })
           );
-    const field = document.createElement('input');
-    field.type = 'text';
-    field.className = 'jp-FerryAdmin-override';
-    field.setAttribute('aria-label', trans.__('Override of %1', row.name));
-    field.placeholder = 'gpu: 10h';
-    field.value = Private.overrideText(row.override);
-    const set = document.createElement('button');
-    set.type = 'button';
-    set.className = 'jp-mod-styled jp-mod-accept jp-FerryAdmin-setQuota';
-    set.textContent = trans.__('Set');
-    set.addEventListener('click', () => void this._set(row, field.value));
-    field.addEventListener('keydown', event => {
-      if (event.key === 'Enter') {
-        void this._set(row, field.value);
-      }
-    });
-    const actions = document.createElement('div');
-    actions.className = 'jp-FerryAdmin-actions';
-    actions.append(field, set);
+    const actions = this._editor(() => row, row.override);
     if (row.override) {
       const clear = document.createElement('button');
       clear.type = 'button';
@@ -226,8 +232,40 @@ export class OverrideTable {
     return item;
   }
 
-  private async _set(row: IQuotaRow, text: string): Promise<void> {
+  /** An override field, with Set (Enter too), for the subject `target` names when used. */
+  private _editor(
+    target: () => Private.ITarget,
+    override?: Record<string, string>
+  ): HTMLDivElement {
     const trans = this._options.trans;
+    const field = document.createElement('input');
+    field.type = 'text';
+    field.className = 'jp-FerryAdmin-override';
+    field.setAttribute('aria-label', trans.__('Override of %1', target().name));
+    field.placeholder = 'gpu: 10h';
+    field.value = Private.overrideText(override);
+    const set = document.createElement('button');
+    set.type = 'button';
+    set.className = 'jp-mod-styled jp-mod-accept jp-FerryAdmin-setQuota';
+    set.textContent = trans.__('Set');
+    set.addEventListener('click', () => void this._set(target(), field.value));
+    field.addEventListener('keydown', event => {
+      if (event.key === 'Enter') {
+        void this._set(target(), field.value);
+      }
+    });
+    const actions = document.createElement('div');
+    actions.className = 'jp-FerryAdmin-actions';
+    actions.append(field, set);
+    return actions;
+  }
+
+  private async _set(row: Private.ITarget, text: string): Promise<void> {
+    const trans = this._options.trans;
+    if (!row.id) {
+      this._error.textContent = trans.__('Name it first: %1', row.name);
+      return;
+    }
     const parsed = Private.parseOverride(text);
     if (parsed === undefined) {
       this._error.textContent = trans.__(
@@ -241,14 +279,17 @@ export class OverrideTable {
     );
   }
 
-  private _clear(row: IQuotaRow): Promise<void> {
+  private _clear(row: Private.ITarget): Promise<void> {
     return this._act(row, () =>
       this._options.client.clearOverride(this._options.subject, row.id)
     );
   }
 
   /** Do it, then redraw the page; the gateway's refusal, in its words, above the table. */
-  private async _act(row: IQuotaRow, run: () => Promise<void>): Promise<void> {
+  private async _act(
+    row: Private.ITarget,
+    run: () => Promise<void>
+  ): Promise<void> {
     try {
       await run();
     } catch (error) {
@@ -270,6 +311,8 @@ export namespace OverrideTable {
     title: string;
     /** What an empty table says. */
     empty: string;
+    /** A last row to name one the table does not list (its name field's label); none if absent. */
+    another?: string;
     client: AdminClient;
     trans: TranslationBundle;
     /** Called after a change: the page reads everything again (the audit log too). */
@@ -278,6 +321,9 @@ export namespace OverrideTable {
 }
 
 namespace Private {
+  /** Whom a Set or Clear is for: the route's id and the name people read. */
+  export type ITarget = Pick<IQuotaRow, 'id' | 'name'>;
+
   /** Every user's quotas, asked together; a user the gateway cannot say keeps their row, with why. */
   export async function userRows(
     client: AdminClient,
