@@ -269,7 +269,7 @@ export function cgroup1(options: IOptions): IHost {
     }
     let devices: string | undefined;
     let noDevices: string | undefined;
-    if (Object.keys(options.deviceFiles ?? {}).length > 0) {
+    if (Object.values(options.deviceFiles ?? {}).some(f => f.length > 0)) {
       try {
         devices = make(dirFor('devices'));
         noDevices = devices ? undefined : 'no cgroup v1 devices hierarchy';

@@ -53,6 +53,7 @@ export class DeviceFiles {
     for (const [id, paths] of Object.entries(files)) {
       if (paths.length === 0) {
         this.unknown.push(`${id} (no device file known)`);
+        // A simulated device declares one with `:node=` in `--simulate`.
         continue;
       }
       try {

@@ -155,21 +155,27 @@ export class ProcessLimits {
     }
     const byEnvironment =
       'accelerators are kept apart by environment only (CUDA_VISIBLE_DEVICES and its like), which kernel code can change:';
-    const why = this._host?.devices
-      ? undefined
-      : this.mode === 'cgroup2'
-        ? 'cgroup v2 filters device files only with a BPF program, which Node cannot load without a native module'
-        : this.mode === 'cgroup1'
-          ? (this._host?.noDevices ?? 'no devices cgroup')
-          : 'no cgroup';
+    const why =
+      this._host?.devices || files.size === 0
+        ? undefined
+        : this.mode === 'cgroup2'
+          ? 'cgroup v2 filters device files only with a BPF program, which Node cannot load without a native module'
+          : this.mode === 'cgroup1'
+            ? (this._host?.noDevices ?? 'no devices cgroup')
+            : 'no cgroup';
+    // A few by name: a host of 64 simulated devices makes one line, not 64.
+    const some = (list: string[]) =>
+      list.length > 4
+        ? `${list.slice(0, 3).join(', ')} and ${list.length - 3} more`
+        : list.join(', ');
     if (why !== undefined || files.size === 0) {
       return {
         enforced: false,
-        text: `${byEnvironment} ${why ?? files.unknown.join(', ')}`
+        text: `${byEnvironment} ${why ?? some(files.unknown)}`
       };
     }
     const unknown = files.unknown.length
-      ? `; by environment only for ${files.unknown.join(', ')}`
+      ? `; by environment only for ${some(files.unknown)}`
       : '';
     return {
       enforced: true,
