@@ -10,6 +10,7 @@ import {
   appRestored,
   browserMissing,
   currentKernelId,
+  newWatchedPage,
   screenshotStep,
   startLab,
   stopLab,
@@ -99,6 +100,40 @@ describeInBrowser("A share link's visitor, in Chromium", () => {
       .waitFor();
     await cover.getByText('This share link was revoked by its owner').waitFor();
     await context.close();
+    page = undefined;
+  });
+
+  it('says a link ended while its page was starting, over the page, rather than leave it blank', async () => {
+    const created = await lab.api('POST', '/api/shares', {
+      path: NOTEBOOK,
+      scope: 'comment'
+    });
+    const { id, url } = created.body as { id: string; url: string };
+    page = await newWatchedPage(lab.browser);
+    await page.goto(url);
+    await page.getByLabel(/Your name/).fill('Wyn');
+    // The lab page is served; the link is revoked as the page first asks what it grants, so every
+    // request after that one is refused (as when a link ends at that moment for any reason).
+    let revoked = false;
+    const asksTheLink = (url: URL) => url.pathname === '/api/shares/current';
+    await page.route(asksTheLink, async route => {
+      if (!revoked) {
+        revoked = true;
+        expect((await lab.api('DELETE', `/api/shares/${id}`)).status).toBe(204);
+      }
+      await route.continue();
+    });
+    await page.getByRole('button', { name: /Open/ }).click();
+    await page.waitForURL(/\/(lab|doc)\/tree\//);
+    const cover = page.getByRole('alertdialog', {
+      name: 'This link no longer works'
+    });
+    await cover
+      .getByRole('heading', { name: 'This link was revoked' })
+      .waitFor();
+    await cover.getByText('This share link was revoked by its owner').waitFor();
+    expect(revoked).toBe(true);
+    await page.context().close();
     page = undefined;
   });
 });

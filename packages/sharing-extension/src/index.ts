@@ -28,7 +28,7 @@ import { cellExecutorPlugin } from './executor';
 import { noticesPlugin } from './notices';
 import { presencePlugin } from './presence';
 import { tokensPlugin } from './tokens';
-import { visitorPlugin } from './visitor';
+import { linkEndedPlugin, visitorPlugin } from './visitor';
 
 export { AdminPanel, type ReasonPrompt } from './admin';
 export { AdminClient, type IAdminUser, type IAuditEntry } from './admin-client';
@@ -124,6 +124,7 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   ...collaborationPlugins,
   cellExecutorPlugin,
   sharePlugin,
+  linkEndedPlugin,
   visitorPlugin,
   presencePlugin,
   commentsPlugin,

@@ -43,7 +43,14 @@ export function currentShare(
   asked ??= new SharesClient(app.serviceManager.serverSettings)
     .current()
     .catch(error => {
-      console.warn('Could not ask the server about a share link', error);
+      if (error instanceof ShareApiError && error.status === 403) {
+        // The link ended (revoked, expired, its notebook gone) after the page was served: every
+        // request of the page is refused and JupyterLab cannot start, so say why over the page
+        // rather than leave it blank.
+        showLinkEnded(error.message);
+      } else {
+        console.warn('Could not ask the server about a share link', error);
+      }
       return undefined;
     });
   return asked;
@@ -256,6 +263,21 @@ export async function askName(
     }
   }
 }
+
+/**
+ * On a link's page, asks what the link grants as the page starts, needing nothing else: when the
+ * link ended after the page was served, every request of the page is refused, JupyterLab's own
+ * plugins cannot start, and nothing else would tell the visitor why the page stays blank.
+ */
+export const linkEndedPlugin: JupyterFrontEndPlugin<void> = {
+  id: '@ferry/sharing-extension:link-ended',
+  description:
+    "On a share link's page: says over the page when the link ended before the page could start.",
+  autoStart: true,
+  activate: (app: JupyterFrontEnd): void => {
+    void currentShare(app);
+  }
+};
 
 /** The visitor side of a share link. */
 export const visitorPlugin: JupyterFrontEndPlugin<void> = {
