@@ -14,6 +14,7 @@ import {
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { replacements } from '../src/contents';
+import { EventBus } from '../src/events';
 import { FileIdStore } from '../src/rooms/file-ids';
 import { StateStore } from '../src/store';
 
@@ -72,6 +73,42 @@ describe('file ids', () => {
     store = new StateStore(path.join(dir, 'state'));
     fileIds = new FileIdStore({ store, rootDir: dir });
     expect(fileIds.generation(fileId)).toBe(0);
+  });
+
+  it('follows a rename and a delete through Ferry at once, before the store commits', async () => {
+    // The bus the contents manager publishes on: a rename is answered right after its event.
+    const events = new EventBus();
+    fileIds.dispose();
+    fileIds = new FileIdStore({ store, rootDir: dir, events });
+    const renamed = (from: string, to: string) => {
+      renameSync(path.join(dir, from), path.join(dir, to));
+      events.emit(EventBus.CONTENTS_SERVICE, {
+        action: 'rename',
+        path: to,
+        source_path: from
+      });
+    };
+    writeFileSync(path.join(dir, 'nb.ipynb'), '{"cells": []}');
+    const { fileId } = await fileIds.index('nb.ipynb');
+
+    renamed('nb.ipynb', 'moved.ipynb');
+    // Asked before anything was awaited: a link's next request finds its notebook where it went.
+    expect(fileIds.path(fileId)).toBe('moved.ipynb');
+    expect(fileIds.id('moved.ipynb')).toBe(fileId);
+    expect(fileIds.id('nb.ipynb')).toBeUndefined();
+    expect(fileIds.generation(fileId)).toBe(0);
+    // Renamed again at once: the second move finds the first.
+    renamed('moved.ipynb', 'again.ipynb');
+    expect(fileIds.path(fileId)).toBe('again.ipynb');
+    rmSync(path.join(dir, 'again.ipynb'));
+    events.emit(EventBus.CONTENTS_SERVICE, {
+      action: 'delete',
+      path: 'again.ipynb'
+    });
+    expect(fileIds.path(fileId)).toBeUndefined();
+    expect(fileIds.id('again.ipynb')).toBeUndefined();
+    await store.flushed;
+    expect(fileIds.path(fileId)).toBeUndefined();
   });
 
   it('is another notebook when a file took the path outside Ferry, whenever it is asked', async () => {

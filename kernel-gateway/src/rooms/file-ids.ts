@@ -126,7 +126,7 @@ export class FileIdStore {
     if (moves.length === 0) {
       return;
     }
-    await this._ids.transaction(() => {
+    await this._commitNow(() => {
       for (const [oldPath, newPath, fileId] of moves) {
         this._ids.remove(oldPath);
         this._ids.put(newPath, fileId);
@@ -147,13 +147,29 @@ export class FileIdStore {
     if (gone.length === 0) {
       return;
     }
-    await this._ids.transaction(() => {
+    await this._commitNow(() => {
       for (const [known, fileId] of gone) {
         this._ids.remove(known);
         this._paths.remove(fileId);
         this._identities.remove(fileId);
       }
     });
+  }
+
+  /**
+   * Make `changes` in one transaction committed before this returns: a rename or delete through
+   * `/api/contents` is answered after its event, and the next request (a share link's, which asks
+   * where its notebook is) must find the paths as they are now, not as the last commit left them.
+   * A commit that fails now (a full disk) is tried as the store's other writes are, which the
+   * store watches and logs.
+   */
+  private _commitNow(changes: () => void): Promise<void> {
+    try {
+      this._ids.transactionSync(changes);
+      return Promise.resolve();
+    } catch {
+      return this._ids.transaction(changes).then(() => undefined);
+    }
   }
 
   /** Stop following contents events. */
