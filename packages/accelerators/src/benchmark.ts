@@ -15,6 +15,8 @@ export interface IBenchmarkResult {
   n: number;
   /** Seconds per matmul (median of the timed runs). */
   seconds: number;
+  /** How many runs were timed: `repeats`, fewer where they took longer than `maxSeconds`. */
+  runs: number;
   /** Achieved TFLOPS (2·n³ / seconds). */
   tflops: number;
   /** Libraries that are installed but failed (to import, or to run), with the error. */
@@ -76,22 +78,32 @@ export const DATASHEET_PEAK_TFLOPS: {
  * A library that is installed but fails (a broken install, a device it cannot use) is skipped, and
  * its error goes with the result, so the user sees why it was not the one used.
  *
- * @param options - `n`: matrix size for accelerators; `cpuN`: the most the CPU gets; `repeats`: timed runs.
+ * The timed runs stop early once they have taken `maxSeconds`: a CPU with a slow BLAS (Debian's
+ * reference one takes seconds per matmul at n=2048) answers in a few seconds, not half a minute.
+ *
+ * @param options - `n`: matrix size for accelerators; `cpuN`: the most the CPU gets; `repeats`:
+ * timed runs; `maxSeconds`: the time after which no further run starts (at least one is timed).
  */
 export function benchmarkCode(
-  options: { n?: number; cpuN?: number; repeats?: number } = {}
+  options: {
+    n?: number;
+    cpuN?: number;
+    repeats?: number;
+    maxSeconds?: number;
+  } = {}
 ): string {
   const n = options.n ?? 8192;
   const cpuN = options.cpuN ?? 2048;
   const repeats = options.repeats ?? 5;
-  return `def __ferry_benchmark(n=${n}, cpu_n=${cpuN}, repeats=${repeats}):
+  const maxSeconds = options.maxSeconds ?? 2;
+  return `def __ferry_benchmark(n=${n}, cpu_n=${cpuN}, repeats=${repeats}, max_seconds=${maxSeconds}):
     import importlib, json, os, sys, time
     def timed(run, sync):
         run(); sync()
         times = []
-        for _ in range(repeats):
+        while len(times) < repeats and (not times or sum(times) < max_seconds):
             start = time.perf_counter(); run(); sync(); times.append(time.perf_counter() - start)
-        return sorted(times)[len(times) // 2]
+        return dict(seconds=sorted(times)[len(times) // 2], runs=len(times))
     failed = {}
     def why(error):
         text = ('%s: %s' % (type(error).__name__, error)).strip().splitlines()[0]
@@ -112,10 +124,10 @@ export function benchmarkCode(
             return None
         dtype = torch.bfloat16 if torch.cuda.get_device_capability()[0] >= 8 else torch.float16
         a = torch.randn(n, n, device='cuda', dtype=dtype); b = torch.randn(n, n, device='cuda', dtype=dtype)
-        return dict(device=torch.cuda.get_device_name(), dtype=str(dtype).replace('torch.', ''), n=n, seconds=timed(lambda: a @ b, torch.cuda.synchronize))
+        return dict(device=torch.cuda.get_device_name(), dtype=str(dtype).replace('torch.', ''), n=n, **timed(lambda: a @ b, torch.cuda.synchronize))
     def torch_cpu(torch):
         a = torch.randn(cpu_n, cpu_n, dtype=torch.float32); b = torch.randn(cpu_n, cpu_n, dtype=torch.float32)
-        return dict(device='cpu', dtype='float32', n=cpu_n, seconds=timed(lambda: a @ b, lambda: None))
+        return dict(device='cpu', dtype='float32', n=cpu_n, **timed(lambda: a @ b, lambda: None))
     def jax_run(jax, size, dtype):
         import jax.numpy as jnp
         a = jnp.ones((size, size), dtype); b = jnp.ones((size, size), dtype)
@@ -126,18 +138,18 @@ export function benchmarkCode(
         device = jax.devices()[0]
         if device.platform not in ('tpu', 'gpu'):
             return None
-        return dict(device=str(device.device_kind), dtype='bfloat16', n=n, seconds=jax_run(jax, n, 'bfloat16'))
+        return dict(device=str(device.device_kind), dtype='bfloat16', n=n, **jax_run(jax, n, 'bfloat16'))
     def jax_cpu(jax):
-        return dict(device='cpu', dtype='float32', n=cpu_n, seconds=jax_run(jax, cpu_n, 'float32'))
+        return dict(device='cpu', dtype='float32', n=cpu_n, **jax_run(jax, cpu_n, 'float32'))
     def cupy_gpu(cupy):
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
         name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)['name']
         a = cupy.random.rand(n, n, dtype=cupy.float32).astype(cupy.float16); b = cupy.random.rand(n, n, dtype=cupy.float32).astype(cupy.float16)
-        return dict(device=name.decode() if isinstance(name, bytes) else str(name), dtype='float16', n=n, seconds=timed(lambda: a @ b, cupy.cuda.Device().synchronize))
+        return dict(device=name.decode() if isinstance(name, bytes) else str(name), dtype='float16', n=n, **timed(lambda: a @ b, cupy.cuda.Device().synchronize))
     def numpy_cpu(np):
         a = np.random.rand(cpu_n, cpu_n).astype(np.float32); b = np.random.rand(cpu_n, cpu_n).astype(np.float32)
-        return dict(device='cpu', dtype='float32', n=cpu_n, seconds=timed(lambda: a @ b, lambda: None))
+        return dict(device='cpu', dtype='float32', n=cpu_n, **timed(lambda: a @ b, lambda: None))
     runs = dict(torch=(torch_gpu, torch_cpu), jax=(jax_accelerator, jax_cpu), cupy=(cupy_gpu, None), numpy=(None, numpy_cpu))
     libraries = [(name, load(name)) for name in (${BENCHMARK_LIBRARIES.map(name => `'${name}'`).join(', ')})]
     def measure():

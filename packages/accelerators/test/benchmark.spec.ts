@@ -48,6 +48,20 @@ describe('benchmark', () => {
     expect(output).toContain('left False');
   });
 
+  it('times every repeat of a quick matmul, and stops timing once the runs took maxSeconds', async () => {
+    const run = async (options: { maxSeconds?: number }) =>
+      parseBenchmark(
+        await python(
+          `${pythonWithout(['torch', 'jax', 'cupy'])}${benchmarkCode({ n: 64, repeats: 4, ...options })}`
+        )
+      ) as IBenchmarkResult;
+    expect(await run({})).toMatchObject({ backend: 'numpy', n: 64, runs: 4 });
+    // No time at all: the one run that is always timed, and its time.
+    const once = await run({ maxSeconds: 0 });
+    expect(once).toMatchObject({ backend: 'numpy', n: 64, runs: 1 });
+    expect(once.seconds).toBeGreaterThan(0);
+  });
+
   it('tries torch before numpy, and says why an installed torch was not used', async () => {
     // A stand-in torch package (not torch) that fails to import as a torch built for another
     // CUDA does.
