@@ -364,8 +364,9 @@ describe('accelerators with real ferry worker processes', () => {
     });
     const flooding = await KernelSocket.connect(gw, flood);
     const responsive = await KernelSocket.connect(gw, quiet);
+    // Flooding until interrupted (a minute at most), once the other kernel has answered.
     const floodId = flooding.send('shell', 'execute_request', {
-      code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 4:\n    sys.stdout.write("x" * 65536)\n    sys.stdout.flush()',
+      code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 60:\n    sys.stdout.write("x" * 65536)\n    sys.stdout.flush()',
       silent: false
     });
     await flooding.next(
@@ -377,6 +378,9 @@ describe('accelerators with real ferry worker processes', () => {
     expect(
       flooding.received.some(m => m.header.msg_type === 'execute_reply')
     ).toBe(false);
+    expect(
+      (await gw.api('POST', `/api/kernels/${flood}/interrupt`)).status
+    ).toBe(204);
     await flooding.next(
       m => m.header.msg_type === 'execute_reply' && parentOf(m) === floodId,
       60000
@@ -385,7 +389,7 @@ describe('accelerators with real ferry worker processes', () => {
     await Promise.all(
       [flood, quiet].map(id => gw.api('DELETE', `/api/kernels/${id}`))
     );
-  }, 60000);
+  }, 90000);
 
   it('restarts a remote kernel in place, on the same device', async () => {
     const id = await startKernel(gw, {
