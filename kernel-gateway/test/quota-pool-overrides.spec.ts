@@ -5,12 +5,15 @@
  * override survives a gateway restart, and dropping it refuses him again; lowering `staff`' pool
  * (none in the profiles file) refuses its member. Every change is audited; `GET
  * /api/admin/quotas/groups` says where each value comes from; anyone else gets 403, bad values 400
- * and an unknown group 404, each with `{reason, message}`.
+ * and an unknown group 404, each with `{reason, message}`. `GET /api/admin/quotas/users` answers
+ * every listed user as the single route does, one it cannot work out apart with that route's 400,
+ * and 403 to anyone else and to a share link's guest.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { RestSchemas } from '../src/protocol';
+import { StateStore } from '../src/store';
 import { startGatewayProcess, type IGatewayProcess } from './gateway-process';
 import { expectSchema } from './helpers';
 import {
@@ -304,5 +307,134 @@ describe("an admin's override of a group's pool (a gateway process)", () => {
     expect(control.status).toBe(400);
     // Still alive, and still the admin's.
     expect((await admin('GET', '/api/admin/quotas/groups')).status).toBe(200);
+  });
+  it("lists every user's quotas in one answer, as the single route gives each, to admins alone", async () => {
+    // erin's override is one the gateway cannot read (written to the store while it was stopped,
+    // as an older gateway might have kept it): she is listed apart with the single route's 400.
+    await signIn(url, 'erin');
+    const ids = Object.fromEntries(
+      (
+        (await admin('GET', '/api/admin/users'))
+          .body as RestSchemas['AdminUser'][]
+      ).map(user => [user.name, user.id])
+    );
+    expect(ids.erin).toBeDefined();
+    await gateway.stop();
+    const store = new StateStore(path.join(dir, 'state'));
+    await store
+      .table<Record<string, string>>('quota-overrides')
+      .put(ids.erin, { gpu: 'lots' });
+    await store.close();
+    await start();
+    for (const [name, row] of [
+      ['ben', { gpu: '5h' }],
+      ['dan', { period: 'calendar-week', 'gpu:H100': '3h' }]
+    ] as const) {
+      const set = await admin(
+        'PUT',
+        `/api/admin/quotas/users/${ids[name]}`,
+        row
+      );
+      expect(set.status).toBe(200);
+    }
+
+    const list = await admin('GET', '/api/admin/quotas/users');
+    expect(list.status).toBe(200);
+    expectSchema('UsersQuotas', list.body);
+    const body = list.body as RestSchemas['UsersQuotas'];
+    // Everyone the admin API lists, in its order: each as the single route answers them (but
+    // `renewsAt`, which moves with the clock for a rolling period nobody used).
+    const listed = (
+      (await admin('GET', '/api/admin/users'))
+        .body as RestSchemas['AdminUser'][]
+    ).map(user => user.id);
+    expect(body.users.map(user => user.user)).toEqual(
+      listed.filter(id => id !== ids.erin)
+    );
+    const steady = (quotas: RestSchemas['UserQuotas']) => ({
+      ...quotas,
+      quotas: quotas.quotas.map(({ renewsAt: _, ...quota }) => quota)
+    });
+    for (const quotas of body.users) {
+      const single = await admin(
+        'GET',
+        `/api/admin/quotas/users/${encodeURIComponent(quotas.user)}`
+      );
+      expect(single.status).toBe(200);
+      expect(steady(quotas)).toEqual(steady(single.body));
+    }
+    const of = (name: string) =>
+      body.users.find(quotas => quotas.user === ids[name])!;
+    expect(of('ben')).toMatchObject({
+      override: { gpu: '5h' },
+      quotas: [{ key: 'gpu', seconds: 18_000, from: 'override' }]
+    });
+    // His GPU kernels of the tests before are counted.
+    expect(of('ben').quotas[0].heldSeconds).toBeGreaterThan(0);
+    expect(of('dan')).toMatchObject({
+      period: 'calendar-week',
+      override: { period: 'calendar-week', 'gpu:H100': '3h' },
+      quotas: [{ key: 'gpu:H100', seconds: 10_800, from: 'override' }]
+    });
+    expect(of('dan').quotas[0].heldSeconds).toBeGreaterThan(0);
+    expect(of('carol')).toEqual({
+      user: ids.carol,
+      period: 'rolling-604800s',
+      quotas: []
+    });
+    const single = await admin(
+      'GET',
+      `/api/admin/quotas/users/${encodeURIComponent(ids.erin)}`
+    );
+    expect(single.status).toBe(400);
+    expect(body.refused).toEqual([
+      { user: ids.erin, message: single.body.message }
+    ]);
+
+    // Admins alone: anyone else, and a share link's guest, get 403 before anything.
+    const refused = await call(
+      url,
+      people.ben,
+      'GET',
+      '/api/admin/quotas/users'
+    );
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({
+      reason: 'Forbidden',
+      message: expect.any(String)
+    });
+    writeFileSync(
+      path.join(gateway.rootDir, 'shared.ipynb'),
+      JSON.stringify({
+        cells: [],
+        metadata: {},
+        nbformat: 4,
+        nbformat_minor: 5
+      })
+    );
+    const link = await gateway.api('POST', '/api/shares', {
+      path: 'shared.ipynb',
+      scope: 'edit'
+    });
+    expect(link.status).toBe(201);
+    const token = (link.body as { token: string }).token;
+    expect(
+      (
+        await gateway.api('GET', '/api/contents/shared.ipynb', undefined, {
+          token
+        })
+      ).status
+    ).toBe(200);
+    const guest = await gateway.api(
+      'GET',
+      '/api/admin/quotas/users',
+      undefined,
+      { token }
+    );
+    expect(guest.status).toBe(403);
+    expect(guest.body).toEqual({
+      reason: 'Forbidden',
+      message: expect.any(String)
+    });
   });
 });

@@ -71,17 +71,12 @@ export class AdminService {
 
   /** Every user (the accounts; the owner too when it has anything running, or with no accounts). */
   users(): IAdminUser[] {
-    const { accounts } = this._options;
-    const known = accounts?.list() ?? [];
-    const listed = known.map(account => this._user(account.id, account));
-    const owner = this._user(OWNER, undefined);
-    if (
-      !accounts ||
-      owner.kernels.length + owner.terminals.length + owner.jobs.length > 0
-    ) {
-      listed.unshift(owner);
-    }
-    return listed;
+    return this._listed().map(([id, account]) => this._user(id, account));
+  }
+
+  /** The ids of everyone {@link users} lists, in its order, without what each runs. */
+  userIds(): string[] {
+    return this._listed().map(([id]) => id);
   }
 
   /** Stop a kernel (it shuts down; its sockets close with the reason). @throws AdminError */
@@ -364,6 +359,22 @@ export class AdminService {
     return userId === OWNER
       ? this._options.ownerName
       : (this._options.accounts?.get(userId)?.name ?? userId);
+  }
+
+  /** Whom {@link users} lists: the accounts, after the owner when it runs anything or with none. */
+  private _listed(): [string, IAccount | undefined][] {
+    const { accounts } = this._options;
+    const listed = (accounts?.list() ?? []).map(
+      account => [account.id, account] as [string, IAccount | undefined]
+    );
+    const owner = accounts ? this._user(OWNER, undefined) : undefined;
+    if (
+      !owner ||
+      owner.kernels.length + owner.terminals.length + owner.jobs.length > 0
+    ) {
+      listed.unshift([OWNER, undefined]);
+    }
+    return listed;
   }
 
   /** One user's row. */

@@ -309,7 +309,7 @@ export const SHARE_RULES: readonly IShareRule[] = [
     path: /^\/api\/usage\/?$/
   },
   {
-    what: "the admin's users, their things and the audit log",
+    what: "the admin's users, their things, quotas and the audit log",
     grant: 'refuse',
     methods: ANY,
     path: /^\/api\/admin(?:\/.*)?$/

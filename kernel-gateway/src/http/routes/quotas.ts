@@ -1,6 +1,6 @@
 /**
- * Admins' quota overrides over REST (accounting/quotas.ts): a user's (`GET|PUT|DELETE
- * /api/admin/quotas/users/{id}`) and a group's pool's (`GET /api/admin/quotas/groups`, `GET|PUT|DELETE
+ * Admins' quota overrides over REST (accounting/quotas.ts): every listed user's (`GET
+ * /api/admin/quotas/users`), a user's (`GET|PUT|DELETE /api/admin/quotas/users/{id}`) and a group's pool's (`GET /api/admin/quotas/groups`, `GET|PUT|DELETE
  * /api/admin/quotas/groups/{group}`), each shown as it applies with where each value comes from and
  * what was held of it in its period.
  * Every route answers 403 to anyone but an admin before anything is parsed; changes are audited.
@@ -39,6 +39,24 @@ export function quotasRouter(
     adminOnly(request);
     next();
   };
+
+  // Everyone the admin API lists, in one answer: a user whose quotas cannot be worked out is
+  // listed apart with the single route's 400, rather than failing the others.
+  router.get('/api/admin/quotas/users', (request, response) => {
+    adminOnly(request);
+    const answer: RestSchemas['UsersQuotas'] = { users: [], refused: [] };
+    for (const user of admin.userIds()) {
+      try {
+        answer.users.push(Private.userQuotas(user, quotas));
+      } catch (error) {
+        if (!(error instanceof HttpError)) {
+          throw error;
+        }
+        answer.refused.push({ user, message: error.message });
+      }
+    }
+    response.json(answer);
+  });
 
   router.get('/api/admin/quotas/users/:user', (request, response) => {
     adminOnly(request);
