@@ -6,7 +6,9 @@
  * and the table say `override`, and the user's next GPU start is allowed), sees a bad value refused
  * in the gateway's own words, clears it (the user is refused again); a pool's stale Clear and an
  * unknown group show the gateway's 404, and a group without a pool gets one from the table's last
- * row. A user who is no admin has neither the page nor "Quotas…".
+ * row. A user who is no admin has neither the page nor "Quotas…". The users' table is one request
+ * for all its users' quotas per refresh, not one per user; a user whose quotas the gateway cannot
+ * work out has a row saying why.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +30,7 @@ import {
   type ISignedIn
 } from './oidc-harness';
 import { profilesFile } from './quota-clients';
+import { StateStore } from '../src/store';
 
 const describeInBrowser = browserMissing ? describe.skip : describe;
 if (browserMissing) {
@@ -46,6 +49,7 @@ interface ILabCommands extends ICommands {
 describeInBrowser('the quotas of the admin page, in Chromium', () => {
   let env: IOidcGateway;
   let root: string;
+  let stateDir: string;
   let profiles: { dir: string; profiles: string };
   let browser: Browser;
   const contexts: BrowserContext[] = [];
@@ -55,6 +59,16 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     root = mkdtempSync(path.join(tmpdir(), 'ferry-lab-admin-quotas-'));
     chmodSync(root, 0o711);
+    // bob's override is one the gateway cannot read (as an older gateway might have kept it): his
+    // row says why, the others are shown.
+    stateDir = mkdtempSync(
+      path.join(tmpdir(), 'ferry-lab-admin-quotas-state-')
+    );
+    const store = new StateStore(stateDir);
+    await store
+      .table<Record<string, string>>('quota-overrides')
+      .put('oidc:bob', { gpu: 'lots' });
+    await store.close();
     // No GPU time for anyone by default; the students' pool has 10 h.
     profiles = profilesFile('lab-admin-quotas', [
       'quotas:',
@@ -76,6 +90,8 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
         path.join(root, 'users'),
         '--profiles',
         profiles.profiles,
+        '--state-dir',
+        stateDir,
         '--simulate',
         'gpu:H100:1',
         '--hold-devices',
@@ -95,7 +111,7 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     }
     await browser?.close();
     await env?.stop();
-    for (const made of [root, profiles?.dir]) {
+    for (const made of [root, stateDir, profiles?.dir]) {
       if (made) {
         rmSync(made, { recursive: true, force: true });
       }
@@ -181,14 +197,35 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     const url = env.gateway.url;
     const alice = await signIn(url, 'alice');
     const carol = await signIn(url, 'carol');
+    await signIn(url, 'bob');
     expect(await gpuStart(alice)).toBe(403);
     const users = await callAs(url, carol, 'GET', '/api/admin/users');
     const aliceId = (users.body as { id: string; name: string }[]).find(
       user => user.name === 'alice'
     )?.id;
     expect(aliceId).toBeDefined();
+    const bobQuotas = await callAs(
+      url,
+      carol,
+      'GET',
+      '/api/admin/quotas/users/oidc%3Abob'
+    );
+    expect(bobQuotas.status).toBe(400);
 
     const page = await openLab(carol);
+    // The users' quotas are asked in one request per refresh of the page, however many users.
+    const asked = { users: 0, quotas: 0 };
+    page.on('request', request => {
+      const { pathname } = new URL(request.url());
+      if (request.method() !== 'GET') {
+        return;
+      }
+      if (pathname === '/api/admin/users') {
+        asked.users += 1;
+      } else if (pathname.startsWith('/api/admin/quotas/users')) {
+        asked.quotas += 1;
+      }
+    });
     expect(await shown(page, 'ferry:admin-quotas')).toBe(true);
     expect(await settingsMenu(page)).toContain('Quotas…');
     await page
@@ -202,6 +239,18 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     );
     const gpu = row.locator('li[data-key="gpu"]');
     await gpu.waitFor();
+    expect(
+      await section.locator('.jp-FerryAdmin-usersQuotas tr[data-id]').count()
+    ).toBe(3);
+    expect(asked).toEqual({ users: 1, quotas: 1 });
+    // bob's row says why the gateway could not work his quotas out, in its words.
+    expect(
+      await section
+        .locator(
+          '.jp-FerryAdmin-usersQuotas tr[data-id="oidc:bob"] .jp-FerryAdmin-error'
+        )
+        .textContent()
+    ).toBe(bobQuotas.body.message);
     expect(await gpu.getAttribute('data-from')).toBe('config: default');
     expect(await gpu.textContent()).toBe(
       'GPU 0 sconfig: default0 s used, 0 s left'
@@ -219,6 +268,8 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     await row.locator('.jp-FerryAdmin-setQuota').click();
     await row.locator('li[data-key="gpu"][data-from="override"]').waitFor();
     expect(await gpu.textContent()).toBe('GPU 2 hoverride0 s used, 2 h left');
+    // The Set's refresh asked them once more.
+    expect(asked).toEqual({ users: 2, quotas: 2 });
     const readBack = await callAs(
       url,
       carol,
@@ -326,7 +377,9 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
     await another.locator('.jp-FerryAdmin-setQuota').click();
     const admins = table.locator('tr[data-id="admins"]');
     await admins.locator('li[data-key="gpu"][data-from="override"]').waitFor();
-    expect(await admins.textContent()).toMatch(/^adminsrolling 7 d defaultGPU 1 hoverride/);
+    expect(await admins.textContent()).toMatch(
+      /^adminsrolling 7 d defaultGPU 1 hoverride/
+    );
     expect(await alert.textContent()).toBe('');
     await screenshotStep(page, 'admin-quotas-another-group');
     await admins.locator('.jp-FerryAdmin-clearQuota').click();

@@ -26,6 +26,9 @@ export type IUsageRow = RestSchemas['UsageRow'];
 /** A user's quotas as they apply, each value with its source: schema `UserQuotas`. */
 export type IUserQuotas = RestSchemas['UserQuotas'];
 
+/** Every listed user's quotas, and those the gateway could not work out with why: schema `UsersQuotas`. */
+export type IUsersQuotas = RestSchemas['UsersQuotas'];
+
 /** A group's pool as it applies, each value with its source and its use: schema `GroupPool`. */
 export type IGroupPool = RestSchemas['GroupPool'];
 
@@ -144,11 +147,9 @@ export class AdminClient {
     );
   }
 
-  /** A user's quotas as they apply, with their override if any. */
-  userQuotas(userId: string): Promise<IUserQuotas> {
-    return this._request(Private.quotaEndpoint('users', userId), {
-      method: 'GET'
-    });
+  /** Every user the admin API lists with their quotas as they apply (override, use), in one request. */
+  everyUsersQuotas(): Promise<IUsersQuotas> {
+    return this._request('api/admin/quotas/users', { method: 'GET' });
   }
 
   /** Every group's pool as it applies, with what its members held of it. */

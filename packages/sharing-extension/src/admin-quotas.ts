@@ -12,6 +12,7 @@ import type {
   IGroupPool,
   IQuotaOverride,
   IUserQuotas,
+  IUsersQuotas,
   QuotaSubject
 } from './admin-client';
 import { adminDuration } from './admin-devices';
@@ -46,9 +47,10 @@ export interface IQuotaRow {
 export class QuotasSection {
   constructor(
     private readonly _client: AdminClient,
-    trans: TranslationBundle,
+    private readonly _trans: TranslationBundle,
     changed: () => Promise<void>
   ) {
+    const trans = _trans;
     const client = _client;
     const heading = document.createElement('h2');
     heading.textContent = trans.__('Quotas');
@@ -83,11 +85,17 @@ export class QuotasSection {
   /**
    * Ask the gateway again and redraw.
    *
-   * @param users - Everyone the admin page lists (their quotas are asked one by one).
+   * @param users - Everyone the admin page lists (their quotas are asked in one request).
    */
   async refresh(users: readonly IAdminUser[]): Promise<void> {
     await Promise.all([
-      this._users.refresh(() => Private.userRows(this._client, users)),
+      this._users.refresh(async () =>
+        Private.userRows(
+          await this._client.everyUsersQuotas(),
+          users,
+          this._trans
+        )
+      ),
       this._pools.refresh(async () =>
         (await this._client.pools()).map(Private.poolRow)
       )
@@ -324,25 +332,32 @@ namespace Private {
   /** Whom a Set or Clear is for: the route's id and the name people read. */
   export type ITarget = Pick<IQuotaRow, 'id' | 'name'>;
 
-  /** Every user's quotas, asked together; a user the gateway cannot say keeps their row, with why. */
-  export async function userRows(
-    client: AdminClient,
-    users: readonly IAdminUser[]
-  ): Promise<IQuotaRow[]> {
-    const answers = await Promise.allSettled(
-      users.map(user => client.userQuotas(user.id))
+  /**
+   * The users' rows from the gateway's one answer, in the page's order: a user the gateway could
+   * not say keeps their row, with why.
+   */
+  export function userRows(
+    answer: IUsersQuotas,
+    users: readonly IAdminUser[],
+    trans: TranslationBundle
+  ): IQuotaRow[] {
+    const quotas = new Map(answer.users.map(user => [user.user, user]));
+    const refused = new Map(
+      answer.refused.map(user => [user.user, user.message])
     );
-    return users.map((user, i) => {
-      const answer = answers[i];
-      return answer.status === 'fulfilled'
-        ? userRow(user, answer.value)
+    return users.map(user => {
+      const found = quotas.get(user.id);
+      return found
+        ? userRow(user, found)
         : {
             id: user.id,
             name: user.name,
             period: '',
             periodFrom: '',
             limits: [],
-            error: errorText(answer.reason)
+            error:
+              refused.get(user.id) ??
+              trans.__("Not in the gateway's answer: refresh the page")
           };
     });
   }
