@@ -130,6 +130,7 @@ describe('benchmark', () => {
           dtype: 'bfloat16',
           n: 8192,
           seconds: 0.0025,
+          runs: 5,
           tflops: 439.8
         },
         'H100'
@@ -148,6 +149,7 @@ describe('benchmark', () => {
           dtype: 'float32',
           n: 2048,
           seconds: 0.2,
+          runs: 5,
           tflops: 0.0859
         },
         'H100'
