@@ -273,9 +273,16 @@ describe("an admin's override of a group's pool (a gateway process)", () => {
         message: expect.stringMatching(message)
       });
     };
-    await bad({ gpu: 'lots' }, /^Invalid request body: /);
+    // A value of the wrong form is told the form, not the contract's regular expression.
+    await bad(
+      { gpu: 'lots' },
+      /^Invalid request body: body\/gpu must be a duration such as 30h, 90m, 7d, 2w or 30s \(not "lots"\)$/
+    );
     await bad({ fpga: '1h' }, /^Invalid request body: /);
-    await bad({ period: 'monthly' }, /^Invalid request body: /);
+    await bad(
+      { period: 'monthly' },
+      /^Invalid request body: body\/period must be calendar-week or rolling-<duration>, such as rolling-7d \(not "monthly"\)$/
+    );
     await bad(
       { gpu: '1h', reason: 'x'.repeat(501) },
       /^Invalid request body: /

@@ -22,8 +22,10 @@ export class ApiSchemas {
         '#/$defs/'
       )
     );
-    this._ajv = new Ajv2020({ allErrors: true, strict: true });
+    // verbose: each error carries its schema, whose `x-form` says what a pattern wants.
+    this._ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true });
     addFormats(this._ajv);
+    this._ajv.addKeyword({ keyword: ApiSchemas.FORM, schemaType: 'string' });
     this._ajv.addSchema({ $id: ApiSchemas.ID, $defs: defs });
   }
 
@@ -83,7 +85,20 @@ export class ApiSchemas {
     if (unknown.length > 0) {
       return unknown.join(', ');
     }
-    return this._ajv.errorsText(validate.errors, { dataVar: 'body' });
+    // A pattern is for the contract; a person is told the form its `x-form` gives, and what they
+    // sent.
+    const errors = (validate.errors ?? []).map(error => {
+      const form = (
+        error.parentSchema as Record<string, unknown> | undefined
+      )?.[ApiSchemas.FORM];
+      return error.keyword === 'pattern' && typeof form === 'string'
+        ? {
+            ...error,
+            message: `must be ${form} (not ${JSON.stringify(error.data)})`
+          }
+        : error;
+    });
+    return this._ajv.errorsText(errors, { dataVar: 'body' });
   }
 
   private _ajv: Ajv2020;
@@ -91,6 +106,11 @@ export class ApiSchemas {
 
 export namespace ApiSchemas {
   export const ID = 'ferry-rest-api';
+  /**
+   * The schema keyword (an OpenAPI extension) that names, for a person, the form a `pattern`
+   * wants: a refused value is told "must be <form>" rather than shown the regular expression.
+   */
+  export const FORM = 'x-form';
 }
 
 /**
