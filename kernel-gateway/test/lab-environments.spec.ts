@@ -115,9 +115,12 @@ describeInBrowser('an environment picked in the hosted JupyterLab', () => {
     expect(
       (await runCell(page, 'import sys\nprint(sys.executable)')).trim()
     ).toBe(path.join(dir, 'torch', 'bin', 'python'));
-    await expect(
-      notebook.locator('.jp-FerryPicker-toolbarItem').textContent()
-    ).resolves.toContain('PyTorch · GPU · H100 × 1');
+    // The toolbar follows the pushed stream (an update each second): wait for it to say so.
+    await notebook
+      .locator('.jp-FerryPicker-toolbarItem', {
+        hasText: 'PyTorch · GPU · H100 × 1'
+      })
+      .waitFor();
     // The choice is the notebook's: saved beside the accelerator.
     await save(page);
     const name = await page
