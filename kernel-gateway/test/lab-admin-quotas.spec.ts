@@ -20,7 +20,8 @@ import {
   browserMissing,
   launchChromium,
   screenshotStep,
-  type ICommands
+  type ICommands,
+  contextSignedIn
 } from './lab-pages';
 import {
   callAs,
@@ -123,18 +124,12 @@ describeInBrowser('the quotas of the admin page, in Chromium', () => {
    * gateway's answer to whether `who` is an admin.
    */
   async function openLab(who: ISignedIn): Promise<Page> {
-    const context = await browser.newContext({
-      viewport: { width: 1400, height: 1000 }
+    const url = env.gateway.url;
+    const context = await contextSignedIn(browser, who, url, {
+      width: 1400,
+      height: 1000
     });
     contexts.push(context);
-    const url = env.gateway.url;
-    await context.addCookies(
-      (await who.jar.getCookies(url)).map(cookie => ({
-        name: cookie.key,
-        value: cookie.value,
-        url
-      }))
-    );
     const page = await context.newPage();
     page.setDefaultTimeout(30_000);
     last = page;

@@ -20,7 +20,8 @@ import {
   launchChromium,
   newNotebook,
   screenshotStep,
-  type ICommands
+  type ICommands,
+  contextSignedIn
 } from './lab-pages';
 import {
   callAs,
@@ -88,18 +89,12 @@ describeInBrowser('the admin page of the hosted lab, in Chromium', () => {
 
   /** A browser of its own holding `who`'s session (signed in through the provider), at the lab. */
   async function openLab(who: ISignedIn): Promise<Page> {
-    const context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
+    const url = env.gateway.url;
+    const context = await contextSignedIn(browser, who, url, {
+      width: 1400,
+      height: 900
     });
     contexts.push(context);
-    const url = env.gateway.url;
-    await context.addCookies(
-      (await who.jar.getCookies(url)).map(cookie => ({
-        name: cookie.key,
-        value: cookie.value,
-        url
-      }))
-    );
     const page = await context.newPage();
     page.setDefaultTimeout(30_000);
     last = page;

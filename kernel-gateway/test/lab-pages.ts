@@ -20,11 +20,13 @@ import { createInterface } from 'node:readline';
 import {
   chromium,
   type Browser,
+  type BrowserContext,
   type Locator,
   type Page,
   type Request
 } from 'playwright-core';
 import { apiFor, type ITestGateway } from './helpers';
+import type { ISignedIn } from './oidc-harness';
 
 const FERRY = path.join(__dirname, '..', 'bin', 'ferry.js');
 const CHROMIUM = '/usr/bin/chromium';
@@ -301,6 +303,27 @@ export async function screenshotStep(
       path: path.join(SCREENSHOTS, `${prefix}-${slug}.png`)
     });
   }
+}
+
+/**
+ * A browser context of its own holding `who`'s session at `url` (the cookies they got signing in
+ * through the provider): that person's own browser.
+ */
+export async function contextSignedIn(
+  browser: Browser,
+  who: ISignedIn,
+  url: string,
+  viewport: { width: number; height: number }
+): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport });
+  await context.addCookies(
+    (await who.jar.getCookies(url)).map(cookie => ({
+      name: cookie.key,
+      value: cookie.value,
+      url
+    }))
+  );
+  return context;
 }
 
 /** A page of a context of its own (a person of their own), with a 30 s timeout, watched. */
