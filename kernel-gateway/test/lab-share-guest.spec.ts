@@ -92,13 +92,7 @@ describeInBrowser("A share link's visitor, in Chromium", () => {
 
     // Revoked: the page says so, over everything.
     expect((await lab.api('DELETE', `/api/shares/${id}`)).status).toBe(204);
-    const cover = page.getByRole('alertdialog', {
-      name: 'This link no longer works'
-    });
-    await cover
-      .getByRole('heading', { name: 'This link was revoked' })
-      .waitFor();
-    await cover.getByText('This share link was revoked by its owner').waitFor();
+    await toldRevoked(page);
     await context.close();
     page = undefined;
   });
@@ -125,18 +119,21 @@ describeInBrowser("A share link's visitor, in Chromium", () => {
     });
     await page.getByRole('button', { name: /Open/ }).click();
     await page.waitForURL(/\/(lab|doc)\/tree\//);
-    const cover = page.getByRole('alertdialog', {
-      name: 'This link no longer works'
-    });
-    await cover
-      .getByRole('heading', { name: 'This link was revoked' })
-      .waitFor();
-    await cover.getByText('This share link was revoked by its owner').waitFor();
+    await toldRevoked(page);
     expect(revoked).toBe(true);
     await page.context().close();
     page = undefined;
   });
 });
+
+/** Wait until the page says, over everything, that its link was revoked, in the server's words. */
+async function toldRevoked(page: Page): Promise<void> {
+  const cover = page.getByRole('alertdialog', {
+    name: 'This link no longer works'
+  });
+  await cover.getByRole('heading', { name: 'This link was revoked' }).waitFor();
+  await cover.getByText('This share link was revoked by its owner').waitFor();
+}
 
 /** Wait until the notebook in front shows a cell with `text` as its source. */
 async function notebookShows(page: Page, text: string): Promise<void> {
