@@ -112,20 +112,21 @@ export class DeviceRules {
 
   /** Deny the files of every device but `held`, and allow again those denied before that `held` has. */
   hold(held: readonly string[]): void {
-    const denied = new Map(this._files.deniedFor(held).map(f => [rule(f), f]));
-    for (const [line] of this._denied) {
+    const denied = new Set(this._files.deniedFor(held).map(rule));
+    for (const line of this._denied) {
       if (!denied.has(line)) {
         writeFileSync(path.join(this._dir, 'devices.allow'), line);
         this._denied.delete(line);
       }
     }
-    for (const [line, file] of denied) {
+    for (const line of denied) {
       if (!this._denied.has(line)) {
         writeFileSync(path.join(this._dir, 'devices.deny'), line);
-        this._denied.set(line, file);
+        this._denied.add(line);
       }
     }
   }
 
-  private readonly _denied = new Map<string, IDeviceFile>();
+  /** The rules denied now (`c 195:1 rwm`). */
+  private readonly _denied = new Set<string>();
 }
